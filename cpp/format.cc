@@ -1,0 +1,591 @@
+/*!
+ * \file format.cc
+ * \brief Writer and bounds-checked reader of the partial module format (see format.h).
+ */
+#include "format.h"
+
+#include <tvm_partial/partial_apply.h>
+
+#include <tvm/ffi/container/shape.h>
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/dtype.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/function.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+// The format is little-endian and written with plain memcpy of integers.
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "tvm-partial's format needs a little-endian host");
+
+namespace tvm_partial {
+namespace format {
+
+namespace {
+
+constexpr char kMagic[8] = {'T', 'V', 'M', 'P', 'A', 'R', 'T', 'L'};
+constexpr size_t kHeaderSize = 40;     // magic, version, flags, total, metadata size, hash
+constexpr size_t kHashedHeader = 32;   // the header bytes covered by the metadata hash
+constexpr uint32_t kMaxNdim = 64;
+
+enum ValueKind : uint8_t { kNone = 0, kInt = 1, kFloat = 2, kBool = 3, kStr = 4, kTensor = 5 };
+
+// ---------------------------------------------------------------------------------------------
+// A 64-bit hash: four independent multiply-rotate lanes over 32-byte blocks (fast enough to run
+// over every payload at load time), then the tail and a final avalanche.
+constexpr uint64_t kP1 = 0x9E3779B185EBCA87ULL;
+constexpr uint64_t kP2 = 0xC2B2AE3D27D4EB4FULL;
+constexpr uint64_t kP3 = 0x165667B19E3779F9ULL;
+
+inline uint64_t Rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+inline uint64_t Load64(const unsigned char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+inline uint64_t Lane(uint64_t acc, uint64_t word) { return Rotl(acc + word * kP2, 31) * kP1; }
+
+class Hasher {
+ public:
+  void Update(const void* data, size_t size) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    total_ += size;
+    if (buffered_ > 0) {
+      size_t take = std::min(size, sizeof(buffer_) - buffered_);
+      std::memcpy(buffer_ + buffered_, p, take);
+      buffered_ += take;
+      p += take;
+      size -= take;
+      if (buffered_ < sizeof(buffer_)) return;
+      Block(buffer_);
+      buffered_ = 0;
+    }
+    for (; size >= 32; p += 32, size -= 32) Block(p);
+    std::memcpy(buffer_, p, size);
+    buffered_ = size;
+  }
+  uint64_t Final() const {
+    uint64_t h = Rotl(acc_[0], 1) + Rotl(acc_[1], 7) + Rotl(acc_[2], 12) + Rotl(acc_[3], 18);
+    h ^= total_ * kP3;
+    size_t i = 0;
+    for (; i + 8 <= buffered_; i += 8) h = Rotl(h ^ Lane(0, Load64(buffer_ + i)), 27) * kP1 + kP3;
+    for (; i < buffered_; ++i) h = Rotl(h ^ (buffer_[i] * kP3), 11) * kP1;
+    h ^= h >> 33;
+    h *= kP2;
+    h ^= h >> 29;
+    h *= kP3;
+    h ^= h >> 32;
+    return h;
+  }
+
+ private:
+  void Block(const unsigned char* p) {
+    for (int k = 0; k < 4; ++k) acc_[k] = Lane(acc_[k], Load64(p + 8 * k));
+  }
+  uint64_t acc_[4] = {kP1 + kP2, kP2, 0, 0 - kP1};
+  unsigned char buffer_[32];
+  size_t buffered_ = 0;
+  uint64_t total_ = 0;
+};
+
+uint64_t Hash(const void* data, size_t size) {
+  Hasher h;
+  h.Update(data, size);
+  return h.Final();
+}
+
+uint64_t MetadataHash(const char* blob, size_t meta_size) {
+  Hasher h;
+  h.Update(blob, kHashedHeader);
+  h.Update(blob + kHeaderSize, meta_size);
+  return h.Final();
+}
+
+size_t AlignUp(size_t n) { return (n + kPayloadAlignment - 1) / kPayloadAlignment * kPayloadAlignment; }
+
+// ---------------------------------------------------------------------------------------------
+class Writer {
+ public:
+  template <typename T>
+  void Put(T v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    buf_.append(reinterpret_cast<const char*>(&v), sizeof(T));
+  }
+  void PutStr(const std::string& s) {
+    Put<uint32_t>(static_cast<uint32_t>(s.size()));
+    buf_.append(s);
+  }
+  template <typename T>
+  void Patch(size_t at, T v) {
+    std::memcpy(&buf_[at], &v, sizeof(T));
+  }
+  size_t size() const { return buf_.size(); }
+  std::string& str() { return buf_; }
+
+ private:
+  std::string buf_;
+};
+
+const char* DeviceName(int32_t device_type) {
+  switch (device_type) {
+    case kDLCPU: return "cpu";
+    case kDLCUDA: return "cuda";
+    case kDLCUDAHost: return "cuda_host";
+    case kDLOpenCL: return "opencl";
+    case kDLVulkan: return "vulkan";
+    case kDLMetal: return "metal";
+    case kDLROCM: return "rocm";
+    case kDLROCMHost: return "rocm_host";
+    case kDLCUDAManaged: return "cuda_managed";
+    case kDLOneAPI: return "oneapi";
+    case kDLWebGPU: return "webgpu";
+    case kDLHexagon: return "hexagon";
+    default: return nullptr;
+  }
+}
+
+std::string DeviceString(int32_t device_type, int32_t device_id) {
+  const char* name = DeviceName(device_type);
+  std::ostringstream os;
+  if (name) {
+    os << name;
+  } else {
+    os << "device_type " << device_type;
+  }
+  os << ":" << device_id;
+  return os.str();
+}
+
+void CopyTensorToHost(const ffi::Tensor& tensor, char* dst, size_t nbytes) {
+  if (nbytes == 0) return;
+  const DLTensor* t = tensor.GetDLTensorPtr();
+  if (t->device.device_type == kDLCPU || t->device.device_type == kDLCUDAHost ||
+      t->device.device_type == kDLROCMHost) {
+    std::memcpy(dst, static_cast<const char*>(t->data) + t->byte_offset, nbytes);
+    return;
+  }
+  static const auto copy = ffi::Function::GetGlobal("runtime.TVMTensorCopyToBytes");
+  if (!copy.has_value()) {
+    TVM_FFI_THROW(RuntimeError) << "saving a tensor on "
+                                << DeviceString(t->device.device_type, t->device.device_id)
+                                << " needs the TVM runtime (runtime.TVMTensorCopyToBytes); "
+                                   "import tvm first";
+  }
+  (*copy)(tensor, static_cast<void*>(dst), static_cast<int64_t>(nbytes));
+}
+
+}  // namespace
+
+// =============================================================================================
+std::string Encode(const std::vector<FunctionRecord>& functions) {
+  struct Pending {
+    ffi::Tensor tensor;
+    size_t nbytes;
+    size_t offset_at;  // where the payload offset is patched in
+    size_t hash_at;    // where the payload hash is patched in
+  };
+  std::vector<Pending> tensors;
+  Writer w;
+  w.str().append(kMagic, sizeof(kMagic));
+  w.Put<uint32_t>(kVersion);
+  w.Put<uint32_t>(0);  // flags
+  w.Put<uint64_t>(0);  // total size, patched
+  w.Put<uint64_t>(0);  // metadata size, patched
+  w.Put<uint64_t>(0);  // metadata hash, patched
+
+  w.Put<uint32_t>(static_cast<uint32_t>(functions.size()));
+  for (const FunctionRecord& fn : functions) {
+    w.PutStr(fn.name);
+    w.Put<uint32_t>(static_cast<uint32_t>(fn.param_names.size()));
+    for (const ffi::String& p : fn.param_names) w.PutStr(p);
+    w.Put<uint32_t>(static_cast<uint32_t>(fn.bound.size()));
+    for (const auto& [index, value] : fn.bound) {
+      w.Put<int64_t>(index);
+      switch (value.type_index()) {
+        case ffi::TypeIndex::kTVMFFINone:
+          w.Put<uint8_t>(kNone);
+          break;
+        case ffi::TypeIndex::kTVMFFIInt:
+          w.Put<uint8_t>(kInt);
+          w.Put<int64_t>(value.cast<int64_t>());
+          break;
+        case ffi::TypeIndex::kTVMFFIFloat:
+          w.Put<uint8_t>(kFloat);
+          w.Put<double>(value.cast<double>());
+          break;
+        case ffi::TypeIndex::kTVMFFIBool:
+          w.Put<uint8_t>(kBool);
+          w.Put<uint8_t>(value.cast<bool>() ? 1 : 0);
+          break;
+        case ffi::TypeIndex::kTVMFFIStr:
+        case ffi::TypeIndex::kTVMFFISmallStr:
+          w.Put<uint8_t>(kStr);
+          w.PutStr(value.cast<ffi::String>());
+          break;
+        case ffi::TypeIndex::kTVMFFITensor: {
+          ffi::Tensor tensor = value.cast<ffi::Tensor>();
+          const DLTensor* t = tensor.GetDLTensorPtr();
+          if (!tensor.IsContiguous()) {
+            TVM_FFI_THROW(ValueError) << "cannot save function '" << fn.name << "' position "
+                                      << index << ": the bound tensor is not contiguous";
+          }
+          w.Put<uint8_t>(kTensor);
+          w.PutStr(ffi::DLDataTypeToString(t->dtype));
+          w.Put<int32_t>(t->device.device_type);
+          w.Put<int32_t>(t->device.device_id);
+          w.Put<uint32_t>(static_cast<uint32_t>(t->ndim));
+          for (int i = 0; i < t->ndim; ++i) w.Put<int64_t>(t->shape[i]);
+          size_t nbytes = ffi::GetDataSize(*t);
+          w.Put<uint64_t>(nbytes);
+          size_t offset_at = w.size();
+          w.Put<uint64_t>(0);
+          size_t hash_at = w.size();
+          w.Put<uint64_t>(0);
+          tensors.push_back({tensor, nbytes, offset_at, hash_at});
+          break;
+        }
+        default:
+          TVM_FFI_THROW(TypeError)
+              << "cannot save function '" << fn.name << "' position " << index << ": a bound "
+              << value.GetTypeKey()
+              << " cannot be serialised (only tensors, int, float, bool, str and None can)";
+      }
+    }
+  }
+  const size_t meta_size = w.size() - kHeaderSize;
+  size_t end = kHeaderSize + meta_size;
+  for (Pending& p : tensors) {
+    size_t offset = AlignUp(end);
+    w.str().resize(offset, '\0');
+    w.str().resize(offset + p.nbytes);
+    CopyTensorToHost(p.tensor, &w.str()[offset], p.nbytes);
+    w.Patch<uint64_t>(p.offset_at, offset);
+    w.Patch<uint64_t>(p.hash_at, Hash(w.str().data() + offset, p.nbytes));
+    end = offset + p.nbytes;
+  }
+  w.Patch<uint64_t>(16, w.size());
+  w.Patch<uint64_t>(24, meta_size);
+  w.Patch<uint64_t>(32, MetadataHash(w.str().data(), meta_size));
+  return std::move(w.str());
+}
+
+// =============================================================================================
+namespace {
+
+class Reader {
+ public:
+  Reader(const char* data, size_t begin, size_t end) : data_(data), pos_(begin), end_(end) {}
+
+  template <typename T>
+  T Get(const char* what) {
+    Need(sizeof(T), what);
+    T v;
+    std::memcpy(&v, data_ + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return v;
+  }
+  std::string GetStr(const char* what) {
+    uint32_t n = Get<uint32_t>(what);
+    Need(n, what);
+    std::string s(data_ + pos_, n);
+    pos_ += n;
+    return s;
+  }
+  /*! \brief A count of items each at least `min_item` bytes long: refuse counts that cannot fit. */
+  uint32_t GetCount(const char* what, size_t min_item) {
+    uint32_t n = Get<uint32_t>(what);
+    if (static_cast<uint64_t>(n) * min_item > end_ - pos_) {
+      TVM_FFI_THROW(ValueError) << "corrupted partial_apply data: " << what << " " << n
+                                << " cannot fit in the " << (end_ - pos_)
+                                << " bytes of metadata left";
+    }
+    return n;
+  }
+  size_t pos() const { return pos_; }
+  size_t left() const { return end_ - pos_; }
+
+ private:
+  void Need(size_t n, const char* what) {
+    if (n > end_ - pos_) {
+      TVM_FFI_THROW(ValueError) << "corrupted partial_apply data: " << what << " at byte " << pos_
+                                << " needs " << n << " bytes, " << (end_ - pos_) << " left";
+    }
+  }
+  const char* data_;
+  size_t pos_;
+  size_t end_;
+};
+
+struct TensorMeta {
+  DLDataType dtype;
+  int32_t device_type;
+  int32_t device_id;
+  std::vector<int64_t> shape;
+  uint64_t nbytes;
+  uint64_t offset;
+  uint64_t hash;
+};
+
+struct ParsedValue {
+  int64_t index;
+  uint8_t kind;
+  ffi::Any scalar;  // kinds 0-4
+  TensorMeta tensor;
+};
+
+struct ParsedFunction {
+  ffi::String name;
+  ffi::Array<ffi::String> param_names;
+  std::vector<ParsedValue> values;
+};
+
+struct Parsed {
+  uint32_t version;
+  uint64_t total;
+  std::vector<ParsedFunction> functions;
+};
+
+[[noreturn]] void Corrupt(const std::string& msg) {
+  TVM_FFI_THROW(ValueError) << "corrupted partial_apply data: " << msg;
+  TVM_FFI_UNREACHABLE();
+}
+
+uint64_t CheckedByteSize(const std::vector<int64_t>& shape, DLDataType dtype, const std::string& where) {
+  uint64_t numel = 1;
+  for (int64_t d : shape) {
+    if (d < 0) Corrupt(where + ": negative dimension " + std::to_string(d));
+    if (__builtin_mul_overflow(numel, static_cast<uint64_t>(d), &numel)) {
+      Corrupt(where + ": the shape's element count overflows");
+    }
+  }
+  uint64_t bits_per_elem = static_cast<uint64_t>(dtype.bits) * dtype.lanes;
+  uint64_t bits;
+  if (__builtin_mul_overflow(numel, bits_per_elem, &bits)) {
+    Corrupt(where + ": the shape's byte size overflows");
+  }
+  return bits / 8 + (bits % 8 != 0);
+}
+
+Parsed Parse(const char* data, size_t size) {
+  static_assert(sizeof(uint64_t) == 8 && sizeof(double) == 8);
+  if (size < kHeaderSize) {
+    Corrupt("truncated: " + std::to_string(size) + " bytes is shorter than the " +
+            std::to_string(kHeaderSize) + "-byte header");
+  }
+  if (std::memcmp(data, kMagic, sizeof(kMagic)) != 0) {
+    TVM_FFI_THROW(ValueError) << "not partial_apply data: bad magic (expected \"TVMPARTL\")";
+  }
+  Reader header(data, sizeof(kMagic), kHeaderSize);
+  Parsed out;
+  out.version = header.Get<uint32_t>("version");
+  if (out.version > kVersion) {
+    TVM_FFI_THROW(ValueError) << "partial_apply data has format version " << out.version
+                              << ", newer than this tvm-partial reads (" << kVersion
+                              << "); upgrade tvm-partial";
+  }
+  if (out.version == 0) Corrupt("format version 0 is invalid");
+  uint32_t flags = header.Get<uint32_t>("flags");
+  if (flags != 0) Corrupt("unknown flags " + std::to_string(flags));
+  out.total = header.Get<uint64_t>("total size");
+  if (out.total != size) {
+    Corrupt("size mismatch: the header says " + std::to_string(out.total) + " bytes, got " +
+            std::to_string(size) + (size < out.total ? " (truncated)" : ""));
+  }
+  uint64_t meta_size = header.Get<uint64_t>("metadata size");
+  if (meta_size > size - kHeaderSize) {
+    Corrupt("metadata of " + std::to_string(meta_size) + " bytes runs past the end (" +
+            std::to_string(size) + " bytes)");
+  }
+  uint64_t meta_hash = header.Get<uint64_t>("metadata hash");
+  if (meta_hash != MetadataHash(data, meta_size)) Corrupt("metadata checksum mismatch");
+
+  const size_t meta_end = kHeaderSize + meta_size;
+  Reader r(data, kHeaderSize, meta_end);
+  uint32_t num_functions = r.GetCount("function count", 12);
+  size_t expected_offset = AlignUp(meta_end);  // canonical payload layout
+  size_t payload_end = meta_end;
+  for (uint32_t f = 0; f < num_functions; ++f) {
+    ParsedFunction fn;
+    fn.name = r.GetStr("function name");
+    for (const ParsedFunction& other : out.functions) {
+      if (other.name == fn.name) Corrupt("function '" + std::string(fn.name) + "' appears twice");
+    }
+    uint32_t num_names = r.GetCount("parameter name count", 4);
+    for (uint32_t i = 0; i < num_names; ++i) fn.param_names.push_back(r.GetStr("parameter name"));
+    uint32_t num_bound = r.GetCount("binding count", 9);
+    int64_t last_index = -1;
+    for (uint32_t b = 0; b < num_bound; ++b) {
+      ParsedValue v;
+      v.index = r.Get<int64_t>("position");
+      const std::string where = "function '" + std::string(fn.name) + "' position " +
+                                std::to_string(v.index);
+      if (v.index <= last_index) Corrupt(where + " is negative or out of order");
+      last_index = v.index;
+      if (num_names > 0 && v.index >= static_cast<int64_t>(num_names)) {
+        Corrupt(where + " is past its " + std::to_string(num_names) + " parameters");
+      }
+      v.kind = r.Get<uint8_t>("value kind");
+      switch (v.kind) {
+        case kNone: v.scalar = nullptr; break;
+        case kInt: v.scalar = r.Get<int64_t>("int value"); break;
+        case kFloat: v.scalar = r.Get<double>("float value"); break;
+        case kBool: {
+          uint8_t b8 = r.Get<uint8_t>("bool value");
+          if (b8 > 1) Corrupt(where + ": bool value " + std::to_string(b8));
+          v.scalar = b8 == 1;
+          break;
+        }
+        case kStr: v.scalar = ffi::String(r.GetStr("str value")); break;
+        case kTensor: {
+          TensorMeta& t = v.tensor;
+          std::string dtype = r.GetStr("tensor dtype");
+          try {
+            t.dtype = ffi::StringToDLDataType(dtype);
+          } catch (const ffi::Error&) {
+            Corrupt(where + ": unknown dtype '" + dtype + "'");
+          }
+          if (t.dtype.bits == 0 || t.dtype.lanes == 0) Corrupt(where + ": invalid dtype '" + dtype + "'");
+          t.device_type = r.Get<int32_t>("device type");
+          t.device_id = r.Get<int32_t>("device id");
+          if (DeviceName(t.device_type) == nullptr || t.device_id < 0) {
+            Corrupt(where + ": invalid device " + DeviceString(t.device_type, t.device_id));
+          }
+          uint32_t ndim = r.Get<uint32_t>("tensor ndim");
+          if (ndim > kMaxNdim) Corrupt(where + ": ndim " + std::to_string(ndim) + " exceeds " + std::to_string(kMaxNdim));
+          for (uint32_t i = 0; i < ndim; ++i) t.shape.push_back(r.Get<int64_t>("tensor shape"));
+          t.nbytes = r.Get<uint64_t>("tensor byte length");
+          t.offset = r.Get<uint64_t>("tensor payload offset");
+          t.hash = r.Get<uint64_t>("tensor payload hash");
+          uint64_t expected_bytes = CheckedByteSize(t.shape, t.dtype, where);
+          if (t.nbytes != expected_bytes) {
+            Corrupt(where + ": byte length " + std::to_string(t.nbytes) + " does not match its shape and dtype (" +
+                    std::to_string(expected_bytes) + ")");
+          }
+          if (t.offset != expected_offset) {
+            Corrupt(where + ": payload offset " + std::to_string(t.offset) + " is not the expected " +
+                    std::to_string(expected_offset));
+          }
+          if (t.nbytes > size - t.offset) {
+            Corrupt(where + ": payload of " + std::to_string(t.nbytes) + " bytes at offset " +
+                    std::to_string(t.offset) + " runs past the end (" + std::to_string(size) + " bytes)");
+          }
+          for (size_t pad = payload_end; pad < t.offset; ++pad) {
+            if (data[pad] != 0) Corrupt("non-zero padding byte at " + std::to_string(pad));
+          }
+          payload_end = t.offset + t.nbytes;
+          expected_offset = AlignUp(payload_end);
+          break;
+        }
+        default:
+          Corrupt(where + ": unknown value kind " + std::to_string(v.kind));
+      }
+      fn.values.push_back(std::move(v));
+    }
+    out.functions.push_back(std::move(fn));
+  }
+  if (r.left() != 0) Corrupt(std::to_string(r.left()) + " unread bytes at the end of the metadata");
+  if (payload_end != size) {
+    Corrupt(std::to_string(size - payload_end) + " bytes after the last payload");
+  }
+  return out;
+}
+
+ffi::Tensor Materialise(const TensorMeta& t, const char* payload, const std::string& where) {
+  if (Hash(payload, t.nbytes) != t.hash) Corrupt(where + ": tensor payload checksum mismatch");
+  DLDevice device{static_cast<DLDeviceType>(t.device_type), t.device_id};
+  if (t.device_type == kDLCPU) {
+    ffi::Tensor out = AlignedEmpty(ffi::Shape(t.shape), t.dtype, device);
+    if (t.nbytes) std::memcpy(out.data_ptr(), payload, t.nbytes);
+    return out;
+  }
+  const std::string dev = DeviceString(t.device_type, t.device_id);
+  auto api = ffi::Function::GetGlobal(std::string("device_api.") + DeviceName(t.device_type));
+  auto copy = ffi::Function::GetGlobal("runtime.TVMTensorCopyFromBytes");
+  if (!api.has_value() || !copy.has_value()) {
+    TVM_FFI_THROW(RuntimeError) << where << " was bound on device " << dev
+                                << ", which this process cannot reach: no TVM runtime for "
+                                << DeviceName(t.device_type) << " is loaded";
+  }
+  auto exists = ffi::Function::GetGlobal("runtime.GetDeviceAttr");
+  if (exists.has_value() && !(*exists)(t.device_type, t.device_id, 0).cast<bool>()) {
+    TVM_FFI_THROW(RuntimeError) << where << " was bound on device " << dev
+                                << ", which does not exist in this process";
+  }
+  ffi::Tensor out = AlignedEmpty(ffi::Shape(t.shape), t.dtype, device);
+  (*copy)(out, const_cast<void*>(static_cast<const void*>(payload)), static_cast<int64_t>(t.nbytes));
+  return out;
+}
+
+}  // namespace
+
+std::vector<FunctionRecord> Decode(const char* data, size_t size) {
+  Parsed parsed = Parse(data, size);
+  std::vector<FunctionRecord> out;
+  for (ParsedFunction& fn : parsed.functions) {
+    FunctionRecord rec{fn.name, fn.param_names, {}};
+    for (ParsedValue& v : fn.values) {
+      if (v.kind == kTensor) {
+        std::string where = "function '" + std::string(fn.name) + "' position " + std::to_string(v.index);
+        rec.bound.emplace_back(v.index, Materialise(v.tensor, data + v.tensor.offset, where));
+      } else {
+        rec.bound.emplace_back(v.index, std::move(v.scalar));
+      }
+    }
+    out.push_back(std::move(rec));
+  }
+  return out;
+}
+
+ffi::Map<ffi::String, ffi::Any> Describe(const char* data, size_t size) {
+  static const char* kKindNames[] = {"None", "int", "float", "bool", "str", "tensor"};
+  Parsed parsed = Parse(data, size);
+  ffi::Array<ffi::Any> functions;
+  uint64_t constant_bytes = 0;
+  for (const ParsedFunction& fn : parsed.functions) {
+    ffi::Array<ffi::Any> bindings;
+    for (const ParsedValue& v : fn.values) {
+      ffi::Map<ffi::String, ffi::Any> b;
+      b.Set("index", v.index);
+      b.Set("kind", ffi::String(kKindNames[v.kind]));
+      if (v.kind == kTensor) {
+        b.Set("dtype", ffi::DLDataTypeToString(v.tensor.dtype));
+        b.Set("shape", ffi::Array<int64_t>(v.tensor.shape.begin(), v.tensor.shape.end()));
+        b.Set("device", ffi::String(DeviceString(v.tensor.device_type, v.tensor.device_id)));
+        b.Set("bytes", static_cast<int64_t>(v.tensor.nbytes));
+        constant_bytes += v.tensor.nbytes;
+      } else {
+        b.Set("value", v.scalar);
+      }
+      bindings.push_back(b);
+    }
+    ffi::Map<ffi::String, ffi::Any> f;
+    f.Set("name", fn.name);
+    f.Set("param_names", fn.param_names);
+    f.Set("bindings", bindings);
+    functions.push_back(f);
+  }
+  ffi::Map<ffi::String, ffi::Any> out;
+  out.Set("version", static_cast<int64_t>(parsed.version));
+  out.Set("total_bytes", static_cast<int64_t>(parsed.total));
+  out.Set("constant_bytes", static_cast<int64_t>(constant_bytes));
+  out.Set("functions", functions);
+  return out;
+}
+
+std::string ResealForTesting(std::string blob) {
+  if (blob.size() < kHeaderSize) Corrupt("too short to reseal");
+  uint64_t meta_size;
+  std::memcpy(&meta_size, blob.data() + 24, 8);
+  if (meta_size > blob.size() - kHeaderSize) Corrupt("metadata size past the end; cannot reseal");
+  uint64_t h = MetadataHash(blob.data(), meta_size);
+  std::memcpy(&blob[32], &h, 8);
+  return blob;
+}
+
+}  // namespace format
+}  // namespace tvm_partial

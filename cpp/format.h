@@ -1,0 +1,73 @@
+/*!
+ * \file format.h
+ * \brief Internal: the serialisation format of a partial module (`SaveToBytes`).
+ *
+ * Layout (version 1, little-endian):
+ *
+ *   header   magic "TVMPARTL" | u32 version | u32 flags (0) | u64 total size | u64 metadata size
+ *            | u64 metadata hash (over the header before it and the metadata)      = 40 bytes
+ *   metadata u32 function count, then per function:
+ *              str name | u32 parameter-name count | str names... | u32 binding count
+ *              per binding: i64 position | u8 kind | value
+ *                kind 0 None; 1 int: i64; 2 float: f64; 3 bool: u8; 4 str: str;
+ *                kind 5 tensor: str dtype | i32 device type | i32 device id | u32 ndim
+ *                               | i64 shape[ndim] | u64 byte length | u64 payload offset | u64 hash
+ *   payloads each at an offset from the start that is a multiple of 64; padding bytes are zero.
+ *
+ *   str = u32 length + UTF-8 bytes. Every read is bounds-checked, every tensor payload hashed.
+ */
+#ifndef TVM_PARTIAL_FORMAT_H_
+#define TVM_PARTIAL_FORMAT_H_
+
+#include <tvm/ffi/container/map.h>
+#include <tvm/ffi/string.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bindings.h"
+
+namespace tvm_partial {
+namespace format {
+
+constexpr uint32_t kVersion = 1;
+constexpr size_t kPayloadAlignment = 64;
+
+/*! \brief What one function of a partial module records. */
+struct FunctionRecord {
+  ffi::String name;
+  ffi::Array<ffi::String> param_names;  // empty when unknown
+  detail::BoundList bound;
+};
+
+/*!
+ * \brief Serialise. Tensors are copied to host memory (through the TVM runtime for devices).
+ * \throws TypeError naming the function and position of a value that cannot be serialised.
+ */
+std::string Encode(const std::vector<FunctionRecord>& functions);
+
+/*!
+ * \brief Parse and rebuild every value; tensors go to 64-byte-aligned memory on the device
+ *        they were bound on.
+ * \throws ValueError saying what is wrong with malformed input; RuntimeError for a missing device.
+ */
+std::vector<FunctionRecord> Decode(const char* data, size_t size);
+
+/*!
+ * \brief Parse without materialising tensors, for inspection: {"version", "total_bytes",
+ *        "constant_bytes", "functions": [{"name", "param_names", "bindings": [{"index", "kind",
+ *        "value" | "dtype", "shape", "device", "bytes"}]}]}.
+ */
+ffi::Map<ffi::String, ffi::Any> Describe(const char* data, size_t size);
+
+/*!
+ * \brief Recompute the metadata hash of a (deliberately altered) blob, so tests can reach the
+ *        structural checks behind the checksum. Not for production use.
+ */
+std::string ResealForTesting(std::string blob);
+
+}  // namespace format
+}  // namespace tvm_partial
+
+#endif  // TVM_PARTIAL_FORMAT_H_

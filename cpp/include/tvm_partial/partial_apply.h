@@ -1,0 +1,101 @@
+/*!
+ * \file tvm_partial/partial_apply.h
+ * \brief Partial application of TVM runtime functions and modules.
+ *
+ * A partial function holds constant arguments (tensors, scalars, strings, None) by position and
+ * calls the wrapped function with the caller's arguments filling the free positions in order:
+ *
+ * \code{.cpp}
+ *   ffi::Function g = tvm_partial::PartialApply(f, {{1, weights}, {2, bias}});
+ *   g(x, out);  // == f(x, weights, bias, out)
+ * \endcode
+ *
+ * A partial module wraps a module with bindings for some of its functions; it can be saved with
+ * the module it wraps (`export_library`) and loaded back with every constant inside.
+ */
+#ifndef TVM_PARTIAL_PARTIAL_APPLY_H_
+#define TVM_PARTIAL_PARTIAL_APPLY_H_
+
+#include <tvm/ffi/any.h>
+#include <tvm/ffi/container/array.h>
+#include <tvm/ffi/container/map.h>
+#include <tvm/ffi/container/shape.h>
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/extra/module.h>
+#include <tvm/ffi/function.h>
+#include <tvm/ffi/string.h>
+
+#include <cstdint>
+
+#if defined(_WIN32)
+#define TVM_PARTIAL_API __declspec(dllexport)
+#else
+#define TVM_PARTIAL_API __attribute__((visibility("default")))
+#endif
+
+namespace tvm_partial {
+
+namespace ffi = ::tvm::ffi;
+
+/*! \brief Positions in the wrapped function's full argument list -> bound values. */
+using Bindings = ffi::Map<int64_t, ffi::Any>;
+
+/*!
+ * \brief Bind constant arguments of `f` by position.
+ *
+ * \param f The function to wrap. A partial function is flattened: the result wraps the
+ *          original function with the bindings merged, so a call costs one hop.
+ * \param bound Positions (>= 0) in `f`'s argument list -> values, held by reference.
+ * \param name The function's name, used in error messages ("main() takes ...").
+ * \param param_names Every parameter of `f`, bound ones included, when known; then the call
+ *        checks its argument count and names the free parameters. Empty: unknown.
+ * \return A new function taking the free arguments, in order.
+ * \throws ValueError / IndexError naming the offending position.
+ */
+TVM_PARTIAL_API ffi::Function PartialApply(ffi::Function f, Bindings bound,
+                                           ffi::String name = ffi::String(),
+                                           ffi::Array<ffi::String> param_names = {});
+
+/*!
+ * \brief Wrap a module with bindings for some of its functions.
+ *
+ * `GetFunction(name)` returns the bound closure for names in `bindings` (built once and
+ * cached) and forwards every other name to `mod`, searching its imports. A partial module
+ * given as `mod` is merged: the result wraps the same compiled code with one level.
+ *
+ * \param mod The module to wrap (compiled library, another partial module, ...).
+ * \param bindings Function name -> positions -> values.
+ * \param param_names Function name -> every parameter name of that function, when known.
+ */
+TVM_PARTIAL_API ffi::Module PartialApplyModule(
+    ffi::Module mod, ffi::Map<ffi::String, Bindings> bindings,
+    ffi::Map<ffi::String, ffi::Array<ffi::String>> param_names = {});
+
+/*!
+ * \brief The bindings held by a partial function (key "") or a partial module (per function).
+ * \throws TypeError when `obj` is neither.
+ */
+TVM_PARTIAL_API ffi::Map<ffi::String, Bindings> PartialApplyBindings(const ffi::Any& obj);
+
+/*!
+ * \brief The recorded parameter names of a partial function (key "") or partial module.
+ *        Functions without recorded names are absent.
+ */
+TVM_PARTIAL_API ffi::Map<ffi::String, ffi::Array<ffi::String>> PartialApplyParamNames(
+    const ffi::Any& obj);
+
+/*!
+ * \brief An uninitialised contiguous tensor whose data is 64-byte aligned (TVM kernels assume
+ *        that alignment), in host memory or, through the TVM runtime, on a device.
+ */
+TVM_PARTIAL_API ffi::Tensor AlignedEmpty(ffi::Shape shape, DLDataType dtype, DLDevice device);
+
+/*!
+ * \brief A contiguous, 64-byte-aligned copy of `src` (any strides) on `device`: how values that
+ *        are not yet suitable tensors are converted once at bind time.
+ */
+TVM_PARTIAL_API ffi::Tensor AlignedCopy(const ffi::Tensor& src, DLDevice device);
+
+}  // namespace tvm_partial
+
+#endif  // TVM_PARTIAL_PARTIAL_APPLY_H_

@@ -1,0 +1,227 @@
+/*!
+ * \file partial_apply.cc
+ * \brief The partial function: a closure holding bound arguments by position, and its globals
+ *        `runtime.PartialApply` and `runtime.PartialApplyBindings`.
+ */
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/memory.h>
+#include <tvm/ffi/reflection/registry.h>
+#include <tvm_partial/partial_apply.h>
+
+#include <cstring>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bindings.h"
+#include "registry.h"
+
+namespace tvm_partial {
+
+namespace {
+
+using detail::BoundList;
+
+/*!
+ * \brief The closure. Everything the call needs is computed at bind time: the positions sorted,
+ *        views of the bound values ready to copy, the expected argument count.
+ */
+class PartialFunctionObj final : public ffi::FunctionObj {
+ public:
+  PartialFunctionObj(ffi::Function target, BoundList bound, ffi::String name,
+                     ffi::Array<ffi::String> param_names)
+      : target_(std::move(target)),
+        bound_(std::move(bound)),
+        name_(std::move(name)),
+        param_names_(std::move(param_names)) {
+    this->safe_call = SafeCall;
+    this->cpp_call = reinterpret_cast<void*>(CppCall);
+    target_obj_ = static_cast<const ffi::FunctionObj*>(target_.get());
+    positions_.reserve(bound_.size());
+    views_.reserve(bound_.size());
+    for (const auto& [index, value] : bound_) {
+      positions_.push_back(index);
+      views_.push_back(*reinterpret_cast<const TVMFFIAny*>(&value));
+    }
+    num_bound_ = static_cast<int32_t>(bound_.size());
+    last_position_ = bound_.empty() ? -1 : bound_.back().first;
+    expected_args_ = param_names_.empty() ? -1
+                                          : static_cast<int64_t>(param_names_.size()) - num_bound_;
+  }
+
+  static int SafeCall(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
+    TVM_FFI_SAFE_CALL_BEGIN();
+    CppCall(static_cast<const ffi::FunctionObj*>(self), reinterpret_cast<const ffi::AnyView*>(args),
+            num_args, reinterpret_cast<ffi::Any*>(result));
+    TVM_FFI_SAFE_CALL_END();
+  }
+
+  // The hot path: two integer checks, copies of 16-byte slots, one indirect call.
+  static void CppCall(const ffi::FunctionObj* func, const ffi::AnyView* args, int32_t num_args,
+                      ffi::Any* result) {
+    const auto* self = static_cast<const PartialFunctionObj*>(func);
+    const int64_t total = static_cast<int64_t>(num_args) + self->num_bound_;
+    if (self->expected_args_ >= 0 && num_args != self->expected_args_) {
+      self->ThrowArgCount(num_args);
+    }
+    if (self->last_position_ >= total) self->ThrowPastEnd(num_args);
+
+    TVMFFIAny inline_slots[kInlineArgs];
+    std::unique_ptr<TVMFFIAny[]> heap_slots;
+    TVMFFIAny* packed = inline_slots;
+    if (total > kInlineArgs) {
+      heap_slots.reset(new TVMFFIAny[total]);
+      packed = heap_slots.get();
+    }
+    const auto* caller = reinterpret_cast<const TVMFFIAny*>(args);
+    int64_t filled = 0;
+    for (int32_t j = 0; j < self->num_bound_; ++j) {
+      const int64_t gap = self->positions_[j] - filled;
+      std::memcpy(packed + filled, caller, gap * sizeof(TVMFFIAny));
+      caller += gap;
+      filled += gap;
+      packed[filled++] = self->views_[j];
+    }
+    std::memcpy(packed + filled, caller, (total - filled) * sizeof(TVMFFIAny));
+    self->target_obj_->CallPacked(reinterpret_cast<const ffi::AnyView*>(packed),
+                                  static_cast<int32_t>(total), result);
+  }
+
+  /*! \brief Calls of up to this many arguments (bound included) use no heap. */
+  static constexpr int64_t kInlineArgs = 32;
+
+  ffi::Function target_;
+  BoundList bound_;
+  ffi::String name_;
+  ffi::Array<ffi::String> param_names_;
+
+ private:
+  [[noreturn]] TVM_FFI_NO_INLINE void ThrowArgCount(int32_t num_args) const {
+    std::ostringstream free;
+    bool first = true;
+    size_t j = 0;
+    for (size_t i = 0; i < param_names_.size(); ++i) {
+      if (j < bound_.size() && bound_[j].first == static_cast<int64_t>(i)) {
+        ++j;
+        continue;
+      }
+      free << (first ? "" : ", ") << param_names_[i];
+      first = false;
+    }
+    TVM_FFI_THROW(TypeError) << DisplayName() << "() takes " << expected_args_ << " argument"
+                             << (expected_args_ == 1 ? "" : "s") << " (" << free.str() << "), "
+                             << num_args << " given";
+    TVM_FFI_UNREACHABLE();
+  }
+
+  [[noreturn]] TVM_FFI_NO_INLINE void ThrowPastEnd(int32_t num_args) const {
+    TVM_FFI_THROW(IndexError) << DisplayName() << ": bound index " << last_position_
+                              << " is past the end of the call (" << num_args << " given + "
+                              << num_bound_ << " bound = " << (num_args + num_bound_)
+                              << " arguments)";
+    TVM_FFI_UNREACHABLE();
+  }
+
+  std::string DisplayName() const {
+    return name_.empty() ? std::string("PartialApply") : std::string(name_);
+  }
+
+  const ffi::FunctionObj* target_obj_;
+  std::vector<int64_t> positions_;  // sorted bound positions
+  std::vector<TVMFFIAny> views_;    // non-owning views of bound_ values, same order
+  int32_t num_bound_;
+  int64_t last_position_;  // largest bound position, -1 when none
+  int64_t expected_args_;  // caller argument count when the signature is known, else -1
+};
+
+bool IsPartialFunction(const ffi::Function& f) {
+  return f.defined() && f->safe_call == &PartialFunctionObj::SafeCall;
+}
+
+void CheckAgainstSignature(const BoundList& bound, const ffi::Array<ffi::String>& names,
+                           const std::string& who) {
+  if (names.empty() || bound.empty()) return;
+  if (bound.back().first >= static_cast<int64_t>(names.size())) {
+    TVM_FFI_THROW(IndexError) << who << ": bound index " << bound.back().first
+                              << " is out of range for a function of " << names.size()
+                              << " parameters";
+  }
+}
+
+}  // namespace
+
+namespace detail {
+bool GetPartialParts(const ffi::Function& f, PartialParts* out) {
+  if (!IsPartialFunction(f)) return false;
+  const auto* self = static_cast<const PartialFunctionObj*>(f.get());
+  out->target = self->target_;
+  out->bound = self->bound_;
+  out->name = self->name_;
+  out->param_names = self->param_names_;
+  return true;
+}
+}  // namespace detail
+
+namespace {
+ffi::Function MakePartial(ffi::Function f, BoundList bound, ffi::String name,
+                          ffi::Array<ffi::String> param_names) {
+  if (!f.defined()) TVM_FFI_THROW(TypeError) << "PartialApply: the function to wrap is None";
+  detail::PartialParts inner;
+  if (detail::GetPartialParts(f, &inner)) {
+    // Flatten: one closure around the original function, one hop per call.
+    param_names = detail::MergeNames(inner.bound, inner.param_names, param_names);
+    bound = detail::Merge(inner.bound, bound);
+    if (name.empty()) name = inner.name;
+    f = inner.target;
+  }
+  CheckAgainstSignature(bound, param_names, name.empty() ? "PartialApply" : std::string(name));
+  ffi::ObjectPtr<ffi::FunctionObj> closure = ffi::make_object<PartialFunctionObj>(
+      std::move(f), std::move(bound), std::move(name), std::move(param_names));
+  return ffi::Function(std::move(closure));
+}
+}  // namespace
+
+ffi::Function PartialApply(ffi::Function f, Bindings bound, ffi::String name,
+                           ffi::Array<ffi::String> param_names) {
+  return MakePartial(std::move(f), detail::FromBindings(bound, "PartialApply"), std::move(name),
+                     std::move(param_names));
+}
+
+ffi::Map<ffi::String, Bindings> PartialApplyBindings(const ffi::Any& obj);  // partial_module.cc
+
+namespace {
+
+// runtime.PartialApply(f, bound, name="", param_names=[]): keys arrive untyped from Python.
+void PartialApplyPacked(ffi::PackedArgs args, ffi::Any* rv) {
+  if (args.size() < 2 || args.size() > 4) {
+    TVM_FFI_THROW(TypeError) << "runtime.PartialApply(f, bound, name='', param_names=[]) takes 2 "
+                                "to 4 arguments, "
+                             << args.size() << " given";
+  }
+  auto f = args[0].try_cast<ffi::Function>();
+  if (!f.has_value()) {
+    TVM_FFI_THROW(TypeError) << "PartialApply: argument f must be a callable ffi.Function, got "
+                             << args[0].GetTypeKey();
+  }
+  auto raw = args[1].try_cast<ffi::Map<ffi::Any, ffi::Any>>();
+  if (!raw.has_value()) {
+    TVM_FFI_THROW(TypeError) << "PartialApply: argument bound must be a map of position -> "
+                                "value, got "
+                             << args[1].GetTypeKey();
+  }
+  ffi::String name = args.size() > 2 && args[2] != nullptr ? args[2].cast<ffi::String>() : "";
+  ffi::Array<ffi::String> names = args.size() > 3 && args[3] != nullptr
+                                      ? args[3].cast<ffi::Array<ffi::String>>()
+                                      : ffi::Array<ffi::String>();
+  *rv = MakePartial(*f, detail::FromAnyMap(*raw, "PartialApply"), name, names);
+}
+
+}  // namespace
+
+TVM_FFI_STATIC_INIT_BLOCK() {
+  detail::RegisterGlobalOnce("runtime.PartialApply", ffi::Function::FromPacked(&PartialApplyPacked));
+}
+
+}  // namespace tvm_partial

@@ -1,0 +1,249 @@
+/*!
+ * \file partial_module.cc
+ * \brief The `partial_apply` module kind: a module with bindings for some of its functions,
+ *        its loader `ffi.Module.load_from_bytes.partial_apply`, and the module globals.
+ */
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/memory.h>
+#include <tvm/ffi/string.h>
+#include <tvm_partial/partial_apply.h>
+
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "bindings.h"
+#include "format.h"
+#include "registry.h"
+
+namespace tvm_partial {
+
+namespace {
+
+using detail::BoundList;
+
+/*! \brief The kind; its address also identifies modules of this library (TVM is built without
+ *         RTTI, so dynamic_cast cannot be used on its modules). */
+constexpr const char kKind[] = "partial_apply";
+
+class PartialModuleObj final : public ffi::ModuleObj {
+ public:
+  /*! \param functions Bindings per function; `wrapped` becomes the first import (null: added later
+   *         by the library loader, which rebuilds the import tree after LoadFromBytes). */
+  PartialModuleObj(std::vector<format::FunctionRecord> functions, ffi::Optional<ffi::Module> wrapped)
+      : functions_(std::move(functions)) {
+    if (wrapped.has_value()) imports_.push_back(*wrapped);
+  }
+
+  const char* kind() const final { return kKind; }
+
+  ffi::Optional<ffi::Function> GetFunction(const ffi::String& name) final {
+    const format::FunctionRecord* record = Find(name);
+    if (record == nullptr) {
+      if (imports_.empty()) return std::nullopt;
+      return Wrapped()->GetFunction(name, /*query_imports=*/true);
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = cache_.find(std::string(name));
+    if (it != cache_.end()) return it->second;
+    if (imports_.empty()) {
+      TVM_FFI_THROW(RuntimeError) << "partial_apply module: function '" << name
+                                  << "' is bound but the module wraps no compiled code; import "
+                                     "the module it was made from";
+    }
+    ffi::Optional<ffi::Function> f = Wrapped()->GetFunction(name, /*query_imports=*/true);
+    if (!f.has_value()) {
+      TVM_FFI_THROW(AttributeError) << "partial_apply module: function '" << name
+                                    << "' is bound but the wrapped module has no such function";
+    }
+    ffi::Function closure = PartialApply(*f, detail::ToBindings(record->bound), record->name,
+                                         record->param_names);
+    cache_.emplace(std::string(name), closure);
+    return closure;
+  }
+
+  ffi::Bytes SaveToBytes() const final { return ffi::Bytes(format::Encode(functions_)); }
+
+  static ffi::Module LoadFromBytes(const ffi::Bytes& bytes) {
+    return ffi::Module(ffi::make_object<PartialModuleObj>(
+        format::Decode(bytes.data(), bytes.size()), std::nullopt));
+  }
+
+  int GetPropertyMask() const final {
+    return ffi::Module::kBinarySerializable | ffi::Module::kRunnable;
+  }
+
+  const format::FunctionRecord* Find(const ffi::String& name) const {
+    for (const auto& f : functions_) {
+      if (f.name == name) return &f;
+    }
+    return nullptr;
+  }
+
+  bool HasWrapped() const { return !imports_.empty(); }
+  ffi::Module Wrapped() const { return imports_[0].cast<ffi::Module>(); }
+
+  /*! \brief Bindings and recorded parameter names per function; immutable after construction. */
+  const std::vector<format::FunctionRecord> functions_;
+  /*! \brief Guards cache_. */
+  std::mutex mutex_;
+  /*! \brief Bound closures built on first lookup. */
+  std::unordered_map<std::string, ffi::Function> cache_;
+};
+
+PartialModuleObj* AsPartialModule(const ffi::Module& mod) {
+  ffi::ModuleObj* obj = const_cast<ffi::ModuleObj*>(mod.operator->());
+  return obj->kind() == kKind ? static_cast<PartialModuleObj*>(obj) : nullptr;
+}
+
+ffi::Module MakePartialModule(ffi::Module mod, std::vector<format::FunctionRecord> functions) {
+  if (PartialModuleObj* inner = AsPartialModule(mod)) {
+    // Merge into one level over the same compiled code.
+    std::vector<format::FunctionRecord> merged = inner->functions_;
+    for (format::FunctionRecord& outer : functions) {
+      auto it = std::find_if(merged.begin(), merged.end(),
+                             [&](const auto& r) { return r.name == outer.name; });
+      if (it == merged.end()) {
+        merged.push_back(std::move(outer));
+      } else {
+        it->param_names = detail::MergeNames(it->bound, it->param_names, outer.param_names);
+        it->bound = detail::Merge(it->bound, outer.bound);
+      }
+    }
+    if (!inner->HasWrapped()) {
+      return ffi::Module(ffi::make_object<PartialModuleObj>(std::move(merged), std::nullopt));
+    }
+    return ffi::Module(ffi::make_object<PartialModuleObj>(std::move(merged), inner->Wrapped()));
+  }
+  for (const format::FunctionRecord& r : functions) {
+    if (!mod->GetFunction(r.name, /*query_imports=*/true).has_value()) {
+      TVM_FFI_THROW(AttributeError) << "PartialApplyModule: the module (" << mod->kind()
+                                    << ") has no function '" << r.name << "' to bind";
+    }
+  }
+  return ffi::Module(ffi::make_object<PartialModuleObj>(std::move(functions), mod));
+}
+
+void CheckNames(const format::FunctionRecord& r) {
+  if (r.param_names.empty() || r.bound.empty()) return;
+  if (r.bound.back().first >= static_cast<int64_t>(r.param_names.size())) {
+    TVM_FFI_THROW(IndexError) << "PartialApplyModule: function '" << r.name << "': bound index "
+                              << r.bound.back().first << " is out of range for its "
+                              << r.param_names.size() << " parameters";
+  }
+}
+
+}  // namespace
+
+ffi::Module PartialApplyModule(ffi::Module mod, ffi::Map<ffi::String, Bindings> bindings,
+                               ffi::Map<ffi::String, ffi::Array<ffi::String>> param_names) {
+  std::vector<format::FunctionRecord> functions;
+  for (const auto& [name, bound] : bindings) {
+    format::FunctionRecord r{name, param_names.Get(name).value_or(ffi::Array<ffi::String>()),
+                             detail::FromBindings(bound, "PartialApplyModule('" + std::string(name) + "')")};
+    CheckNames(r);
+    functions.push_back(std::move(r));
+  }
+  return MakePartialModule(std::move(mod), std::move(functions));
+}
+
+ffi::Map<ffi::String, Bindings> PartialApplyBindings(const ffi::Any& obj) {
+  ffi::Map<ffi::String, Bindings> out;
+  if (auto f = obj.try_cast<ffi::Function>()) {
+    detail::PartialParts parts;
+    if (detail::GetPartialParts(*f, &parts)) {
+      out.Set("", detail::ToBindings(parts.bound));
+      return out;
+    }
+  } else if (auto m = obj.try_cast<ffi::Module>()) {
+    if (PartialModuleObj* pm = AsPartialModule(*m)) {
+      for (const auto& r : pm->functions_) out.Set(r.name, detail::ToBindings(r.bound));
+      return out;
+    }
+  }
+  TVM_FFI_THROW(TypeError) << "PartialApplyBindings: expected a partial function or a "
+                              "partial_apply module, got "
+                           << obj.GetTypeKey();
+  TVM_FFI_UNREACHABLE();
+}
+
+ffi::Map<ffi::String, ffi::Array<ffi::String>> PartialApplyParamNames(const ffi::Any& obj) {
+  ffi::Map<ffi::String, ffi::Array<ffi::String>> out;
+  if (auto f = obj.try_cast<ffi::Function>()) {
+    detail::PartialParts parts;
+    if (detail::GetPartialParts(*f, &parts)) {
+      if (!parts.param_names.empty()) out.Set("", parts.param_names);
+      return out;
+    }
+  } else if (auto m = obj.try_cast<ffi::Module>()) {
+    if (PartialModuleObj* pm = AsPartialModule(*m)) {
+      for (const auto& r : pm->functions_) {
+        if (!r.param_names.empty()) out.Set(r.name, r.param_names);
+      }
+      return out;
+    }
+  }
+  TVM_FFI_THROW(TypeError) << "PartialApplyParamNames: expected a partial function or a "
+                              "partial_apply module, got "
+                           << obj.GetTypeKey();
+  TVM_FFI_UNREACHABLE();
+}
+
+namespace {
+
+// runtime.PartialApplyModule(mod, {name: {position: value}}, param_names={}) from Python.
+void PartialApplyModulePacked(ffi::PackedArgs args, ffi::Any* rv) {
+  if (args.size() < 2 || args.size() > 3) {
+    TVM_FFI_THROW(TypeError) << "runtime.PartialApplyModule(mod, bindings, param_names={}) takes "
+                                "2 or 3 arguments, "
+                             << args.size() << " given";
+  }
+  auto mod = args[0].try_cast<ffi::Module>();
+  if (!mod.has_value()) {
+    TVM_FFI_THROW(TypeError) << "PartialApplyModule: argument mod must be a Module, got "
+                             << args[0].GetTypeKey();
+  }
+  auto raw = args[1].try_cast<ffi::Map<ffi::String, ffi::Map<ffi::Any, ffi::Any>>>();
+  if (!raw.has_value()) {
+    TVM_FFI_THROW(TypeError) << "PartialApplyModule: argument bindings must map function names "
+                                "to {position: value}, got "
+                             << args[1].GetTypeKey();
+  }
+  ffi::Map<ffi::String, ffi::Array<ffi::String>> names;
+  if (args.size() > 2 && args[2] != nullptr) {
+    names = args[2].cast<ffi::Map<ffi::String, ffi::Array<ffi::String>>>();
+  }
+  std::vector<format::FunctionRecord> functions;
+  for (const auto& [name, bound] : *raw) {
+    format::FunctionRecord r{
+        name, names.Get(name).value_or(ffi::Array<ffi::String>()),
+        detail::FromAnyMap(bound, "PartialApplyModule('" + std::string(name) + "')")};
+    CheckNames(r);
+    functions.push_back(std::move(r));
+  }
+  *rv = MakePartialModule(*mod, std::move(functions));
+}
+
+}  // namespace
+
+TVM_FFI_STATIC_INIT_BLOCK() {
+  detail::RegisterGlobalOnce("runtime.PartialApplyModule",
+                             ffi::Function::FromPacked(&PartialApplyModulePacked));
+  detail::RegisterGlobalOnce("runtime.PartialApplyBindings",
+                             ffi::Function::FromTyped(PartialApplyBindings));
+  detail::RegisterGlobalOnce("tvm_partial.ParamNames",
+                             ffi::Function::FromTyped(PartialApplyParamNames));
+  detail::RegisterGlobalOnce("ffi.Module.load_from_bytes.partial_apply",
+                             ffi::Function::FromTyped(PartialModuleObj::LoadFromBytes));
+  detail::RegisterGlobalOnce("tvm_partial.DescribeBytes", ffi::Function::FromTyped([](ffi::Bytes b) {
+                               return format::Describe(b.data(), b.size());
+                             }));
+  detail::RegisterGlobalOnce("tvm_partial.ResealForTesting", ffi::Function::FromTyped([](ffi::Bytes b) {
+                               return ffi::Bytes(format::ResealForTesting(std::string(b.data(), b.size())));
+                             }));
+}
+
+}  // namespace tvm_partial

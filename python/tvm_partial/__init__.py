@@ -1,0 +1,21 @@
+"""tvm-partial: partial application for Apache TVM runtime functions and modules.
+
+Bind weights and biases of a compiled kernel once; call it with the data alone, with no Python
+between the caller and the kernel; export the module with its constants inside one library.
+"""
+
+from ._lib import LIB
+from .export import export_library, inspect, load
+from .partial import bindings, param_names, partial
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "LIB",
+    "bindings",
+    "export_library",
+    "inspect",
+    "load",
+    "param_names",
+    "partial",
+]

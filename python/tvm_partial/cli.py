@@ -1,0 +1,54 @@
+"""The ``tvm-partial`` command: ``demo`` (the forum case end to end) and ``inspect`` (artifacts)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def format_inspect(info: dict) -> str:
+    """Human-readable ``inspect`` output."""
+    lines = [
+        f"{info['path']}: tvm-partial format version {info['format_version']}, "
+        f"{info['constant_bytes']} bytes of constants",
+    ]
+    for fn in info["functions"]:
+        free = ", ".join(fn["free"]) if fn["param_names"] else "unknown names"
+        lines.append(f"  function {fn['name']}({free})")
+        for b in fn["bindings"]:
+            label = f"{b['index']}" + (f" {b['name']}" if "name" in b else "")
+            if b["kind"] == "tensor":
+                shape = "x".join(str(d) for d in b["shape"]) or "scalar"
+                desc = f"tensor {b['dtype']}[{shape}] on {b['device']}, {b['bytes']} bytes"
+            else:
+                desc = f"{b['kind']} {b.get('value')!r}"
+            lines.append(f"    bound {label}: {desc}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="tvm-partial", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="bind, call, time, export and reload the forum's conv2d + bias")
+    demo.add_argument("--out", help="folder to export the artifact to (default: a temporary one)")
+    demo.add_argument("--calls", type=int, default=2000, help="calls per timing repeat (default 2000)")
+    inspect = sub.add_parser("inspect", help="show what an exported artifact binds")
+    inspect.add_argument("path", help="an exported library (.so)")
+    inspect.add_argument("--json", action="store_true", help="print JSON instead of text")
+    args = parser.parse_args(argv)
+
+    if args.command == "demo":
+        from .demo import run
+
+        return run(out_dir=args.out, calls=args.calls)
+
+    from .export import inspect as inspect_artifact
+
+    try:
+        info = inspect_artifact(args.path)
+    except (OSError, ValueError) as err:
+        print(f"tvm-partial inspect: {err}", file=sys.stderr)
+        return 2
+    print(json.dumps(info, indent=2) if args.json else format_inspect(info))
+    return 0

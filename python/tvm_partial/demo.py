@@ -1,0 +1,149 @@
+"""The forum case end to end: a conv2d + bias kernel whose weights and bias are bound once.
+
+Used by ``tvm-partial demo``; the builders are also what the tests and benchmarks compile.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+# Small integer values keep every float32 sum exact, so results compare bitwise whatever the
+# order of accumulation (TVM's loop order against numpy's).
+SHAPES = {"data": (1, 3, 32, 32), "weights": (8, 3, 3, 3), "bias": (8,), "result": (1, 8, 30, 30)}
+
+
+def conv2d_bias_tensors(dtype: str = "float32"):
+    """TE placeholders for input, weights and bias, and the conv2d + bias result."""
+    from tvm import te
+
+    n, c, h, w = SHAPES["data"]
+    k, _, kh, kw = SHAPES["weights"]
+    data = te.placeholder((n, c, h, w), dtype, name="data")
+    weights = te.placeholder((k, c, kh, kw), dtype, name="weights")
+    bias = te.placeholder((k,), dtype, name="bias")
+    rc, ry, rx = te.reduce_axis((0, c), "rc"), te.reduce_axis((0, kh), "ry"), te.reduce_axis((0, kw), "rx")
+    conv = te.compute(
+        (n, k, h - kh + 1, w - kw + 1),
+        lambda b, o, y, x: te.sum(data[b, rc, y + ry, x + rx] * weights[o, rc, ry, rx], axis=[rc, ry, rx]),
+        name="conv",
+    )
+    result = te.compute(conv.shape, lambda b, o, y, x: conv[b, o, y, x] + bias[o], name="result")
+    return [data, weights, bias, result]
+
+
+def build_conv2d_bias(dtype: str = "float32"):
+    """-> (executable, signature tensors)."""
+    import tvm
+    from tvm import te
+
+    tensors = conv2d_bias_tensors(dtype)
+    return tvm.compile(te.create_prim_func(tensors), target="llvm"), tensors
+
+
+def sample_inputs(seed: int = 0, dtype: str = "float32") -> dict:
+    rng = np.random.default_rng(seed)
+    return {name: rng.integers(-4, 5, size=SHAPES[name]).astype(dtype) for name in ("data", "weights", "bias")}
+
+
+def reference(data: np.ndarray, weights: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """numpy conv2d (valid padding, stride 1) + bias."""
+    windows = np.lib.stride_tricks.sliding_window_view(data, weights.shape[2:], axis=(2, 3))
+    out = np.einsum("ncyxij,kcij->nkyx", windows.astype(np.float64), weights.astype(np.float64))
+    return (out + bias.astype(np.float64)[None, :, None, None]).astype(data.dtype)
+
+
+def _median_ns(fn, calls: int, repeats: int) -> float:
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter_ns()
+        for _ in range(calls):
+            fn()
+        samples.append((time.perf_counter_ns() - start) / calls)
+    return statistics.median(samples)
+
+
+_RELOAD_SCRIPT = """
+import sys, numpy as np, tvm
+lib = tvm.runtime.load_module(sys.argv[1])
+data = tvm.runtime.tensor(np.load(sys.argv[2]))
+out = tvm.runtime.empty({shape}, "float32")
+lib(data, out)
+np.save(sys.argv[3], out.numpy())
+"""
+
+
+def run(out_dir: str | None = None, calls: int = 2000, repeats: int = 5, echo=print) -> int:
+    """The whole journey; returns the exit status (0 when every check passed)."""
+    import tvm
+
+    from . import export as _export
+    from .partial import partial
+
+    exe, tensors = build_conv2d_bias()
+    inputs = sample_inputs()
+    expected = reference(**inputs)
+    f = exe["main"]
+    data = tvm.runtime.tensor(inputs["data"])
+    w = tvm.runtime.tensor(inputs["weights"])
+    b = tvm.runtime.tensor(inputs["bias"])
+    direct_out = tvm.runtime.empty(SHAPES["result"], "float32")
+    partial_out = tvm.runtime.empty(SHAPES["result"], "float32")
+
+    conv = partial(f, signature=tensors, weights=w, bias=b)
+    f(data, w, b, direct_out)
+    conv(data, partial_out)
+    checks = {
+        "partial == numpy (bitwise)": np.array_equal(partial_out.numpy(), expected),
+        "partial == direct call (bitwise)": np.array_equal(partial_out.numpy(), direct_out.numpy()),
+    }
+
+    # Per-call time, all in one run.
+    lam = lambda x, out: f(x, w, b, out)  # noqa: E731
+    ftp = functools.partial(lambda w_, b_, x, out: f(x, w_, b_, out), w, b)
+    rows = [
+        ("direct f(x, w, b, out)", lambda: f(data, w, b, direct_out)),
+        ("tvm_partial g(x, out)", lambda: conv(data, partial_out)),
+        ("Python lambda", lambda: lam(data, partial_out)),
+        ("functools.partial", lambda: ftp(data, partial_out)),
+    ]
+    times = [(label, _median_ns(fn, calls, repeats)) for label, fn in rows]
+    direct_ns = times[0][1]
+    echo(f"conv2d + bias {SHAPES['data']} * {SHAPES['weights']}: median per call over {repeats} x {calls} calls")
+    echo(f"{'call':<26}{'us/call':>10}{'vs direct':>11}")
+    for label, ns in times:
+        echo(f"{label:<26}{ns / 1000:>10.2f}{ns / direct_ns:>10.2f}x")
+
+    # Export, reload in a fresh process, compare bitwise.
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = out_dir or tmp
+        os.makedirs(folder, exist_ok=True)
+        lib_path = os.path.join(folder, "conv2d_bias.so")
+        pm = partial(exe, signature=tensors, weights=inputs["weights"], bias=inputs["bias"])
+        _export.export_library(pm, lib_path)
+        np.save(os.path.join(folder, "data.npy"), inputs["data"])
+        out_path = os.path.join(folder, "reloaded_out.npy")
+        script = _RELOAD_SCRIPT.format(shape=SHAPES["result"])
+        proc = subprocess.run([sys.executable, "-c", script, lib_path, os.path.join(folder, "data.npy"), out_path],
+                              capture_output=True, text=True)
+        reloaded_ok = proc.returncode == 0 and np.array_equal(np.load(out_path), expected)
+        checks["reloaded in a fresh process == numpy (bitwise)"] = reloaded_ok
+        if proc.returncode != 0:
+            echo(proc.stderr.strip())
+        echo("")
+        echo(f"exported {lib_path}" + ("" if out_dir else " (temporary; keep it with --out DIR)"))
+        from .cli import format_inspect
+
+        echo(format_inspect(_export.inspect(lib_path)))
+
+    echo("")
+    for label, ok in checks.items():
+        echo(f"[{'ok' if ok else 'FAIL'}] {label}")
+    return 0 if all(checks.values()) else 1

@@ -1,0 +1,220 @@
+"""``partial()``: bind constant arguments of a TVM function or module, by position or by name."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any, Mapping, Optional
+
+import numpy as np
+import tvm_ffi
+
+from . import _lib
+from .signature import Param, Signature, resolve
+
+#: Bound tensors are converted to (or must already be) contiguous and aligned to this many bytes.
+ALIGNMENT = 64
+
+
+def partial(target, bound: Optional[Mapping[int, Any]] = None, /, *, signature=None, device=None,
+            function: str = "main", **by_name):
+    """Bind constant arguments of ``target`` once; call the result with the remaining ones.
+
+    Parameters
+    ----------
+    target
+        A function (``tvm_ffi.Function``: ``exe["main"]``, ``VirtualMachine(...)["main"]``, a
+        partial function) or a module (``tvm.runtime.Module``, ``tvm.runtime.Executable``, a
+        ``relax.VirtualMachine``, a partial module).
+    bound
+        ``{position: value}``: positions in the target's argument list, counting from 0.
+    signature
+        Where parameter names, dtypes and shapes come from: a tirx ``PrimFunc``, the TE tensor
+        list given to ``te.create_prim_func``, a Relax ``Function`` or ``VirtualMachine``, or a
+        list of names. Needed to bind by name; tensors are then checked against their parameter.
+    device
+        Where values that are not yet tvm Tensors are placed (default: CPU).
+    function
+        For a module target, the function the bindings apply to.
+    **by_name
+        ``name=value`` bindings, resolved through ``signature``.
+
+    Returns
+    -------
+    A ``tvm_ffi.Function`` for a function target (the closure itself, no Python wrapper); a
+    ``partial_apply`` module for a module target.
+    """
+    kind, obj, names_hint = _classify(target)
+    sig = resolve(signature, function) if signature is not None else names_hint(function)
+    if sig is None and by_name:
+        raise TypeError(
+            f"binding by name ({', '.join(by_name)}) needs signature=: a PrimFunc, the TE tensor "
+            "list, a Relax function or VirtualMachine, or a list of parameter names"
+        )
+    positions = _positions(bound, by_name, sig)
+    device = _device(device)
+    values = {i: _convert(v, sig.params[i] if sig else None, _label(i, sig), device)
+              for i, v in positions.items()}
+    names = sig.names if sig is not None else []
+    if kind == "function":
+        return _lib.partial_apply(obj, values, sig.name if sig else "", names)
+    return _lib.partial_apply_module(obj, {function: values}, {function: names} if names else {})
+
+
+def bindings(obj) -> dict:
+    """What a partial holds: ``{position: value}`` for a partial function, ``{function:
+    {position: value}}`` for a partial module. Tensors are the bound objects themselves."""
+    raw = _lib.partial_apply_bindings(obj)
+    as_dict = {str(f): {int(i): v for i, v in b.items()} for f, b in raw.items()}
+    return as_dict[""] if isinstance(obj, tvm_ffi.Function) else as_dict
+
+
+def param_names(obj) -> dict:
+    """Recorded parameter names (bound ones included): a list for a partial function (empty
+    when unknown), ``{function: [names]}`` for a partial module."""
+    raw = {str(f): [str(n) for n in names] for f, names in _lib.param_names(obj).items()}
+    return raw.get("", []) if isinstance(obj, tvm_ffi.Function) else raw
+
+
+# ----------------------------------------------------------------------------------------------
+def _classify(target):
+    """-> (kind, ffi object, names_hint(function) -> Optional[Signature])."""
+    if isinstance(target, tvm_ffi.Function):
+        return "function", target, lambda name: _free_signature(target, "", name)
+    type_name = type(target).__name__
+    if type_name == "VirtualMachine" and hasattr(target, "module"):
+        return "module", target.module, lambda name: resolve(target, name)
+    if type_name in ("Executable", "VMExecutable") and hasattr(target, "mod"):
+        target = target.mod
+    if isinstance(target, tvm_ffi.Module):
+        if target.kind == "relax.VMExecutable":
+            raise TypeError(
+                "a Relax VM executable's functions run inside a VirtualMachine: bind "
+                "relax.VirtualMachine(exe, device) (or one of its functions) instead"
+            )
+        return "module", target, lambda name: _free_signature(target, name, name)
+    if callable(target):
+        return "function", tvm_ffi.convert(target), lambda name: None
+    raise TypeError(
+        f"partial() needs a function or a module to bind, got {type_name}, which is not callable"
+    )
+
+
+def _free_signature(obj, key: str, name: str) -> Optional[Signature]:
+    """For a partial with recorded names: the names of the arguments it still takes."""
+    try:
+        recorded = _lib.param_names(obj)
+        bound = _lib.partial_apply_bindings(obj)
+    except TypeError:
+        return None  # not a partial
+    if key not in recorded:
+        return None
+    taken = {int(i) for i in bound.get(key, {}).keys()}
+    return Signature(name, tuple(Param(str(n)) for i, n in enumerate(recorded[key]) if i not in taken))
+
+
+def _positions(bound, by_name: dict, sig: Optional[Signature]) -> dict:
+    positions = {}
+    for key, value in (bound or {}).items():
+        if isinstance(key, bool) or not isinstance(key, numbers.Integral):
+            raise TypeError(f"bound key {key!r} is not an integer position (positions are ints >= 0)")
+        index = int(key)
+        if index < 0:
+            raise ValueError(f"bound index {index} is negative; positions count from 0")
+        if sig is not None and index >= len(sig.params):
+            raise IndexError(
+                f"bound index {index} is out of range: {sig.name}() has {len(sig.params)} "
+                f"parameters ({', '.join(sig.names)})"
+            )
+        positions[index] = value
+    for name, value in by_name.items():
+        index = sig.index_of(name)
+        if index in positions:
+            raise TypeError(f"parameter {name!r} (position {index}) is bound both by index and by name")
+        positions[index] = value
+    return positions
+
+
+def _label(index: int, sig: Optional[Signature]) -> str:
+    if sig is None:
+        return f"position {index}"
+    return f"parameter {sig.params[index].name!r} (position {index})"
+
+
+def _device(device):
+    if device is None:
+        return tvm_ffi.device("cpu", 0)
+    if isinstance(device, str):
+        return tvm_ffi.device(device)
+    return device
+
+
+def _same_device(a, b) -> bool:
+    return a.dlpack_device_type() == b.dlpack_device_type() and a.index == b.index
+
+
+def _convert(value, param: Optional[Param], label: str, device):
+    """Turn one bound value into what the closure holds, checking it against its parameter."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        _check_scalar(value, param, label)
+        return value
+    if isinstance(value, tvm_ffi.Tensor):
+        tensor = value
+        aligned = tensor.data_ptr() % ALIGNMENT == 0
+        if not (aligned and tensor.is_contiguous()):
+            tensor = _lib.aligned_copy(tensor, tensor.device)  # kernels crash on such data
+    elif isinstance(value, np.ndarray) or hasattr(value, "__dlpack__"):
+        if isinstance(value, np.ndarray) and value.dtype.hasobject:
+            raise TypeError(f"cannot bind {label}: a numpy array of Python objects is not a tensor")
+        if param is not None and param.dtype is not None and isinstance(value, np.ndarray):
+            _check_dtype(str(value.dtype), param, label)
+        try:
+            tensor = _lib.aligned_copy(value, device)
+        except Exception as err:  # conversion of a foreign tensor failed
+            raise TypeError(f"cannot bind {label}: {type(value).__name__} is not a usable tensor ({err})") from err
+    elif isinstance(value, (tvm_ffi.Function, tvm_ffi.Module, tvm_ffi.Object)):
+        return value  # held as is; a partial module refuses to save it
+    else:
+        raise TypeError(
+            f"cannot bind {label}: expected a tensor (tvm, numpy or DLPack), int, float, bool, "
+            f"str or None, got {type(value).__name__}"
+        )
+    _check_tensor(tensor, param, label)
+    return tensor
+
+
+def _check_dtype(dtype: str, param: Param, label: str) -> None:
+    if param.dtype is not None and dtype != param.dtype:
+        raise TypeError(f"cannot bind {label}: dtype {dtype} does not match {param.describe()}")
+
+
+def _check_tensor(tensor, param: Optional[Param], label: str) -> None:
+    if param is None or param.kind is None:
+        return
+    if param.kind == "scalar":
+        raise TypeError(f"cannot bind {label}: a tensor given for scalar parameter {param.describe()}")
+    _check_dtype(str(tensor.dtype), param, label)
+    if param.shape is None:
+        return
+    shape = tuple(tensor.shape)
+    if len(shape) != len(param.shape) or any(p is not None and p != s for p, s in zip(param.shape, shape)):
+        raise ValueError(f"cannot bind {label}: shape {shape} does not match {param.describe()}")
+
+
+def _check_scalar(value, param: Optional[Param], label: str) -> None:
+    if param is None or param.kind is None or value is None:
+        return
+    if param.kind == "tensor":
+        raise TypeError(f"cannot bind {label}: {type(value).__name__} given for tensor parameter {param.describe()}")
+    dtype = param.dtype or ""
+    if dtype == "bool":
+        ok = isinstance(value, bool)
+    elif dtype.startswith(("int", "uint")):
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif dtype.startswith(("float", "bfloat")):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    else:
+        ok = True
+    if not ok:
+        raise TypeError(f"cannot bind {label}: {type(value).__name__} {value!r} does not fit {param.describe()}")

@@ -1,0 +1,143 @@
+"""Parameter lists of the functions ``partial()`` binds: names, and dtype and shape where known.
+
+A signature comes from a tirx ``PrimFunc``, the TE tensor list given to ``te.create_prim_func``,
+a Relax ``Function``, a Relax ``VirtualMachine`` (its parameter names), or a list of names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a function."""
+
+    name: str
+    #: "tensor", "scalar" or None (unknown).
+    kind: Optional[str] = None
+    #: dtype string ("float32"), None when unknown.
+    dtype: Optional[str] = None
+    #: static extents; None for a dynamic extent; the whole tuple None when unknown.
+    shape: Optional[tuple] = None
+
+    def describe(self) -> str:
+        """``x: Tensor[(1, 3, 8, 8), float32]`` or ``x``."""
+        if self.kind == "tensor" and self.dtype is not None:
+            dims = "?" if self.shape is None else ", ".join("?" if d is None else str(d) for d in self.shape)
+            return f"{self.name}: Tensor[({dims}), {self.dtype}]"
+        if self.kind == "scalar" and self.dtype is not None:
+            return f"{self.name}: {self.dtype}"
+        return self.name
+
+
+@dataclass(frozen=True)
+class Signature:
+    """The parameters of one function and its name."""
+
+    name: str
+    params: tuple
+
+    @property
+    def names(self) -> list:
+        return [p.name for p in self.params]
+
+    def index_of(self, name: str) -> int:
+        for i, p in enumerate(self.params):
+            if p.name == name:
+                return i
+        raise TypeError(
+            f"{self.name}() has no parameter {name!r}; its parameters are {', '.join(self.names)}"
+        )
+
+
+def _static_dims(extents) -> tuple:
+    dims = []
+    for e in extents:
+        value = getattr(e, "value", e)
+        dims.append(int(value) if isinstance(value, int) else None)
+    return tuple(dims)
+
+
+def _param_from_var(var) -> Param:
+    """A tirx buffer var or scalar var, or a Relax var (tvm 0.26+ share ``tvm.ir.expr.Var``)."""
+    from tvm.tirx import buffer as _buffer
+
+    name = str(var.name)
+    if _buffer.is_buffer_var(var):
+        return Param(name, "tensor", str(var.dtype), _static_dims(var.shape))
+    ty = getattr(var, "ty", None)
+    shape = getattr(ty, "shape", None)
+    if shape is not None or type(ty).__name__ == "TensorType":
+        values = getattr(shape, "values", None)
+        return Param(name, "tensor", str(ty.dtype), None if values is None else _static_dims(values))
+    dtype = getattr(ty, "dtype", None)
+    if dtype is not None and type(ty).__name__ == "PrimType":
+        return Param(name, "scalar", str(dtype))
+    return Param(name)
+
+
+def _from_prim_func(func, name: str) -> Signature:
+    buffer_map = getattr(func, "buffer_map", None)  # tvm 0.25: buffers live in buffer_map
+    params = []
+    for var in func.params:
+        if buffer_map is not None and var in buffer_map:
+            buf = buffer_map[var]
+            params.append(Param(str(buf.name), "tensor", str(buf.dtype), _static_dims(buf.shape)))
+        else:
+            params.append(_param_from_var(var))
+    attrs = getattr(func, "attrs", None)
+    symbol = attrs.get("global_symbol") if attrs is not None and "global_symbol" in attrs else None
+    return Signature(str(symbol) if symbol is not None else name, tuple(params))
+
+
+def _from_sequence(items: Sequence, name: str) -> Signature:
+    from tvm import te
+
+    params = []
+    for item in items:
+        if isinstance(item, str):
+            params.append(Param(item))
+        elif isinstance(item, te.Tensor):
+            params.append(Param(str(item.op.name), "tensor", str(item.dtype), _static_dims(item.shape)))
+        elif hasattr(item, "name") and hasattr(item, "ty"):
+            params.append(_param_from_var(item))
+        else:
+            raise TypeError(
+                f"signature entries must be parameter names, TE tensors or vars, got {type(item).__name__}"
+            )
+    return Signature(name, tuple(params))
+
+
+def _from_vm(vm, name: str) -> Signature:
+    arity = vm._get_function_arity(name)
+    return Signature(name, tuple(Param(str(vm._get_function_param_name(name, i))) for i in range(arity)))
+
+
+def resolve(signature: Any, name: str) -> Optional[Signature]:
+    """Turn what the user passed as ``signature=`` into a ``Signature`` (None stays None).
+
+    ``name`` is the function's name for error messages and for picking a function out of a
+    Relax ``VirtualMachine`` or IRModule.
+    """
+    if signature is None:
+        return None
+    if isinstance(signature, Signature):
+        return signature
+    kind = type(signature).__name__
+    module = type(signature).__module__
+    if kind == "PrimFunc":
+        return _from_prim_func(signature, name)
+    if kind == "Function" and module.startswith("tvm.relax"):
+        return Signature(name, tuple(_param_from_var(p) for p in signature.params))
+    if kind == "IRModule":
+        return resolve(signature[name], name)
+    if kind == "VirtualMachine":
+        return _from_vm(signature, name)
+    if isinstance(signature, (list, tuple)):
+        return _from_sequence(signature, name)
+    raise TypeError(
+        "signature must be a tirx PrimFunc, the TE tensor list given to te.create_prim_func, "
+        f"a Relax Function or VirtualMachine, or a list of names; got {kind}"
+    )
