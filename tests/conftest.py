@@ -1,0 +1,25 @@
+"""Session fixtures: kernels compile once (TVM's CPU LLVM target)."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import compile_te
+from tvm import te
+
+from tvm_partial import demo
+
+
+@pytest.fixture(scope="session")
+def conv():
+    """The forum case: (executable, signature tensors, numpy inputs, numpy expected)."""
+    exe, tensors = demo.build_conv2d_bias()
+    inputs = demo.sample_inputs()
+    return exe, tensors, inputs, demo.reference(**inputs)
+
+
+@pytest.fixture(scope="session")
+def affine4():
+    """out = 2*a + 3*b + c, four float32 tensors of shape (16,): any position can be bound."""
+    a, b, c = (te.placeholder((16,), "float32", name=n) for n in "abc")
+    out = te.compute((16,), lambda i: a[i] * 2.0 + b[i] * 3.0 + c[i], name="out")
+    return compile_te([a, b, c, out]), [a, b, c, out]

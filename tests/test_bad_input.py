@@ -1,0 +1,143 @@
+"""Bad input to partial() and to the closures: a clear, typed error naming the argument."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tvm
+import tvm_ffi
+from helpers import tensor
+
+import tvm_partial
+from tvm_partial import demo
+
+W = np.zeros(demo.SHAPES["weights"], "float32")
+B = np.zeros(demo.SHAPES["bias"], "float32")
+X = np.zeros(demo.SHAPES["data"], "float32")
+
+
+def test_negative_index(conv):
+    with pytest.raises(ValueError, match=r"bound index -1 is negative"):
+        tvm_partial.partial(conv[0]["main"], {-1: W})
+
+
+@pytest.mark.parametrize("key", ["weights", 1.5, True, None])
+def test_non_integer_key(conv, key):
+    with pytest.raises(TypeError, match=r"bound key .* is not an integer position"):
+        tvm_partial.partial(conv[0]["main"], {key: W})
+
+
+@pytest.mark.parametrize("key", ["w", 1.0, True])
+def test_non_integer_key_in_the_global(conv, key):
+    apply = tvm_ffi.get_global_func("runtime.PartialApply")
+    with pytest.raises(TypeError, match=r"PartialApply: bound key .* is not an integer position"):
+        apply(conv[0]["main"], {key: 1})
+
+
+def test_negative_index_in_the_global(conv):
+    apply = tvm_ffi.get_global_func("runtime.PartialApply")
+    with pytest.raises(ValueError, match=r"PartialApply: bound index -3 is negative"):
+        apply(conv[0]["main"], {-3: 1})
+
+
+def test_index_past_signature(conv):
+    exe, tensors, _, _ = conv
+    with pytest.raises(IndexError, match=r"bound index 4 is out of range: main\(\) has 4 parameters"):
+        tvm_partial.partial(exe["main"], {4: W}, signature=tensors)
+
+
+def test_unknown_name(conv):
+    exe, tensors, _, _ = conv
+    with pytest.raises(TypeError, match=r"main\(\) has no parameter 'bais'; its parameters are data, weights, bias, result"):
+        tvm_partial.partial(exe["main"], signature=tensors, bais=B)
+
+
+def test_bound_by_index_and_by_name(conv):
+    exe, tensors, _, _ = conv
+    with pytest.raises(TypeError, match=r"parameter 'weights' \(position 1\) is bound both by index and by name"):
+        tvm_partial.partial(exe["main"], {1: W}, signature=tensors, weights=W)
+
+
+def test_by_name_without_signature(conv):
+    with pytest.raises(TypeError, match=r"binding by name \(weights\) needs signature="):
+        tvm_partial.partial(conv[0]["main"], weights=W)
+
+
+def test_dtype_mismatch(conv):
+    exe, tensors, _, _ = conv
+    with pytest.raises(TypeError, match=r"parameter 'weights' \(position 1\): dtype float64 does not match weights: Tensor\[\(8, 3, 3, 3\), float32\]"):
+        tvm_partial.partial(exe["main"], signature=tensors, weights=W.astype("float64"))
+
+
+def test_dtype_mismatch_tvm_tensor(conv):
+    exe, tensors, _, _ = conv
+    with pytest.raises(TypeError, match=r"parameter 'bias' \(position 2\): dtype int32 does not match"):
+        tvm_partial.partial(exe["main"], signature=tensors, bias=tensor(B.astype("int32")))
+
+
+def test_shape_mismatch(conv):
+    exe, tensors, _, _ = conv
+    with pytest.raises(ValueError, match=r"parameter 'bias' \(position 2\): shape \(4,\) does not match bias: Tensor\[\(8\), float32\]"):
+        tvm_partial.partial(exe["main"], signature=tensors, bias=np.zeros(4, "float32"))
+
+
+def test_tensor_for_scalar_and_scalar_for_tensor(conv):
+    exe, tensors, _, _ = conv
+    with pytest.raises(TypeError, match=r"float given for tensor parameter bias"):
+        tvm_partial.partial(exe["main"], signature=tensors, bias=1.0)
+
+
+def test_bound_position_past_the_end(conv):
+    g = tvm_partial.partial(conv[0]["main"], {2: B, 3: W})  # no signature: checked at call time
+    with pytest.raises(IndexError, match=r"bound index 3 is past the end of the call \(1 given \+ 2 bound = 3 arguments\)"):
+        g(tensor(X))
+
+
+@pytest.mark.parametrize("count", [1, 3])
+def test_argument_count_with_signature(conv, count):
+    exe, tensors, _, _ = conv
+    g = tvm_partial.partial(exe["main"], signature=tensors, weights=W, bias=B)
+    out = tvm.runtime.empty(demo.SHAPES["result"], "float32")
+    args = [tensor(X), out, out][:count]
+    with pytest.raises(TypeError, match=rf"main\(\) takes 2 arguments \(data, result\), {count} given"):
+        g(*args)
+
+
+@pytest.mark.parametrize("target", [42, "main", None, np.zeros(3)])
+def test_target_not_callable(target):
+    with pytest.raises(TypeError, match=r"partial\(\) needs a function or a module to bind, got \w+, which is not callable"):
+        tvm_partial.partial(target, {0: 1})
+
+
+def test_unsupported_value(conv):
+    with pytest.raises(TypeError, match=r"cannot bind position 1: expected a tensor .* got dict"):
+        tvm_partial.partial(conv[0]["main"], {1: {"a": 1}})
+
+
+def test_object_array_refused(conv):
+    with pytest.raises(TypeError, match=r"cannot bind position 1: a numpy array of Python objects"):
+        tvm_partial.partial(conv[0]["main"], {1: np.array([object()])})
+
+
+def test_bad_signature_type(conv):
+    with pytest.raises(TypeError, match=r"signature must be a tirx PrimFunc"):
+        tvm_partial.partial(conv[0]["main"], signature=42, weights=W)
+
+
+def test_bindings_of_a_plain_function(conv):
+    with pytest.raises(TypeError, match=r"PartialApplyBindings: expected a partial function or a partial_apply module"):
+        tvm_partial.bindings(conv[0]["main"])
+
+
+def test_relax_vm_executable_module_refused():
+    from tvm.script import relax as R
+
+    @tvm.script.ir_module
+    class Identity:
+        @R.function
+        def main(x: R.Tensor((2,), "float32")):
+            return x
+
+    exe = tvm.compile(Identity, target="llvm")
+    with pytest.raises(TypeError, match=r"bind relax.VirtualMachine\(exe, device\)"):
+        tvm_partial.partial(exe, {0: np.zeros(2, "float32")})
