@@ -238,6 +238,9 @@ TVM_FFI_STATIC_INIT_BLOCK() {
                              ffi::Function::FromTyped(PartialApplyParamNames));
   detail::RegisterGlobalOnce("ffi.Module.load_from_bytes.partial_apply",
                              ffi::Function::FromTyped(PartialModuleObj::LoadFromBytes));
+  detail::RegisterGlobalOnce("tvm_partial.SaveToBytes", ffi::Function::FromTyped([](ffi::Module m) {
+                               return m->SaveToBytes();
+                             }));
   detail::RegisterGlobalOnce("tvm_partial.DescribeBytes", ffi::Function::FromTyped([](ffi::Bytes b) {
                                return format::Describe(b.data(), b.size());
                              }));

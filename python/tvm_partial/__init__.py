@@ -5,7 +5,7 @@ between the caller and the kernel; export the module with its constants inside o
 """
 
 from ._lib import LIB
-from .export import export_library, inspect, load
+from .export import export_library, inspect, load, load_from_bytes, save_to_bytes
 from .partial import bindings, param_names, partial
 
 __version__ = "0.1.0"
@@ -16,6 +16,8 @@ __all__ = [
     "export_library",
     "inspect",
     "load",
+    "load_from_bytes",
     "param_names",
     "partial",
+    "save_to_bytes",
 ]

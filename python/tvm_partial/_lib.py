@@ -18,6 +18,8 @@ partial_apply_bindings = tvm_ffi.get_global_func("runtime.PartialApplyBindings")
 param_names = tvm_ffi.get_global_func("tvm_partial.ParamNames")
 aligned_copy = tvm_ffi.get_global_func("tvm_partial.AlignedCopy")
 describe_bytes = tvm_ffi.get_global_func("tvm_partial.DescribeBytes")
+save_to_bytes = tvm_ffi.get_global_func("tvm_partial.SaveToBytes")
+load_from_bytes = tvm_ffi.get_global_func("ffi.Module.load_from_bytes.partial_apply")
 
 
 def _tvm_backend_hook() -> None:

@@ -36,6 +36,20 @@ def export_library(module, path: PathLike, **kwargs) -> None:
         raise
 
 
+def save_to_bytes(module) -> bytes:
+    """The bytes of a partial module: its bindings and constants, not the code it wraps."""
+    return bytes(_lib.save_to_bytes(module))
+
+
+def load_from_bytes(data: bytes, wrapped=None):
+    """Rebuild a partial module from ``save_to_bytes``; ``wrapped`` is the compiled module it
+    binds (a module, or an ``Executable``), imported so its functions can be called."""
+    module = _lib.load_from_bytes(bytes(data))
+    if wrapped is not None:
+        module.import_module(getattr(wrapped, "mod", wrapped))
+    return module
+
+
 def load(path: PathLike):
     """Load an exported artifact; a partial module comes back as the root, callable as ``pm(...)``."""
     import tvm.runtime

@@ -64,7 +64,8 @@ def bindings(obj) -> dict:
     """What a partial holds: ``{position: value}`` for a partial function, ``{function:
     {position: value}}`` for a partial module. Tensors are the bound objects themselves."""
     raw = _lib.partial_apply_bindings(obj)
-    as_dict = {str(f): {int(i): v for i, v in b.items()} for f, b in raw.items()}
+    as_dict = {str(f): {int(i): str(v) if isinstance(v, str) else v for i, v in b.items()}
+               for f, b in raw.items()}
     return as_dict[""] if isinstance(obj, tvm_ffi.Function) else as_dict
 
 

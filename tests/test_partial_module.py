@@ -1,0 +1,274 @@
+"""Partial modules: calling, merging, SaveToBytes round trips, export and reload elsewhere."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+import pytest
+import tvm
+import tvm_ffi
+from helpers import affine4_ref, compile_te, ints, run_json, tensor
+from tvm import te
+
+import tvm_partial
+from tvm_partial import demo
+
+_view = tvm_ffi.get_global_func("runtime.TVMTensorCreateView")
+
+
+def raw_bytes(t) -> bytes:
+    """The bytes of a contiguous tensor, whatever its dtype (bfloat16 and bool included)."""
+    nbytes = int(np.prod(t.shape, dtype=np.int64)) * ((tvm_ffi.dtype(str(t.dtype)).bits + 7) // 8)
+    return np.from_dlpack(_view(t, tvm_ffi.Shape((nbytes,)), "uint8", 0)).tobytes()
+
+
+@pytest.fixture(scope="module")
+def three_functions():
+    """A library with f1(x, w, out) = x*w, f2(x, b, out) = x+b, f3(x, out) = -x."""
+    x = te.placeholder((8,), "float32", name="x")
+    w = te.placeholder((8,), "float32", name="w")
+    out = te.compute((8,), lambda i: x[i] * w[i], name="out")
+    funcs = {
+        "f1": te.create_prim_func([x, w, out]),
+        "f2": te.create_prim_func([x, w, te.compute((8,), lambda i: x[i] + w[i], name="out")]),
+        "f3": te.create_prim_func([x, te.compute((8,), lambda i: -x[i], name="out")]),
+    }
+    mod = tvm.IRModule({k: f.with_attr("global_symbol", k) for k, f in funcs.items()})
+    return tvm.compile(mod, target="llvm")
+
+
+def test_module_calls_main(conv):
+    exe, tensors, inputs, expected = conv
+    pm = tvm_partial.partial(exe, signature=tensors, weights=inputs["weights"], bias=inputs["bias"])
+    assert pm.kind == "partial_apply"
+    assert [m.kind for m in pm.imports] == ["llvm"]
+    out = tvm.runtime.empty(demo.SHAPES["result"], "float32")
+    pm(tensor(inputs["data"]), out)
+    assert np.array_equal(out.numpy(), expected)
+    assert pm["main"].same_as(pm["main"])  # built once, cached
+    held = tvm_partial.bindings(pm)
+    assert sorted(held) == ["main"] and sorted(held["main"]) == [1, 2]
+    assert tvm_partial.param_names(pm) == {"main": ["data", "weights", "bias", "result"]}
+    with pytest.raises(TypeError, match=r"main\(\) takes 2 arguments \(data, result\), 1 given"):
+        pm(out)
+
+
+def test_module_forwards_unbound_names(three_functions):
+    pm = tvm_partial.partial(three_functions, {1: np.full(8, 3, "float32")}, function="f1")
+    x = ints(8)
+    out = tvm.runtime.empty((8,), "float32")
+    pm["f3"](tensor(x), out)
+    assert np.array_equal(out.numpy(), -x)
+    pm["f1"](tensor(x), out)
+    assert np.array_equal(out.numpy(), x * 3)
+
+
+def test_unknown_function_refused(three_functions):
+    with pytest.raises(AttributeError, match=r"has no function 'nope' to bind"):
+        tvm_partial.partial(three_functions, {1: 1.0}, function="nope")
+
+
+def test_partial_of_partial_module_merges(three_functions):
+    w = np.full(8, 3, "float32")
+    b = np.full(8, 5, "float32")
+    pm1 = tvm_partial.partial(three_functions, {1: w}, function="f1")
+    pm2 = tvm_partial.partial(pm1, {1: b}, function="f2")
+    assert [m.kind for m in pm2.imports] == ["llvm"]  # one level of wrapping
+    assert sorted(tvm_partial.bindings(pm2)) == ["f1", "f2"]
+    x = ints(8)
+    out = tvm.runtime.empty((8,), "float32")
+    pm2["f1"](tensor(x), out)
+    assert np.array_equal(out.numpy(), x * w)
+    pm2["f2"](tensor(x), out)
+    assert np.array_equal(out.numpy(), x + b)
+    # Binding more of the same function merges positions too (position 1 of f1's partial = out).
+    pm3 = tvm_partial.partial(pm2, {1: out}, function="f1")
+    assert sorted(tvm_partial.bindings(pm3)["f1"]) == [1, 2]
+    pm3["f1"](tensor(x))
+    assert np.array_equal(out.numpy(), x * w)
+    # The merged module round-trips.
+    loaded = tvm_partial.load_from_bytes(tvm_partial.save_to_bytes(pm2), three_functions)
+    loaded["f2"](tensor(x), out)
+    assert np.array_equal(out.numpy(), x + b)
+    assert tvm_partial.save_to_bytes(loaded) == tvm_partial.save_to_bytes(pm2)
+
+
+def _typed(values: np.ndarray, dtype: str):
+    """A tvm Tensor of `dtype` holding `values` (bfloat16 from its uint16 bit pattern)."""
+    if dtype == "bfloat16":
+        bits = tensor(values.astype("uint16"))
+        return _view(bits, tvm_ffi.Shape(values.shape), "bfloat16", 0)
+    return tensor(values.astype(dtype))
+
+
+EVERY_KIND = {
+    "float32": lambda: _typed(ints((3, 5), seed=1), "float32"),
+    "float16": lambda: _typed(ints((7,), seed=2), "float16"),
+    "bfloat16": lambda: _typed(np.array([0x3F80, 0x4000, 0xC040], "uint16"), "bfloat16"),
+    "int8": lambda: _typed(ints((2, 2, 2), seed=3), "int8"),
+    "uint8": lambda: _typed(ints((9,), low=0, high=255, seed=4), "uint8"),
+    "int64": lambda: _typed(np.array([-(2**62), 2**62, 7]), "int64"),
+    "bool": lambda: _typed(np.array([True, False, True]), "bool"),
+    "0-d": lambda: _typed(np.array(2.5), "float32"),
+    "zero-size": lambda: _typed(np.zeros((0, 4)), "float32"),
+    "64 MiB": lambda: _typed(np.arange(16 * 2**20) % 251, "float32"),
+    "int": lambda: -(2**40),
+    "float": lambda: 0.1,
+    "bool scalar": lambda: True,
+    "str": lambda: "héllo",
+    "None": lambda: None,
+}
+
+
+def test_roundtrip_every_value_kind(affine4):
+    exe, _ = affine4
+    values = {i: make() for i, make in enumerate(EVERY_KIND.values())}
+    pm = tvm_partial.partial(exe, values)
+    data = tvm_partial.save_to_bytes(pm)
+    loaded = tvm_partial.load_from_bytes(data, exe)
+    back = tvm_partial.bindings(loaded)["main"]
+    assert sorted(back) == sorted(values)
+    for i, (kind, original) in zip(values, zip(EVERY_KIND, values.values())):
+        got = back[i]
+        if isinstance(original, tvm_ffi.Tensor):
+            assert str(got.dtype) == str(original.dtype), kind
+            assert tuple(got.shape) == tuple(original.shape), kind
+            assert got.data_ptr() % 64 == 0, kind
+            assert raw_bytes(got) == raw_bytes(original), kind
+        else:
+            assert type(got) is type(original) and got == original, kind
+    assert tvm_partial.save_to_bytes(loaded) == data  # re-saving gives identical bytes
+
+
+def test_unserialisable_value_refused_at_save(affine4, tmp_path):
+    exe, _ = affine4
+    pm = tvm_partial.partial(exe, {1: tvm_ffi.convert(lambda: 0)})
+    with pytest.raises(TypeError, match=r"cannot save function 'main' position 1: a bound ffi.Function cannot be serialised"):
+        tvm_partial.save_to_bytes(pm)
+    target = tmp_path / "refused.so"
+    with pytest.raises(TypeError, match=r"cannot save function 'main' position 1"):
+        tvm_partial.export_library(pm, target)
+    assert not target.exists()
+    assert os.listdir(tmp_path) == []
+
+
+def test_module_bound_value_refused_at_save(affine4, three_functions):
+    exe, _ = affine4
+    pm = tvm_partial.partial(exe, {2: three_functions.mod})
+    with pytest.raises(TypeError, match=r"cannot save function 'main' position 2: a bound ffi.Module"):
+        tvm_partial.save_to_bytes(pm)
+
+
+def test_concurrent_first_lookups(conv):
+    exe, tensors, inputs, expected = conv
+    pm = tvm_partial.partial(exe, signature=tensors, weights=inputs["weights"], bias=inputs["bias"])
+    start = threading.Barrier(16)
+    found, failures = [], []
+    data = tensor(inputs["data"])
+
+    def worker():
+        start.wait()
+        f = pm["main"]
+        found.append(f)
+        out = tvm.runtime.empty(demo.SHAPES["result"], "float32")
+        f(data, out)
+        if not np.array_equal(out.numpy(), expected):
+            failures.append(1)
+
+    threads = [threading.Thread(target=worker) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == [] and len(found) == 16
+    assert all(f.same_as(found[0]) for f in found)  # one closure, built once
+
+
+_RELOAD = """
+import json, sys
+import numpy as np
+{imports}
+lib = tvm.runtime.load_module(sys.argv[1])
+data = tvm.runtime.tensor(np.load(sys.argv[2]))
+out = tvm.runtime.empty({shape}, "float32")
+lib(data, out)
+print(json.dumps({{"kind": lib.kind, "imports": [m.kind for m in lib.imports],
+                  "result": out.numpy().tolist()}}))
+"""
+
+
+@pytest.mark.parametrize("imports", ["import tvm", "import tvm, tvm_partial"])
+def test_export_and_reload_in_fresh_process(conv, tmp_path, imports):
+    exe, tensors, inputs, expected = conv
+    pm = tvm_partial.partial(exe, signature=tensors, weights=inputs["weights"], bias=inputs["bias"])
+    lib = tmp_path / "deploy.so"
+    tvm_partial.export_library(pm, lib)
+    np.save(tmp_path / "data.npy", inputs["data"])
+    direct = tvm.runtime.empty(demo.SHAPES["result"], "float32")
+    exe["main"](tensor(inputs["data"]), tensor(inputs["weights"]), tensor(inputs["bias"]), direct)
+    got = run_json(_RELOAD.format(imports=imports, shape=demo.SHAPES["result"]), str(lib), str(tmp_path / "data.npy"))
+    assert got["kind"] == "partial_apply" and got["imports"] == ["library"]
+    result = np.array(got["result"], "float32")
+    assert np.array_equal(result, direct.numpy())
+    assert np.array_equal(result, expected)
+
+
+def test_three_functions_after_reload(three_functions, tmp_path):
+    w = np.full(8, 3, "float32")
+    b = np.full(8, 5, "float32")
+    pm = tvm_partial.partial(tvm_partial.partial(three_functions, {1: w}, function="f1"), {1: b}, function="f2")
+    lib = tmp_path / "three.so"
+    tvm_partial.export_library(pm, lib)
+    x = ints(8)
+    np.save(tmp_path / "x.npy", x)
+    got = run_json(
+        """
+        import json, sys
+        import numpy as np, tvm
+        lib = tvm.runtime.load_module(sys.argv[1])
+        x = tvm.runtime.tensor(np.load(sys.argv[2]))
+        results = {}
+        for name in ("f1", "f2", "f3"):
+            out = tvm.runtime.empty((8,), "float32")
+            lib[name](x, out)
+            results[name] = out.numpy().tolist()
+        print(json.dumps(results))
+        """,
+        str(lib), str(tmp_path / "x.npy"))
+    assert np.array_equal(np.array(got["f1"], "float32"), x * w)
+    assert np.array_equal(np.array(got["f2"], "float32"), x + b)
+    assert np.array_equal(np.array(got["f3"], "float32"), -x)
+
+
+def test_load_returns_partial_root(conv, tmp_path):
+    exe, tensors, inputs, expected = conv
+    pm = tvm_partial.partial(exe, signature=tensors, weights=inputs["weights"], bias=inputs["bias"])
+    tvm_partial.export_library(pm, tmp_path / "a.so")
+    loaded = tvm_partial.load(tmp_path / "a.so")
+    assert loaded.kind == "partial_apply"
+    assert tvm_partial.param_names(loaded) == {"main": ["data", "weights", "bias", "result"]}
+    assert np.array_equal(tvm_partial.bindings(loaded)["main"][1].numpy(), inputs["weights"])
+    out = tvm.runtime.empty(demo.SHAPES["result"], "float32")
+    loaded(tensor(inputs["data"]), out)
+    assert np.array_equal(out.numpy(), expected)
+
+
+def test_in_place_update_of_loaded_constant(affine4):
+    exe, _ = affine4
+    b = ints(16, seed=1)
+    pm = tvm_partial.load_from_bytes(tvm_partial.save_to_bytes(tvm_partial.partial(exe, {1: b})), exe)
+    a, c = ints(16, seed=2), ints(16, seed=3)
+    out = tvm.runtime.empty((16,), "float32")
+    new_b = ints(16, seed=4)
+    tvm_partial.bindings(pm)["main"][1].copyfrom(new_b)  # bound by reference: later calls see it
+    pm(tensor(a), tensor(c), out)
+    assert np.array_equal(out.numpy(), affine4_ref(a, new_b, c))
+
+
+def test_bound_but_not_wrapping_anything(affine4):
+    exe, _ = affine4
+    alone = tvm_partial.load_from_bytes(tvm_partial.save_to_bytes(tvm_partial.partial(exe, {1: 1.0})))
+    with pytest.raises(RuntimeError, match=r"function 'main' is bound but the module wraps no compiled code"):
+        alone["main"]
