@@ -470,7 +470,7 @@ Parsed Parse(const char* data, size_t size) {
             Corrupt(where + ": payload offset " + std::to_string(t.offset) + " is not the expected " +
                     std::to_string(expected_offset));
           }
-          if (t.nbytes > size - t.offset) {
+          if (t.offset > size || t.nbytes > size - t.offset) {
             Corrupt(where + ": payload of " + std::to_string(t.nbytes) + " bytes at offset " +
                     std::to_string(t.offset) + " runs past the end (" + std::to_string(size) + " bytes)");
           }
