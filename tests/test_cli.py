@@ -1,0 +1,102 @@
+"""The tvm-partial command, run as a user would."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+import tvm
+
+import tvm_partial
+
+
+def cli(*args: str, timeout: int = 300):
+    return subprocess.run([sys.executable, "-m", "tvm_partial", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo")
+    return cli("demo", "--out", str(out), "--calls", "200"), out
+
+
+def test_demo_passes_and_prints_table(demo_run):
+    proc, out = demo_run
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for row in ("direct f(x, w, b, out)", "tvm_partial g(x, out)", "Python lambda", "functools.partial"):
+        assert re.search(rf"^{re.escape(row)}\s+\d+\.\d+\s+\d+\.\d+x$", proc.stdout, flags=re.M), proc.stdout
+    for check in ("partial == numpy (bitwise)", "partial == direct call (bitwise)",
+                  "reloaded in a fresh process == numpy (bitwise)"):
+        assert f"[ok] {check}" in proc.stdout
+    assert "FAIL" not in proc.stdout
+    assert (out / "conv2d_bias.so").exists()
+
+
+def test_inspect_text(demo_run):
+    _, out = demo_run
+    proc = cli("inspect", str(out / "conv2d_bias.so"))
+    assert proc.returncode == 0, proc.stderr
+    assert "tvm-partial format version 1, 896 bytes of constants" in proc.stdout
+    assert "function main(data, result)" in proc.stdout
+    assert "bound 1 weights: tensor float32[8x3x3x3] on cpu:0, 864 bytes" in proc.stdout
+    assert "bound 2 bias: tensor float32[8] on cpu:0, 32 bytes" in proc.stdout
+
+
+def test_inspect_json(demo_run):
+    _, out = demo_run
+    proc = cli("inspect", str(out / "conv2d_bias.so"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout)
+    assert info["format_version"] == 1 and info["constant_bytes"] == 896
+    (fn,) = info["functions"]
+    assert fn["name"] == "main" and fn["free"] == ["data", "result"]
+    assert fn["param_names"] == ["data", "weights", "bias", "result"]
+    assert [(b["index"], b["name"], b["dtype"], b["shape"], b["device"], b["bytes"]) for b in fn["bindings"]] == [
+        (1, "weights", "float32", [8, 3, 3, 3], "cpu:0", 864), (2, "bias", "float32", [8], "cpu:0", 32)]
+
+
+def test_inspect_scalars(tmp_path):
+    pm = tvm_partial.partial(tvm.compile(_scalar_kernel(), target="llvm"), {1: 2.5})
+    tvm_partial.export_library(pm, tmp_path / "s.so")
+    proc = cli("inspect", str(tmp_path / "s.so"))
+    assert "function main(unknown names)" in proc.stdout and "bound 1: float 2.5" in proc.stdout
+    info = json.loads(cli("inspect", str(tmp_path / "s.so"), "--json").stdout)
+    assert info["functions"][0]["bindings"] == [{"index": 1, "kind": "float", "value": 2.5}]
+    assert info["functions"][0]["param_names"] == [] and info["functions"][0]["free"] == []
+
+
+def _scalar_kernel():
+    from tvm import te
+
+    x = te.placeholder((4,), "float32", name="x")
+    s = te.var("s", "float32")
+    return te.create_prim_func([x, s, te.compute((4,), lambda i: x[i] * s, name="out")])
+
+
+def test_inspect_plain_library_refused(affine4, tmp_path):
+    exe, _ = affine4
+    exe.export_library(str(tmp_path / "plain.so"))
+    proc = cli("inspect", str(tmp_path / "plain.so"))
+    assert proc.returncode == 2
+    assert "is not a tvm-partial artifact" in proc.stderr
+
+
+def test_inspect_not_a_library(tmp_path):
+    (tmp_path / "notes.txt").write_text("hello")
+    proc = cli("inspect", str(tmp_path / "notes.txt"))
+    assert proc.returncode == 2
+    assert "is not a tvm-partial artifact: not an ELF shared library" in proc.stderr
+    proc = cli("inspect", str(tmp_path / "missing.so"))
+    assert proc.returncode == 2 and "No such file" in proc.stderr
+
+
+def test_console_script_installed():
+    import shutil
+
+    script = shutil.which("tvm-partial") or str(__import__("pathlib").Path(sys.executable).parent / "tvm-partial")
+    proc = subprocess.run([script, "--help"], capture_output=True, text=True)
+    assert proc.returncode == 0 and "demo" in proc.stdout and "inspect" in proc.stdout
