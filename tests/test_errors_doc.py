@@ -1,0 +1,129 @@
+"""docs/errors.md, row by row: each bad input gives the documented error type and message."""
+
+from __future__ import annotations
+
+import re
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tvm_ffi
+from helpers import run_json, tensor
+
+import tvm_partial
+from tvm_partial import demo
+
+ROOT = Path(__file__).resolve().parent.parent
+ROWS = re.findall(r"^\| (\w+) \| ([^|]+?) \| `([^`]+)`[^|]*\| [^|]+ \|$",
+                  (ROOT / "docs" / "errors.md").read_text(), flags=re.M)
+W = np.zeros(demo.SHAPES["weights"], "float32")
+B = np.zeros(demo.SHAPES["bias"], "float32")
+X = np.zeros(demo.SHAPES["data"], "float32")
+load_from_bytes = tvm_ffi.get_global_func("ffi.Module.load_from_bytes.partial_apply")
+
+
+def _blob(ctx):
+    return tvm_partial.save_to_bytes(tvm_partial.partial(ctx["exe"], {1: B}))
+
+
+def _in_subprocess(code: str, *args: str) -> None:
+    """Run `code` in a fresh process; re-raise its error here (type and message)."""
+    result = run_json(f"""
+        import json, sys
+        try:
+{''.join('            ' + line + chr(10) for line in code.strip().splitlines())}
+            print(json.dumps(None))
+        except Exception as err:
+            print(json.dumps([type(err).__name__, str(err)]))
+        """, *args, env={"TVM_DEVICE_BACKEND_AUTOLOAD": "0"})
+    if result is not None:
+        raise {"RuntimeError": RuntimeError, "ValueError": ValueError}.get(result[0], Exception)(result[1])
+
+
+def _with_device(ctx, device_type: int) -> bytes:
+    blob = _blob(ctx)
+    at = blob.find(b"float32") + len(b"float32")
+    moved = blob[:at] + struct.pack("<i", device_type) + blob[at + 4:]
+    return bytes(tvm_ffi.get_global_func("tvm_partial.ResealForTesting")(moved))
+
+
+def _cli(*args):
+    proc = subprocess.run([sys.executable, "-m", "tvm_partial", *args], capture_output=True, text=True)
+    assert proc.returncode == 2
+    raise SystemExit(proc.stderr.strip())
+
+
+CASES = {
+    "negative position": lambda c: tvm_partial.partial(c["f"], {-1: W}),
+    "position that is not an int": lambda c: tvm_partial.partial(c["f"], {"w": W}),
+    "position past the signature": lambda c: tvm_partial.partial(c["f"], {4: W}, signature=c["sig"]),
+    "one parameter bound by index and by name": lambda c: tvm_partial.partial(c["f"], {1: W}, signature=c["sig"], weights=W),
+    "name that is not a parameter": lambda c: tvm_partial.partial(c["f"], signature=c["sig"], bais=B),
+    "by name without a signature": lambda c: tvm_partial.partial(c["f"], weights=W),
+    "tensor of the wrong dtype": lambda c: tvm_partial.partial(c["f"], signature=c["sig"], weights=W.astype("float64")),
+    "tensor of the wrong static shape": lambda c: tvm_partial.partial(c["f"], signature=c["sig"], bias=np.zeros(4, "float32")),
+    "scalar for a tensor parameter": lambda c: tvm_partial.partial(c["f"], signature=c["sig"], bias=1.0),
+    "value of an unsupported type": lambda c: tvm_partial.partial(c["f"], {1: {"a": 1}}),
+    "target that is not callable": lambda c: tvm_partial.partial(42, {0: 1}),
+    "a Relax VM executable as target": lambda c: tvm_partial.partial(c["relax_exe"], {0: 1}),
+    "module function that does not exist": lambda c: tvm_partial.partial(c["exe"], {1: 1.0}, function="nope"),
+    "too few arguments for a bound position": lambda c: tvm_partial.partial(c["f"], {2: B, 3: W})(tensor(X)),
+    "wrong argument count, signature known": lambda c: tvm_partial.partial(c["f"], signature=c["sig"], weights=W, bias=B)(
+        tensor(X), tensor(X), tensor(X)),
+    "a bound value that cannot be serialised": lambda c: tvm_partial.save_to_bytes(
+        tvm_partial.partial(c["exe"], {1: tvm_ffi.convert(lambda: 0)})),
+    "bytes that are not partial_apply data": lambda c: load_from_bytes(b"\0" * 64),
+    "truncated data": lambda c: load_from_bytes(_blob(c)[:-1]),
+    "corrupted data": lambda c: load_from_bytes(_blob(c)[:60] + b"\x55" + _blob(c)[61:]),
+    "data from a newer tvm-partial": lambda c: load_from_bytes(_blob(c)[:8] + struct.pack("<I", 2) + _blob(c)[12:]),
+    "a tensor's device is missing": lambda c: _in_subprocess(
+        "import tvm, tvm_partial, tvm_ffi\n"
+        "tvm_ffi.get_global_func('ffi.Module.load_from_bytes.partial_apply')(bytes.fromhex(sys.argv[1]))",
+        _with_device(c, 8).hex()),
+    "a normal artifact where the extension is not registered": lambda c: _in_subprocess(
+        "import tvm\ntvm.runtime.load_module(sys.argv[1])", c["artifact"]),
+    "a bound module restored without its code": lambda c: tvm_partial.load_from_bytes(_blob(c))["main"],
+    "`tvm-partial inspect` on a library without bindings": lambda c: _cli("inspect", c["plain"]),
+    "`tvm-partial inspect` on a file that is not a library": lambda c: _cli("inspect", c["text"]),
+}
+
+
+@pytest.fixture(scope="module")
+def ctx(conv, tmp_path_factory):
+    import tvm
+    from tvm.script import relax as R
+
+    @tvm.script.ir_module
+    class Identity:
+        @R.function
+        def main(x: R.Tensor((2,), "float32")):
+            return x
+
+    exe, tensors, inputs, _ = conv
+    folder = tmp_path_factory.mktemp("errors")
+    artifact, plain, text = folder / "partial.so", folder / "plain.so", folder / "notes.txt"
+    tvm_partial.export_library(tvm_partial.partial(exe, signature=tensors, weights=inputs["weights"]), artifact)
+    exe.export_library(str(plain))
+    text.write_text("not a library")
+    return {"exe": exe, "f": exe["main"], "sig": tensors, "relax_exe": tvm.compile(Identity, target="llvm"),
+            "artifact": str(artifact), "plain": str(plain), "text": str(text)}
+
+
+def test_every_documented_row_has_a_case():
+    assert [r[1] for r in ROWS] == list(CASES)
+
+
+@pytest.mark.parametrize("where,bad_input,error", ROWS, ids=[r[1] for r in ROWS])
+def test_documented_error(ctx, where, bad_input, error):
+    with pytest.raises(BaseException) as info:
+        CASES[bad_input](ctx)
+    if where == "CLI":  # the message on stderr, with the file's path where the table says PATH
+        head, _, tail = error.partition("PATH")
+        assert str(info.value).startswith(head) and tail in str(info.value), str(info.value)
+        return
+    kind, _, message = error.partition(": ")
+    assert type(info.value).__name__ == kind, f"{type(info.value).__name__}: {info.value}"
+    assert message in str(info.value), str(info.value)
