@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The whole test suite against an AddressSanitizer + UndefinedBehaviorSanitizer build of the
+# extension (gcc's runtimes, preloaded into Python and every process the tests start).
+#   scripts/sanitize.sh [pytest args...]
+# Leak detection is off: CPython and LLVM keep memory until exit by design. Left out: the fuzz
+# smoke test (it builds its own clang-sanitized binary, whose runtime clashes with gcc's) and the
+# resident-memory test (ASan's quarantine holds 256 MiB of freed memory by design).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=build/asan-venv
+# vptr checks need RTTI, which TVM's libraries are built without (every module would be reported).
+FLAGS="-fsanitize=address,undefined -fno-sanitize=vptr -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+python3 -m venv "$VENV"
+"$VENV/bin/pip" install -q ".[test]" -C build-dir=build/asan \
+  -C "cmake.define.CMAKE_CXX_FLAGS=$FLAGS" -C "cmake.define.CMAKE_SHARED_LINKER_FLAGS=$FLAGS"
+PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
+export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:print_summary=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+LD_PRELOAD="$PRELOAD" "$VENV/bin/python" -m pytest -q -p no:cacheprovider -k "not fuzzer_runs and not memory_flat" "$@"
