@@ -1,0 +1,102 @@
+// Runs the conv2d + bias kernel of tvm_partial.demo from C++, with its weights and bias bound.
+//
+//   deploy ARTIFACT.so DATA.bin EXPECTED.bin
+//       ARTIFACT.so was exported by tvm_partial.export_library: the constants are inside, so
+//       main(data, result) takes the data alone.
+//   deploy --bind LIBRARY.so WEIGHTS.bin BIAS.bin DATA.bin EXPECTED.bin
+//       LIBRARY.so is plain compiled code, main(data, weights, bias, result): bind here, then call.
+//
+// The .bin files hold raw float32 values in the shapes below (run.py writes them). Exit status:
+// 0 when the result equals EXPECTED.bin bit for bit, 1 when it differs, 2 on any error.
+// Built as `deploy` (links libtvm_partial, which registers the loader of every tvm-partial
+// artifact) and as `deploy_ffi_only` (DEPLOY_FFI_ONLY: links no tvm-partial, so it loads only
+// self-contained artifacts, and has no --bind).
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/extra/module.h>
+#ifndef DEPLOY_FFI_ONLY
+#include <tvm_partial/partial_apply.h>
+#endif
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace ffi = tvm::ffi;
+
+// tvm_partial.demo.SHAPES
+const std::vector<int64_t> kData{1, 3, 32, 32}, kWeights{8, 3, 3, 3}, kBias{8},
+    kResult{1, 8, 30, 30};
+
+// TVM kernels assume 64-byte-aligned data and crash on less.
+ffi::Tensor Empty(const std::vector<int64_t>& shape) {
+  const DLDataType f32{kDLFloat, 32, 1};
+  const DLDevice cpu{kDLCPU, 0};
+#ifndef DEPLOY_FFI_ONLY
+  return tvm_partial::AlignedEmpty(ffi::Shape(shape), f32, cpu);
+#else
+  auto alloc = ffi::Function::GetGlobal("runtime.TVMTensorAllocWithScope");  // libtvm_runtime's
+  if (!alloc) TVM_FFI_THROW(RuntimeError) << "libtvm_runtime is not loaded";
+  return (*alloc)(ffi::Shape(shape), f32, cpu, nullptr).cast<ffi::Tensor>();
+#endif
+}
+
+ffi::Tensor Read(const std::string& path, const std::vector<int64_t>& shape) {
+  ffi::Tensor tensor = Empty(shape);
+  const size_t nbytes = ffi::GetDataSize(*tensor.GetDLTensorPtr());
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in || static_cast<size_t>(in.tellg()) != nbytes) {
+    TVM_FFI_THROW(ValueError) << path << ": expected " << nbytes << " bytes of float32";
+  }
+  in.seekg(0).read(static_cast<char*>(tensor.data_ptr()), nbytes);
+  return tensor;
+}
+
+ffi::Function LoadMain(const char* path) {
+  // dlopen searches the library path for a bare file name: pass a path.
+  ffi::Module library = ffi::Module::LoadFromFile(std::filesystem::absolute(path).string());
+  if (auto main = library->GetFunction("main", /*query_imports=*/true)) return *main;
+  TVM_FFI_THROW(AttributeError) << path << " has no function main";
+  TVM_FFI_UNREACHABLE();
+}
+
+int main(int argc, char** argv) {
+  try {
+    ffi::Tensor result = Empty(kResult);
+    std::string expected;
+    if (argc == 4) {
+      LoadMain(argv[1])(Read(argv[2], kData), result);
+      expected = argv[3];
+#ifndef DEPLOY_FFI_ONLY
+    } else if (argc == 7 && std::string(argv[1]) == "--bind") {
+      ffi::Function conv = tvm_partial::PartialApply(
+          LoadMain(argv[2]), {{1, Read(argv[3], kWeights)}, {2, Read(argv[4], kBias)}}, "main",
+          {"data", "weights", "bias", "result"});
+      conv(Read(argv[5], kData), result);  // = main(data, weights, bias, result)
+      expected = argv[6];
+#endif
+    } else {
+      std::cerr << "usage: " << argv[0] << " ARTIFACT.so DATA.bin EXPECTED.bin\n"
+#ifndef DEPLOY_FFI_ONLY
+                << "       " << argv[0]
+                << " --bind LIBRARY.so WEIGHTS.bin BIAS.bin DATA.bin EXPECTED.bin\n"
+#endif
+          ;
+      return 2;
+    }
+    ffi::Tensor want = Read(expected, kResult);
+    const size_t nbytes = ffi::GetDataSize(*result.GetDLTensorPtr());
+    if (std::memcmp(result.data_ptr(), want.data_ptr(), nbytes) != 0) {
+      std::cout << "MISMATCH: the result differs from " << expected << "\n";
+      return 1;
+    }
+    std::cout << "OK: " << nbytes / 4 << " float32 values equal " << expected << " bitwise\n";
+    return 0;
+  } catch (const ffi::Error& err) {
+    std::cerr << err.kind() << ": " << err.message() << "\n";
+    return 2;
+  }
+}

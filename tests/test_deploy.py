@@ -1,0 +1,194 @@
+"""Deployment: self-contained artifacts, loading where the extension is not registered, and the
+C++ example (examples/cpp_deploy/run.py). Whatever loads an artifact runs in a fresh process."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tvm
+from helpers import run_json
+from tvm import te
+from tvm.support import cc
+
+import tvm_partial
+from tvm_partial import config, demo, export
+
+ROOT = Path(__file__).resolve().parent.parent
+NO_AUTOLOAD = {"TVM_DEVICE_BACKEND_AUTOLOAD": "0"}
+LOADER_MISSING = (
+    "Library binary was created using {partial_apply} but a loader of that name is not registered. "
+    "Make sure to have runtime that registers ffi.Module.load_from_bytes.partial_apply"
+)
+
+# Loads artifacts from the folder in argv[1] and compares each result with numpy's, bitwise.
+PRELUDE = """
+import json, os, sys
+import numpy as np
+import tvm
+folder = sys.argv[1]
+data = tvm.runtime.tensor(np.load(os.path.join(folder, "data.npy")))
+
+def call(fn, expected):
+    out = tvm.runtime.empty((1, 8, 30, 30), "float32")
+    fn(data, out)
+    return bool(np.array_equal(out.numpy(), np.load(os.path.join(folder, expected))))
+
+def load(name):
+    return tvm.runtime.load_module(os.path.join(folder, name))
+"""
+
+
+@pytest.fixture(scope="module")
+def artifacts(tmp_path_factory) -> Path:
+    """The demo's conv2d + bias with a parallel loop, exported with the weights of seed 0 (a.so,
+    a_sc.so self-contained) and of seed 1 (b_sc.so), with the data and both results as .npy."""
+    folder = tmp_path_factory.mktemp("deploy")
+    tensors = demo.conv2d_bias_tensors()
+    sch = tvm.s_tir.Schedule(te.create_prim_func(tensors))
+    sch.parallel(sch.get_loops(sch.get_sblock("conv"))[1])
+    exe = tvm.compile(sch.mod, target="llvm")
+    a, b = demo.sample_inputs(0), demo.sample_inputs(1)
+    pm_a = tvm_partial.partial(exe, signature=tensors, weights=a["weights"], bias=a["bias"])
+    pm_b = tvm_partial.partial(exe, signature=tensors, weights=b["weights"], bias=b["bias"])
+    tvm_partial.export_library(pm_a, folder / "a.so")
+    tvm_partial.export_library(pm_a, folder / "a_sc.so", self_contained=True)
+    tvm_partial.export_library(pm_b, folder / "b_sc.so", self_contained=True)
+    np.save(folder / "data.npy", a["data"])
+    np.save(folder / "expected_a.npy", demo.reference(**a))
+    np.save(folder / "expected_b.npy", demo.reference(a["data"], b["weights"], b["bias"]))
+    return folder
+
+
+def test_embed_object_comes_from_the_installed_distribution():
+    obj = export.embed_object()
+    assert obj.name == "tvm_partial_embed.o" and obj.parent == config.libdir()
+    assert obj.read_bytes()[:4] == b"\x7fELF"
+
+
+def test_default_export_stays_lean(artifacts):
+    loader_name = b"ffi.Module.load_from_bytes.partial_apply"
+    default, self_contained = (artifacts / "a.so").read_bytes(), (artifacts / "a_sc.so").read_bytes()
+    assert loader_name not in default
+    assert loader_name in self_contained
+    assert len(default) < 100_000 < len(self_contained)
+
+
+def test_self_contained_artifact_inspects_like_the_default(artifacts):
+    plain, contained = export.inspect(artifacts / "a.so"), export.inspect(artifacts / "a_sc.so")
+    assert {**contained, "path": ""} == {**plain, "path": ""}
+
+
+def test_self_contained_loads_with_tvm_alone(artifacts):
+    result = run_json(PRELUDE + """
+lib = load("a_sc.so")
+print(json.dumps({"kind": lib.kind, "ok": call(lib, "expected_a.npy"),
+                  "imported": sorted(m for m in sys.modules if m.startswith("tvm_partial"))}))
+""", str(artifacts), env=NO_AUTOLOAD)
+    assert result == {"kind": "partial_apply", "ok": True, "imported": []}
+
+
+def test_default_artifact_without_the_extension_names_the_missing_loader(artifacts):
+    result = run_json(PRELUDE + """
+try:
+    load("a.so")
+    print(json.dumps({"error": None}))
+except Exception as err:
+    print(json.dumps({"type": type(err).__name__, "error": str(err)}))
+""", str(artifacts), env=NO_AUTOLOAD)
+    assert result == {"type": "RuntimeError", "error": LOADER_MISSING}
+    # docs/deploy.md quotes the message and says what to do about it.
+    assert LOADER_MISSING in (ROOT / "docs" / "deploy.md").read_text()
+
+
+def test_extension_first_then_self_contained_artifacts(artifacts):
+    result = run_json(PRELUDE + """
+import tvm_partial
+a_sc, b_sc, a = load("a_sc.so"), load("b_sc.so"), load("a.so")
+print(json.dumps({"ok": [call(a_sc, "expected_a.npy"), call(b_sc, "expected_b.npy"), call(a, "expected_a.npy")],
+                  "bound": sorted(int(i) for i in tvm_partial.bindings(a_sc)["main"])}))
+""", str(artifacts))
+    assert result == {"ok": [True, True, True], "bound": [1, 2]}
+
+
+def test_self_contained_first_then_the_extension(artifacts):
+    # The artifact's copy registered the globals first; importing tvm_partial later uses them.
+    result = run_json(PRELUDE + """
+a_sc = load("a_sc.so")
+first = call(a_sc, "expected_a.npy")
+import tvm_partial
+a, b_sc = load("a.so"), load("b_sc.so")
+out = tvm.runtime.empty((1, 8, 30, 30), "float32")
+g = tvm_partial.partial(a_sc["main"], {1: out})   # merges with the artifact's closure
+g(data)
+print(json.dumps({"ok": [first, call(a, "expected_a.npy"), call(b_sc, "expected_b.npy"),
+                         bool(np.array_equal(out.numpy(), np.load(os.path.join(folder, "expected_a.npy"))))],
+                  "merged": sorted(int(i) for i in tvm_partial.bindings(g)),
+                  "module_bound": sorted(int(i) for i in tvm_partial.bindings(a_sc)["main"])}))
+""", str(artifacts), env=NO_AUTOLOAD)
+    assert result == {"ok": [True, True, True, True], "merged": [1, 2, 3], "module_bound": [1, 2]}
+
+
+def test_two_self_contained_artifacts_in_one_process(artifacts):
+    result = run_json(PRELUDE + """
+a_sc, b_sc = load("a_sc.so"), load("b_sc.so")
+ok = [call(a_sc, "expected_a.npy"), call(b_sc, "expected_b.npy"), call(a_sc, "expected_a.npy")]
+ok.append(call(load("a.so"), "expected_a.npy"))   # the loader an artifact registered serves all
+print(json.dumps({"ok": ok, "imported": sorted(m for m in sys.modules if m.startswith("tvm_partial"))}))
+""", str(artifacts), env=NO_AUTOLOAD)
+    assert result == {"ok": [True, True, True, True], "imported": []}
+
+
+def test_self_contained_link_options(tmp_path):
+    exe = tvm.compile(te.create_prim_func(demo.conv2d_bias_tensors()), target="llvm")
+    pm = tvm_partial.partial(exe, {1: np.zeros((8, 3, 3, 3), "float32"), 2: np.zeros(8, "float32")})
+    seen = {}
+
+    def fcompile(output, objects, **kwargs):
+        seen.update(objects=list(objects), **kwargs)
+        cc.create_shared(output, objects, **kwargs)
+
+    addons = []
+    tvm_partial.export_library(pm, tmp_path / "x.so", self_contained=True, fcompile=fcompile,
+                               addons=addons, options="-O2")
+    assert str(export.embed_object()) in seen["objects"]
+    assert seen["options"] == ["-O2", "-Wl,-z,nodelete"]
+    assert addons == []  # TVM appends to the list it gets: the caller's stays untouched
+    seen.clear()
+    tvm_partial.export_library(pm, tmp_path / "y.so", fcompile=fcompile)
+    assert str(export.embed_object()) not in seen["objects"] and "options" not in seen
+    with pytest.raises(ValueError, match=r"self_contained=True needs a shared library path \(\.so\)"):
+        tvm_partial.export_library(pm, tmp_path / "z.tar", self_contained=True)
+    assert not (tmp_path / "z.tar").exists()
+
+
+def _missing_cpp_tools() -> str | None:
+    if shutil.which("cmake") is None:
+        return "cmake is not on PATH"
+    compilers = [os.environ["CXX"]] if os.environ.get("CXX") else ["c++", "g++", "clang++"]
+    if not any(shutil.which(c) for c in compilers):
+        return f"no C++ compiler on PATH ({', '.join(compilers)})"
+    return None
+
+
+@pytest.mark.skipif(_missing_cpp_tools() is not None, reason=f"C++ example: {_missing_cpp_tools()}")
+def test_cpp_deploy_example(tmp_path):
+    proc = subprocess.run([sys.executable, str(ROOT / "examples" / "cpp_deploy" / "run.py"),
+                           "--build-dir", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert [line for line in lines if line.startswith("[")] == [
+        "[ok] Python: the parallel kernel == numpy (bitwise)",
+        "[ok] deploy: artifact, loader from libtvm_partial",
+        "[ok] deploy: self-contained artifact",
+        "[ok] deploy --bind: plain library, bound in C++",
+        "[ok] deploy_ffi_only: self-contained artifact, no tvm-partial",
+        "[ok] deploy_ffi_only: plain artifact refused, loader not registered",
+    ]
+    assert sum("float32 values equal" in line and "bitwise" in line for line in lines) == 4
+    assert LOADER_MISSING in proc.stdout
