@@ -4,6 +4,8 @@
  */
 #include "format.h"
 
+#include "payload_region.h"
+
 #include <tvm_partial/partial_apply.h>
 
 #include <tvm/ffi/container/shape.h>
@@ -13,7 +15,9 @@
 #include <tvm/ffi/function.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <cstring>
 #include <sstream>
 #include <string>
@@ -29,6 +33,8 @@ namespace format {
 namespace {
 
 constexpr char kMagic[8] = {'T', 'V', 'M', 'P', 'A', 'R', 'T', 'L'};
+constexpr char kRegionMagic[8] = {'T', 'V', 'M', 'P', 'R', 'E', 'G', 'N'};
+constexpr uint32_t kFlagExternalPayloads = 1;  // payloads live in a region of the library file
 constexpr size_t kHeaderSize = 40;     // magic, version, flags, total, metadata size, hash
 constexpr size_t kHashedHeader = 32;   // the header bytes covered by the metadata hash
 constexpr uint32_t kMaxNdim = 64;
@@ -185,10 +191,31 @@ void CopyTensorToHost(const ffi::Tensor& tensor, char* dst, size_t nbytes) {
   (*copy)(tensor, static_cast<void*>(dst), static_cast<int64_t>(nbytes));
 }
 
+/*! \brief A tensor's bytes in host memory: the tensor's own for host tensors, else a copy. */
+class HostBytes {
+ public:
+  HostBytes(const ffi::Tensor& tensor, size_t nbytes) {
+    const DLTensor* t = tensor.GetDLTensorPtr();
+    if (t->device.device_type == kDLCPU || t->device.device_type == kDLCUDAHost ||
+        t->device.device_type == kDLROCMHost) {
+      data_ = static_cast<const char*>(t->data) + t->byte_offset;
+    } else {
+      copy_.resize(nbytes);
+      CopyTensorToHost(tensor, copy_.data(), nbytes);
+      data_ = copy_.data();
+    }
+  }
+  const char* data() const { return data_; }
+
+ private:
+  const char* data_;
+  std::string copy_;
+};
+
 }  // namespace
 
 // =============================================================================================
-std::string Encode(const std::vector<FunctionRecord>& functions) {
+std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalRegion* region) {
   struct Pending {
     ffi::Tensor tensor;
     size_t nbytes;
@@ -199,10 +226,17 @@ std::string Encode(const std::vector<FunctionRecord>& functions) {
   Writer w;
   w.str().append(kMagic, sizeof(kMagic));
   w.Put<uint32_t>(kVersion);
-  w.Put<uint32_t>(0);  // flags
+  w.Put<uint32_t>(region ? kFlagExternalPayloads : 0);
   w.Put<uint64_t>(0);  // total size, patched
   w.Put<uint64_t>(0);  // metadata size, patched
   w.Put<uint64_t>(0);  // metadata hash, patched
+  size_t region_size_at = 0;
+  if (region) {
+    w.PutStr(region->symbol);
+    w.Put<uint64_t>(region->link);
+    region_size_at = w.size();
+    w.Put<uint64_t>(0);  // region size, patched
+  }
 
   w.Put<uint32_t>(static_cast<uint32_t>(functions.size()));
   for (const FunctionRecord& fn : functions) {
@@ -264,8 +298,19 @@ std::string Encode(const std::vector<FunctionRecord>& functions) {
     }
   }
   const size_t meta_size = w.size() - kHeaderSize;
+  if (region) {
+    // Offsets count from the region's start; the payloads are written by WriteRegion.
+    size_t end = kRegionHeaderSize;
+    for (Pending& p : tensors) {
+      size_t offset = AlignUp(end);
+      w.Patch<uint64_t>(p.offset_at, offset);
+      w.Patch<uint64_t>(p.hash_at, Hash(HostBytes(p.tensor, p.nbytes).data(), p.nbytes));
+      end = offset + p.nbytes;
+    }
+    w.Patch<uint64_t>(region_size_at, end);
+  }
   size_t end = kHeaderSize + meta_size;
-  for (Pending& p : tensors) {
+  for (Pending& p : region ? std::vector<Pending>() : tensors) {
     size_t offset = AlignUp(end);
     w.str().resize(offset, '\0');
     w.str().resize(offset + p.nbytes);
@@ -278,6 +323,42 @@ std::string Encode(const std::vector<FunctionRecord>& functions) {
   w.Patch<uint64_t>(24, meta_size);
   w.Patch<uint64_t>(32, MetadataHash(w.str().data(), meta_size));
   return std::move(w.str());
+}
+
+void WriteRegion(const std::vector<FunctionRecord>& functions, const ExternalRegion& region,
+                 const std::string& path) {
+  std::vector<ffi::Tensor> tensors;
+  for (const FunctionRecord& fn : functions) {
+    for (const auto& [index, value] : fn.bound) {
+      if (value.type_index() == ffi::TypeIndex::kTVMFFITensor) tensors.push_back(value.cast<ffi::Tensor>());
+    }
+  }
+  size_t end = kRegionHeaderSize;
+  for (const ffi::Tensor& t : tensors) end = AlignUp(end) + ffi::GetDataSize(*t.GetDLTensorPtr());
+  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "wb"), std::fclose);
+  if (!file) TVM_FFI_THROW(RuntimeError) << "cannot write the payload region to " << path;
+  auto put = [&](const void* data, size_t n) {
+    if (n != 0 && std::fwrite(data, 1, n, file.get()) != n) {
+      TVM_FFI_THROW(RuntimeError) << "writing the payload region to " << path << " failed";
+    }
+  };
+  char header[kRegionHeaderSize] = {};
+  uint32_t version = kVersion;
+  uint64_t size = end;
+  std::memcpy(header, kRegionMagic, 8);
+  std::memcpy(header + 8, &version, 4);
+  std::memcpy(header + 16, &size, 8);
+  std::memcpy(header + 24, &region.link, 8);
+  put(header, sizeof(header));
+  static const char zeros[kPayloadAlignment] = {};
+  size_t written = kRegionHeaderSize;
+  for (const ffi::Tensor& t : tensors) {
+    size_t nbytes = ffi::GetDataSize(*t.GetDLTensorPtr());
+    put(zeros, AlignUp(written) - written);
+    written = AlignUp(written);
+    put(HostBytes(t, nbytes).data(), nbytes);
+    written += nbytes;
+  }
 }
 
 // =============================================================================================
@@ -353,6 +434,10 @@ struct ParsedFunction {
 struct Parsed {
   uint32_t version;
   uint64_t total;
+  bool external = false;     // payloads in a region of the library file
+  std::string symbol;        // that region's symbol
+  uint64_t link = 0;         // the number the region header must repeat
+  uint64_t region_size = 0;
   std::vector<ParsedFunction> functions;
 };
 
@@ -396,7 +481,8 @@ Parsed Parse(const char* data, size_t size) {
   }
   if (out.version == 0) Corrupt("format version 0 is invalid");
   uint32_t flags = header.Get<uint32_t>("flags");
-  if (flags != 0) Corrupt("unknown flags " + std::to_string(flags));
+  if ((flags & ~kFlagExternalPayloads) != 0) Corrupt("unknown flags " + std::to_string(flags));
+  out.external = (flags & kFlagExternalPayloads) != 0;
   out.total = header.Get<uint64_t>("total size");
   if (out.total != size) {
     Corrupt("size mismatch: the header says " + std::to_string(out.total) + " bytes, got " +
@@ -414,9 +500,21 @@ Parsed Parse(const char* data, size_t size) {
 
   const size_t meta_end = kHeaderSize + meta_size;
   Reader r(data, kHeaderSize, meta_end);
+  // Payloads follow the metadata in the blob, or fill a region of the library file.
+  uint64_t limit = size;
+  if (out.external) {
+    out.symbol = r.GetStr("payload region symbol");
+    out.link = r.Get<uint64_t>("payload region link");
+    out.region_size = r.Get<uint64_t>("payload region size");
+    if (out.symbol.rfind(kRegionSymbolPrefix, 0) != 0) {
+      Corrupt("payload region symbol '" + out.symbol + "' does not start with " + kRegionSymbolPrefix);
+    }
+    if (size != meta_end) Corrupt("data after the metadata of a blob whose payloads are external");
+    limit = out.region_size;
+  }
   uint32_t num_functions = r.GetCount("function count", 12);
-  size_t expected_offset = AlignUp(meta_end);  // canonical payload layout
-  size_t payload_end = meta_end;
+  size_t expected_offset = out.external ? kRegionHeaderSize : AlignUp(meta_end);  // canonical layout
+  size_t payload_end = out.external ? kRegionHeaderSize : meta_end;
   for (uint32_t f = 0; f < num_functions; ++f) {
     ParsedFunction fn;
     fn.name = r.GetStr("function name");
@@ -478,11 +576,11 @@ Parsed Parse(const char* data, size_t size) {
             Corrupt(where + ": payload offset " + std::to_string(t.offset) + " is not the expected " +
                     std::to_string(expected_offset));
           }
-          if (t.offset > size || t.nbytes > size - t.offset) {
+          if (t.offset > limit || t.nbytes > limit - t.offset) {
             Corrupt(where + ": payload of " + std::to_string(t.nbytes) + " bytes at offset " +
-                    std::to_string(t.offset) + " runs past the end (" + std::to_string(size) + " bytes)");
+                    std::to_string(t.offset) + " runs past the end (" + std::to_string(limit) + " bytes)");
           }
-          for (size_t pad = payload_end; pad < t.offset; ++pad) {
+          for (size_t pad = payload_end; !out.external && pad < t.offset; ++pad) {
             if (data[pad] != 0) Corrupt("non-zero padding byte at " + std::to_string(pad));
           }
           payload_end = t.offset + t.nbytes;
@@ -497,17 +595,35 @@ Parsed Parse(const char* data, size_t size) {
     out.functions.push_back(std::move(fn));
   }
   if (r.left() != 0) Corrupt(std::to_string(r.left()) + " unread bytes at the end of the metadata");
-  if (payload_end != size) {
-    Corrupt(std::to_string(size - payload_end) + " bytes after the last payload");
+  if (payload_end != limit) {
+    Corrupt(std::to_string(limit - payload_end) + " bytes after the last payload");
   }
   return out;
 }
 
-ffi::Tensor Materialise(const TensorMeta& t, const char* payload, const std::string& where) {
-  if (kVerifyChecksums && Hash(payload, t.nbytes) != t.hash) {
+// A host tensor viewing a payload region: no copy; it keeps the library that maps it loaded.
+struct RegionView {
+  const char* data;
+  std::shared_ptr<void> keepalive;
+  void AllocData(DLTensor* tensor) { tensor->data = const_cast<char*>(data); }
+  void FreeData(DLTensor* tensor) { tensor->data = nullptr; }
+};
+
+/*!
+ * \brief The tensor for one binding. `region` is null for payloads inside the blob (hashed and
+ *        copied); otherwise the payload is in a mapped region and host tensors view it in place.
+ */
+ffi::Tensor Materialise(const TensorMeta& t, const char* payload, const std::string& where,
+                        const region::MappedRegion* mapped) {
+  if (mapped == nullptr && kVerifyChecksums && Hash(payload, t.nbytes) != t.hash) {
     Corrupt(where + ": tensor payload checksum mismatch");
   }
   DLDevice device{static_cast<DLDeviceType>(t.device_type), t.device_id};
+  if (t.device_type == kDLCPU && mapped != nullptr &&
+      reinterpret_cast<uintptr_t>(payload) % kPayloadAlignment == 0) {
+    return ffi::Tensor::FromNDAlloc(RegionView{payload, mapped->keepalive}, ffi::Shape(t.shape),
+                                    t.dtype, device);
+  }
   if (t.device_type == kDLCPU) {
     ffi::Tensor out = AlignedEmpty(ffi::Shape(t.shape), t.dtype, device);
     if (t.nbytes) std::memcpy(out.data_ptr(), payload, t.nbytes);
@@ -535,13 +651,31 @@ ffi::Tensor Materialise(const TensorMeta& t, const char* payload, const std::str
 
 std::vector<FunctionRecord> Decode(const char* data, size_t size) {
   Parsed parsed = Parse(data, size);
+  region::MappedRegion mapped;
+  const char* payloads = data;
+  if (parsed.external) {
+    mapped = region::Find(parsed.symbol, parsed.region_size);
+    const char* h = mapped.data;
+    uint32_t version;
+    uint64_t region_size, link;
+    std::memcpy(&version, h + 8, 4);
+    std::memcpy(&region_size, h + 16, 8);
+    std::memcpy(&link, h + 24, 8);
+    if (std::memcmp(h, kRegionMagic, 8) != 0 || version != kVersion ||
+        region_size != parsed.region_size || link != parsed.link) {
+      Corrupt("the payload region " + parsed.symbol + " in " + mapped.library +
+              " does not match its metadata (bad magic, version, size or link)");
+    }
+    payloads = mapped.data;
+  }
   std::vector<FunctionRecord> out;
   for (ParsedFunction& fn : parsed.functions) {
     FunctionRecord rec{fn.name, fn.param_names, {}};
     for (ParsedValue& v : fn.values) {
       if (v.kind == kTensor) {
         std::string where = "function '" + std::string(fn.name) + "' position " + std::to_string(v.index);
-        rec.bound.emplace_back(v.index, Materialise(v.tensor, data + v.tensor.offset, where));
+        rec.bound.emplace_back(v.index, Materialise(v.tensor, payloads + v.tensor.offset, where,
+                                                    parsed.external ? &mapped : nullptr));
       } else {
         rec.bound.emplace_back(v.index, std::move(v.scalar));
       }
@@ -583,6 +717,7 @@ ffi::Map<ffi::String, ffi::Any> Describe(const char* data, size_t size) {
   out.Set("version", static_cast<int64_t>(parsed.version));
   out.Set("total_bytes", static_cast<int64_t>(parsed.total));
   out.Set("constant_bytes", static_cast<int64_t>(constant_bytes));
+  out.Set("payloads", ffi::String(parsed.external ? "region " + parsed.symbol : "inline"));
   out.Set("functions", functions);
   return out;
 }

@@ -2,7 +2,8 @@
  * \file format.h
  * \brief Internal: the serialisation format of a partial module (`SaveToBytes`).
  *
- * Layout (version 1, little-endian):
+ * Layout (version 1, little-endian; flag 1: payloads in a region of the library file, see
+ * kRegionHeaderSize, the metadata then starting with str symbol | u64 link | u64 region size):
  *
  *   header   magic "TVMPARTL" | u32 version | u32 flags (0) | u64 total size | u64 metadata size
  *            | u64 metadata hash (over the header before it and the metadata)      = 40 bytes
@@ -33,6 +34,18 @@ namespace format {
 
 constexpr uint32_t kVersion = 1;
 constexpr size_t kPayloadAlignment = 64;
+/*! \brief A zero-copy payload region starts with "TVMPREGN" | u32 version | u32 0 | u64 size
+ *         | u64 link, padded to 64 bytes; payloads follow as in a blob, offsets from its start. */
+constexpr size_t kRegionHeaderSize = 64;
+/*! \brief Region symbols start with this (then a random hex id per export). */
+constexpr const char* kRegionSymbolPrefix = "__tvm_partial_payload_";
+
+/*! \brief Where a zero-copy export puts the payloads: a symbol of the library, and a number
+ *         that the region and the metadata both record so a mismatch is caught. */
+struct ExternalRegion {
+  std::string symbol;
+  uint64_t link;
+};
 
 /*! \brief What one function of a partial module records. */
 struct FunctionRecord {
@@ -45,7 +58,12 @@ struct FunctionRecord {
  * \brief Serialise. Tensors are copied to host memory (through the TVM runtime for devices).
  * \throws TypeError naming the function and position of a value that cannot be serialised.
  */
-std::string Encode(const std::vector<FunctionRecord>& functions);
+std::string Encode(const std::vector<FunctionRecord>& functions,
+                   const ExternalRegion* region = nullptr);
+
+/*! \brief Write the payload region that `Encode(functions, &region)` refers to. */
+void WriteRegion(const std::vector<FunctionRecord>& functions, const ExternalRegion& region,
+                 const std::string& path);
 
 /*!
  * \brief Parse and rebuild every value; tensors go to 64-byte-aligned memory on the device

@@ -10,6 +10,7 @@
 #include <tvm_partial/partial_apply.h>
 
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -33,8 +34,9 @@ class PartialModuleObj final : public ffi::ModuleObj {
  public:
   /*! \param functions Bindings per function; `wrapped` becomes the first import (null: added later
    *         by the library loader, which rebuilds the import tree after LoadFromBytes). */
-  PartialModuleObj(std::vector<format::FunctionRecord> functions, ffi::Optional<ffi::Module> wrapped)
-      : functions_(std::move(functions)) {
+  PartialModuleObj(std::vector<format::FunctionRecord> functions, ffi::Optional<ffi::Module> wrapped,
+                   std::optional<format::ExternalRegion> external = std::nullopt)
+      : functions_(std::move(functions)), external_(std::move(external)) {
     if (wrapped.has_value()) imports_.push_back(*wrapped);
   }
 
@@ -65,7 +67,9 @@ class PartialModuleObj final : public ffi::ModuleObj {
     return closure;
   }
 
-  ffi::Bytes SaveToBytes() const final { return ffi::Bytes(format::Encode(functions_)); }
+  ffi::Bytes SaveToBytes() const final {
+    return ffi::Bytes(format::Encode(functions_, external_ ? &*external_ : nullptr));
+  }
 
   static ffi::Module LoadFromBytes(const ffi::Bytes& bytes) {
     return ffi::Module(ffi::make_object<PartialModuleObj>(
@@ -88,6 +92,8 @@ class PartialModuleObj final : public ffi::ModuleObj {
 
   /*! \brief Bindings and recorded parameter names per function; immutable after construction. */
   const std::vector<format::FunctionRecord> functions_;
+  /*! \brief Set for a zero-copy export: SaveToBytes writes metadata referring to this region. */
+  const std::optional<format::ExternalRegion> external_;
   /*! \brief Guards cache_. */
   std::mutex mutex_;
   /*! \brief Bound closures built on first lookup. */
@@ -238,6 +244,30 @@ TVM_FFI_STATIC_INIT_BLOCK() {
                              ffi::Function::FromTyped(PartialApplyParamNames));
   detail::RegisterGlobalOnce("ffi.Module.load_from_bytes.partial_apply",
                              ffi::Function::FromTyped(PartialModuleObj::LoadFromBytes));
+  // Zero-copy export: a copy of `mod` whose SaveToBytes leaves the payloads to a region that
+  // WritePayloadRegion writes and the export links into the library under `symbol`.
+  detail::RegisterGlobalOnce(
+      "tvm_partial.WithExternalPayloads",
+      ffi::Function::FromTyped([](ffi::Module mod, ffi::String symbol, int64_t link) {
+        PartialModuleObj* pm = AsPartialModule(mod);
+        if (pm == nullptr) TVM_FFI_THROW(TypeError) << "WithExternalPayloads: not a partial_apply module";
+        if (std::string(symbol).rfind(format::kRegionSymbolPrefix, 0) != 0) {
+          TVM_FFI_THROW(ValueError) << "WithExternalPayloads: the symbol must start with "
+                                    << format::kRegionSymbolPrefix;
+        }
+        format::ExternalRegion region{std::string(symbol), static_cast<uint64_t>(link)};
+        ffi::Optional<ffi::Module> wrapped;
+        if (pm->HasWrapped()) wrapped = pm->Wrapped();
+        return ffi::Module(ffi::make_object<PartialModuleObj>(pm->functions_, wrapped, region));
+      }));
+  detail::RegisterGlobalOnce(
+      "tvm_partial.WritePayloadRegion", ffi::Function::FromTyped([](ffi::Module mod, ffi::String path) {
+        PartialModuleObj* pm = AsPartialModule(mod);
+        if (pm == nullptr || !pm->external_) {
+          TVM_FFI_THROW(TypeError) << "WritePayloadRegion: needs a module from WithExternalPayloads";
+        }
+        format::WriteRegion(pm->functions_, *pm->external_, std::string(path));
+      }));
   detail::RegisterGlobalOnce("tvm_partial.SaveToBytes", ffi::Function::FromTyped([](ffi::Module m) {
                                return m->SaveToBytes();
                              }));

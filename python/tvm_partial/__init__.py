@@ -6,7 +6,7 @@ between the caller and the kernel; export the module with its constants inside o
 
 from ._lib import LIB
 from .export import export_library, inspect, load, load_from_bytes, save_to_bytes
-from .partial import bindings, param_names, partial
+from .partial import bindings, param_names, partial, rebind
 
 __version__ = "0.1.0"
 
@@ -19,5 +19,6 @@ __all__ = [
     "load_from_bytes",
     "param_names",
     "partial",
+    "rebind",
     "save_to_bytes",
 ]

@@ -4,23 +4,40 @@ from __future__ import annotations
 
 import os
 import struct
+import tempfile
+from importlib import metadata
 from pathlib import Path
-from typing import Union
+from typing import Optional, Union
 
 import tvm_ffi
 
 from . import _lib
+from . import zero_copy as _zero_copy
 
 PathLike = Union[str, "os.PathLike[str]"]
 _BLOB_SYMBOL = b"__tvm_ffi__library_bin"
+_EMBED_OBJECT = "tvm_partial_embed.o"
 
 
-def export_library(module, path: PathLike, **kwargs) -> None:
+def export_library(module, path: PathLike, *, self_contained: bool = False,
+                   zero_copy: Optional[bool] = None, **kwargs) -> None:
     """Export ``module`` (a partial module or any TVM module) and everything it imports into one
     shared library at ``path``: code and bound constants together.
 
+    With ``self_contained=True`` tvm-partial's own code (``tvm_partial_embed.o`` from the installed
+    wheel) is linked in too, so the artifact loads where the extension is not registered: a C++
+    program linking only libtvm_ffi (and libtvm_runtime), or ``import tvm`` with
+    ``TVM_DEVICE_BACKEND_AUTOLOAD=0``. It costs about 0.4 MB. The default artifact holds only the
+    compiled code and the constants, and needs tvm-partial where it is loaded.
+
+    With ``zero_copy`` (default: when the constants reach ``zero_copy.THRESHOLD_BYTES``, 16 MiB)
+    the tensor payloads go into a data section of the library instead of the bytes TVM embeds:
+    loading maps them without copying, pages are read when first touched, and writes to bound
+    tensors are private (copy-on-write). ``False`` keeps them inside the embedded bytes.
+
     A value that cannot be serialised is refused before anything is written; on any failure no
-    file is left at ``path``. ``kwargs`` go to TVM's ``export_library``.
+    file is left at ``path``. ``kwargs`` go to TVM's ``export_library`` (``addons``, ``options``,
+    ``cc``, ...).
     """
     path = os.fspath(path)
     existed = os.path.exists(path)
@@ -28,12 +45,47 @@ def export_library(module, path: PathLike, **kwargs) -> None:
         import tvm.runtime  # noqa: F401  (tvm's Module class carries export_library)
 
         raise TypeError(f"export_library needs a tvm.runtime.Module, got {type(module).__name__}")
+    if kwargs.get("addons"):
+        kwargs["addons"] = list(kwargs["addons"])  # TVM appends to the list: keep the caller's
+    if self_contained:
+        if path.endswith((".tar", ".wasm")):
+            raise ValueError(f"self_contained=True needs a shared library path (.so), got {path}")
+        kwargs["addons"] = [*(kwargs.get("addons") or []), os.fspath(embed_object())]
+        options = kwargs.get("options") or []
+        # The embedded code registers global functions that point into the artifact: it must
+        # never be unloaded, or a program that closes the library crashes at exit.
+        kwargs["options"] = [*([options] if isinstance(options, str) else options), "-Wl,-z,nodelete"]
     try:
-        module.export_library(path, **kwargs)
+        with tempfile.TemporaryDirectory(prefix="tvm_partial_") as workdir:
+            if _is_partial_module(module) and (
+                    zero_copy or (zero_copy is None and _zero_copy.constant_bytes(module) >= _zero_copy.THRESHOLD_BYTES)):
+                module, payload_object = _zero_copy.prepare(module, Path(workdir))
+                kwargs["addons"] = [*(kwargs.get("addons") or []), os.fspath(payload_object)]
+            module.export_library(path, **kwargs)
     except BaseException:
         if not existed and os.path.exists(path):
             os.remove(path)
         raise
+
+
+def _is_partial_module(module) -> bool:
+    return isinstance(module, tvm_ffi.Module) and module.kind == "partial_apply"
+
+
+def embed_object() -> Path:
+    """``tvm_partial_embed.o``: tvm-partial's code as one relocatable object, which
+    ``export_library(..., self_contained=True)`` links into an artifact. Found in the installed
+    distribution's file list."""
+    for file in metadata.distribution("tvm-partial").files or []:
+        if file.name == _EMBED_OBJECT:
+            located = Path(file.locate()).resolve()
+            if located.is_file():
+                return located
+    raise RuntimeError(
+        f"{_EMBED_OBJECT} is not in the installed tvm-partial distribution, so self-contained "
+        "artifacts cannot be made (it is built on ELF platforms with ld and objcopy); reinstall "
+        "tvm-partial there, or export without self_contained=True"
+    )
 
 
 def save_to_bytes(module) -> bytes:
@@ -51,10 +103,37 @@ def load_from_bytes(data: bytes, wrapped=None):
 
 
 def load(path: PathLike):
-    """Load an exported artifact; a partial module comes back as the root, callable as ``pm(...)``."""
+    """Load an exported artifact; a partial module comes back as the root, callable as ``pm(...)``.
+
+    The file is checked first: a library cut short (an interrupted copy) would otherwise crash the
+    process inside the system's loader, which maps its segments without checking the file's size.
+    """
     import tvm.runtime
 
-    return tvm.runtime.load_module(os.fspath(path))
+    path = os.fspath(path)
+    check_complete(path)
+    return tvm.runtime.load_module(path)
+
+
+def check_complete(path: PathLike) -> None:
+    """Raise ``ValueError`` if an ELF library is shorter than its loadable segments say."""
+    path = os.fspath(path)
+    with open(path, "rb") as f:
+        head = f.read(64)
+        size = os.fstat(f.fileno()).st_size
+        if head[:4] != b"\x7fELF" or len(head) < 64 or head[4] != 2 or head[5] != 1:
+            return  # not a 64-bit little-endian ELF file: leave it to TVM's loader
+        phoff, = struct.unpack_from("<Q", head, 0x20)
+        phentsize, phnum = struct.unpack_from("<HH", head, 0x36)
+        f.seek(phoff)
+        table = f.read(phentsize * phnum)
+    if len(table) < phentsize * phnum:
+        raise ValueError(f"{path} is truncated: its program headers run past the end of the file")
+    for i in range(phnum):
+        p_type, _flags, p_offset, _vaddr, _paddr, p_filesz = struct.unpack_from("<IIQQQQ", table, i * phentsize)
+        if p_type == 1 and p_offset + p_filesz > size:  # PT_LOAD
+            raise ValueError(f"{path} is truncated: its segments need {p_offset + p_filesz} bytes, "
+                             f"the file has {size}; copy or export it again")
 
 
 def inspect(path: PathLike) -> dict:
@@ -94,6 +173,7 @@ def inspect(path: PathLike) -> dict:
         "format_version": int(info["version"]),
         "total_bytes": int(info["total_bytes"]),
         "constant_bytes": int(info["constant_bytes"]),
+        "payloads": str(info["payloads"]),
         "functions": functions,
     }
 
@@ -144,8 +224,8 @@ def _elf_symbol_bytes(data: bytes, symbol: bytes, path: str) -> memoryview:
             if file_off + 8 + nbytes > len(data):
                 raise ValueError(f"{path}: the embedded module blob runs past the end of the file")
             return view[file_off + 8:file_off + 8 + nbytes]
-    raise ValueError(f"{path} is not a tvm-partial artifact: it embeds no modules "
-                     f"(no {symbol.decode()} symbol)")
+    raise ValueError(f"{path} is not a tvm-partial artifact: it embeds no partial_apply module "
+                     f"(no embedded modules at all: no {symbol.decode()} symbol)")
 
 
 def _parse_library_bin(blob: memoryview, path: str) -> list:

@@ -60,6 +60,41 @@ def partial(target, bound: Optional[Mapping[int, Any]] = None, /, *, signature=N
     return _lib.partial_apply_module(obj, {function: values}, {function: names} if names else {})
 
 
+def rebind(module, bound: Optional[Mapping[int, Any]] = None, /, *, function: str = "main",
+           device=None, **by_name):
+    """A new partial module over the same compiled code with other values at already-bound
+    positions: ``rebind(pm, weights=new_w)``. No recompilation; O(number of bindings).
+
+    Each new tensor must match the dtype and shape of the value it replaces. To change what the
+    existing module computes instead, update its bound tensor in place:
+    ``tvm_partial.bindings(pm)["main"][1].copyfrom(new_w)``.
+    """
+    current = bindings(module) if isinstance(module, tvm_ffi.Module) else None
+    if current is None:
+        raise TypeError(f"rebind needs a partial module, got {type(module).__name__}")
+    if function not in current:
+        raise KeyError(f"rebind: function {function!r} has no bindings (bound: {', '.join(current) or 'none'})")
+    names = param_names(module)
+    sig = Signature(function, tuple(Param(n) for n in names[function])) if function in names else None
+    if by_name and sig is None:
+        raise TypeError(f"rebind by name ({', '.join(by_name)}) needs recorded parameter names; "
+                        f"{function}() has none: rebind by position")
+    device = _device(device)
+    replaced = dict(current[function])
+    for index, value in _positions(bound, by_name, sig).items():
+        if index not in replaced:
+            raise IndexError(f"rebind: position {index} of {function}() is not bound "
+                             f"(bound: {sorted(replaced)}); rebind replaces bound values")
+        old = replaced[index]
+        param = None
+        if isinstance(old, tvm_ffi.Tensor):
+            name = sig.params[index].name if sig is not None else f"position {index}"
+            param = Param(name, "tensor", str(old.dtype), tuple(old.shape))
+        replaced[index] = _convert(value, param, _label(index, sig), device)
+    current[function] = replaced
+    return _lib.partial_apply_module(module.imports[0], current, names)
+
+
 def bindings(obj) -> dict:
     """What a partial holds: ``{position: value}`` for a partial function, ``{function:
     {position: value}}`` for a partial module. Tensors are the bound objects themselves."""

@@ -1,0 +1,38 @@
+/*!
+ * \file payload_region.h
+ * \brief Internal: finding a zero-copy payload region inside a loaded library.
+ *
+ * A zero-copy export stores tensor payloads in a writable data section of the artifact under a
+ * symbol of their own. The dynamic loader maps that section privately from the file: pages are read
+ * only when touched, and a kernel writing into a bound tensor gets a private copy of the page
+ * (copy-on-write), never changing the file.
+ */
+#ifndef TVM_PARTIAL_PAYLOAD_REGION_H_
+#define TVM_PARTIAL_PAYLOAD_REGION_H_
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace tvm_partial {
+namespace region {
+
+/*! \brief A payload region mapped by a loaded library, and what keeps the library loaded. */
+struct MappedRegion {
+  const char* data = nullptr;
+  size_t size = 0;
+  std::string library;            // the file it is mapped from
+  std::shared_ptr<void> keepalive;  // a reference to the library (dlclose on release)
+};
+
+/*!
+ * \brief Find `symbol` among the loaded libraries (the most recently loaded wins) and check that
+ *        the file holds all `size` bytes of it (a truncated file would fault when a page is touched).
+ * \throws RuntimeError when no loaded library has the symbol; ValueError for a truncated file.
+ */
+MappedRegion Find(const std::string& symbol, size_t size);
+
+}  // namespace region
+}  // namespace tvm_partial
+
+#endif  // TVM_PARTIAL_PAYLOAD_REGION_H_

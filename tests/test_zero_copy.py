@@ -1,0 +1,191 @@
+"""Zero-copy artifacts: payloads mapped from the library file, copy-on-write, weight updates."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tvm
+from helpers import affine4_ref, ints, run_json, tensor
+
+import tvm_partial
+from tvm_partial import demo, zero_copy
+
+
+def sha256(path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def exported(conv, tmp_path_factory):
+    exe, tensors, inputs, expected = conv
+    folder = tmp_path_factory.mktemp("zc")
+    pm = tvm_partial.partial(exe, signature=tensors, weights=inputs["weights"], bias=inputs["bias"])
+    tvm_partial.export_library(pm, folder / "zero.so", zero_copy=True)
+    tvm_partial.export_library(pm, folder / "copy.so", zero_copy=False)
+    np.save(folder / "data.npy", inputs["data"])
+    return folder, expected
+
+
+_CALL = """
+import json, sys
+import numpy as np, tvm, tvm_partial
+lib = tvm.runtime.load_module(sys.argv[1])
+out = tvm.runtime.empty({shape}, "float32")
+lib(tvm.runtime.tensor(np.load(sys.argv[2])), out)
+held = tvm_partial.bindings(lib)["main"]
+print(json.dumps({{"result": out.numpy().tolist(), "aligned": [held[i].data_ptr() % 64 == 0 for i in held]}}))
+"""
+
+
+def test_zero_copy_and_copying_artifacts_agree(exported):
+    folder, expected = exported
+    info = tvm_partial.inspect(folder / "zero.so")
+    assert info["payloads"].startswith("region __tvm_partial_payload_")
+    assert tvm_partial.inspect(folder / "copy.so")["payloads"] == "inline"
+    results = {}
+    for name in ("zero", "copy"):
+        got = run_json(_CALL.format(shape=demo.SHAPES["result"]), str(folder / f"{name}.so"), str(folder / "data.npy"))
+        assert all(got["aligned"])
+        results[name] = np.array(got["result"], "float32")
+    assert np.array_equal(results["zero"], expected)
+    assert np.array_equal(results["zero"], results["copy"])
+
+
+def test_auto_path_by_size(affine4, tmp_path):
+    exe, _ = affine4
+    small = tvm_partial.partial(exe, {1: np.ones(16, "float32")})
+    assert zero_copy.constant_bytes(small) == 64
+    tvm_partial.export_library(small, tmp_path / "small.so")
+    assert tvm_partial.inspect(tmp_path / "small.so")["payloads"] == "inline"
+    big = tvm_partial.partial(exe, {1: np.ones(16, "float32"), 2: np.ones(zero_copy.THRESHOLD_BYTES // 4, "float32")})
+    tvm_partial.export_library(big, tmp_path / "big.so")
+    info = tvm_partial.inspect(tmp_path / "big.so")
+    assert info["payloads"].startswith("region ") and info["constant_bytes"] == 64 + zero_copy.THRESHOLD_BYTES
+    # The artifact holds the weights once: at most 1% over their size (plus the code).
+    plain = tmp_path / "plain.so"
+    exe.export_library(str(plain))
+    assert (tmp_path / "big.so").stat().st_size <= plain.stat().st_size + 1.01 * info["constant_bytes"] + 4096
+
+
+def test_kernel_writes_bound_output_file_unchanged(affine4, tmp_path):
+    """A bound output buffer in the mapped region: written copy-on-write, the file stays the same."""
+    exe, _ = affine4
+    b, c = ints(16, seed=1), ints(16, seed=2)
+    pm = tvm_partial.partial(exe, {1: b, 2: c, 3: np.zeros(16, "float32")})
+    lib = tmp_path / "out.so"
+    tvm_partial.export_library(pm, lib, zero_copy=True)
+    before = sha256(lib)
+    a = ints(16, seed=3)
+    got = run_json(
+        """
+        import json, sys
+        import numpy as np, tvm, tvm_partial
+        lib = tvm.runtime.load_module(sys.argv[1])
+        a = tvm.runtime.tensor(np.array(json.loads(sys.argv[2]), "float32"))
+        lib(a)
+        out = tvm_partial.bindings(lib)["main"][3]
+        print(json.dumps(out.numpy().tolist()))
+        """, str(lib), str(a.tolist()))
+    assert np.array_equal(np.array(got, "float32"), affine4_ref(a, b, c))
+    assert sha256(lib) == before
+
+
+def test_in_place_update_and_rebind(affine4, tmp_path):
+    exe, _ = affine4
+    b, c = ints(16, seed=1), ints(16, seed=2)
+    for mode in (True, False):
+        lib = tmp_path / f"w{mode}.so"
+        tvm_partial.export_library(tvm_partial.partial(exe, {1: b, 2: c}, signature=["a", "b", "c", "out"]),
+                                   lib, zero_copy=mode)
+        before = sha256(lib)
+        got = run_json(
+            """
+            import json, sys
+            import numpy as np, tvm, tvm_partial
+            lib = tvm.runtime.load_module(sys.argv[1])
+            a = tvm.runtime.tensor(np.arange(16, dtype="float32"))
+            out = tvm.runtime.empty((16,), "float32")
+            lib(a, out); first = out.numpy().tolist()
+            tvm_partial.bindings(lib)["main"][1].copyfrom(np.full(16, 10, "float32"))   # in place
+            lib(a, out); updated = out.numpy().tolist()
+            other = tvm_partial.rebind(lib, c=np.full(16, 100, "float32"))               # new module
+            other(a, out); rebound = out.numpy().tolist()
+            lib(a, out); original = out.numpy().tolist()
+            print(json.dumps([first, updated, rebound, original]))
+            """, str(lib))
+        a = np.arange(16, dtype="float32")
+        ten, hundred = np.full(16, 10, "float32"), np.full(16, 100, "float32")
+        first, updated, rebound, original = (np.array(r, "float32") for r in got)
+        assert np.array_equal(first, affine4_ref(a, b, c)), mode
+        assert np.array_equal(updated, affine4_ref(a, ten, c)), mode
+        assert np.array_equal(rebound, affine4_ref(a, ten, hundred)), mode
+        assert np.array_equal(original, affine4_ref(a, ten, c)), mode
+        assert sha256(lib) == before
+
+
+def test_rebind_in_process(conv):
+    exe, tensors, inputs, expected = conv
+    pm = tvm_partial.partial(exe, signature=tensors, weights=inputs["weights"], bias=inputs["bias"])
+    doubled = tvm_partial.rebind(pm, weights=inputs["weights"] * 2, bias=inputs["bias"] * 2)
+    out = tvm.runtime.empty(demo.SHAPES["result"], "float32")
+    doubled(tensor(inputs["data"]), out)
+    assert np.array_equal(out.numpy(), expected * 2)
+    assert doubled.imports[0].same_as(pm.imports[0])  # the same compiled code
+    with pytest.raises(ValueError, match=r"shape \(4,\) does not match bias: Tensor\[\(8\), float32\]"):
+        tvm_partial.rebind(pm, bias=np.zeros(4, "float32"))
+    with pytest.raises(IndexError, match=r"position 0 of main\(\) is not bound"):
+        tvm_partial.rebind(pm, data=inputs["data"])
+    with pytest.raises(KeyError, match=r"function 'other' has no bindings"):
+        tvm_partial.rebind(pm, {1: inputs["weights"]}, function="other")
+
+
+def _load_error(lib) -> str:
+    result = run_json(
+        """
+        import json, sys, tvm, tvm_partial
+        try:
+            tvm_partial.load(sys.argv[1])
+            print(json.dumps(None))
+        except Exception as err:
+            print(json.dumps(f"{type(err).__name__}: {err}"))
+        """, str(lib))
+    assert result is not None, "a damaged artifact loaded"
+    return result
+
+
+def test_truncated_region_refused(affine4, tmp_path):
+    exe, _ = affine4
+    pm = tvm_partial.partial(exe, {1: np.arange(2**20, dtype="float32")})
+    lib = tmp_path / "t.so"
+    tvm_partial.export_library(pm, lib, zero_copy=True)
+    data = lib.read_bytes()
+    start = data.find(b"TVMPREGN")
+    assert start > 0 and start % 64 == 0
+    lib.write_bytes(data[: start + 2**21])  # cut in the middle of the payloads
+    message = _load_error(lib)
+    assert message.startswith("ValueError: ") and "is truncated: its segments need" in message, message
+
+
+def test_altered_region_header_refused(affine4, tmp_path):
+    exe, _ = affine4
+    pm = tvm_partial.partial(exe, {1: np.arange(64, dtype="float32")})
+    lib = tmp_path / "a.so"
+    tvm_partial.export_library(pm, lib, zero_copy=True)
+    data = bytearray(lib.read_bytes())
+    start = data.find(b"TVMPREGN")
+    data[start + 16] ^= 0x40  # the region's size no longer matches the metadata
+    lib.write_bytes(bytes(data))
+    message = _load_error(lib)
+    assert "does not match its metadata" in message, message
+
+
+def test_metadata_without_its_library(affine4, tmp_path):
+    exe, _ = affine4
+    pm = tvm_partial.partial(exe, {1: np.arange(16, dtype="float32")})
+    ext = zero_copy.prepare(pm, tmp_path)[0]
+    blob = tvm_partial.save_to_bytes(ext)
+    with pytest.raises(RuntimeError, match=r"live in the payload region __tvm_partial_payload_\w+ of its library, which is not loaded"):
+        tvm_partial.load_from_bytes(blob)
