@@ -36,11 +36,17 @@ def test_demo_passes_and_prints_table(demo_run):
     assert (out / "conv2d_bias.so").exists()
 
 
+def test_demo_self_contained(tmp_path):
+    proc = cli("demo", "--self-contained", "--calls", "10", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "[ok] reloaded without tvm-partial == numpy (bitwise)" in proc.stdout
+
+
 def test_inspect_text(demo_run):
     _, out = demo_run
     proc = cli("inspect", str(out / "conv2d_bias.so"))
     assert proc.returncode == 0, proc.stderr
-    assert "tvm-partial format version 1, 896 bytes of constants" in proc.stdout
+    assert "tvm-partial format version 1, 896 bytes of constants (inline)" in proc.stdout
     assert "function main(data, result)" in proc.stdout
     assert "bound 1 weights: tensor float32[8x3x3x3] on cpu:0, 864 bytes" in proc.stdout
     assert "bound 2 bias: tensor float32[8] on cpu:0, 32 bytes" in proc.stdout
@@ -51,7 +57,7 @@ def test_inspect_json(demo_run):
     proc = cli("inspect", str(out / "conv2d_bias.so"), "--json")
     assert proc.returncode == 0, proc.stderr
     info = json.loads(proc.stdout)
-    assert info["format_version"] == 1 and info["constant_bytes"] == 896
+    assert info["format_version"] == 1 and info["constant_bytes"] == 896 and info["payloads"] == "inline"
     (fn,) = info["functions"]
     assert fn["name"] == "main" and fn["free"] == ["data", "result"]
     assert fn["param_names"] == ["data", "weights", "bias", "result"]

@@ -11,7 +11,7 @@ def format_inspect(info: dict) -> str:
     """Human-readable ``inspect`` output."""
     lines = [
         f"{info['path']}: tvm-partial format version {info['format_version']}, "
-        f"{info['constant_bytes']} bytes of constants",
+        f"{info['constant_bytes']} bytes of constants ({info['payloads']})",
     ]
     for fn in info["functions"]:
         free = ", ".join(fn["free"]) if fn["param_names"] else "unknown names"
@@ -33,6 +33,8 @@ def main(argv=None) -> int:
     demo = sub.add_parser("demo", help="bind, call, time, export and reload the forum's conv2d + bias")
     demo.add_argument("--out", help="folder to export the artifact to (default: a temporary one)")
     demo.add_argument("--calls", type=int, default=2000, help="calls per timing repeat (default 2000)")
+    demo.add_argument("--self-contained", action="store_true",
+                      help="link tvm-partial's loader into the artifact and reload it without the extension")
     inspect = sub.add_parser("inspect", help="show what an exported artifact binds")
     inspect.add_argument("path", help="an exported library (.so)")
     inspect.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -41,7 +43,7 @@ def main(argv=None) -> int:
     if args.command == "demo":
         from .demo import run
 
-        return run(out_dir=args.out, calls=args.calls)
+        return run(out_dir=args.out, calls=args.calls, self_contained=args.self_contained)
 
     from .export import inspect as inspect_artifact
 
