@@ -9,6 +9,7 @@
 #include <tvm/ffi/string.h>
 #include <tvm_partial/partial_apply.h>
 
+#include <cstring>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -144,6 +145,18 @@ void CheckNames(const format::FunctionRecord& r) {
 
 }  // namespace
 
+namespace {
+/*! \brief A module of our kind that this copy of the code did not make: say so. */
+std::string ForeignCopyHint(const ffi::Any& obj) {
+  auto m = obj.try_cast<ffi::Module>();
+  if (m.has_value() && std::strcmp((*m)->kind(), kKind) == 0) {
+    return " (a partial_apply module made by another copy of tvm-partial, such as the one inside a "
+           "self-contained artifact, whose bindings this copy cannot read)";
+  }
+  return "";
+}
+}  // namespace
+
 ffi::Module PartialApplyModule(ffi::Module mod, ffi::Map<ffi::String, Bindings> bindings,
                                ffi::Map<ffi::String, ffi::Array<ffi::String>> param_names) {
   std::vector<format::FunctionRecord> functions;
@@ -172,7 +185,7 @@ ffi::Map<ffi::String, Bindings> PartialApplyBindings(const ffi::Any& obj) {
   }
   TVM_FFI_THROW(TypeError) << "PartialApplyBindings: expected a partial function or a "
                               "partial_apply module, got "
-                           << obj.GetTypeKey();
+                           << obj.GetTypeKey() << ForeignCopyHint(obj);
   TVM_FFI_UNREACHABLE();
 }
 
@@ -194,7 +207,7 @@ ffi::Map<ffi::String, ffi::Array<ffi::String>> PartialApplyParamNames(const ffi:
   }
   TVM_FFI_THROW(TypeError) << "PartialApplyParamNames: expected a partial function or a "
                               "partial_apply module, got "
-                           << obj.GetTypeKey();
+                           << obj.GetTypeKey() << ForeignCopyHint(obj);
   TVM_FFI_UNREACHABLE();
 }
 
