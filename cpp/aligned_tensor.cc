@@ -101,7 +101,7 @@ ffi::Tensor AlignedCopy(const ffi::Tensor& src, DLDevice device) {
     }
     source = AlignedCopy(src, DLDevice{kDLCPU, 0});
   }
-  RuntimeGlobal("runtime.TVMTensorCopyFromTo", device)(source, dst, nullptr);
+  RuntimeGlobal("runtime.TVMTensorCopyFromTo", device)(source, dst);
   return dst;
 }
 

@@ -141,3 +141,12 @@ def test_relax_vm_executable_module_refused():
     exe = tvm.compile(Identity, target="llvm")
     with pytest.raises(TypeError, match=r"bind relax.VirtualMachine\(exe, device\)"):
         tvm_partial.partial(exe, {0: np.zeros(2, "float32")})
+
+
+def test_outer_index_named_as_given(conv):
+    """A partial of a partial: a bad position is reported in the caller's terms, not merged ones."""
+    exe, tensors, inputs, _ = conv
+    g = tvm_partial.partial(exe["main"], signature=tensors, weights=W, bias=B)
+    apply = tvm_ffi.get_global_func("runtime.PartialApply")
+    with pytest.raises(IndexError, match=r"main: bound index 2 is out of range for a function of 2 parameters"):
+        apply(g, {2: B}, "main", ["data", "result"])
