@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Configure, build and run the C++ per-call benchmark (benchmarks/cpp/bench_closure.cc).
+#   benchmarks/run_cpp.sh [calls_per_sample] [repeats]
+# PYTHON picks the interpreter whose tvm-partial and tvm-ffi are used (default: python3).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+python="${PYTHON:-python3}"
+build="${BUILD_DIR:-$root/build/bench-cpp}"
+
+cmake -S "$root/benchmarks/cpp" -B "$build" -DCMAKE_BUILD_TYPE=Release \
+  -DPython_EXECUTABLE="$(command -v "$python")" \
+  -Dtvm_ffi_DIR="$("$python" -m tvm_ffi.config --cmakedir)" \
+  -Dtvm_partial_DIR="$("$python" -m tvm_partial.config --cmakedir)" >/dev/null
+cmake --build "$build" --parallel
+"$build/bench_closure" "$@"
