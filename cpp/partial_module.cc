@@ -253,6 +253,15 @@ TVM_FFI_STATIC_INIT_BLOCK() {
                              ffi::Function::FromPacked(&PartialApplyModulePacked));
   detail::RegisterGlobalOnce("runtime.PartialApplyBindings",
                              ffi::Function::FromTyped(PartialApplyBindings));
+  // A cheap test, so Python need not turn a C++ exception into a Python one to find out.
+  detail::RegisterGlobalOnce("tvm_partial.IsPartial", ffi::Function::FromTyped([](ffi::Any obj) {
+                               if (auto f = obj.try_cast<ffi::Function>()) {
+                                 detail::PartialParts parts;
+                                 return detail::GetPartialParts(*f, &parts);
+                               }
+                               auto m = obj.try_cast<ffi::Module>();
+                               return m.has_value() && AsPartialModule(*m) != nullptr;
+                             }));
   detail::RegisterGlobalOnce("tvm_partial.ParamNames",
                              ffi::Function::FromTyped(PartialApplyParamNames));
   detail::RegisterGlobalOnce("ffi.Module.load_from_bytes.partial_apply",

@@ -137,14 +137,12 @@ def _classify(target):
 
 def _free_signature(obj, key: str, name: str) -> Optional[Signature]:
     """For a partial with recorded names: the names of the arguments it still takes."""
-    try:
-        recorded = _lib.param_names(obj)
-        bound = _lib.partial_apply_bindings(obj)
-    except TypeError:
-        return None  # not a partial
+    if not _lib.is_partial(obj):
+        return None
+    recorded = _lib.param_names(obj)
     if key not in recorded:
         return None
-    taken = {int(i) for i in bound.get(key, {}).keys()}
+    taken = {int(i) for i in _lib.partial_apply_bindings(obj).get(key, {}).keys()}
     return Signature(name, tuple(Param(str(n)) for i, n in enumerate(recorded[key]) if i not in taken))
 
 
