@@ -188,6 +188,8 @@ def test_cpp_deploy_example(tmp_path):
         "[ok] deploy: self-contained artifact",
         "[ok] deploy --bind: plain library, bound in C++",
         "[ok] deploy_ffi_only: self-contained artifact, no tvm-partial",
+        "[ok] deploy: zero-copy self-contained artifact",
+        "[ok] deploy_ffi_only: zero-copy self-contained artifact, no tvm-partial",
         "[ok] deploy_ffi_only: plain artifact refused, loader not registered",
     ]
     assert sum("float32 values equal" in line and "bitwise" in line for line in lines) == 4

@@ -305,3 +305,17 @@ def test_bindings_show_bound_values(conv):
     assert np.array_equal(held[2].numpy(), inputs["bias"])
     raw = tvm_ffi.get_global_func("runtime.PartialApplyBindings")(g)
     assert list(raw.keys()) == [""]
+
+
+def test_prim_func_and_names_as_signature(conv):
+    exe, tensors, inputs, expected = conv
+    prim_func = te.create_prim_func(tensors)
+    out = tvm.runtime.empty(demo.SHAPES["result"], "float32")
+    for signature in (prim_func, ["data", "weights", "bias", "result"]):
+        g = tvm_partial.partial(exe["main"], signature=signature, weights=inputs["weights"], bias=inputs["bias"])
+        out.copyfrom(np.zeros(demo.SHAPES["result"], "float32"))
+        g(tensor(inputs["data"]), out)
+        assert np.array_equal(out.numpy(), expected)
+        assert tvm_partial.param_names(g) == ["data", "weights", "bias", "result"]
+    with pytest.raises(ValueError, match=r"parameter 'bias' \(position 2\): shape \(3,\)"):
+        tvm_partial.partial(exe["main"], signature=prim_func, bias=np.zeros(3, "float32"))

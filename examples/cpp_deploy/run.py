@@ -56,6 +56,8 @@ def main(argv=None) -> int:
     pm = tvm_partial.partial(exe, signature=tensors, weights=inputs["weights"], bias=inputs["bias"])
     tvm_partial.export_library(pm, build / "conv2d_bias.so")
     tvm_partial.export_library(pm, build / "conv2d_bias_self_contained.so", self_contained=True)
+    # Zero-copy (payloads mapped from the library file), forced here: these weights are small.
+    tvm_partial.export_library(pm, build / "conv2d_bias_zero_copy.so", self_contained=True, zero_copy=True)
     exe.export_library(str(build / "conv2d_bias_plain.so"))
     for name, array in [*inputs.items(), ("expected", expected)]:
         array.tofile(build / f"{name}.bin")
@@ -87,6 +89,10 @@ def main(argv=None) -> int:
         "deploy", "--bind", str(build / "conv2d_bias_plain.so"), weights, bias, *data).returncode == 0
     checks["deploy_ffi_only: self-contained artifact, no tvm-partial"] = run(
         "deploy_ffi_only", self_contained, *data).returncode == 0
+    zero_copy = str(build / "conv2d_bias_zero_copy.so")
+    checks["deploy: zero-copy self-contained artifact"] = run("deploy", zero_copy, *data).returncode == 0
+    checks["deploy_ffi_only: zero-copy self-contained artifact, no tvm-partial"] = run(
+        "deploy_ffi_only", zero_copy, *data).returncode == 0
     refused = run("deploy_ffi_only", artifact, *data)
     checks["deploy_ffi_only: plain artifact refused, loader not registered"] = (
         refused.returncode == 2 and LOADER_MISSING in refused.stderr)
