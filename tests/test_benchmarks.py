@@ -1,0 +1,22 @@
+"""The benchmark scripts still run (quick mode): figures are for docs/benchmarks.md, not asserted."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+@pytest.mark.parametrize("script,expected", [
+    ("bench_call.py", "partial / direct"),
+    ("bench_load.py", "tvm_partial (zero_copy=True)"),
+])
+def test_benchmark_runs(script, expected):
+    proc = subprocess.run([sys.executable, str(BENCH / script), "--quick"], capture_output=True, text=True,
+                          timeout=600, cwd=BENCH)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert expected in proc.stdout
