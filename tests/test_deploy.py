@@ -192,5 +192,5 @@ def test_cpp_deploy_example(tmp_path):
         "[ok] deploy_ffi_only: zero-copy self-contained artifact, no tvm-partial",
         "[ok] deploy_ffi_only: plain artifact refused, loader not registered",
     ]
-    assert sum("float32 values equal" in line and "bitwise" in line for line in lines) == 4
+    assert sum("float32 values equal" in line and "bitwise" in line for line in lines) == 6
     assert LOADER_MISSING in proc.stdout
