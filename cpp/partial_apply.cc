@@ -50,6 +50,17 @@ class PartialFunctionObj final : public ffi::FunctionObj {
     last_position_ = bound_.empty() ? -1 : bound_.back().first;
     expected_args_ = param_names_.empty() ? -1
                                           : static_cast<int64_t>(param_names_.size()) - num_bound_;
+    // Valid caller counts form one range [min_args_, min_args_ + arg_span_], so the call checks
+    // with a single unsigned comparison. With names, the count is exact (and the bound positions
+    // were checked against the names); without, the call must reach the last bound position.
+    if (expected_args_ >= 0) {
+      min_args_ = static_cast<uint32_t>(expected_args_);
+      arg_span_ = 0;
+    } else {
+      int64_t least = last_position_ + 1 - num_bound_;
+      min_args_ = static_cast<uint32_t>(least > 0 ? least : 0);
+      arg_span_ = static_cast<uint32_t>(INT32_MAX) - min_args_;
+    }
     // Where each of the first kGatherSlots slots comes from. Used only for calls of at most
     // kGatherSlots arguments, in which every bound position is below kGatherSlots, so slot s
     // past the last bound position takes the next caller argument.
@@ -69,15 +80,14 @@ class PartialFunctionObj final : public ffi::FunctionObj {
     TVM_FFI_SAFE_CALL_END();
   }
 
-  // The hot path: two integer checks, copies of 16-byte slots, one indirect call.
+  // The hot path: one integer check, copies of 16-byte slots, one indirect call.
   static void CppCall(const ffi::FunctionObj* func, const ffi::AnyView* args, int32_t num_args,
                       ffi::Any* result) {
     const auto* self = static_cast<const PartialFunctionObj*>(func);
-    const int64_t total = static_cast<int64_t>(num_args) + self->num_bound_;
-    if (self->expected_args_ >= 0 && num_args != self->expected_args_) {
-      self->ThrowArgCount(num_args);
+    if (static_cast<uint32_t>(num_args) - self->min_args_ > self->arg_span_) {
+      self->ThrowBadCount(num_args);
     }
-    if (self->last_position_ >= total) self->ThrowPastEnd(num_args);
+    const int64_t total = static_cast<int64_t>(num_args) + self->num_bound_;
     const auto* caller = reinterpret_cast<const TVMFFIAny*>(args);
     if (total > kGatherSlots) return self->CallSpread(caller, total, result);
 
@@ -158,6 +168,11 @@ class PartialFunctionObj final : public ffi::FunctionObj {
                             static_cast<int32_t>(total), result);
   }
 
+  [[noreturn]] TVM_FFI_NO_INLINE void ThrowBadCount(int32_t num_args) const {
+    if (expected_args_ >= 0) ThrowArgCount(num_args);
+    ThrowPastEnd(num_args);
+  }
+
   [[noreturn]] TVM_FFI_NO_INLINE void ThrowArgCount(int32_t num_args) const {
     std::ostringstream free;
     bool first = true;
@@ -194,6 +209,8 @@ class PartialFunctionObj final : public ffi::FunctionObj {
   int32_t num_bound_;
   int64_t last_position_;  // largest bound position, -1 when none
   int64_t expected_args_;  // caller argument count when the signature is known, else -1
+  uint32_t min_args_;      // fewest caller arguments a call may pass
+  uint32_t arg_span_;      // how many more it may pass (0 when the signature is known)
   uint8_t source_[kGatherSlots];  // slot s of a short call: 0 = caller argument, 1 = bound value
   uint8_t index_[kGatherSlots];   // ... and its index among the caller arguments or views_
 };
