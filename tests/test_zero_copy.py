@@ -189,3 +189,23 @@ def test_metadata_without_its_library(affine4, tmp_path):
     blob = tvm_partial.save_to_bytes(ext)
     with pytest.raises(RuntimeError, match=r"live in the payload region __tvm_partial_payload_\w+ of its library, which is not loaded"):
         tvm_partial.load_from_bytes(blob)
+
+
+def test_bound_view_keeps_the_library_loaded(affine4, tmp_path):
+    """A tensor viewing the mapped payloads outlives the module that loaded it."""
+    exe, _ = affine4
+    b = ints(16, seed=7)
+    lib = tmp_path / "keep.so"
+    tvm_partial.export_library(tvm_partial.partial(exe, {1: b}), lib, zero_copy=True)
+    got = run_json(
+        """
+        import gc, json, sys
+        import numpy as np, tvm, tvm_partial
+        mod = tvm_partial.load(sys.argv[1])
+        held = tvm_partial.bindings(mod)["main"][1]
+        del mod; gc.collect()
+        mapped = any(sys.argv[1] in line for line in open("/proc/self/maps"))
+        print(json.dumps({"values": held.numpy().tolist(), "mapped": mapped}))
+        """, str(lib))
+    assert got["mapped"]
+    assert np.array_equal(np.array(got["values"], "float32"), b)
