@@ -326,7 +326,7 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
 }
 
 void WriteRegion(const std::vector<FunctionRecord>& functions, const ExternalRegion& region,
-                 const std::string& path) {
+                 const std::string& path, size_t lead) {
   std::vector<ffi::Tensor> tensors;
   for (const FunctionRecord& fn : functions) {
     for (const auto& [index, value] : fn.bound) {
@@ -342,6 +342,12 @@ void WriteRegion(const std::vector<FunctionRecord>& functions, const ExternalReg
       TVM_FFI_THROW(RuntimeError) << "writing the payload region to " << path << " failed";
     }
   };
+  static const char zeros[kPayloadAlignment] = {};
+  for (size_t left = lead; left > 0;) {  // room for an object file's header before the region
+    size_t n = std::min(left, sizeof(zeros));
+    put(zeros, n);
+    left -= n;
+  }
   char header[kRegionHeaderSize] = {};
   uint32_t version = kVersion;
   uint64_t size = end;
@@ -350,7 +356,6 @@ void WriteRegion(const std::vector<FunctionRecord>& functions, const ExternalReg
   std::memcpy(header + 16, &size, 8);
   std::memcpy(header + 24, &region.link, 8);
   put(header, sizeof(header));
-  static const char zeros[kPayloadAlignment] = {};
   size_t written = kRegionHeaderSize;
   for (const ffi::Tensor& t : tensors) {
     size_t nbytes = ffi::GetDataSize(*t.GetDLTensorPtr());

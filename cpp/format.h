@@ -61,9 +61,10 @@ struct FunctionRecord {
 std::string Encode(const std::vector<FunctionRecord>& functions,
                    const ExternalRegion* region = nullptr);
 
-/*! \brief Write the payload region that `Encode(functions, &region)` refers to. */
+/*! \brief Write the payload region that `Encode(functions, &region)` refers to, after `lead`
+ *         zero bytes (room for the header of the object file that will hold it). */
 void WriteRegion(const std::vector<FunctionRecord>& functions, const ExternalRegion& region,
-                 const std::string& path);
+                 const std::string& path, size_t lead = 0);
 
 /*!
  * \brief Parse and rebuild every value; tensors go to 64-byte-aligned memory on the device

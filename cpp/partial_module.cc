@@ -283,12 +283,16 @@ TVM_FFI_STATIC_INIT_BLOCK() {
         return ffi::Module(ffi::make_object<PartialModuleObj>(pm->functions_, wrapped, region));
       }));
   detail::RegisterGlobalOnce(
-      "tvm_partial.WritePayloadRegion", ffi::Function::FromTyped([](ffi::Module mod, ffi::String path) {
+      "tvm_partial.WritePayloadRegion",
+      ffi::Function::FromTyped([](ffi::Module mod, ffi::String path, int64_t lead) {
         PartialModuleObj* pm = AsPartialModule(mod);
         if (pm == nullptr || !pm->external_) {
           TVM_FFI_THROW(TypeError) << "WritePayloadRegion: needs a module from WithExternalPayloads";
         }
-        format::WriteRegion(pm->functions_, *pm->external_, std::string(path));
+        if (lead < 0 || lead % static_cast<int64_t>(format::kPayloadAlignment) != 0) {
+          TVM_FFI_THROW(ValueError) << "WritePayloadRegion: lead must be a multiple of 64, got " << lead;
+        }
+        format::WriteRegion(pm->functions_, *pm->external_, std::string(path), static_cast<size_t>(lead));
       }));
   detail::RegisterGlobalOnce("tvm_partial.SaveToBytes", ffi::Function::FromTyped([](ffi::Module m) {
                                return m->SaveToBytes();

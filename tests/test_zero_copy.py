@@ -209,3 +209,26 @@ def test_bound_view_keeps_the_library_loaded(affine4, tmp_path):
         """, str(lib))
     assert got["mapped"]
     assert np.array_equal(np.array(got["values"], "float32"), b)
+
+
+@pytest.mark.parametrize("writer", ["elf", "assembler"])
+def test_object_writers_agree(affine4, tmp_path, monkeypatch, writer):
+    """The payload object written directly (ELF hosts) and through the assembler (elsewhere)."""
+    exe, _ = affine4
+    if writer == "assembler":
+        monkeypatch.setattr(zero_copy, "_ELF_MACHINES", {})
+    b, c = ints(16, seed=1), ints(16, seed=2)
+    lib = tmp_path / f"{writer}.so"
+    tvm_partial.export_library(tvm_partial.partial(exe, {1: b, 2: c}), lib, zero_copy=True)
+    assert (tmp_path / f"{writer}.so").exists() and tvm_partial.inspect(lib)["payloads"].startswith("region ")
+    a = ints(16, seed=3)
+    got = run_json(
+        """
+        import json, sys
+        import numpy as np, tvm, tvm_partial
+        lib = tvm_partial.load(sys.argv[1])
+        out = tvm.runtime.empty((16,), "float32")
+        lib(tvm.runtime.tensor(np.array(json.loads(sys.argv[2]), "float32")), out)
+        print(json.dumps(out.numpy().tolist()))
+        """, str(lib), str(a.tolist()))
+    assert np.array_equal(np.array(got, "float32"), affine4_ref(a, b, c))

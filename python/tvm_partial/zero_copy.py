@@ -10,9 +10,12 @@ weight update) go to private copy-on-write pages: the file never changes.
 from __future__ import annotations
 
 import os
+import platform
 import secrets
 import shutil
+import struct
 import subprocess
+import sys
 from pathlib import Path
 
 import tvm_ffi
@@ -51,12 +54,69 @@ def constant_bytes(module) -> int:
     return total
 
 
+#: ELF machine numbers of the hosts whose object files are written directly (else: assembler).
+_ELF_MACHINES = {"x86_64": 62, "amd64": 62, "aarch64": 183, "arm64": 183}
+_SECTION = b".data.tvm_partial_payload"
+
+
 def prepare(module, workdir: Path):
     """-> (the module to export, the object file to link in) for a zero-copy export."""
     symbol = "__tvm_partial_payload_" + secrets.token_hex(8)
     external = _with_external_payloads(module, symbol, secrets.randbits(63))
+    machine = _ELF_MACHINES.get(platform.machine().lower())
+    if machine is not None and sys.platform.startswith("linux") and sys.byteorder == "little":
+        obj = workdir / "payloads.o"
+        _write_object(external, obj, symbol, machine)
+        return external, obj
+    return external, _assemble(external, workdir, symbol)
+
+
+def _write_object(external, path: Path, symbol: str, machine: int) -> None:
+    """A relocatable ELF64 object holding the payload region in a writable, 64-byte-aligned data
+    section under a global symbol: the region streams straight into the file (no assembler, which
+    would read all of it into memory)."""
+    _write_payload_region(external, str(path), 64)  # room for the ELF header
+    size = path.stat().st_size - 64
+    strtab = b"\0" + symbol.encode() + b"\0"
+    names = [b"", _SECTION, b".symtab", b".strtab", b".shstrtab", b".note.GNU-stack"]
+    shstrtab, name_at = b"", []
+    for name in names:
+        name_at.append(len(shstrtab))
+        shstrtab += name + b"\0"
+    symtab = bytes(24) + struct.pack("<IBBHQQ", 1, 0x11, 0, 1, 0, size)  # GLOBAL OBJECT in section 1
+    with open(path, "r+b") as f:
+        f.seek(0, os.SEEK_END)
+        pos = f.tell()
+        pad = (-pos) % 8
+        f.write(bytes(pad))
+        symtab_at = pos + pad
+        f.write(symtab)
+        strtab_at = f.tell()
+        f.write(strtab)
+        shstrtab_at = f.tell()
+        f.write(shstrtab)
+        f.write(bytes((-f.tell()) % 8))
+        headers_at = f.tell()
+        sections = [
+            (0, 0, 0, 0, 0, 0, 0, 0, 0),
+            (1, 0x3, 64, size, 0, 0, 64, 0, name_at[1]),                        # PROGBITS, WRITE|ALLOC
+            (2, 0, symtab_at, len(symtab), 3, 1, 8, 24, name_at[2]),            # SYMTAB -> .strtab
+            (3, 0, strtab_at, len(strtab), 0, 0, 1, 0, name_at[3]),             # STRTAB
+            (3, 0, shstrtab_at, len(shstrtab), 0, 0, 1, 0, name_at[4]),         # STRTAB (names)
+            (1, 0, shstrtab_at, 0, 0, 0, 1, 0, name_at[5]),                     # no executable stack
+        ]
+        for sh_type, flags, offset, length, link, info, align, entsize, name in sections:
+            f.write(struct.pack("<IIQQQQIIQQ", name, sh_type, flags, 0, offset, length, link, info, align, entsize))
+        f.seek(0)
+        f.write(b"\x7fELF" + bytes([2, 1, 1, 0]) + bytes(8)                   # 64-bit, little-endian
+                + struct.pack("<HHIQQQIHHHHHH", 1, machine, 1, 0, 0, headers_at, 0, 64, 0, 0, 64,
+                              len(sections), 4))
+
+
+def _assemble(external, workdir: Path, symbol: str) -> Path:
+    """Elsewhere: an assembler stub that includes the region file."""
     region = workdir / "payloads.bin"
-    _write_payload_region(external, str(region))
+    _write_payload_region(external, str(region), 0)
     (workdir / "payloads.S").write_text(_STUB.format(symbol=symbol, size=region.stat().st_size))
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or "cc"
     proc = subprocess.run([compiler, "-c", "payloads.S", "-o", "payloads.o"], cwd=workdir,
@@ -64,4 +124,4 @@ def prepare(module, workdir: Path):
     if proc.returncode != 0:
         raise RuntimeError(f"assembling the payload section with {compiler} failed:\n{proc.stderr}")
     region.unlink()  # now inside payloads.o
-    return external, workdir / "payloads.o"
+    return workdir / "payloads.o"
