@@ -232,3 +232,28 @@ def test_object_writers_agree(affine4, tmp_path, monkeypatch, writer):
         print(json.dumps(out.numpy().tolist()))
         """, str(lib), str(a.tolist()))
     assert np.array_equal(np.array(got, "float32"), affine4_ref(a, b, c))
+
+
+def test_inspect_checks_the_region(affine4, tmp_path):
+    import subprocess
+    import sys
+
+    exe, _ = affine4
+    lib = tmp_path / "r.so"
+    tvm_partial.export_library(tvm_partial.partial(exe, {1: np.arange(4096, dtype="float32")}), lib, zero_copy=True)
+    info = tvm_partial.inspect(lib)
+    region = info["region"]
+    assert region["present"] and region["complete"] and region["bytes"] == 64 + 4096 * 4
+    assert lib.read_bytes()[region["file_offset"]:region["file_offset"] + 8] == b"TVMPREGN"
+
+    def cli(path):
+        return subprocess.run([sys.executable, "-m", "tvm_partial", "inspect", str(path)], capture_output=True, text=True)
+
+    assert f"payload region at file offset {region['file_offset']}, {region['bytes']} bytes (complete)" in cli(lib).stdout
+    data = bytearray(lib.read_bytes())
+    data[region["file_offset"] + 16] ^= 1  # the region's size field
+    (tmp_path / "damaged.so").write_bytes(bytes(data))
+    assert "(TRUNCATED OR DAMAGED)" in cli(tmp_path / "damaged.so").stdout
+    (tmp_path / "cut.so").write_bytes(bytes(data[: region["file_offset"] + 100]))
+    proc = cli(tmp_path / "cut.so")
+    assert proc.returncode == 2 and "is truncated" in proc.stderr

@@ -13,6 +13,13 @@ def format_inspect(info: dict) -> str:
         f"{info['path']}: tvm-partial format version {info['format_version']}, "
         f"{info['constant_bytes']} bytes of constants ({info['payloads']})",
     ]
+    region = info.get("region")
+    if region is not None:
+        if not region["present"]:
+            lines.append(f"  payload region {region['symbol']}: MISSING from the file")
+        else:
+            state = "complete" if region["complete"] else "TRUNCATED OR DAMAGED"
+            lines.append(f"  payload region at file offset {region['file_offset']}, {region['bytes']} bytes ({state})")
     for fn in info["functions"]:
         free = ", ".join(fn["free"]) if fn["param_names"] else "unknown names"
         lines.append(f"  function {fn['name']}({free})")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import os
 import struct
 import tempfile
@@ -144,7 +145,16 @@ def inspect(path: PathLike) -> dict:
     Raises ``ValueError`` when the file is not a tvm-partial artifact.
     """
     path = os.fspath(path)
-    modules = _embedded_modules(path)
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            raise ValueError(f"{path} is not a tvm-partial artifact: not an ELF shared library")
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:  # nothing read in bulk
+            return _inspect(data, path)
+
+
+def _inspect(data, path: str) -> dict:
+    modules = _embedded_modules(data, path)
     blobs = [data for kind, data in modules if kind == "partial_apply"]
     if not blobs:
         kinds = ", ".join(kind for kind, _ in modules) or "none"
@@ -168,12 +178,25 @@ def inspect(path: PathLike) -> dict:
             "free": [n for i, n in enumerate(names) if i not in taken],
             "bindings": bound,
         })
+    payloads = str(info["payloads"])
+    region = None
+    if payloads.startswith("region "):
+        symbol = payloads.split(" ", 1)[1]
+        found = _elf_symbol(data, symbol.encode(), path)
+        region = {"symbol": symbol, "present": found is not None}
+        if found is not None:
+            offset, nbytes = found
+            header_ok = offset + 24 <= len(data) and data[offset:offset + 8] == b"TVMPREGN" and \
+                struct.unpack_from("<Q", data, offset + 16)[0] == nbytes
+            region.update(file_offset=offset, bytes=nbytes,
+                          complete=header_ok and offset + nbytes <= len(data))
     return {
         "path": path,
         "format_version": int(info["version"]),
         "total_bytes": int(info["total_bytes"]),
         "constant_bytes": int(info["constant_bytes"]),
-        "payloads": str(info["payloads"]),
+        "payloads": payloads,
+        "region": region,
         "functions": functions,
     }
 
@@ -188,44 +211,45 @@ def _plain(value):
 
 
 # ---------------------------------------------------------------------------------------------
-def _embedded_modules(path: str) -> list:
+def _embedded_modules(data, path: str) -> list:
     """[(kind, bytes)] of the modules TVM packed into the library's ``__tvm_ffi__library_bin``,
     read from the ELF file itself (nothing is loaded or run)."""
-    data = Path(path).read_bytes()
-    blob = _elf_symbol_bytes(data, _BLOB_SYMBOL, path)
-    return _parse_library_bin(blob, path)
+    found = _elf_symbol(data, _BLOB_SYMBOL, path)
+    if found is None:
+        raise ValueError(f"{path} is not a tvm-partial artifact: it embeds no partial_apply module "
+                         f"(no embedded modules at all: no {_BLOB_SYMBOL.decode()} symbol)")
+    file_off, _ = found
+    if file_off + 8 > len(data):
+        raise ValueError(f"{path}: {_BLOB_SYMBOL.decode()} points past the end of the file")
+    nbytes, = struct.unpack_from("<Q", data, file_off)
+    if file_off + 8 + nbytes > len(data):
+        raise ValueError(f"{path}: the embedded module blob runs past the end of the file")
+    return _parse_library_bin(memoryview(data)[file_off + 8:file_off + 8 + nbytes], path)
 
 
-def _elf_symbol_bytes(data: bytes, symbol: bytes, path: str) -> memoryview:
-    if data[:4] != b"\x7fELF" or len(data) < 64:
+def _elf_symbol(data, symbol: bytes, path: str) -> Optional[tuple]:
+    """(file offset, size) of a defined symbol of a 64-bit little-endian ELF file, or None."""
+    if len(data) < 64 or data[:4] != b"\x7fELF":
         raise ValueError(f"{path} is not a tvm-partial artifact: not an ELF shared library")
     if data[4] != 2 or data[5] != 1:
         raise ValueError(f"{path}: only 64-bit little-endian ELF libraries can be inspected")
-    view = memoryview(data)
     shoff, = struct.unpack_from("<Q", data, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
     if shoff == 0 or shoff + shnum * shentsize > len(data):
-        raise ValueError(f"{path}: truncated ELF section table")
+        raise ValueError(f"{path} is truncated: its ELF section table runs past the end of the file")
     sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
     for sh in sections:
-        if sh[1] not in (2, 11):  # SHT_SYMTAB, SHT_DYNSYM
+        if sh[1] not in (2, 11) or sh[6] >= len(sections):  # SHT_SYMTAB, SHT_DYNSYM
             continue
         strtab = sections[sh[6]]
-        for off in range(sh[4], sh[4] + sh[5], 24):
-            st_name, _info, _other, shndx, value, _size = struct.unpack_from("<IBBHQQ", data, off)
+        for off in range(sh[4], min(sh[4] + sh[5], len(data) - 23), 24):
+            st_name, _info, _other, shndx, value, size = struct.unpack_from("<IBBHQQ", data, off)
             start = strtab[4] + st_name
-            if data[start:start + len(symbol) + 1] != symbol + b"\0" or shndx >= len(sections):
+            if data[start:start + len(symbol) + 1] != symbol + b"\0" or not 0 < shndx < len(sections):
                 continue
             sec = sections[shndx]
-            file_off = value - sec[3] + sec[4]
-            if file_off + 8 > len(data):
-                raise ValueError(f"{path}: {symbol.decode()} points past the end of the file")
-            nbytes, = struct.unpack_from("<Q", data, file_off)
-            if file_off + 8 + nbytes > len(data):
-                raise ValueError(f"{path}: the embedded module blob runs past the end of the file")
-            return view[file_off + 8:file_off + 8 + nbytes]
-    raise ValueError(f"{path} is not a tvm-partial artifact: it embeds no partial_apply module "
-                     f"(no embedded modules at all: no {symbol.decode()} symbol)")
+            return value - sec[3] + sec[4], size
+    return None
 
 
 def _parse_library_bin(blob: memoryview, path: str) -> list:
