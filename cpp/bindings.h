@@ -44,6 +44,9 @@ BoundList Merge(const BoundList& inner, const BoundList& outer);
 ffi::Array<ffi::String> MergeNames(const BoundList& inner, const ffi::Array<ffi::String>& inner_names,
                                    const ffi::Array<ffi::String>& outer_names);
 
+/*! \brief Whether `f` is a partial function made by this copy of the code. */
+bool IsPartialFunction(const ffi::Function& f);
+
 /*! \brief Whether `f` is a partial function of this library, and its parts if so. */
 struct PartialParts {
   ffi::Function target;

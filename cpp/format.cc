@@ -173,15 +173,24 @@ std::string DeviceString(int32_t device_type, int32_t device_id) {
   return os.str();
 }
 
+/*! \brief The tensor's data when it lives in host memory (readable directly), else null. */
+const char* HostData(const DLTensor* t) {
+  const int type = t->device.device_type;
+  if (type == kDLCPU || type == kDLCUDAHost || type == kDLROCMHost) {
+    return static_cast<const char*>(t->data) + t->byte_offset;
+  }
+  return nullptr;
+}
+
 void CopyTensorToHost(const ffi::Tensor& tensor, char* dst, size_t nbytes) {
   if (nbytes == 0) return;
   const DLTensor* t = tensor.GetDLTensorPtr();
-  if (t->device.device_type == kDLCPU || t->device.device_type == kDLCUDAHost ||
-      t->device.device_type == kDLROCMHost) {
-    std::memcpy(dst, static_cast<const char*>(t->data) + t->byte_offset, nbytes);
+  if (const char* host = HostData(t)) {
+    std::memcpy(dst, host, nbytes);
     return;
   }
-  static const auto copy = ffi::Function::GetGlobal("runtime.TVMTensorCopyToBytes");
+  // Looked up each time: tvm may be imported after the first save.
+  auto copy = ffi::Function::GetGlobal("runtime.TVMTensorCopyToBytes");
   if (!copy.has_value()) {
     TVM_FFI_THROW(RuntimeError) << "saving a tensor on "
                                 << DeviceString(t->device.device_type, t->device.device_id)
@@ -194,12 +203,8 @@ void CopyTensorToHost(const ffi::Tensor& tensor, char* dst, size_t nbytes) {
 /*! \brief A tensor's bytes in host memory: the tensor's own for host tensors, else a copy. */
 class HostBytes {
  public:
-  HostBytes(const ffi::Tensor& tensor, size_t nbytes) {
-    const DLTensor* t = tensor.GetDLTensorPtr();
-    if (t->device.device_type == kDLCPU || t->device.device_type == kDLCUDAHost ||
-        t->device.device_type == kDLROCMHost) {
-      data_ = static_cast<const char*>(t->data) + t->byte_offset;
-    } else {
+  HostBytes(const ffi::Tensor& tensor, size_t nbytes) : data_(HostData(tensor.GetDLTensorPtr())) {
+    if (data_ == nullptr) {
       copy_.resize(nbytes);
       CopyTensorToHost(tensor, copy_.data(), nbytes);
       data_ = copy_.data();
@@ -309,15 +314,15 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
     }
     w.Patch<uint64_t>(region_size_at, end);
   }
-  size_t end = kHeaderSize + meta_size;
-  for (Pending& p : region ? std::vector<Pending>() : tensors) {
-    size_t offset = AlignUp(end);
-    w.str().resize(offset, '\0');
-    w.str().resize(offset + p.nbytes);
-    CopyTensorToHost(p.tensor, &w.str()[offset], p.nbytes);
-    w.Patch<uint64_t>(p.offset_at, offset);
-    w.Patch<uint64_t>(p.hash_at, Hash(w.str().data() + offset, p.nbytes));
-    end = offset + p.nbytes;
+  if (!region) {  // payloads follow the metadata, each at the next multiple of 64
+    for (Pending& p : tensors) {
+      size_t offset = AlignUp(w.size());
+      w.str().resize(offset, '\0');
+      w.str().resize(offset + p.nbytes);
+      CopyTensorToHost(p.tensor, &w.str()[offset], p.nbytes);
+      w.Patch<uint64_t>(p.offset_at, offset);
+      w.Patch<uint64_t>(p.hash_at, Hash(w.str().data() + offset, p.nbytes));
+    }
   }
   w.Patch<uint64_t>(16, w.size());
   w.Patch<uint64_t>(24, meta_size);
@@ -363,6 +368,10 @@ void WriteRegion(const std::vector<FunctionRecord>& functions, const ExternalReg
     written = AlignUp(written);
     put(HostBytes(t, nbytes).data(), nbytes);
     written += nbytes;
+  }
+  // A write error can surface only when the buffered data is flushed (a full disk): check it.
+  if (std::fclose(file.release()) != 0) {
+    TVM_FFI_THROW(RuntimeError) << "writing the payload region to " << path << " failed";
   }
 }
 

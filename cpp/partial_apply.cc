@@ -5,7 +5,6 @@
  */
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/memory.h>
-#include <tvm/ffi/reflection/registry.h>
 #include <tvm_partial/partial_apply.h>
 
 #include <cstring>
@@ -215,10 +214,6 @@ class PartialFunctionObj final : public ffi::FunctionObj {
   uint8_t index_[kGatherSlots];   // ... and its index among the caller arguments or views_
 };
 
-bool IsPartialFunction(const ffi::Function& f) {
-  return f.defined() && f->safe_call == &PartialFunctionObj::SafeCall;
-}
-
 void CheckAgainstSignature(const BoundList& bound, const ffi::Array<ffi::String>& names,
                            const std::string& who) {
   if (names.empty() || bound.empty()) return;
@@ -232,6 +227,10 @@ void CheckAgainstSignature(const BoundList& bound, const ffi::Array<ffi::String>
 }  // namespace
 
 namespace detail {
+bool IsPartialFunction(const ffi::Function& f) {
+  return f.defined() && f->safe_call == &PartialFunctionObj::SafeCall;
+}
+
 bool GetPartialParts(const ffi::Function& f, PartialParts* out) {
   if (!IsPartialFunction(f)) return false;
   const auto* self = static_cast<const PartialFunctionObj*>(f.get());
@@ -269,8 +268,6 @@ ffi::Function PartialApply(ffi::Function f, Bindings bound, ffi::String name,
   return MakePartial(std::move(f), detail::FromBindings(bound, "PartialApply"), std::move(name),
                      std::move(param_names));
 }
-
-ffi::Map<ffi::String, Bindings> PartialApplyBindings(const ffi::Any& obj);  // partial_module.cc
 
 namespace {
 

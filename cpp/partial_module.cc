@@ -107,7 +107,19 @@ PartialModuleObj* AsPartialModule(const ffi::Module& mod) {
 }
 
 ffi::Module MakePartialModule(ffi::Module mod, std::vector<format::FunctionRecord> functions) {
-  if (PartialModuleObj* inner = AsPartialModule(mod)) {
+  PartialModuleObj* inner = AsPartialModule(mod);
+  // The compiled code the bindings will apply to (a partial module's wrapped module; absent for
+  // one restored from bytes alone, whose functions are checked at lookup).
+  ffi::Optional<ffi::Module> code = inner == nullptr ? ffi::Optional<ffi::Module>(mod)
+                                    : inner->HasWrapped() ? ffi::Optional<ffi::Module>(inner->Wrapped())
+                                                          : ffi::Optional<ffi::Module>();
+  for (const format::FunctionRecord& r : functions) {
+    if (code.has_value() && !(*code)->GetFunction(r.name, /*query_imports=*/true).has_value()) {
+      TVM_FFI_THROW(AttributeError) << "PartialApplyModule: the module (" << (*code)->kind()
+                                    << ") has no function '" << r.name << "' to bind";
+    }
+  }
+  if (inner != nullptr) {
     // Merge into one level over the same compiled code.
     std::vector<format::FunctionRecord> merged = inner->functions_;
     for (format::FunctionRecord& outer : functions) {
@@ -120,27 +132,39 @@ ffi::Module MakePartialModule(ffi::Module mod, std::vector<format::FunctionRecor
         it->bound = detail::Merge(it->bound, outer.bound);
       }
     }
-    if (!inner->HasWrapped()) {
-      return ffi::Module(ffi::make_object<PartialModuleObj>(std::move(merged), std::nullopt));
-    }
-    return ffi::Module(ffi::make_object<PartialModuleObj>(std::move(merged), inner->Wrapped()));
-  }
-  for (const format::FunctionRecord& r : functions) {
-    if (!mod->GetFunction(r.name, /*query_imports=*/true).has_value()) {
-      TVM_FFI_THROW(AttributeError) << "PartialApplyModule: the module (" << mod->kind()
-                                    << ") has no function '" << r.name << "' to bind";
-    }
+    return ffi::Module(ffi::make_object<PartialModuleObj>(std::move(merged), code));
   }
   return ffi::Module(ffi::make_object<PartialModuleObj>(std::move(functions), mod));
 }
 
-void CheckNames(const format::FunctionRecord& r) {
-  if (r.param_names.empty() || r.bound.empty()) return;
+/*! \brief One function's record, its positions checked against its names (when given). */
+format::FunctionRecord MakeRecord(const ffi::String& name,
+                                  const ffi::Map<ffi::String, ffi::Array<ffi::String>>& names,
+                                  BoundList bound) {
+  format::FunctionRecord r{name, names.Get(name).value_or(ffi::Array<ffi::String>()), std::move(bound)};
+  if (r.param_names.empty() || r.bound.empty()) return r;
   if (r.bound.back().first >= static_cast<int64_t>(r.param_names.size())) {
     TVM_FFI_THROW(IndexError) << "PartialApplyModule: function '" << r.name << "': bound index "
                               << r.bound.back().first << " is out of range for its "
                               << r.param_names.size() << " parameters";
   }
+  return r;
+}
+
+/*!
+ * \brief The records of a partial function (one, named "") or of a partial_apply module made by
+ *        this copy of the code; nullopt for anything else.
+ */
+std::optional<std::vector<format::FunctionRecord>> RecordsOf(const ffi::Any& obj) {
+  if (auto f = obj.try_cast<ffi::Function>()) {
+    detail::PartialParts parts;
+    if (!detail::GetPartialParts(*f, &parts)) return std::nullopt;
+    return std::vector<format::FunctionRecord>{{"", parts.param_names, std::move(parts.bound)}};
+  }
+  if (auto m = obj.try_cast<ffi::Module>()) {
+    if (PartialModuleObj* pm = AsPartialModule(*m)) return pm->functions_;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -161,54 +185,36 @@ ffi::Module PartialApplyModule(ffi::Module mod, ffi::Map<ffi::String, Bindings> 
                                ffi::Map<ffi::String, ffi::Array<ffi::String>> param_names) {
   std::vector<format::FunctionRecord> functions;
   for (const auto& [name, bound] : bindings) {
-    format::FunctionRecord r{name, param_names.Get(name).value_or(ffi::Array<ffi::String>()),
-                             detail::FromBindings(bound, "PartialApplyModule('" + std::string(name) + "')")};
-    CheckNames(r);
-    functions.push_back(std::move(r));
+    functions.push_back(MakeRecord(
+        name, param_names, detail::FromBindings(bound, "PartialApplyModule('" + std::string(name) + "')")));
   }
   return MakePartialModule(std::move(mod), std::move(functions));
 }
 
 ffi::Map<ffi::String, Bindings> PartialApplyBindings(const ffi::Any& obj) {
-  ffi::Map<ffi::String, Bindings> out;
-  if (auto f = obj.try_cast<ffi::Function>()) {
-    detail::PartialParts parts;
-    if (detail::GetPartialParts(*f, &parts)) {
-      out.Set("", detail::ToBindings(parts.bound));
-      return out;
-    }
-  } else if (auto m = obj.try_cast<ffi::Module>()) {
-    if (PartialModuleObj* pm = AsPartialModule(*m)) {
-      for (const auto& r : pm->functions_) out.Set(r.name, detail::ToBindings(r.bound));
-      return out;
-    }
+  auto records = RecordsOf(obj);
+  if (!records.has_value()) {
+    TVM_FFI_THROW(TypeError) << "PartialApplyBindings: expected a partial function or a "
+                                "partial_apply module, got "
+                             << obj.GetTypeKey() << ForeignCopyHint(obj);
   }
-  TVM_FFI_THROW(TypeError) << "PartialApplyBindings: expected a partial function or a "
-                              "partial_apply module, got "
-                           << obj.GetTypeKey() << ForeignCopyHint(obj);
-  TVM_FFI_UNREACHABLE();
+  ffi::Map<ffi::String, Bindings> out;
+  for (const auto& r : *records) out.Set(r.name, detail::ToBindings(r.bound));
+  return out;
 }
 
 ffi::Map<ffi::String, ffi::Array<ffi::String>> PartialApplyParamNames(const ffi::Any& obj) {
-  ffi::Map<ffi::String, ffi::Array<ffi::String>> out;
-  if (auto f = obj.try_cast<ffi::Function>()) {
-    detail::PartialParts parts;
-    if (detail::GetPartialParts(*f, &parts)) {
-      if (!parts.param_names.empty()) out.Set("", parts.param_names);
-      return out;
-    }
-  } else if (auto m = obj.try_cast<ffi::Module>()) {
-    if (PartialModuleObj* pm = AsPartialModule(*m)) {
-      for (const auto& r : pm->functions_) {
-        if (!r.param_names.empty()) out.Set(r.name, r.param_names);
-      }
-      return out;
-    }
+  auto records = RecordsOf(obj);
+  if (!records.has_value()) {
+    TVM_FFI_THROW(TypeError) << "PartialApplyParamNames: expected a partial function or a "
+                                "partial_apply module, got "
+                             << obj.GetTypeKey() << ForeignCopyHint(obj);
   }
-  TVM_FFI_THROW(TypeError) << "PartialApplyParamNames: expected a partial function or a "
-                              "partial_apply module, got "
-                           << obj.GetTypeKey() << ForeignCopyHint(obj);
-  TVM_FFI_UNREACHABLE();
+  ffi::Map<ffi::String, ffi::Array<ffi::String>> out;
+  for (const auto& r : *records) {
+    if (!r.param_names.empty()) out.Set(r.name, r.param_names);
+  }
+  return out;
 }
 
 namespace {
@@ -237,11 +243,8 @@ void PartialApplyModulePacked(ffi::PackedArgs args, ffi::Any* rv) {
   }
   std::vector<format::FunctionRecord> functions;
   for (const auto& [name, bound] : *raw) {
-    format::FunctionRecord r{
-        name, names.Get(name).value_or(ffi::Array<ffi::String>()),
-        detail::FromAnyMap(bound, "PartialApplyModule('" + std::string(name) + "')")};
-    CheckNames(r);
-    functions.push_back(std::move(r));
+    functions.push_back(MakeRecord(
+        name, names, detail::FromAnyMap(bound, "PartialApplyModule('" + std::string(name) + "')")));
   }
   *rv = MakePartialModule(*mod, std::move(functions));
 }
@@ -256,8 +259,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   // A cheap test, so Python need not turn a C++ exception into a Python one to find out.
   detail::RegisterGlobalOnce("tvm_partial.IsPartial", ffi::Function::FromTyped([](ffi::Any obj) {
                                if (auto f = obj.try_cast<ffi::Function>()) {
-                                 detail::PartialParts parts;
-                                 return detail::GetPartialParts(*f, &parts);
+                                 return detail::IsPartialFunction(*f);
                                }
                                auto m = obj.try_cast<ffi::Module>();
                                return m.has_value() && AsPartialModule(*m) != nullptr;

@@ -66,8 +66,12 @@ def test_module_forwards_unbound_names(three_functions):
 
 
 def test_unknown_function_refused(three_functions):
-    with pytest.raises(AttributeError, match=r"has no function 'nope' to bind"):
+    with pytest.raises(AttributeError, match=r"the module \(llvm\) has no function 'nope' to bind"):
         tvm_partial.partial(three_functions, {1: 1.0}, function="nope")
+    # Also when binding more on a partial module: checked against the code it wraps, at bind time.
+    pm = tvm_partial.partial(three_functions, {1: np.full(8, 3, "float32")}, function="f1")
+    with pytest.raises(AttributeError, match=r"the module \(llvm\) has no function 'nope' to bind"):
+        tvm_partial.partial(pm, {1: 1.0}, function="nope")
 
 
 def test_partial_of_partial_module_merges(three_functions):

@@ -43,8 +43,6 @@ def export_library(module, path: PathLike, *, self_contained: bool = False,
     path = os.fspath(path)
     existed = os.path.exists(path)
     if not hasattr(module, "export_library"):
-        import tvm.runtime  # noqa: F401  (tvm's Module class carries export_library)
-
         raise TypeError(f"export_library needs a tvm.runtime.Module, got {type(module).__name__}")
     if kwargs.get("addons"):
         kwargs["addons"] = list(kwargs["addons"])  # TVM appends to the list: keep the caller's
@@ -58,7 +56,7 @@ def export_library(module, path: PathLike, *, self_contained: bool = False,
         kwargs["options"] = [*([options] if isinstance(options, str) else options), "-Wl,-z,nodelete"]
     try:
         with tempfile.TemporaryDirectory(prefix="tvm_partial_") as workdir:
-            if _is_partial_module(module) and (
+            if isinstance(module, tvm_ffi.Module) and _lib.is_partial(module) and (
                     zero_copy or (zero_copy is None and _zero_copy.constant_bytes(module) >= _zero_copy.THRESHOLD_BYTES)):
                 module, payload_object = _zero_copy.prepare(module, Path(workdir))
                 kwargs["addons"] = [*(kwargs.get("addons") or []), os.fspath(payload_object)]
@@ -67,10 +65,6 @@ def export_library(module, path: PathLike, *, self_contained: bool = False,
         if not existed and os.path.exists(path):
             os.remove(path)
         raise
-
-
-def _is_partial_module(module) -> bool:
-    return isinstance(module, tvm_ffi.Module) and module.kind == "partial_apply"
 
 
 def embed_object() -> Path:

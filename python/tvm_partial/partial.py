@@ -182,10 +182,6 @@ def _device(device):
     return device
 
 
-def _same_device(a, b) -> bool:
-    return a.dlpack_device_type() == b.dlpack_device_type() and a.index == b.index
-
-
 def _convert(value, param: Optional[Param], label: str, device):
     """Turn one bound value into what the closure holds, checking it against its parameter."""
     if isinstance(value, np.generic):
