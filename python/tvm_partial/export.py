@@ -238,9 +238,8 @@ def check_complete(path: PathLike) -> None:
     headers are damaged). Files that are not 64-bit little-endian ELF are left to TVM's loader."""
     path = os.fspath(path)
     with _mapped(path) as data:
-        if not _elf.is_elf64_le(data[:64]):
-            return
-        _elf.ElfFile(data, path).check_segments()
+        if _elf.is_elf64_le(data[:64]):
+            _elf.ElfFile(data, path).check_segments()
 
 
 def inspect(path: PathLike) -> dict:
