@@ -100,12 +100,16 @@ _SCALAR_KINDS = ((bool, "bool"), (int, "int"), (float, "float"), (str, "str"), (
 
 
 def _kind_of(value) -> str:
-    if isinstance(value, tvm_ffi.Tensor):
+    if isinstance(value, (tvm_ffi.Tensor, np.ndarray)) or hasattr(value, "__dlpack__"):
         return "tensor"
     for cls, kind in _SCALAR_KINDS:
         if isinstance(value, cls):
             return kind
     return type(value).__name__
+
+
+def _a(kind: str) -> str:
+    return {"int": "an int", "None": "None"}.get(kind, f"a {kind}")
 
 
 def _rebound(old, value, name: str, label: str, device):
@@ -123,8 +127,8 @@ def _rebound(old, value, name: str, label: str, device):
     if old_kind == "float" and new_kind == "int":
         value, new_kind = float(value), "float"  # exact for the ints a float parameter takes
     if new_kind != old_kind:
-        raise TypeError(f"rebind: cannot rebind {label}: a {old_kind} value was bound there, got "
-                        f"a {new_kind} value; pass a {old_kind}")
+        raise TypeError(f"rebind: cannot rebind {label}: {_a(old_kind)} was bound there, got "
+                        f"{_a(new_kind)}; pass {_a(old_kind)}")
     return value
 
 
