@@ -216,7 +216,7 @@ def test_object_writers_agree(affine4, tmp_path, monkeypatch, writer):
     """The payload object written directly (ELF hosts) and through the assembler (elsewhere)."""
     exe, _ = affine4
     if writer == "assembler":
-        monkeypatch.setattr(zero_copy, "_ELF_MACHINES", {})
+        monkeypatch.setattr(zero_copy._elf, "MACHINES", {})
     b, c = ints(16, seed=1), ints(16, seed=2)
     lib = tmp_path / f"{writer}.so"
     tvm_partial.export_library(tvm_partial.partial(exe, {1: b, 2: c}), lib, zero_copy=True)
