@@ -386,3 +386,13 @@ def test_rebind_without_code_refused(affine4):
         tvm_partial.rebind(tvm_partial.load_from_bytes(blob), {1: np.zeros(16, "float32")})
     restored = tvm_partial.rebind(tvm_partial.load_from_bytes(blob, wrapped=exe), {1: np.full(16, 2, "float32")})
     assert np.array_equal(tvm_partial.bindings(restored)["main"][1].numpy(), np.full(16, 2, "float32"))
+
+
+def test_loaded_plain_library_export_refused(affine4, tmp_path):
+    """Code loaded from a library that is not an artifact: a clear error, not TVM's."""
+    exe, _ = affine4
+    exe.export_library(str(tmp_path / "plain.so"))
+    pm = tvm_partial.partial(tvm.runtime.load_module(str(tmp_path / "plain.so")), {1: 1.0})
+    with pytest.raises(ValueError, match=r"which TVM cannot export again, and it is not an intact tvm-partial artifact"):
+        tvm_partial.export_library(pm, tmp_path / "out.so")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.so"]

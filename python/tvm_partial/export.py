@@ -37,8 +37,12 @@ def export_library(module, path: PathLike, *, self_contained: bool = False,
     loading maps them without copying, pages are read when first touched, and writes to bound
     tensors are private (copy-on-write). ``False`` keeps them inside the embedded bytes.
 
-    A value that cannot be serialised is refused before anything is written; on any failure no
-    file is left at ``path``. ``kwargs`` go to TVM's ``export_library`` (``addons``, ``options``,
+    A module loaded back from an artifact (then ``rebind``) is exported as a copy of that
+    artifact's file with the new constants (see docs/large_constants.md).
+
+    The library is written under a new name and renamed onto ``path``: a file already there is
+    replaced, never rewritten in place (a process may have it mapped). A value that cannot be
+    serialised is refused before anything is written; on any failure ``path`` is as it was. ``kwargs`` go to TVM's ``export_library`` (``addons``, ``options``,
     ``cc``, ...).
     """
     path = os.fspath(path)
@@ -106,10 +110,16 @@ def _export_loaded(module, path: str, *, zero_copy, self_contained, **kwargs) ->
         raise ValueError(f"export_library: {path} is the file this module was loaded from; write the "
                          "updated artifact to a new path (a loaded artifact is never changed in place)")
     with _mapped(source) as data:
-        art = _Artifact(data, source)
+        try:
+            art = _Artifact(data, source)
+        except ValueError as err:
+            raise ValueError(
+                f"export_library: this module's code was loaded from {source}, which TVM cannot "
+                f"export again, and it is not an intact tvm-partial artifact to update ({err}); bind "
+                "the compiled module (what tvm.compile returned) and export that") from err
         external = None
         if art.region is not None:
-            placement, region_at = art.placement()  # refuses a damaged region
+            _, region_at = art.placement()  # refuses a damaged region
             symbol, _, region_bytes = art.region
             external = _zero_copy.with_external_payloads(module, symbol, int(art.info["region_link"]))
         if zero_copy is not None and bool(zero_copy) != (external is not None):
