@@ -268,7 +268,8 @@ def test_inspect_checks_the_region(affine4, tmp_path):
 _UPDATE = """
 import json, sys
 import numpy as np, tvm, tvm_partial
-pm = tvm_partial.load(sys.argv[1])
+# Either loader: the file the code came from is found from the loaded code itself.
+pm = tvm_partial.load(sys.argv[1]) if sys.argv[5] == "tvm_partial" else tvm.runtime.load_module(sys.argv[1])
 new = np.load(sys.argv[3])
 other = tvm_partial.rebind(pm, weights=new, bias=np.zeros(8, "float32"))
 tvm_partial.export_library(other, sys.argv[2])
@@ -300,7 +301,8 @@ def test_load_rebind_export_library(conv, tmp_path, mode):
     new_weights = (inputs["weights"] * 3 - 1).astype("float32")
     np.save(tmp_path / "w.npy", new_weights)
     np.save(tmp_path / "x.npy", inputs["data"])
-    old, updated = run_json(_UPDATE, str(first), str(second), str(tmp_path / "w.npy"), str(tmp_path / "x.npy"))
+    loader = "tvm.runtime" if mode else "tvm_partial"
+    old, updated = run_json(_UPDATE, str(first), str(second), str(tmp_path / "w.npy"), str(tmp_path / "x.npy"), loader)
     want = demo.reference(data=inputs["data"], weights=new_weights, bias=np.zeros(8, "float32"))
     assert np.array_equal(np.array(old, "float32"), expected)
     assert np.array_equal(np.array(updated, "float32"), want)
@@ -320,7 +322,7 @@ def test_update_flow_refusals(affine4, tmp_path):
     lib = tmp_path / "s.so"
     tvm_partial.export_library(pm, lib)
     got = run_json("""
-        import json, sys
+        import json, os, sys
         import numpy as np, tvm_partial
         pm = tvm_partial.load(sys.argv[1])
         errors = []
@@ -334,14 +336,22 @@ def test_update_flow_refusals(affine4, tmp_path):
             except Exception as err:
                 errors.append(f"{type(err).__name__}: {err}")
         tvm_partial.export_library(tvm_partial.rebind(pm, {2: "xyzw"}), sys.argv[2])  # fits: fine
+        os.replace(sys.argv[2], sys.argv[1])  # the file the code was loaded from, replaced
+        try:
+            tvm_partial.export_library(pm, sys.argv[3])
+            errors.append(None)
+        except Exception as err:
+            errors.append(f"{type(err).__name__}: {err}")
         print(json.dumps(errors))
-        """, str(lib), str(tmp_path / "new.so"))
-    longer, same_file, placement, options = got
+        """, str(lib), str(tmp_path / "new.so"), str(tmp_path / "third.so"))
+    longer, same_file, placement, options, replaced = got
+    assert replaced.startswith("ValueError: export_library:") and "has been replaced or removed since" in replaced
+    assert not (tmp_path / "third.so").exists()
     assert longer.startswith("ValueError: export_library: the updated bindings take") and "same lengths" in longer
     assert same_file.startswith("ValueError: export_library:") and "is the file this module was loaded from" in same_file
     assert placement.startswith("ValueError: export_library: zero_copy=True differs from")
     assert options.startswith("ValueError: export_library: options cannot apply to a module loaded from")
-    assert tvm_partial.inspect(tmp_path / "new.so")["functions"][0]["bindings"][1]["value"] == "xyzw"
+    assert tvm_partial.inspect(lib)["functions"][0]["bindings"][1]["value"] == "xyzw"  # new.so, renamed
 
 
 def test_export_writes_a_new_file(affine4, tmp_path):
