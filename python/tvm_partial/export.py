@@ -278,13 +278,13 @@ def verify(path: PathLike) -> dict:
     path = os.fspath(path)
     with _mapped(path) as data:
         art = _Artifact(data, path)
+        placement, base = art.placement()
         payloads = []
         for fn in art.info["functions"]:
             names = [str(n) for n in fn["param_names"]]
             for b in fn["bindings"]:
                 if str(b["kind"]) != "tensor":
                     continue
-                placement, base = art.placement()
                 entry = {"function": str(fn["name"]), "index": int(b["index"])}
                 if entry["index"] < len(names):
                     entry["name"] = names[entry["index"]]
