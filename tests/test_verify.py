@@ -106,3 +106,18 @@ def test_large_payload_hashed_in_chunks(affine4, tmp_path):
     assert hash_range(str(tmp_path / "big.so"), at, big.size) != hash_range(str(tmp_path / "big.so"), at, big.size - 1)
     with pytest.raises(ValueError, match="run past the end of the file"):
         hash_range(str(tmp_path / "big.so"), at, 2**40)
+
+
+def test_damaged_metadata_names_the_file(artifacts, tmp_path):
+    """The format's own checks (here the metadata hash) name the file too, in one line."""
+    from tvm_partial import _elf
+
+    data = bytearray(artifacts["inline"].read_bytes())
+    blob = [m for m in _elf.ElfFile(bytes(data), "x").embedded_modules() if m.kind == "partial_apply"][0]
+    data[blob.offset + 60] ^= 0xFF  # inside the metadata
+    bad = tmp_path / "meta.so"
+    bad.write_bytes(bytes(data))
+    for command in ("verify", "inspect"):
+        proc = cli(command, str(bad))
+        assert proc.returncode == 2
+        assert proc.stderr == f"tvm-partial {command}: {bad}: corrupted partial_apply data: metadata checksum mismatch\n"

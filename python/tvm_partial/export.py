@@ -340,7 +340,10 @@ class _Artifact:
             raise ValueError(f"{path} is not a tvm-partial artifact: it embeds no partial_apply module "
                              f"(embedded modules: {kinds})")
         self.blob = partial[0]
-        self.info = _lib.describe_bytes(bytes(data[self.blob.offset:self.blob.offset + self.blob.size]))
+        try:
+            self.info = _lib.describe_bytes(bytes(data[self.blob.offset:self.blob.offset + self.blob.size]))
+        except ValueError as err:  # the format's reader: say which file
+            raise ValueError(f"{path}: {err}") from err
         self.payloads = str(self.info["payloads"])
         self.region = None  # (symbol, file offset, bytes) of a zero-copy region
         if self.payloads.startswith("region "):
