@@ -4,6 +4,7 @@
  */
 #include "format.h"
 
+#include "hash.h"
 #include "payload_region.h"
 
 #include <tvm_partial/partial_apply.h>
@@ -47,69 +48,8 @@ constexpr bool kVerifyChecksums = true;
 
 enum ValueKind : uint8_t { kNone = 0, kInt = 1, kFloat = 2, kBool = 3, kStr = 4, kTensor = 5 };
 
-// ---------------------------------------------------------------------------------------------
-// A 64-bit hash: four independent multiply-rotate lanes over 32-byte blocks (fast enough to run
-// over every payload at load time), then the tail and a final avalanche.
-constexpr uint64_t kP1 = 0x9E3779B185EBCA87ULL;
-constexpr uint64_t kP2 = 0xC2B2AE3D27D4EB4FULL;
-constexpr uint64_t kP3 = 0x165667B19E3779F9ULL;
-
-inline uint64_t Rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
-inline uint64_t Load64(const unsigned char* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
-inline uint64_t Lane(uint64_t acc, uint64_t word) { return Rotl(acc + word * kP2, 31) * kP1; }
-
-class Hasher {
- public:
-  void Update(const void* data, size_t size) {
-    const auto* p = static_cast<const unsigned char*>(data);
-    total_ += size;
-    if (buffered_ > 0) {
-      size_t take = std::min(size, sizeof(buffer_) - buffered_);
-      std::memcpy(buffer_ + buffered_, p, take);
-      buffered_ += take;
-      p += take;
-      size -= take;
-      if (buffered_ < sizeof(buffer_)) return;
-      Block(buffer_);
-      buffered_ = 0;
-    }
-    for (; size >= 32; p += 32, size -= 32) Block(p);
-    std::memcpy(buffer_, p, size);
-    buffered_ = size;
-  }
-  uint64_t Final() const {
-    uint64_t h = Rotl(acc_[0], 1) + Rotl(acc_[1], 7) + Rotl(acc_[2], 12) + Rotl(acc_[3], 18);
-    h ^= total_ * kP3;
-    size_t i = 0;
-    for (; i + 8 <= buffered_; i += 8) h = Rotl(h ^ Lane(0, Load64(buffer_ + i)), 27) * kP1 + kP3;
-    for (; i < buffered_; ++i) h = Rotl(h ^ (buffer_[i] * kP3), 11) * kP1;
-    h ^= h >> 33;
-    h *= kP2;
-    h ^= h >> 29;
-    h *= kP3;
-    h ^= h >> 32;
-    return h;
-  }
-
- private:
-  void Block(const unsigned char* p) {
-    for (int k = 0; k < 4; ++k) acc_[k] = Lane(acc_[k], Load64(p + 8 * k));
-  }
-  uint64_t acc_[4] = {kP1 + kP2, kP2, 0, 0 - kP1};
-  unsigned char buffer_[32];
-  size_t buffered_ = 0;
-  uint64_t total_ = 0;
-};
-
-uint64_t Hash(const void* data, size_t size) {
-  Hasher h;
-  h.Update(data, size);
-  return h.Final();
-}
+using hash::Hash;
+using hash::Hasher;
 
 uint64_t MetadataHash(const char* blob, size_t meta_size) {
   Hasher h;
@@ -715,6 +655,9 @@ ffi::Map<ffi::String, ffi::Any> Describe(const char* data, size_t size) {
         b.Set("shape", ffi::Array<int64_t>(v.tensor.shape.begin(), v.tensor.shape.end()));
         b.Set("device", ffi::String(DeviceString(v.tensor.device_type, v.tensor.device_id)));
         b.Set("bytes", static_cast<int64_t>(v.tensor.nbytes));
+        // Where the payload is (from the blob's start, or the region's) and its recorded hash.
+        b.Set("offset", static_cast<int64_t>(v.tensor.offset));
+        b.Set("hash", static_cast<int64_t>(v.tensor.hash));
         constant_bytes += v.tensor.nbytes;
       } else {
         b.Set("value", v.scalar);
@@ -732,6 +675,10 @@ ffi::Map<ffi::String, ffi::Any> Describe(const char* data, size_t size) {
   out.Set("total_bytes", static_cast<int64_t>(parsed.total));
   out.Set("constant_bytes", static_cast<int64_t>(constant_bytes));
   out.Set("payloads", ffi::String(parsed.external ? "region " + parsed.symbol : "inline"));
+  if (parsed.external) {
+    out.Set("region_link", static_cast<int64_t>(parsed.link));
+    out.Set("region_size", static_cast<int64_t>(parsed.region_size));
+  }
   out.Set("functions", functions);
   return out;
 }

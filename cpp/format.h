@@ -75,8 +75,11 @@ std::vector<FunctionRecord> Decode(const char* data, size_t size);
 
 /*!
  * \brief Parse without materialising tensors, for inspection: {"version", "total_bytes",
- *        "constant_bytes", "functions": [{"name", "param_names", "bindings": [{"index", "kind",
- *        "value" | "dtype", "shape", "device", "bytes"}]}]}.
+ *        "constant_bytes", "payloads" ("inline" | "region SYMBOL"), ["region_link", "region_size"],
+ *        "functions": [{"name", "param_names", "bindings": [{"index", "kind", "value" | "dtype",
+ *        "shape", "device", "bytes", "offset", "hash"}]}]}. A tensor's "offset" counts from the
+ *        blob's start (inline) or the region's; "hash" is the recorded payload hash (hash.h) as
+ *        the int64 of its bits. Payload bytes are not read (`verify` checks them).
  */
 ffi::Map<ffi::String, ffi::Any> Describe(const char* data, size_t size);
 

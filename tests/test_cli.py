@@ -105,4 +105,13 @@ def test_console_script_installed():
 
     script = shutil.which("tvm-partial") or str(__import__("pathlib").Path(sys.executable).parent / "tvm-partial")
     proc = subprocess.run([script, "--help"], capture_output=True, text=True)
-    assert proc.returncode == 0 and "demo" in proc.stdout and "inspect" in proc.stdout
+    assert proc.returncode == 0 and "demo" in proc.stdout and "inspect" in proc.stdout and "verify" in proc.stdout
+
+
+def test_verify_and_inspect_say_what_was_checked(demo_run):
+    _, out = demo_run
+    text = cli("inspect", str(out / "conv2d_bias.so")).stdout
+    assert "  payload hashes: not checked (run tvm-partial verify)" in text
+    proc = cli("verify", str(out / "conv2d_bias.so"))
+    assert proc.returncode == 0 and "intact: 2 payloads, 896 bytes, match their recorded hashes" in proc.stdout
+

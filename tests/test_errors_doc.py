@@ -94,7 +94,20 @@ CASES = {
     "a bound module restored without its code": lambda c: tvm_partial.load_from_bytes(_blob(c))["main"],
     "`tvm-partial inspect` on a library without bindings": lambda c: _cli("inspect", c["plain"]),
     "`tvm-partial inspect` on a file that is not a library": lambda c: _cli("inspect", c["text"]),
+    "a value of another kind than the one bound": lambda c: tvm_partial.rebind(
+        tvm_partial.partial(c["exe"], {1: W}), {1: 1.0}),
+    "a module restored from bytes without its code": lambda c: tvm_partial.rebind(
+        tvm_partial.load_from_bytes(_blob(c)), {1: B}),
+    "a loaded artifact rebound with values that no longer fit its file": lambda c: _export_longer_string(c),
+    "`tvm-partial verify` on a file cut short": lambda c: _cli("verify", c["truncated"]),
 }
+
+
+def _export_longer_string(ctx) -> None:
+    folder = Path(ctx["artifact"]).parent
+    tvm_partial.export_library(tvm_partial.partial(ctx["exe"], {1: W, 3: "s"}), folder / "string.so")
+    loaded = tvm_partial.load(folder / "string.so")
+    tvm_partial.export_library(tvm_partial.rebind(loaded, {3: "s" * 200}), folder / "string2.so")
 
 
 @pytest.fixture(scope="module")

@@ -216,7 +216,7 @@ def test_object_writers_agree(affine4, tmp_path, monkeypatch, writer):
     """The payload object written directly (ELF hosts) and through the assembler (elsewhere)."""
     exe, _ = affine4
     if writer == "assembler":
-        monkeypatch.setattr(zero_copy, "_ELF_MACHINES", {})
+        monkeypatch.setattr(zero_copy._elf, "MACHINES", {})
     b, c = ints(16, seed=1), ints(16, seed=2)
     lib = tmp_path / f"{writer}.so"
     tvm_partial.export_library(tvm_partial.partial(exe, {1: b, 2: c}), lib, zero_copy=True)
@@ -249,7 +249,10 @@ def test_inspect_checks_the_region(affine4, tmp_path):
     def cli(path):
         return subprocess.run([sys.executable, "-m", "tvm_partial", "inspect", str(path)], capture_output=True, text=True)
 
-    assert f"payload region at file offset {region['file_offset']}, {region['bytes']} bytes (complete)" in cli(lib).stdout
+    text = cli(lib).stdout
+    assert f"payload region at file offset {region['file_offset']}, {region['bytes']} bytes " \
+           "(present, header intact, inside the file)" in text
+    assert "payload hashes: not checked (run tvm-partial verify)" in text and "complete" not in text
     data = bytearray(lib.read_bytes())
     data[region["file_offset"] + 16] ^= 1  # the region's size field
     (tmp_path / "damaged.so").write_bytes(bytes(data))
@@ -257,3 +260,149 @@ def test_inspect_checks_the_region(affine4, tmp_path):
     (tmp_path / "cut.so").write_bytes(bytes(data[: region["file_offset"] + 100]))
     proc = cli(tmp_path / "cut.so")
     assert proc.returncode == 2 and "is truncated" in proc.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# The documented update flow: load -> rebind -> export_library, for both placements.
+
+_UPDATE = """
+import json, sys
+import numpy as np, tvm, tvm_partial
+# Either loader: the file the code came from is found from the loaded code itself.
+pm = tvm_partial.load(sys.argv[1]) if sys.argv[5] == "tvm_partial" else tvm.runtime.load_module(sys.argv[1])
+new = np.load(sys.argv[3])
+other = tvm_partial.rebind(pm, weights=new, bias=np.zeros(8, "float32"))
+tvm_partial.export_library(other, sys.argv[2])
+# The loaded module and its file are untouched; the new module computes with the new values.
+out = tvm.runtime.empty((1, 8, 30, 30), "float32")
+data = tvm.runtime.tensor(np.load(sys.argv[4]))
+pm(data, out); old = out.numpy().tolist()
+other(data, out); updated = out.numpy().tolist()
+print(json.dumps([old, updated]))
+"""
+
+_RUN = """
+import json, sys
+import numpy as np, tvm, tvm_partial
+lib = tvm_partial.load(sys.argv[1])
+out = tvm.runtime.empty((1, 8, 30, 30), "float32")
+lib(tvm.runtime.tensor(np.load(sys.argv[2])), out)
+print(json.dumps(out.numpy().tolist()))
+"""
+
+
+@pytest.mark.parametrize("mode", [False, True], ids=["inline", "zero_copy"])
+def test_load_rebind_export_library(conv, tmp_path, mode):
+    exe, tensors, inputs, expected = conv
+    pm = tvm_partial.partial(exe, signature=tensors, weights=inputs["weights"], bias=inputs["bias"])
+    first, second = tmp_path / "model.so", tmp_path / "other.so"
+    tvm_partial.export_library(pm, first, zero_copy=mode)
+    before = sha256(first)
+    new_weights = (inputs["weights"] * 3 - 1).astype("float32")
+    np.save(tmp_path / "w.npy", new_weights)
+    np.save(tmp_path / "x.npy", inputs["data"])
+    loader = "tvm.runtime" if mode else "tvm_partial"
+    old, updated = run_json(_UPDATE, str(first), str(second), str(tmp_path / "w.npy"), str(tmp_path / "x.npy"), loader)
+    want = demo.reference(data=inputs["data"], weights=new_weights, bias=np.zeros(8, "float32"))
+    assert np.array_equal(np.array(old, "float32"), expected)
+    assert np.array_equal(np.array(updated, "float32"), want)
+
+    assert sha256(first) == before  # the original artifact is never modified
+    assert tvm_partial.inspect(second)["payloads"] == tvm_partial.inspect(first)["payloads"]
+    assert tvm_partial.verify(second)["intact"] and tvm_partial.verify(first)["intact"]
+    # Fresh processes: the new artifact gives the new results, the original the old ones.
+    got = np.array(run_json(_RUN, str(second), str(tmp_path / "x.npy")), "float32")
+    assert np.array_equal(got, want)
+    assert np.array_equal(np.array(run_json(_RUN, str(first), str(tmp_path / "x.npy")), "float32"), expected)
+
+
+def test_update_flow_refusals(affine4, tmp_path):
+    exe, _ = affine4
+    pm = tvm_partial.partial(exe, {1: np.ones(16, "float32"), 2: "abc"})
+    lib = tmp_path / "s.so"
+    tvm_partial.export_library(pm, lib)
+    got = run_json("""
+        import json, os, sys
+        import numpy as np, tvm_partial
+        pm = tvm_partial.load(sys.argv[1])
+        errors = []
+        for call in (lambda: tvm_partial.export_library(tvm_partial.rebind(pm, {2: "abcd" * 50}), sys.argv[2]),
+                     lambda: tvm_partial.export_library(pm, sys.argv[1]),
+                     lambda: tvm_partial.export_library(pm, sys.argv[2], zero_copy=True),
+                     lambda: tvm_partial.export_library(pm, sys.argv[2], options=["-O2"])):
+            try:
+                call()
+                errors.append(None)
+            except Exception as err:
+                errors.append(f"{type(err).__name__}: {err}")
+        tvm_partial.export_library(tvm_partial.rebind(pm, {2: "xyzw"}), sys.argv[2])  # fits: fine
+        os.replace(sys.argv[2], sys.argv[1])  # the file the code was loaded from, replaced
+        try:
+            tvm_partial.export_library(pm, sys.argv[3])
+            errors.append(None)
+        except Exception as err:
+            errors.append(f"{type(err).__name__}: {err}")
+        print(json.dumps(errors))
+        """, str(lib), str(tmp_path / "new.so"), str(tmp_path / "third.so"))
+    longer, same_file, placement, options, replaced = got
+    assert replaced.startswith("ValueError: export_library:") and "has been replaced or removed since" in replaced
+    assert not (tmp_path / "third.so").exists()
+    assert longer.startswith("ValueError: export_library: the updated bindings take") and "same lengths" in longer
+    assert same_file.startswith("ValueError: export_library:") and "is the file this module was loaded from" in same_file
+    assert placement.startswith("ValueError: export_library: zero_copy=True differs from")
+    assert options.startswith("ValueError: export_library: options cannot apply to a module loaded from")
+    assert tvm_partial.inspect(lib)["functions"][0]["bindings"][1]["value"] == "xyzw"  # new.so, renamed
+
+
+def test_export_writes_a_new_file(affine4, tmp_path):
+    """Exporting over an existing artifact replaces the file (a new inode): a process that has the
+    old one open or mapped keeps reading the old bytes."""
+    exe, _ = affine4
+    lib = tmp_path / "m.so"
+    tvm_partial.export_library(tvm_partial.partial(exe, {1: np.ones(16, "float32")}), lib, zero_copy=True)
+    old_bytes = lib.read_bytes()
+    with open(lib, "rb") as held:
+        inode = Path(lib).stat().st_ino
+        tvm_partial.export_library(tvm_partial.partial(exe, {1: np.full(16, 7, "float32")}), lib, zero_copy=True)
+        assert Path(lib).stat().st_ino != inode
+        assert held.read() == old_bytes
+    assert tvm_partial.verify(lib)["intact"] and lib.read_bytes() != old_bytes
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.so"]  # no staged file left behind
+
+
+def test_rebind_refuses_another_kind(affine4):
+    exe, _ = affine4
+    pm = tvm_partial.partial(exe, {1: np.ones(16, "float32"), 2: 2.5, 3: 4}, signature=["a", "b", "c", "out"])
+    import tvm_ffi
+
+    with pytest.raises(TypeError, match=r"cannot rebind parameter 'b' \(position 1\): a tensor was bound there, got Function"):
+        tvm_partial.rebind(pm, b=tvm_ffi.convert(lambda: 0))
+    with pytest.raises(TypeError, match=r"parameter 'b' \(position 1\): a tensor was bound there, got float"):
+        tvm_partial.rebind(pm, b=1.0)
+    with pytest.raises(TypeError, match=r"parameter 'c' \(position 2\): a float was bound there, got a tensor"):
+        tvm_partial.rebind(pm, c=np.ones(16, "float32"))
+    with pytest.raises(TypeError, match=r"parameter 'out' \(position 3\): an int was bound there, got a float"):
+        tvm_partial.rebind(pm, out=1.5)
+    with pytest.raises(TypeError, match=r"a float was bound there, got a str"):
+        tvm_partial.rebind(pm, c="2.5")
+    rebound = tvm_partial.bindings(tvm_partial.rebind(pm, c=3, out=5))["main"]
+    assert rebound[2] == 3.0 and isinstance(rebound[2], float) and rebound[3] == 5
+
+
+def test_rebind_without_code_refused(affine4):
+    exe, _ = affine4
+    blob = tvm_partial.save_to_bytes(tvm_partial.partial(exe, {1: np.ones(16, "float32")}))
+    with pytest.raises(ValueError, match=r"wraps no compiled code .*load_from_bytes\(data, wrapped=exe\)"):
+        tvm_partial.rebind(tvm_partial.load_from_bytes(blob), {1: np.zeros(16, "float32")})
+    restored = tvm_partial.rebind(tvm_partial.load_from_bytes(blob, wrapped=exe), {1: np.full(16, 2, "float32")})
+    assert np.array_equal(tvm_partial.bindings(restored)["main"][1].numpy(), np.full(16, 2, "float32"))
+
+
+def test_loaded_plain_library_export_refused(affine4, tmp_path):
+    """Code loaded from a library that is not an artifact: a clear error, not TVM's."""
+    exe, _ = affine4
+    exe.export_library(str(tmp_path / "plain.so"))
+    pm = tvm_partial.partial(tvm.runtime.load_module(str(tmp_path / "plain.so")), {1: 1.0})
+    with pytest.raises(ValueError, match=r"which TVM cannot export again, and it is not an intact tvm-partial artifact"):
+        tvm_partial.export_library(pm, tmp_path / "out.so")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.so"]

@@ -5,7 +5,7 @@ between the caller and the kernel; export the module with its constants inside o
 """
 
 from ._lib import LIB
-from .export import export_library, inspect, load, load_from_bytes, save_to_bytes
+from .export import export_library, inspect, load, load_from_bytes, save_to_bytes, verify
 from .partial import bindings, param_names, partial, rebind
 
 __version__ = "0.1.0"
@@ -21,4 +21,5 @@ __all__ = [
     "partial",
     "rebind",
     "save_to_bytes",
+    "verify",
 ]

@@ -1,10 +1,37 @@
-"""The ``tvm-partial`` command: ``demo`` (the forum case end to end) and ``inspect`` (artifacts)."""
+"""The ``tvm-partial`` command: ``demo`` (the forum case end to end), ``inspect`` and ``verify``
+(artifacts).
+
+Exit codes: 0 success (``verify``: every payload matches its recorded hash); 1 ``verify`` found
+payloads that do not match (each is named on stdout); 2 the file cannot be read, is not a
+tvm-partial artifact, or is damaged or truncated (one line on stderr).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+
+
+#: Exit codes of ``inspect`` and ``verify``.
+EXIT_OK, EXIT_DAMAGED, EXIT_UNREADABLE = 0, 1, 2
+
+
+def format_verify(report: dict) -> str:
+    """Human-readable ``verify`` output: one line per payload that does not match."""
+    lines = []
+    for p in report["damaged"]:
+        name = f" ({p['name']})" if "name" in p else ""
+        lines.append(f"{report['path']}: DAMAGED: function {p['function']!r} position {p['index']}{name}: "
+                     f"{p['bytes']} bytes at file offset {p['file_offset']} ({p['placement']}) do not "
+                     "match their recorded hash")
+    if report["intact"]:
+        lines.append(f"{report['path']}: intact: {report['checked']} payloads, {report['bytes']} bytes, "
+                     "match their recorded hashes")
+    else:
+        lines.append(f"{report['path']}: {len(report['damaged'])} of {report['checked']} payloads damaged; "
+                     "copy or export the artifact again")
+    return "\n".join(lines)
 
 
 def format_inspect(info: dict) -> str:
@@ -18,8 +45,9 @@ def format_inspect(info: dict) -> str:
         if not region["present"]:
             lines.append(f"  payload region {region['symbol']}: MISSING from the file")
         else:
-            state = "complete" if region["complete"] else "TRUNCATED OR DAMAGED"
+            state = "present, header intact, inside the file" if region["complete"] else "TRUNCATED OR DAMAGED"
             lines.append(f"  payload region at file offset {region['file_offset']}, {region['bytes']} bytes ({state})")
+    lines.append(f"  payload hashes: {info['payload_hashes']}")
     for fn in info["functions"]:
         free = ", ".join(fn["free"]) if fn["param_names"] else "unknown names"
         lines.append(f"  function {fn['name']}({free})")
@@ -45,6 +73,10 @@ def main(argv=None) -> int:
     inspect = sub.add_parser("inspect", help="show what an exported artifact binds")
     inspect.add_argument("path", help="an exported library (.so)")
     inspect.add_argument("--json", action="store_true", help="print JSON instead of text")
+    verify = sub.add_parser("verify", help="check every payload of an artifact against its recorded hash "
+                                           "(exit 0: intact, 1: payloads changed, 2: unreadable or damaged)")
+    verify.add_argument("path", help="an exported library (.so)")
+    verify.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
 
     if args.command == "demo":
@@ -53,11 +85,21 @@ def main(argv=None) -> int:
         return run(out_dir=args.out, calls=args.calls, self_contained=args.self_contained)
 
     from .export import inspect as inspect_artifact
+    from .export import verify as verify_artifact
 
     try:
-        info = inspect_artifact(args.path)
-    except (OSError, ValueError) as err:
-        print(f"tvm-partial inspect: {err}", file=sys.stderr)
-        return 2
+        if args.command == "verify":
+            report = verify_artifact(args.path)
+        else:
+            info = inspect_artifact(args.path)
+    except OSError as err:  # one line, without the errno
+        print(f"tvm-partial {args.command}: cannot read {args.path}: {err.strerror or err}", file=sys.stderr)
+        return EXIT_UNREADABLE
+    except (ValueError, RuntimeError) as err:  # not an artifact, damaged, cut short
+        print(f"tvm-partial {args.command}: {err}", file=sys.stderr)
+        return EXIT_UNREADABLE
+    if args.command == "verify":
+        print(json.dumps(report, indent=2) if args.json else format_verify(report))
+        return EXIT_OK if report["intact"] else EXIT_DAMAGED
     print(json.dumps(info, indent=2) if args.json else format_inspect(info))
-    return 0
+    return EXIT_OK

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import mmap
 import os
+import secrets
+import shutil
 import struct
 import tempfile
 from importlib import metadata
@@ -12,11 +14,10 @@ from typing import Optional, Union
 
 import tvm_ffi
 
-from . import _lib
+from . import _elf, _lib
 from . import zero_copy as _zero_copy
 
 PathLike = Union[str, "os.PathLike[str]"]
-_BLOB_SYMBOL = b"__tvm_ffi__library_bin"
 _EMBED_OBJECT = "tvm_partial_embed.o"
 
 
@@ -36,14 +37,20 @@ def export_library(module, path: PathLike, *, self_contained: bool = False,
     loading maps them without copying, pages are read when first touched, and writes to bound
     tensors are private (copy-on-write). ``False`` keeps them inside the embedded bytes.
 
-    A value that cannot be serialised is refused before anything is written; on any failure no
-    file is left at ``path``. ``kwargs`` go to TVM's ``export_library`` (``addons``, ``options``,
+    A module loaded back from an artifact (then ``rebind``) is exported as a copy of that
+    artifact's file with the new constants (see docs/large_constants.md).
+
+    The library is written under a new name and renamed onto ``path``: a file already there is
+    replaced, never rewritten in place (a process may have it mapped). A value that cannot be
+    serialised is refused before anything is written; on any failure ``path`` is as it was. ``kwargs`` go to TVM's ``export_library`` (``addons``, ``options``,
     ``cc``, ...).
     """
     path = os.fspath(path)
-    existed = os.path.exists(path)
     if not hasattr(module, "export_library"):
         raise TypeError(f"export_library needs a tvm.runtime.Module, got {type(module).__name__}")
+    if isinstance(module, tvm_ffi.Module) and _lib.is_partial(module) and module.imports and \
+            module.imports[0].kind == "library":
+        return _export_loaded(module, path, zero_copy=zero_copy, self_contained=self_contained, **kwargs)
     if kwargs.get("addons"):
         kwargs["addons"] = list(kwargs["addons"])  # TVM appends to the list: keep the caller's
     if self_contained:
@@ -54,17 +61,143 @@ def export_library(module, path: PathLike, *, self_contained: bool = False,
         # The embedded code registers global functions that point into the artifact: it must
         # never be unloaded, or a program that closes the library crashes at exit.
         kwargs["options"] = [*([options] if isinstance(options, str) else options), "-Wl,-z,nodelete"]
-    try:
+    with _new_file(path) as staged:
         with tempfile.TemporaryDirectory(prefix="tvm_partial_") as workdir:
             if isinstance(module, tvm_ffi.Module) and _lib.is_partial(module) and (
                     zero_copy or (zero_copy is None and _zero_copy.constant_bytes(module) >= _zero_copy.THRESHOLD_BYTES)):
                 module, payload_object = _zero_copy.prepare(module, Path(workdir))
                 kwargs["addons"] = [*(kwargs.get("addons") or []), os.fspath(payload_object)]
-            module.export_library(path, **kwargs)
-    except BaseException:
-        if not existed and os.path.exists(path):
-            os.remove(path)
-        raise
+            module.export_library(staged, **kwargs)
+
+
+class _new_file:
+    """``with _new_file(path) as staged``: write ``staged`` (a new name in the same folder, same
+    suffix), then move it onto ``path`` in one step. A file at ``path`` is never changed in place,
+    so a process that has it mapped (a loaded zero-copy artifact) keeps the old bytes; on any
+    failure nothing is left behind and ``path`` is as it was."""
+
+    def __init__(self, path: str):
+        self.path = path
+        folder, name = os.path.split(os.path.abspath(path))
+        stem, dot, suffix = name.partition(".")
+        self.staged = os.path.join(folder, f".{stem}.{secrets.token_hex(6)}.tmp{dot}{suffix}")
+
+    def __enter__(self) -> str:
+        return self.staged
+
+    def __exit__(self, kind, err, tb):
+        if kind is None:
+            os.replace(self.staged, self.path)
+        elif os.path.exists(self.staged):
+            os.remove(self.staged)
+
+
+def _export_loaded(module, path: str, *, zero_copy, self_contained, **kwargs) -> None:
+    """Export a partial module whose code is a loaded library (an artifact loaded back, then
+    perhaps ``rebind``): TVM cannot export loaded code again, so the new artifact is a copy of the
+    library file the code was loaded from, with the partial module's bytes in TVM's embedded blob
+    and, for a zero-copy artifact, its payload region rewritten. The original file is not changed.
+    This needs the new bytes to be exactly as long as the old (``rebind`` keeps dtypes and shapes;
+    a string of another length changes it)."""
+    library = module.imports[0]
+    source = _source_file(library, [str(f) for f in _lib.partial_apply_bindings(module)])
+    if options := sorted(kwargs) + (["self_contained"] if self_contained else []):
+        raise ValueError(
+            f"export_library: {', '.join(options)} cannot apply to a module loaded from {source}: "
+            "its export copies that library, code and link options as they are; bind the compiled "
+            "module again with tvm_partial.partial() to export with other options")
+    if os.path.exists(path) and os.path.samefile(path, source):
+        raise ValueError(f"export_library: {path} is the file this module was loaded from; write the "
+                         "updated artifact to a new path (a loaded artifact is never changed in place)")
+    with _mapped(source) as data:
+        try:
+            art = _Artifact(data, source)
+        except ValueError as err:
+            raise ValueError(
+                f"export_library: this module's code was loaded from {source}, which TVM cannot "
+                f"export again, and it is not an intact tvm-partial artifact to update ({err}); bind "
+                "the compiled module (what tvm.compile returned) and export that") from err
+        external = None
+        if art.region is not None:
+            _, region_at = art.placement()  # refuses a damaged region
+            symbol, _, region_bytes = art.region
+            external = _zero_copy.with_external_payloads(module, symbol, int(art.info["region_link"]))
+        if zero_copy is not None and bool(zero_copy) != (external is not None):
+            raise ValueError(
+                f"export_library: zero_copy={zero_copy} differs from {source}, whose payloads are "
+                f"{art.payloads.split(' ')[0]}; the updated artifact keeps that placement (bind the "
+                "compiled module again with tvm_partial.partial() to change it)")
+        blob = save_to_bytes(external if external is not None else module)
+        if len(blob) != art.blob.size:
+            raise ValueError(
+                f"export_library: the updated bindings take {len(blob)} bytes, the artifact {source} "
+                f"has room for {art.blob.size}: a loaded artifact is updated in a copy of its file, "
+                "which needs values of the same dtypes and shapes and strings of the same lengths; "
+                "bind the compiled module again with tvm_partial.partial() and export that")
+        blob_at = art.blob.offset
+    with _new_file(path) as staged, tempfile.TemporaryDirectory(prefix="tvm_partial_") as workdir:
+        shutil.copyfile(source, staged)
+        shutil.copymode(source, staged)
+        with open(staged, "r+b") as out:
+            out.seek(blob_at)
+            out.write(blob)
+            if external is not None:
+                region_file = os.path.join(workdir, "payloads.bin")
+                _zero_copy.write_payload_region(external, region_file)
+                if os.path.getsize(region_file) != region_bytes:
+                    raise ValueError(f"export_library: the updated payload region takes "
+                                     f"{os.path.getsize(region_file)} bytes, {source} has {region_bytes}; "
+                                     "rebind keeps dtypes and shapes, or export from the compiled module")
+                out.seek(region_at)
+                with open(region_file, "rb") as region:
+                    shutil.copyfileobj(region, out, 1 << 20)
+
+
+_library_file_of = tvm_ffi.get_global_func("tvm_partial.LibraryFileOf")
+
+
+def _source_file(library, functions: list) -> str:
+    """The file a loaded library module's code was mapped from, checked to be that same file
+    still (not replaced or rewritten since it was loaded)."""
+    found = None
+    for name in functions:
+        try:
+            found = _library_file_of(library, name)
+            break
+        except ValueError:
+            continue
+    if found is None:
+        raise ValueError("export_library: cannot tell which file this module's code was loaded from "
+                         "(it has no bound function in the loaded library); bind the compiled module "
+                         "again with tvm_partial.partial() and export that")
+    path, address = str(found["path"]), int(found["address"]) & _U64_MASK
+    mapping = _mapping_of(address)
+    if mapping is not None:
+        device, inode = mapping
+        try:
+            st = os.stat(path)
+        except OSError:
+            st = None
+        if st is None or st.st_ino != inode or (os.major(st.st_dev), os.minor(st.st_dev)) != device:
+            raise ValueError(f"export_library: {path}, which this module's code was loaded from, has been "
+                             "replaced or removed since; load the artifact again, or bind the compiled "
+                             "module again with tvm_partial.partial() and export that")
+    return path
+
+
+def _mapping_of(address: int) -> Optional[tuple]:
+    """((major, minor), inode) of the file mapped at ``address`` (Linux), or None if unknown."""
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                fields = line.split()
+                start, _, end = fields[0].partition("-")
+                if int(start, 16) <= address < int(end, 16) and len(fields) >= 5:
+                    major, _, minor = fields[3].partition(":")
+                    return (int(major, 16), int(minor, 16)), int(fields[4])
+    except OSError:
+        return None
+    return None
 
 
 def embed_object() -> Path:
@@ -111,56 +244,150 @@ def load(path: PathLike):
 
 
 def check_complete(path: PathLike) -> None:
-    """Raise ``ValueError`` if an ELF library is shorter than its loadable segments say."""
+    """Raise ``ValueError`` if an ELF library is shorter than its loadable segments say (or its
+    headers are damaged). Files that are not 64-bit little-endian ELF are left to TVM's loader."""
     path = os.fspath(path)
-    with open(path, "rb") as f:
-        head = f.read(64)
-        size = os.fstat(f.fileno()).st_size
-        if head[:4] != b"\x7fELF" or len(head) < 64 or head[4] != 2 or head[5] != 1:
-            return  # not a 64-bit little-endian ELF file: leave it to TVM's loader
-        phoff, = struct.unpack_from("<Q", head, 0x20)
-        phentsize, phnum = struct.unpack_from("<HH", head, 0x36)
-        f.seek(phoff)
-        table = f.read(phentsize * phnum)
-    if len(table) < phentsize * phnum:
-        raise ValueError(f"{path} is truncated: its program headers run past the end of the file")
-    for i in range(phnum):
-        p_type, _flags, p_offset, _vaddr, _paddr, p_filesz = struct.unpack_from("<IIQQQQ", table, i * phentsize)
-        if p_type == 1 and p_offset + p_filesz > size:  # PT_LOAD
-            raise ValueError(f"{path} is truncated: its segments need {p_offset + p_filesz} bytes, "
-                             f"the file has {size}; copy or export it again")
+    with _mapped(path) as data:
+        if _elf.is_elf64_le(data[:64]):
+            _elf.ElfFile(data, path).check_segments()
 
 
 def inspect(path: PathLike) -> dict:
     """Describe the partial module inside an exported library without loading or running it.
 
-    Returns ``{"path", "format_version", "total_bytes", "constant_bytes", "functions": [{"name",
-    "param_names", "free", "bindings": [...]}]}``.
-    Raises ``ValueError`` when the file is not a tvm-partial artifact.
+    Returns ``{"path", "format_version", "total_bytes", "constant_bytes", "payloads", "region",
+    "payload_hashes", "functions": [{"name", "param_names", "free", "bindings": [...]}]}``.
+    The structure is checked (metadata hash, region header, everything inside the file), the
+    payload bytes are not: ``payload_hashes`` says so; ``verify`` checks them.
+    Raises ``ValueError`` when the file is not a tvm-partial artifact or is damaged.
     """
     path = os.fspath(path)
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size == 0:
-            raise ValueError(f"{path} is not a tvm-partial artifact: not an ELF shared library")
-        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:  # nothing read in bulk
-            return _inspect(data, path)
+    with _mapped(path) as data:  # nothing read in bulk
+        return _inspect(data, path)
+
+
+def verify(path: PathLike) -> dict:
+    """Read every tensor payload of an exported artifact, wherever it lies (inline in the embedded
+    blob, or in the zero-copy region of the file), and check it against its recorded hash.
+
+    Returns ``{"path", "intact", "checked", "bytes", "payloads": [{"function", "index", "name"
+    (when recorded), "placement", "file_offset", "bytes", "intact"}], "damaged": [the payloads
+    that do not match]}``. Raises ``ValueError`` when the file is not an artifact, its structure
+    or metadata is damaged, or it is cut short (a payload past the end of the file).
+    """
+    path = os.fspath(path)
+    with _mapped(path) as data:
+        art = _Artifact(data, path)
+        placement, base = art.placement()
+        payloads = []
+        for fn in art.info["functions"]:
+            names = [str(n) for n in fn["param_names"]]
+            for b in fn["bindings"]:
+                if str(b["kind"]) != "tensor":
+                    continue
+                entry = {"function": str(fn["name"]), "index": int(b["index"])}
+                if entry["index"] < len(names):
+                    entry["name"] = names[entry["index"]]
+                entry.update(placement=placement, file_offset=base + int(b["offset"]), bytes=int(b["bytes"]))
+                if entry["file_offset"] + entry["bytes"] > len(data):
+                    raise ValueError(f"{path} is truncated: the payload of function {entry['function']!r} "
+                                     f"position {entry['index']} needs {entry['file_offset'] + entry['bytes']} "
+                                     f"bytes, the file has {len(data)}; copy or export it again")
+                got = _hash_file_range(path, entry["file_offset"], entry["bytes"]) & _U64_MASK
+                entry["intact"] = got == int(b["hash"]) & _U64_MASK
+                payloads.append(entry)
+    damaged = [p for p in payloads if not p["intact"]]
+    return {"path": path, "intact": not damaged, "checked": len(payloads),
+            "bytes": sum(p["bytes"] for p in payloads), "payloads": payloads, "damaged": damaged}
+
+
+_U64_MASK = (1 << 64) - 1
+_hash_file_range = tvm_ffi.get_global_func("tvm_partial.HashFileRange")
+_REGION_MAGIC = b"TVMPREGN"
+
+
+class _mapped:
+    """``with _mapped(path) as data``: the file mapped read-only (an empty file: b"")."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __enter__(self):
+        self._file = open(self.path, "rb")
+        if os.fstat(self._file.fileno()).st_size == 0:
+            self._map = None
+            return b""
+        self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+        return self._map
+
+    def __exit__(self, *exc):
+        if self._map is not None:
+            self._map.close()
+        self._file.close()
+
+
+class _Artifact:
+    """The partial module inside an exported library, read from the file: where its bytes lie,
+    what they describe, and where the tensor payloads are (all bounds-checked)."""
+
+    def __init__(self, data, path: str):
+        self.elf = _elf.ElfFile(data, path)
+        self.path = path
+        modules = self.elf.embedded_modules()
+        partial = [m for m in modules if m.kind == "partial_apply"]
+        if not partial:
+            kinds = ", ".join(m.kind for m in modules) or "none"
+            raise ValueError(f"{path} is not a tvm-partial artifact: it embeds no partial_apply module "
+                             f"(embedded modules: {kinds})")
+        self.blob = partial[0]
+        try:
+            self.info = _lib.describe_bytes(bytes(data[self.blob.offset:self.blob.offset + self.blob.size]))
+        except ValueError as err:  # the format's reader: say which file
+            raise ValueError(f"{path}: {err}") from err
+        self.payloads = str(self.info["payloads"])
+        self.region = None  # (symbol, file offset, bytes) of a zero-copy region
+        if self.payloads.startswith("region "):
+            symbol = self.payloads.split(" ", 1)[1]
+            found = self.elf.symbol(symbol.encode())
+            self.region = (symbol, *found) if found is not None else (symbol, None, None)
+
+    def region_state(self) -> Optional[dict]:
+        if self.region is None:
+            return None
+        symbol, offset, nbytes = self.region
+        state = {"symbol": symbol, "present": offset is not None}
+        if offset is not None:
+            data = self.elf.data
+            header_ok = offset + 32 <= len(data) and data[offset:offset + 8] == _REGION_MAGIC and \
+                struct.unpack_from("<QQ", data, offset + 16) == (nbytes, int(self.info["region_link"]) & _U64_MASK) \
+                and nbytes == int(self.info["region_size"])
+            state.update(file_offset=offset, bytes=nbytes, complete=header_ok and offset + nbytes <= len(data))
+        return state
+
+    def placement(self) -> tuple:
+        """(placement, file offset that payload offsets count from). The one place that knows
+        where payloads live; an external weights file would be one more case here."""
+        if self.region is None:
+            return "inline", self.blob.offset
+        state = self.region_state()
+        if not state["present"]:
+            raise ValueError(f"{self.path} is damaged: its payload region {state['symbol']} is missing")
+        if not state["complete"]:
+            raise ValueError(f"{self.path} is damaged or truncated: the header of its payload region "
+                             f"{state['symbol']} does not match its metadata, or the region runs past the "
+                             "end of the file; copy or export it again")
+        return f"region {state['symbol']}", state["file_offset"]
 
 
 def _inspect(data, path: str) -> dict:
-    modules = _embedded_modules(data, path)
-    blobs = [data for kind, data in modules if kind == "partial_apply"]
-    if not blobs:
-        kinds = ", ".join(kind for kind, _ in modules) or "none"
-        raise ValueError(f"{path} is not a tvm-partial artifact: it embeds no partial_apply module "
-                         f"(embedded modules: {kinds})")
-    info = _lib.describe_bytes(blobs[0])
+    art = _Artifact(data, path)
+    info = art.info
     functions = []
     for fn in info["functions"]:
         names = [str(n) for n in fn["param_names"]]
         bound = []
         for b in fn["bindings"]:
-            entry = {k: _plain(v) for k, v in b.items()}
+            entry = {k: _plain(v) for k, v in b.items() if k not in ("offset", "hash")}
             index = entry["index"]
             if index < len(names):
                 entry["name"] = names[index]
@@ -172,25 +399,14 @@ def _inspect(data, path: str) -> dict:
             "free": [n for i, n in enumerate(names) if i not in taken],
             "bindings": bound,
         })
-    payloads = str(info["payloads"])
-    region = None
-    if payloads.startswith("region "):
-        symbol = payloads.split(" ", 1)[1]
-        found = _elf_symbol(data, symbol.encode(), path)
-        region = {"symbol": symbol, "present": found is not None}
-        if found is not None:
-            offset, nbytes = found
-            header_ok = offset + 24 <= len(data) and data[offset:offset + 8] == b"TVMPREGN" and \
-                struct.unpack_from("<Q", data, offset + 16)[0] == nbytes
-            region.update(file_offset=offset, bytes=nbytes,
-                          complete=header_ok and offset + nbytes <= len(data))
     return {
         "path": path,
         "format_version": int(info["version"]),
         "total_bytes": int(info["total_bytes"]),
         "constant_bytes": int(info["constant_bytes"]),
-        "payloads": payloads,
-        "region": region,
+        "payloads": art.payloads,
+        "region": art.region_state(),
+        "payload_hashes": "not checked (run tvm-partial verify)",
         "functions": functions,
     }
 
@@ -202,68 +418,3 @@ def _plain(value):
     if isinstance(value, str):
         return str(value)
     return value
-
-
-# ---------------------------------------------------------------------------------------------
-def _embedded_modules(data, path: str) -> list:
-    """[(kind, bytes)] of the modules TVM packed into the library's ``__tvm_ffi__library_bin``,
-    read from the ELF file itself (nothing is loaded or run)."""
-    found = _elf_symbol(data, _BLOB_SYMBOL, path)
-    if found is None:
-        raise ValueError(f"{path} is not a tvm-partial artifact: it embeds no partial_apply module "
-                         f"(no embedded modules at all: no {_BLOB_SYMBOL.decode()} symbol)")
-    file_off, _ = found
-    if file_off + 8 > len(data):
-        raise ValueError(f"{path}: {_BLOB_SYMBOL.decode()} points past the end of the file")
-    nbytes, = struct.unpack_from("<Q", data, file_off)
-    if file_off + 8 + nbytes > len(data):
-        raise ValueError(f"{path}: the embedded module blob runs past the end of the file")
-    return _parse_library_bin(memoryview(data)[file_off + 8:file_off + 8 + nbytes], path)
-
-
-def _elf_symbol(data, symbol: bytes, path: str) -> Optional[tuple]:
-    """(file offset, size) of a defined symbol of a 64-bit little-endian ELF file, or None."""
-    if len(data) < 64 or data[:4] != b"\x7fELF":
-        raise ValueError(f"{path} is not a tvm-partial artifact: not an ELF shared library")
-    if data[4] != 2 or data[5] != 1:
-        raise ValueError(f"{path}: only 64-bit little-endian ELF libraries can be inspected")
-    shoff, = struct.unpack_from("<Q", data, 0x28)
-    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
-    if shoff == 0 or shoff + shnum * shentsize > len(data):
-        raise ValueError(f"{path} is truncated: its ELF section table runs past the end of the file")
-    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
-    for sh in sections:
-        if sh[1] not in (2, 11) or sh[6] >= len(sections):  # SHT_SYMTAB, SHT_DYNSYM
-            continue
-        strtab = sections[sh[6]]
-        for off in range(sh[4], min(sh[4] + sh[5], len(data) - 23), 24):
-            st_name, _info, _other, shndx, value, size = struct.unpack_from("<IBBHQQ", data, off)
-            start = strtab[4] + st_name
-            if data[start:start + len(symbol) + 1] != symbol + b"\0" or not 0 < shndx < len(sections):
-                continue
-            sec = sections[shndx]
-            return value - sec[3] + sec[4], size
-    return None
-
-
-def _parse_library_bin(blob: memoryview, path: str) -> list:
-    pos = 0
-
-    def take(n: int) -> memoryview:
-        nonlocal pos
-        if pos + n > len(blob):
-            raise ValueError(f"{path}: truncated embedded module blob")
-        out = blob[pos:pos + n]
-        pos += n
-        return out
-
-    def u64() -> int:
-        return struct.unpack("<Q", take(8))[0]
-
-    indptr = [u64() for _ in range(u64())]
-    _children = [u64() for _ in range(u64())]
-    modules = []
-    for _ in range(max(len(indptr) - 1, 0)):
-        kind = bytes(take(u64())).decode()
-        modules.append((kind, b"" if kind == "_lib" else bytes(take(u64()))))
-    return modules

@@ -79,20 +79,57 @@ def rebind(module, bound: Optional[Mapping[int, Any]] = None, /, *, function: st
     if by_name and sig is None:
         raise TypeError(f"rebind by name ({', '.join(by_name)}) needs recorded parameter names; "
                         f"{function}() has none: rebind by position")
+    if not module.imports:
+        raise ValueError(
+            "rebind: this partial module wraps no compiled code (it was restored from bytes alone); "
+            "give it its code when loading: tvm_partial.load_from_bytes(data, wrapped=exe)")
     device = _device(device)
     replaced = dict(current[function])
     for index, value in _positions(bound, by_name, sig).items():
         if index not in replaced:
             raise IndexError(f"rebind: position {index} of {function}() is not bound "
                              f"(bound: {sorted(replaced)}); rebind replaces bound values")
-        old = replaced[index]
-        param = None
-        if isinstance(old, tvm_ffi.Tensor):
-            name = sig.params[index].name if sig is not None else f"position {index}"
-            param = Param(name, "tensor", str(old.dtype), tuple(old.shape))
-        replaced[index] = _convert(value, param, _label(index, sig), device)
+        name = sig.params[index].name if sig is not None else f"position {index}"
+        replaced[index] = _rebound(replaced[index], value, name, _label(index, sig), device)
     current[function] = replaced
     return _lib.partial_apply_module(module.imports[0], current, names)
+
+
+#: The kinds a bound scalar can have; a rebind keeps the kind.
+_SCALAR_KINDS = ((bool, "bool"), (int, "int"), (float, "float"), (str, "str"), (type(None), "None"))
+
+
+def _kind_of(value) -> str:
+    if isinstance(value, (tvm_ffi.Tensor, np.ndarray)) or hasattr(value, "__dlpack__"):
+        return "tensor"
+    for cls, kind in _SCALAR_KINDS:
+        if isinstance(value, cls):
+            return kind
+    return type(value).__name__
+
+
+def _a(kind: str) -> str:
+    return {"int": "an int", "None": "None"}.get(kind, f"a {kind}")
+
+
+def _rebound(old, value, name: str, label: str, device):
+    """The value that replaces ``old``: of the same kind (a tensor of the same dtype and shape, or
+    a scalar of the same kind; an int may replace a float), else refused."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(old, tvm_ffi.Tensor):
+        if not (isinstance(value, (tvm_ffi.Tensor, np.ndarray)) or hasattr(value, "__dlpack__")):
+            raise TypeError(f"rebind: cannot rebind {label}: a tensor was bound there, got "
+                            f"{type(value).__name__}; pass a tensor of dtype {old.dtype} and shape "
+                            f"{tuple(old.shape)}")
+        return _convert(value, Param(name, "tensor", str(old.dtype), tuple(old.shape)), label, device)
+    old_kind, new_kind = _kind_of(old), _kind_of(value)
+    if old_kind == "float" and new_kind == "int":
+        value, new_kind = float(value), "float"  # exact for the ints a float parameter takes
+    if new_kind != old_kind:
+        raise TypeError(f"rebind: cannot rebind {label}: {_a(old_kind)} was bound there, got "
+                        f"{_a(new_kind)}; pass {_a(old_kind)}")
+    return value
 
 
 def bindings(obj) -> dict:

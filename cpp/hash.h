@@ -1,0 +1,42 @@
+/*!
+ * \file hash.h
+ * \brief Internal: the 64-bit payload and metadata hash of the partial module format.
+ *
+ * The project's own multiply-rotate hash (it is not xxHash64, though it borrows its primes):
+ * four independent lanes over 32-byte blocks, fast enough to run over every payload at load time,
+ * then the tail and a final avalanche. It detects accidental changes (a flipped bit, a cut or
+ * damaged copy); it is not a cryptographic hash and does not detect deliberate tampering.
+ * Its output is part of the format: artifacts record it, so it must never change.
+ */
+#ifndef TVM_PARTIAL_HASH_H_
+#define TVM_PARTIAL_HASH_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tvm_partial {
+namespace hash {
+
+/*! \brief Incremental hashing: `Update` any number of times, then `Final`. Data given in pieces
+ *         hashes the same as the same bytes given at once. */
+class Hasher {
+ public:
+  Hasher();
+  void Update(const void* data, size_t size);
+  uint64_t Final() const;
+
+ private:
+  void Block(const unsigned char* p);
+  uint64_t acc_[4];
+  unsigned char buffer_[32];
+  size_t buffered_ = 0;
+  uint64_t total_ = 0;
+};
+
+/*! \brief The hash of one contiguous range of bytes. */
+uint64_t Hash(const void* data, size_t size);
+
+}  // namespace hash
+}  // namespace tvm_partial
+
+#endif  // TVM_PARTIAL_HASH_H_

@@ -1,0 +1,139 @@
+"""The Python ELF reader (``tvm_partial._elf``) on malformed files: ``inspect``, ``verify`` and
+``check_complete`` either succeed or raise ``ValueError`` saying what is wrong; never another
+exception (``struct.error``, ``IndexError``, ``OverflowError``, ...), a crash or a hang.
+
+The mutations hit the structures the reader walks: the ELF header, the program and section
+headers, the symbol and string tables, TVM's embedded blob (its length and module list), and the
+zero-copy region's header. ``TVM_PARTIAL_ELF_FUZZ_CASES`` sets the number of cases per artifact
+(default 1000, a few seconds); the seed is fixed, ``TVM_PARTIAL_ELF_FUZZ_SEED`` changes it.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from helpers import run_json
+
+import tvm_partial
+from tvm_partial import _elf
+
+CASES = int(os.environ.get("TVM_PARTIAL_ELF_FUZZ_CASES", "1000"))
+SEED = int(os.environ.get("TVM_PARTIAL_ELF_FUZZ_SEED", "0"))
+
+
+@pytest.fixture(scope="module")
+def artifacts(affine4, tmp_path_factory):
+    exe, _ = affine4
+    folder = tmp_path_factory.mktemp("elf")
+    pm = tvm_partial.partial(exe, {1: np.arange(16, dtype="float32"), 2: np.ones(16, "float32")})
+    out = {}
+    for name, mode in (("inline", False), ("zero", True)):
+        out[name] = folder / f"{name}.so"
+        tvm_partial.export_library(pm, out[name], zero_copy=mode)
+    return out
+
+
+def _targets(path) -> list:
+    """[(start, end)] byte ranges of the structures the reader walks."""
+    data = path.read_bytes()
+    elf = _elf.ElfFile(data, str(path))
+    shoff, = elf.unpack(_elf._U64, 0x28, "")
+    shentsize, shnum = elf.unpack(_elf._U16x2, 0x3A, "")
+    phoff, = elf.unpack(_elf._U64, 0x20, "")
+    phentsize, phnum = elf.unpack(_elf._U16x2, 0x36, "")
+    ranges = [(0, 64), (shoff, shoff + shentsize * shnum), (phoff, phoff + phentsize * phnum)]
+    for s in elf.sections():
+        if s.type in (2, 11):  # the symbol tables and their string tables
+            strtab = elf.sections()[s.link]
+            ranges += [(s.offset, s.offset + s.size), (strtab.offset, strtab.offset + strtab.size)]
+    blob_at, _ = elf.symbol(_elf.BLOB_SYMBOL)
+    ranges.append((blob_at, blob_at + 96))  # the blob's length, the module list, the first kind
+    partial = [m for m in elf.embedded_modules() if m.kind == "partial_apply"][0]
+    ranges.append((partial.offset - 8, partial.offset + 48))  # its length and the format header
+    region = tvm_partial.inspect(path)["region"]
+    if region is not None:
+        ranges.append((region["file_offset"], region["file_offset"] + 64))
+    return ranges
+
+
+_FUZZ = """
+import json, os, random, struct, sys, traceback
+import tvm_partial
+from tvm_partial.export import check_complete
+
+src, work, cases, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+ranges = json.loads(sys.argv[5])
+original = open(src, "rb").read()
+rng = random.Random(seed)
+outcomes, unexpected = {"ok": 0, "ValueError": 0}, []
+for case in range(cases):
+    data = bytearray(original)
+    for _ in range(rng.choice((1, 1, 2, 3))):
+        start, end = rng.choice(ranges)
+        at = min(rng.randrange(start, max(end, start + 1)), len(data) - 1)
+        how = rng.randrange(5)
+        if how == 0:
+            data[at] ^= 1 << rng.randrange(8)
+        elif how == 1:
+            data[at] = rng.randrange(256)
+        elif how in (2, 3):
+            width = rng.choice((2, 4, 8))
+            value = rng.choice((0, 1, 2**(8 * width) - 1, 2**(8 * width - 1), rng.randrange(2**(8 * width))))
+            data[at:at + width] = value.to_bytes(width, "little")[: len(data) - at]
+        else:
+            del data[rng.randrange(64, len(data)):]  # cut short
+    path = os.path.join(work, "case.so")
+    with open(path, "wb") as f:
+        f.write(data)
+    for name, check in (("inspect", tvm_partial.inspect), ("verify", tvm_partial.verify),
+                        ("check_complete", check_complete)):
+        try:
+            check(path)
+            outcomes["ok"] += 1
+        except ValueError:
+            outcomes["ValueError"] += 1
+        except Exception as err:
+            unexpected.append([case, name, type(err).__name__, str(err)[:200]])
+print(json.dumps({"outcomes": outcomes, "unexpected": unexpected[:10]}))
+"""
+
+
+@pytest.mark.parametrize("kind", ["inline", "zero"])
+def test_mutated_artifacts_give_value_errors_only(artifacts, kind, tmp_path):
+    import json
+
+    result = run_json(_FUZZ, str(artifacts[kind]), str(tmp_path), str(CASES), str(SEED),
+                      json.dumps(_targets(artifacts[kind])))
+    assert result["unexpected"] == [], result
+    # Both outcomes happen: the mutations reach the checks, and harmless ones still read.
+    assert result["outcomes"]["ValueError"] > CASES // 4 and result["outcomes"]["ok"] > CASES // 4, result
+
+
+def test_known_malformations(artifacts, tmp_path):
+    """Each structure the reader walks, broken on purpose: a ValueError naming the problem."""
+    data = artifacts["zero"].read_bytes()
+    elf = _elf.ElfFile(data, "x")
+    shoff, = elf.unpack(_elf._U64, 0x28, "")
+    blob_at, _ = elf.symbol(_elf.BLOB_SYMBOL)
+
+    def broken(at: int, value: bytes) -> str:
+        path = tmp_path / f"case{at}.so"
+        path.write_bytes(data[:at] + value + data[at + len(value):])
+        return str(path)
+
+    cases = [
+        (broken(0x28, (2**63).to_bytes(8, "little")), "section table"),            # section headers far away
+        (broken(0x3A, (1).to_bytes(2, "little")), "section header entries"),      # entry size 1
+        (broken(blob_at, (2**64 - 1).to_bytes(8, "little")), "embedded module blob"),  # blob length
+        (broken(blob_at + 8, (2**62).to_bytes(8, "little")), "import index count"),    # a count that cannot fit
+        (broken(0x20, (2**63).to_bytes(8, "little")), "program headers"),         # program headers far away
+    ]
+    for path, message in cases[:4]:
+        for check in (tvm_partial.inspect, tvm_partial.verify):
+            with pytest.raises(ValueError, match=message):
+                check(path)
+    with pytest.raises(ValueError, match="program headers"):
+        tvm_partial.export.check_complete(cases[4][0])
+    assert shoff > 0
