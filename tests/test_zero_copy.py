@@ -385,6 +385,8 @@ def test_rebind_refuses_another_kind(affine4):
         tvm_partial.rebind(pm, out=1.5)
     with pytest.raises(TypeError, match=r"a float was bound there, got a str"):
         tvm_partial.rebind(pm, c="2.5")
+    with pytest.raises(ValueError, match=r"the int 9007199254740993 has no exact float value"):
+        tvm_partial.rebind(pm, c=2**53 + 1)
     rebound = tvm_partial.bindings(tvm_partial.rebind(pm, c=3, out=5))["main"]
     assert rebound[2] == 3.0 and isinstance(rebound[2], float) and rebound[3] == 5
 

@@ -125,7 +125,10 @@ def _rebound(old, value, name: str, label: str, device):
         return _convert(value, Param(name, "tensor", str(old.dtype), tuple(old.shape)), label, device)
     old_kind, new_kind = _kind_of(old), _kind_of(value)
     if old_kind == "float" and new_kind == "int":
-        value, new_kind = float(value), "float"  # exact for the ints a float parameter takes
+        if float(value) != value:  # past 2**53 the float would not be the int given
+            raise ValueError(f"rebind: cannot rebind {label}: the int {value} has no exact float "
+                             "value; pass a float")
+        value, new_kind = float(value), "float"
     if new_kind != old_kind:
         raise TypeError(f"rebind: cannot rebind {label}: {_a(old_kind)} was bound there, got "
                         f"{_a(new_kind)}; pass {_a(old_kind)}")
