@@ -24,7 +24,7 @@ std::string Label(int64_t position, const ffi::Array<ffi::String>& names) {
   if (position >= 0 && position < static_cast<int64_t>(names.size())) {
     return "'" + std::string(names[position]) + "' (position " + std::to_string(position) + ")";
   }
-  return "at position " + std::to_string(position);
+  return "position " + std::to_string(position);
 }
 
 const ffi::Any* FindBound(const BoundList& bound, int64_t position) {

@@ -64,7 +64,10 @@ def partial(target, bound: Optional[Mapping[int, Any]] = None, /, *, signature=N
         if sig is not None and "outputs" in sig.names:
             raise TypeError("outputs= is ambiguous: the function has a parameter named 'outputs'; "
                             "bind it with the mapping form partial(f, {'outputs': value}, ...)")
-        specs = _outputs.resolve(outputs, sig, _outputs.taken_positions(obj, "" if kind == "function" else function))
+        taken = _outputs.taken_positions(obj, "" if kind == "function" else function)
+        specs = _outputs.resolve(outputs, sig, taken)
+        if taken and sig is not None and len(sig.params) > taken[-1]:
+            names = [n for i, n in enumerate(sig.names) if i not in taken]  # the target's arguments
         if kind == "function":
             return _lib.partial_apply(obj, values, sig.name if sig else "", names, specs)
         return _lib.partial_apply_module(obj, {function: values}, {function: names} if names else {},
