@@ -308,38 +308,43 @@ void OutputPlan::ThrowDim(const Spec& spec, size_t d, const std::string& what) c
   TVM_FFI_UNREACHABLE();
 }
 
+void OutputPlan::ThrowSource(const Spec& spec, size_t d, const DLTensor* t,
+                             int32_t num_args) const {
+  const Dim& dim = spec.dims[d];
+  const std::string source = "(axis " + std::to_string(dim.axis) + " of argument " +
+                             Label(ToWrapped(taken_, dim.arg)) + ")";
+  if (dim.arg >= num_args) {
+    ThrowDim(spec, d, source + " has no argument to read: " + std::to_string(num_args) + " given");
+  }
+  if (t == nullptr) {
+    TVM_FFI_THROW(TypeError) << name_ << "(): output " << Label(spec.position) << " dimension "
+                             << d << " " << source << ": the argument is not a tensor";
+  }
+  if (dim.axis >= t->ndim) {
+    ThrowDim(spec, d, source + ": the argument has ndim " + std::to_string(t->ndim));
+  }
+  ThrowDim(spec, d, source + " is negative (" + std::to_string(t->shape[dim.axis]) + ")");
+}
+
 ffi::Shape OutputPlan::ResolveShape(const Spec& spec, const TVMFFIAny* caller,
                                     int32_t num_args) const {
   // Sizes in 64 bits: the element count and the byte size must fit in int64.
   int64_t numel = 1;
-  std::vector<int64_t> extents;
-  extents.reserve(spec.dims.size());
+  int64_t extents[kMaxOutputNdim];  // no heap on the call path
   for (size_t d = 0; d < spec.dims.size(); ++d) {
     const Dim& dim = spec.dims[d];
     int64_t extent = dim.extent;
     if (extent < 0) {
-      const int64_t position = ToWrapped(taken_, dim.arg);
-      const std::string source = "(axis " + std::to_string(dim.axis) + " of argument " +
-                                 Label(position) + ")";
       const DLTensor* t = dim.arg < num_args ? AsDLTensor(caller[dim.arg]) : nullptr;
-      if (dim.arg >= num_args) {
-        ThrowDim(spec, d, source + " has no argument to read: " + std::to_string(num_args) +
-                              " given");
-      }
-      if (t == nullptr) {
-        TVM_FFI_THROW(TypeError) << name_ << "(): output " << Label(spec.position) << " dimension "
-                                 << d << " " << source << ": the argument is not a tensor";
-      }
-      if (dim.axis >= t->ndim) {
-        ThrowDim(spec, d, source + ": the argument has ndim " + std::to_string(t->ndim));
+      if (t == nullptr || dim.axis >= t->ndim || t->shape[dim.axis] < 0) {
+        ThrowSource(spec, d, t, num_args);
       }
       extent = t->shape[dim.axis];
-      if (extent < 0) ThrowDim(spec, d, source + " is negative (" + std::to_string(extent) + ")");
     }
     if (__builtin_mul_overflow(numel, extent, &numel)) {
       ThrowDim(spec, d, "makes the element count overflow 64 bits");
     }
-    extents.push_back(extent);
+    extents[d] = extent;
   }
   int64_t bits;
   if (__builtin_mul_overflow(numel, static_cast<int64_t>(spec.dtype.bits) * spec.dtype.lanes, &bits)) {
@@ -347,7 +352,7 @@ ffi::Shape OutputPlan::ResolveShape(const Spec& spec, const TVMFFIAny* caller,
                               << numel << " elements overflows 64 bits in bytes";
   }
   if (spec.shape.has_value()) return *spec.shape;
-  return ffi::Shape(extents);
+  return ffi::Shape(extents, extents + spec.dims.size());
 }
 
 void OutputPlan::Allocate(const TVMFFIAny* caller, int32_t num_args, ffi::Any* out) const {

@@ -91,7 +91,9 @@ class OutputPlan {
   };
 
   ffi::Shape ResolveShape(const Spec& spec, const TVMFFIAny* caller, int32_t num_args) const;
-  [[noreturn]] void ThrowDim(const Spec& spec, size_t d, const std::string& what) const;
+  [[noreturn]] TVM_FFI_NO_INLINE void ThrowDim(const Spec& spec, size_t d, const std::string& what) const;
+  [[noreturn]] TVM_FFI_NO_INLINE void ThrowSource(const Spec& spec, size_t d, const DLTensor* t,
+                                                 int32_t num_args) const;
   std::string Label(int64_t position) const;
 
   std::vector<Spec> specs_;
