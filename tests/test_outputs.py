@@ -107,6 +107,28 @@ def test_symbolic_dimension_of_a_bound_input_becomes_static(scale_n):
     assert np.array_equal(g(tensor(c)).numpy(), x * np.float32(2) + c)
 
 
+def test_binding_the_source_of_a_symbolic_dimension_later(scale_n):
+    exe, tensors = scale_n
+    c = ints(3, seed=11)
+    g = tvm_partial.partial(exe["main"], signature=tensors, c=c, outputs="y")  # g(x) -> y, n from x
+    x = ints((4, 3), seed=12)
+    h = tvm_partial.partial(g, {0: x})  # the extent becomes the bound tensor's
+    assert tvm_partial.outputs(h)[0]["shape"] == [4, 3]
+    assert np.array_equal(h().numpy(), x * np.float32(2) + c)
+    pm = tvm_partial.partial(tvm_partial.partial(exe, signature=tensors, c=c, outputs="y"), {0: x})
+    assert tvm_partial.outputs(pm)["main"][0]["shape"] == [4, 3]
+    assert np.array_equal(pm().numpy(), x * np.float32(2) + c)
+
+
+def test_a_parameter_named_outputs_is_not_taken_as_the_option():
+    x = te.placeholder((4,), "float32", name="x")
+    out = te.compute((4,), lambda i: x[i] + 1.0, name="outputs")
+    exe = compile_te([x, out])
+    with pytest.raises(TypeError, match=r"the function has a parameter named 'outputs'; bind it with the "
+                                        r"mapping form"):
+        tvm_partial.partial(exe["main"], signature=[x, out], outputs=np.zeros(4, "float32"))
+
+
 def test_partial_of_partial_keeps_outputs(conv):
     exe, tensors, inputs, expected = conv
     data = tensor(inputs["data"])
