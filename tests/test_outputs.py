@@ -193,6 +193,21 @@ def test_export_and_load_in_a_fresh_process_returns_the_output(conv, tmp_path):
     assert result == {"equal": True, "aligned": True, "outputs": "result"}
 
 
+def test_zero_copy_export_with_outputs(conv, tmp_path):
+    _, _, inputs, expected = conv
+    tvm_partial.export_library(_conv_partial(conv, "module"), tmp_path / "zc.so", zero_copy=True)
+    np.save(tmp_path / "data.npy", inputs["data"])
+    result = run_json("""
+        import json, sys, numpy as np, tvm, tvm_partial
+        lib = tvm_partial.load(sys.argv[1] + "/zc.so")
+        out = lib(tvm.runtime.tensor(np.load(sys.argv[1] + "/data.npy")))
+        version = tvm_partial.inspect(sys.argv[1] + "/zc.so")["format_version"]
+        print(json.dumps({"out": out.numpy().ravel().tolist(), "version": version}))
+        """, str(tmp_path))
+    assert result["version"] == 2
+    assert np.array_equal(np.asarray(result["out"], "float32"), expected.ravel())
+
+
 # ---------------------------------------------------------------------------------------------
 # Bad input
 
