@@ -318,3 +318,28 @@ def test_bad_output_positions_from_the_ffi(conv):
         pa(exe["main"], {}, "", [], [[3, f32, [[-1, -2]]]])
     with pytest.raises(ValueError, match=r"dimension 0 refers to axis 0 of position 3, which is an output"):
         pa(exe["main"], {}, "", [], [[3, f32, [[3, 0]]]])
+
+
+def test_threads_share_a_returning_partial(sum_prod):
+    """Each call's outputs are its own: 8 threads, each checking every result it gets."""
+    import threading
+
+    exe, tensors = sum_prod
+    a, b = ints(16, seed=13), ints(16, seed=14)
+    g = tvm_partial.partial(exe["main"], signature=tensors, b=b, outputs=["p", "s"])
+    ta = tensor(a)
+    start, failures = threading.Barrier(8), []
+
+    def worker():
+        start.wait()
+        for _ in range(2000):
+            p, s = g(ta)
+            if not (np.array_equal(p.numpy(), a * b) and np.array_equal(s.numpy(), a + b)):
+                failures.append(1)
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
