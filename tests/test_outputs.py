@@ -98,6 +98,14 @@ def test_symbolic_dimension_read_from_the_input(scale_n):
         assert np.array_equal(y.numpy(), x * np.float32(2) + c)
 
 
+def test_symbolic_dimension_with_a_primfunc_signature(scale_n):
+    exe, tensors = scale_n
+    g = tvm_partial.partial(exe["main"], signature=te.create_prim_func(tensors), outputs="y")
+    assert tvm_partial.outputs(g)[0]["shape"] == [(0, 0), 3]
+    x, c = ints((7, 3), seed=15), ints(3, seed=16)
+    assert np.array_equal(g(tensor(x), tensor(c)).numpy(), x * np.float32(2) + c)
+
+
 def test_symbolic_dimension_of_a_bound_input_becomes_static(scale_n):
     exe, tensors = scale_n
     x = ints((6, 3), seed=4)
