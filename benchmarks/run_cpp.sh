@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Configure, build and run the C++ per-call benchmark (benchmarks/cpp/bench_closure.cc).
 #   benchmarks/run_cpp.sh [calls_per_sample] [repeats]
+# BENCH=bench_outputs runs benchmarks/cpp/bench_outputs.cc instead (the cost of returned outputs).
 # PYTHON picks the interpreter whose tvm-partial and tvm-ffi are used (default: python3).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -12,4 +13,4 @@ cmake -S "$root/benchmarks/cpp" -B "$build" -DCMAKE_BUILD_TYPE=Release \
   -Dtvm_ffi_DIR="$("$python" -m tvm_ffi.config --cmakedir)" \
   -Dtvm_partial_DIR="$("$python" -m tvm_partial.config --cmakedir)" >/dev/null
 cmake --build "$build" --parallel
-"$build/bench_closure" "$@"
+"$build/${BENCH:-bench_closure}" "$@"

@@ -53,6 +53,7 @@ struct PartialParts {
   BoundList bound;
   ffi::String name;
   ffi::Array<ffi::String> param_names;
+  Outputs outputs;  // allocated per call and returned (outputs.h)
 };
 bool GetPartialParts(const ffi::Function& f, PartialParts* out);
 

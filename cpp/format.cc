@@ -157,6 +157,19 @@ class HostBytes {
   std::string copy_;
 };
 
+void WriteOutputs(Writer* w, const Outputs& outputs) {
+  w->Put<uint32_t>(static_cast<uint32_t>(outputs.size()));
+  for (const Output& o : outputs) {
+    w->Put<int64_t>(o.position);
+    w->PutStr(ffi::DLDataTypeToString(o.dtype));
+    w->Put<uint32_t>(static_cast<uint32_t>(o.shape.size()));
+    for (const OutputDim& dim : o.shape) {
+      w->Put<int64_t>(dim.arg < 0 ? -1 : dim.arg);
+      w->Put<int64_t>(dim.value);
+    }
+  }
+}
+
 }  // namespace
 
 // =============================================================================================
@@ -170,7 +183,9 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
   std::vector<Pending> tensors;
   Writer w;
   w.str().append(kMagic, sizeof(kMagic));
-  w.Put<uint32_t>(kVersion);
+  const bool with_outputs = std::any_of(functions.begin(), functions.end(),
+                                        [](const FunctionRecord& fn) { return !fn.outputs.empty(); });
+  w.Put<uint32_t>(with_outputs ? kVersion : kVersionNoOutputs);
   w.Put<uint32_t>(region ? kFlagExternalPayloads : 0);
   w.Put<uint64_t>(0);  // total size, patched
   w.Put<uint64_t>(0);  // metadata size, patched
@@ -241,6 +256,7 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
               << " cannot be serialised (only tensors, int, float, bool, str and None can)";
       }
     }
+    if (with_outputs) WriteOutputs(&w, fn.outputs);
   }
   const size_t meta_size = w.size() - kHeaderSize;
   if (region) {
@@ -294,7 +310,7 @@ void WriteRegion(const std::vector<FunctionRecord>& functions, const ExternalReg
     left -= n;
   }
   char header[kRegionHeaderSize] = {};
-  uint32_t version = kVersion;
+  uint32_t version = kVersionNoOutputs;
   uint64_t size = end;
   std::memcpy(header, kRegionMagic, 8);
   std::memcpy(header + 8, &version, 4);
@@ -383,6 +399,7 @@ struct ParsedFunction {
   ffi::String name;
   ffi::Array<ffi::String> param_names;
   std::vector<ParsedValue> values;
+  Outputs outputs;  // version 2
 };
 
 struct Parsed {
@@ -414,6 +431,41 @@ uint64_t CheckedByteSize(const std::vector<int64_t>& shape, DLDataType dtype, co
     Corrupt(where + ": the shape's byte size overflows");
   }
   return bits / 8 + (bits % 8 != 0);
+}
+
+/*! \brief Version 2: the outputs of one function, bounds-checked and checked for consistency. */
+void ReadOutputs(Reader* r, ParsedFunction* fn, uint32_t num_names) {
+  const std::string who = "function '" + std::string(fn->name) + "'";
+  uint32_t count = r->GetCount("output count", 16);
+  for (uint32_t k = 0; k < count; ++k) {
+    Output o;
+    o.position = r->Get<int64_t>("output position");
+    std::string dtype = r->GetStr("output dtype");
+    try {
+      o.dtype = ffi::StringToDLDataType(dtype);
+    } catch (const ffi::Error&) {
+      Corrupt(who + " output at position " + std::to_string(o.position) + ": unknown dtype '" +
+              dtype + "'");
+    }
+    uint32_t ndim = r->Get<uint32_t>("output ndim");
+    if (ndim > kMaxNdim) {
+      Corrupt(who + " output at position " + std::to_string(o.position) + ": ndim " +
+              std::to_string(ndim) + " exceeds " + std::to_string(kMaxNdim));
+    }
+    for (uint32_t d = 0; d < ndim; ++d) {
+      int64_t source = r->Get<int64_t>("output dimension source");
+      int64_t value = r->Get<int64_t>("output dimension value");
+      o.shape.push_back(OutputDim{source, value});
+    }
+    fn->outputs.push_back(std::move(o));
+  }
+  std::vector<int64_t> bound;
+  for (const ParsedValue& v : fn->values) bound.push_back(v.index);
+  try {
+    detail::ValidateRecordedOutputs(fn->outputs, bound, num_names, who);
+  } catch (const ffi::Error& err) {
+    Corrupt(err.message());
+  }
 }
 
 Parsed Parse(const char* data, size_t size) {
@@ -546,7 +598,12 @@ Parsed Parse(const char* data, size_t size) {
       }
       fn.values.push_back(std::move(v));
     }
+    if (out.version >= 2) ReadOutputs(&r, &fn, num_names);
     out.functions.push_back(std::move(fn));
+  }
+  if (out.version >= 2 && std::all_of(out.functions.begin(), out.functions.end(),
+                                      [](const ParsedFunction& fn) { return fn.outputs.empty(); })) {
+    Corrupt("format version 2 without outputs (such data is written as version 1)");
   }
   if (r.left() != 0) Corrupt(std::to_string(r.left()) + " unread bytes at the end of the metadata");
   if (payload_end != limit) {
@@ -615,7 +672,7 @@ std::vector<FunctionRecord> Decode(const char* data, size_t size) {
     std::memcpy(&version, h + 8, 4);
     std::memcpy(&region_size, h + 16, 8);
     std::memcpy(&link, h + 24, 8);
-    if (std::memcmp(h, kRegionMagic, 8) != 0 || version != kVersion ||
+    if (std::memcmp(h, kRegionMagic, 8) != 0 || version != kVersionNoOutputs ||
         region_size != parsed.region_size || link != parsed.link) {
       Corrupt("the payload region " + parsed.symbol + " in " + mapped.library +
               " does not match its metadata (bad magic, version, size or link)");
@@ -625,6 +682,7 @@ std::vector<FunctionRecord> Decode(const char* data, size_t size) {
   std::vector<FunctionRecord> out;
   for (ParsedFunction& fn : parsed.functions) {
     FunctionRecord rec{fn.name, fn.param_names, {}};
+    rec.outputs = fn.outputs;
     for (ParsedValue& v : fn.values) {
       if (v.kind == kTensor) {
         std::string where = "function '" + std::string(fn.name) + "' position " + std::to_string(v.index);
@@ -668,6 +726,7 @@ ffi::Map<ffi::String, ffi::Any> Describe(const char* data, size_t size) {
     f.Set("name", fn.name);
     f.Set("param_names", fn.param_names);
     f.Set("bindings", bindings);
+    f.Set("outputs", detail::OutputsToAny(fn.outputs));
     functions.push_back(f);
   }
   ffi::Map<ffi::String, ffi::Any> out;

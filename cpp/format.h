@@ -2,7 +2,7 @@
  * \file format.h
  * \brief Internal: the serialisation format of a partial module (`SaveToBytes`).
  *
- * Layout (version 1, little-endian; flag 1: payloads in a region of the library file, see
+ * Layout (versions 1 and 2, little-endian; flag 1: payloads in a region of the library file, see
  * kRegionHeaderSize, the metadata then starting with str symbol | u64 link | u64 region size):
  *
  *   header   magic "TVMPARTL" | u32 version | u32 flags (0) | u64 total size | u64 metadata size
@@ -13,6 +13,11 @@
  *                kind 0 None; 1 int: i64; 2 float: f64; 3 bool: u8; 4 str: str;
  *                kind 5 tensor: str dtype | i32 device type | i32 device id | u32 ndim
  *                               | i64 shape[ndim] | u64 byte length | u64 payload offset | u64 hash
+ *              version 2 only (written when some function has outputs, else version 1):
+ *              u32 output count, per output (in the order the call returns them):
+ *                i64 position | str dtype | u32 ndim | per dimension: i64 source | i64 value
+ *                  source -1: value is a static extent (>= 0); source >= 0: the extent of axis
+ *                  `value` of the call's argument at position `source` (a free input)
  *   payloads each at an offset from the start that is a multiple of 64; padding bytes are zero.
  *
  *   str = u32 length + UTF-8 bytes. Every read is bounds-checked, every tensor payload hashed.
@@ -28,11 +33,16 @@
 #include <vector>
 
 #include "bindings.h"
+#include "outputs.h"
 
 namespace tvm_partial {
 namespace format {
 
-constexpr uint32_t kVersion = 1;
+/*! \brief The newest version: written for blobs that carry outputs, and read. */
+constexpr uint32_t kVersion = 2;
+/*! \brief Blobs without outputs are written as version 1 (byte-identical to before version 2
+ *         existed, so older readers read them); payload regions are always version 1. */
+constexpr uint32_t kVersionNoOutputs = 1;
 constexpr size_t kPayloadAlignment = 64;
 /*! \brief A zero-copy payload region starts with "TVMPREGN" | u32 version | u32 0 | u64 size
  *         | u64 link, padded to 64 bytes; payloads follow as in a blob, offsets from its start. */
@@ -52,6 +62,7 @@ struct FunctionRecord {
   ffi::String name;
   ffi::Array<ffi::String> param_names;  // empty when unknown
   detail::BoundList bound;
+  Outputs outputs;  // version 2: allocated per call and returned (outputs.h)
 };
 
 /*!

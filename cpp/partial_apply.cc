@@ -7,6 +7,7 @@
 #include <tvm/ffi/memory.h>
 #include <tvm_partial/partial_apply.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <sstream>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "bindings.h"
+#include "outputs.h"
 #include "registry.h"
 
 namespace tvm_partial {
@@ -31,11 +33,12 @@ using detail::BoundList;
 class PartialFunctionObj final : public ffi::FunctionObj {
  public:
   PartialFunctionObj(ffi::Function target, BoundList bound, ffi::String name,
-                     ffi::Array<ffi::String> param_names)
+                     ffi::Array<ffi::String> param_names, Outputs outputs = {})
       : target_(std::move(target)),
         bound_(std::move(bound)),
         name_(std::move(name)),
-        param_names_(std::move(param_names)) {
+        param_names_(std::move(param_names)),
+        outputs_(std::move(outputs)) {
     this->safe_call = SafeCall;
     this->cpp_call = reinterpret_cast<void*>(CppCall);
     target_obj_ = static_cast<const ffi::FunctionObj*>(target_.get());
@@ -45,8 +48,9 @@ class PartialFunctionObj final : public ffi::FunctionObj {
       positions_.push_back(index);
       views_.push_back(*reinterpret_cast<const TVMFFIAny*>(&value));
     }
-    num_bound_ = static_cast<int32_t>(bound_.size());
-    last_position_ = bound_.empty() ? -1 : bound_.back().first;
+    if (!outputs_.empty()) AddOutputSlots();
+    num_bound_ = static_cast<int32_t>(positions_.size());  // bound values and outputs
+    last_position_ = positions_.empty() ? -1 : positions_.back();
     expected_args_ = param_names_.empty() ? -1
                                           : static_cast<int64_t>(param_names_.size()) - num_bound_;
     // Valid caller counts form one range [min_args_, min_args_ + arg_span_], so the call checks
@@ -88,12 +92,13 @@ class PartialFunctionObj final : public ffi::FunctionObj {
     }
     const int64_t total = static_cast<int64_t>(num_args) + self->num_bound_;
     const auto* caller = reinterpret_cast<const TVMFFIAny*>(args);
-    if (total > kGatherSlots) return self->CallSpread(caller, total, result);
+    if (self->num_outputs_ != 0) return self->CallWithOutputs(caller, num_args, total, result);
+    if (total > kGatherSlots) return self->CallSpread(caller, self->views_.data(), total, result);
 
     // Ordinary argument counts: an unrolled gather by the plan made at bind time (no library
     // calls, no loops whose trip count the CPU must predict); measured in benchmarks/cpp.
     TVMFFIAny packed[kGatherSlots];
-    self->GatherShort(caller, total, packed);
+    self->GatherShort(caller, self->views_.data(), total, packed);
     self->target_obj_->CallPacked(reinterpret_cast<const ffi::AnyView*>(packed),
                                   static_cast<int32_t>(total), result);
   }
@@ -107,11 +112,62 @@ class PartialFunctionObj final : public ffi::FunctionObj {
   BoundList bound_;
   ffi::String name_;
   ffi::Array<ffi::String> param_names_;
+  Outputs outputs_;  // allocated per call and returned, in this order (outputs.h)
 
  private:
+  // ---- Outputs: slots among the bound ones, filled per call with fresh tensors. ----
+  void AddOutputSlots() {
+    for (const Output& o : outputs_) {
+      auto at = std::lower_bound(positions_.begin(), positions_.end(), o.position);
+      views_.insert(views_.begin() + (at - positions_.begin()), TVMFFIAny{});
+      positions_.insert(at, o.position);
+    }
+    for (const Output& o : outputs_) {
+      output_slots_.push_back(static_cast<int32_t>(
+          std::lower_bound(positions_.begin(), positions_.end(), o.position) - positions_.begin()));
+    }
+    num_outputs_ = static_cast<int32_t>(outputs_.size());
+    plan_ = detail::OutputPlan(outputs_, bound_, name_, param_names_);
+  }
+
+  /*! \brief A call of a partial with outputs: allocate them, call, return them. */
+  TVM_FFI_NO_INLINE void CallWithOutputs(const TVMFFIAny* caller, int32_t num_args, int64_t total,
+                                         ffi::Any* result) const {
+    constexpr int32_t kInlineOutputs = 4;
+    ffi::Any inline_outs[kInlineOutputs];
+    std::unique_ptr<ffi::Any[]> heap_outs;
+    ffi::Any* outs = inline_outs;
+    if (num_outputs_ > kInlineOutputs) {
+      heap_outs.reset(new ffi::Any[num_outputs_]);
+      outs = heap_outs.get();
+    }
+    plan_.Allocate(caller, num_args, outs);
+    TVMFFIAny inline_views[kInlineArgs];
+    std::unique_ptr<TVMFFIAny[]> heap_views;
+    TVMFFIAny* views = inline_views;
+    if (num_bound_ > kInlineArgs) {
+      heap_views.reset(new TVMFFIAny[num_bound_]);
+      views = heap_views.get();
+    }
+    std::memcpy(views, views_.data(), num_bound_ * sizeof(TVMFFIAny));
+    for (int32_t k = 0; k < num_outputs_; ++k) {
+      views[output_slots_[k]] = *reinterpret_cast<const TVMFFIAny*>(&outs[k]);
+    }
+    if (total > kGatherSlots) {
+      CallSpread(caller, views, total, result);
+    } else {
+      TVMFFIAny packed[kGatherSlots];
+      GatherShort(caller, views, total, packed);
+      target_obj_->CallPacked(reinterpret_cast<const ffi::AnyView*>(packed),
+                              static_cast<int32_t>(total), result);
+    }
+    plan_.Return(outs, result);
+  }
+
   /*! \brief Fill `packed` with the `total` (<= kGatherSlots) arguments of a short call. */
-  TVM_FFI_INLINE void GatherShort(const TVMFFIAny* caller, int64_t total, TVMFFIAny* packed) const {
-    const TVMFFIAny* sources[2] = {caller, views_.data()};
+  TVM_FFI_INLINE void GatherShort(const TVMFFIAny* caller, const TVMFFIAny* views, int64_t total,
+                                  TVMFFIAny* packed) const {
+    const TVMFFIAny* sources[2] = {caller, views};
     switch (total) {
 #define TVM_PARTIAL_GATHER_CASE(n) \
   case n:                          \
@@ -146,7 +202,8 @@ class PartialFunctionObj final : public ffi::FunctionObj {
   }
 
   /*! \brief Longer calls: copy the runs of caller arguments between bound positions. */
-  TVM_FFI_NO_INLINE void CallSpread(const TVMFFIAny* caller, int64_t total, ffi::Any* result) const {
+  TVM_FFI_NO_INLINE void CallSpread(const TVMFFIAny* caller, const TVMFFIAny* views, int64_t total,
+                                    ffi::Any* result) const {
     TVMFFIAny inline_slots[kInlineArgs];
     std::unique_ptr<TVMFFIAny[]> heap_slots;
     TVMFFIAny* packed = inline_slots;
@@ -160,7 +217,7 @@ class PartialFunctionObj final : public ffi::FunctionObj {
       std::memcpy(packed + filled, caller, gap * sizeof(TVMFFIAny));
       caller += gap;
       filled += gap;
-      packed[filled++] = views_[j];
+      packed[filled++] = views[j];
     }
     std::memcpy(packed + filled, caller, (total - filled) * sizeof(TVMFFIAny));
     target_obj_->CallPacked(reinterpret_cast<const ffi::AnyView*>(packed),
@@ -177,7 +234,7 @@ class PartialFunctionObj final : public ffi::FunctionObj {
     bool first = true;
     size_t j = 0;
     for (size_t i = 0; i < param_names_.size(); ++i) {
-      if (j < bound_.size() && bound_[j].first == static_cast<int64_t>(i)) {
+      if (j < positions_.size() && positions_[j] == static_cast<int64_t>(i)) {
         ++j;
         continue;
       }
@@ -212,6 +269,9 @@ class PartialFunctionObj final : public ffi::FunctionObj {
   uint32_t arg_span_;      // how many more it may pass (0 when the signature is known)
   uint8_t source_[kGatherSlots];  // slot s of a short call: 0 = caller argument, 1 = bound value
   uint8_t index_[kGatherSlots];   // ... and its index among the caller arguments or views_
+  int32_t num_outputs_ = 0;            // outputs_.size()
+  std::vector<int32_t> output_slots_;  // slot in views_ of each output, in outputs_ order
+  detail::OutputPlan plan_;            // shapes, dtypes and device of the outputs
 };
 
 void CheckAgainstSignature(const BoundList& bound, const ffi::Array<ffi::String>& names,
@@ -238,27 +298,33 @@ bool GetPartialParts(const ffi::Function& f, PartialParts* out) {
   out->bound = self->bound_;
   out->name = self->name_;
   out->param_names = self->param_names_;
+  out->outputs = self->outputs_;
   return true;
 }
 }  // namespace detail
 
 namespace {
 ffi::Function MakePartial(ffi::Function f, BoundList bound, ffi::String name,
-                          ffi::Array<ffi::String> param_names) {
+                          ffi::Array<ffi::String> param_names, Outputs outputs = {}) {
   if (!f.defined()) TVM_FFI_THROW(TypeError) << "PartialApply: the function to wrap is None";
   const std::string who = name.empty() ? "PartialApply" : std::string(name);
   CheckAgainstSignature(bound, param_names, who);  // positions as the caller gave them
   detail::PartialParts inner;
   if (detail::GetPartialParts(f, &inner)) {
     // Flatten: one closure around the original function, one hop per call.
-    param_names = detail::MergeNames(inner.bound, inner.param_names, param_names);
-    bound = detail::Merge(inner.bound, bound);
+    if (!inner.outputs.empty() || !outputs.empty()) {
+      detail::MergeLevels(inner, &bound, &param_names, &outputs);
+    } else {
+      param_names = detail::MergeNames(inner.bound, inner.param_names, param_names);
+      bound = detail::Merge(inner.bound, bound);
+    }
     if (name.empty()) name = inner.name;
     f = inner.target;
   }
   CheckAgainstSignature(bound, param_names, who);
+  outputs = detail::CheckOutputs(std::move(outputs), bound, param_names, who);
   ffi::ObjectPtr<ffi::FunctionObj> closure = ffi::make_object<PartialFunctionObj>(
-      std::move(f), std::move(bound), std::move(name), std::move(param_names));
+      std::move(f), std::move(bound), std::move(name), std::move(param_names), std::move(outputs));
   return ffi::Function(std::move(closure));
 }
 }  // namespace
@@ -269,13 +335,20 @@ ffi::Function PartialApply(ffi::Function f, Bindings bound, ffi::String name,
                      std::move(param_names));
 }
 
+ffi::Function PartialApply(ffi::Function f, Bindings bound, ffi::String name,
+                           ffi::Array<ffi::String> param_names, Outputs outputs) {
+  return MakePartial(std::move(f), detail::FromBindings(bound, "PartialApply"), std::move(name),
+                     std::move(param_names), std::move(outputs));
+}
+
 namespace {
 
-// runtime.PartialApply(f, bound, name="", param_names=[]): keys arrive untyped from Python.
+// runtime.PartialApply(f, bound, name="", param_names=[], outputs=[]): keys arrive untyped from
+// Python; outputs as detail::OutputsFromAny reads them.
 void PartialApplyPacked(ffi::PackedArgs args, ffi::Any* rv) {
-  if (args.size() < 2 || args.size() > 4) {
-    TVM_FFI_THROW(TypeError) << "runtime.PartialApply(f, bound, name='', param_names=[]) takes 2 "
-                                "to 4 arguments, "
+  if (args.size() < 2 || args.size() > 5) {
+    TVM_FFI_THROW(TypeError) << "runtime.PartialApply(f, bound, name='', param_names=[], "
+                                "outputs=[]) takes 2 to 5 arguments, "
                              << args.size() << " given";
   }
   auto f = args[0].try_cast<ffi::Function>();
@@ -293,7 +366,8 @@ void PartialApplyPacked(ffi::PackedArgs args, ffi::Any* rv) {
   ffi::Array<ffi::String> names = args.size() > 3 && args[3] != nullptr
                                       ? args[3].cast<ffi::Array<ffi::String>>()
                                       : ffi::Array<ffi::String>();
-  *rv = MakePartial(*f, detail::FromAnyMap(*raw, "PartialApply"), name, names);
+  Outputs outputs = args.size() > 4 ? detail::OutputsFromAny(args[4], "PartialApply") : Outputs();
+  *rv = MakePartial(*f, detail::FromAnyMap(*raw, "PartialApply"), name, names, std::move(outputs));
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 
 #include "bindings.h"
 #include "format.h"
+#include "outputs.h"
 #include "registry.h"
 
 namespace tvm_partial {
@@ -63,7 +64,7 @@ class PartialModuleObj final : public ffi::ModuleObj {
                                     << "' is bound but the wrapped module has no such function";
     }
     ffi::Function closure = PartialApply(*f, detail::ToBindings(record->bound), record->name,
-                                         record->param_names);
+                                         record->param_names, record->outputs);
     cache_.emplace(std::string(name), closure);
     return closure;
   }
@@ -127,6 +128,17 @@ ffi::Module MakePartialModule(ffi::Module mod, std::vector<format::FunctionRecor
                              [&](const auto& r) { return r.name == outer.name; });
       if (it == merged.end()) {
         merged.push_back(std::move(outer));
+      } else if (!it->outputs.empty() || !outer.outputs.empty()) {
+        BoundList inner_bound = std::move(it->bound);
+        Outputs inner_outputs = std::move(it->outputs);
+        it->bound = std::move(outer.bound);
+        it->outputs = std::move(outer.outputs);
+        ffi::Array<ffi::String> inner_names = it->param_names;
+        it->param_names = outer.param_names;
+        detail::MergeLevels(inner_bound, inner_outputs, inner_names, &it->bound, &it->param_names,
+                            &it->outputs);
+        it->outputs = detail::CheckOutputs(std::move(it->outputs), it->bound, it->param_names,
+                                           "PartialApplyModule('" + std::string(it->name) + "')");
       } else {
         it->param_names = detail::MergeNames(it->bound, it->param_names, outer.param_names);
         it->bound = detail::Merge(it->bound, outer.bound);
@@ -140,8 +152,14 @@ ffi::Module MakePartialModule(ffi::Module mod, std::vector<format::FunctionRecor
 /*! \brief One function's record, its positions checked against its names (when given). */
 format::FunctionRecord MakeRecord(const ffi::String& name,
                                   const ffi::Map<ffi::String, ffi::Array<ffi::String>>& names,
-                                  BoundList bound) {
+                                  BoundList bound, Outputs outputs = {}) {
   format::FunctionRecord r{name, names.Get(name).value_or(ffi::Array<ffi::String>()), std::move(bound)};
+  // Checked here against this level's bindings (as given); merged with an inner module's later.
+  r.outputs = std::move(outputs);
+  if (!r.outputs.empty()) {
+    r.outputs = detail::CheckOutputs(std::move(r.outputs), r.bound, r.param_names,
+                                     "PartialApplyModule('" + std::string(name) + "')");
+  }
   if (r.param_names.empty() || r.bound.empty()) return r;
   if (r.bound.back().first >= static_cast<int64_t>(r.param_names.size())) {
     TVM_FFI_THROW(IndexError) << "PartialApplyModule: function '" << r.name << "': bound index "
@@ -159,7 +177,9 @@ std::optional<std::vector<format::FunctionRecord>> RecordsOf(const ffi::Any& obj
   if (auto f = obj.try_cast<ffi::Function>()) {
     detail::PartialParts parts;
     if (!detail::GetPartialParts(*f, &parts)) return std::nullopt;
-    return std::vector<format::FunctionRecord>{{"", parts.param_names, std::move(parts.bound)}};
+    format::FunctionRecord record{"", parts.param_names, std::move(parts.bound)};
+    record.outputs = std::move(parts.outputs);
+    return std::vector<format::FunctionRecord>{std::move(record)};
   }
   if (auto m = obj.try_cast<ffi::Module>()) {
     if (PartialModuleObj* pm = AsPartialModule(*m)) return pm->functions_;
@@ -217,13 +237,28 @@ ffi::Map<ffi::String, ffi::Array<ffi::String>> PartialApplyParamNames(const ffi:
   return out;
 }
 
+ffi::Map<ffi::String, ffi::Array<ffi::Any>> PartialApplyOutputs(const ffi::Any& obj) {
+  auto records = RecordsOf(obj);
+  if (!records.has_value()) {
+    TVM_FFI_THROW(TypeError) << "PartialApplyOutputs: expected a partial function or a "
+                                "partial_apply module, got "
+                             << obj.GetTypeKey() << ForeignCopyHint(obj);
+  }
+  ffi::Map<ffi::String, ffi::Array<ffi::Any>> out;
+  for (const auto& r : *records) {
+    if (!r.outputs.empty()) out.Set(r.name, detail::OutputsToAny(r.outputs));
+  }
+  return out;
+}
+
 namespace {
 
-// runtime.PartialApplyModule(mod, {name: {position: value}}, param_names={}) from Python.
+// runtime.PartialApplyModule(mod, {name: {position: value}}, param_names={}, outputs={}) from
+// Python; outputs per function as detail::OutputsFromAny reads them.
 void PartialApplyModulePacked(ffi::PackedArgs args, ffi::Any* rv) {
-  if (args.size() < 2 || args.size() > 3) {
-    TVM_FFI_THROW(TypeError) << "runtime.PartialApplyModule(mod, bindings, param_names={}) takes "
-                                "2 or 3 arguments, "
+  if (args.size() < 2 || args.size() > 4) {
+    TVM_FFI_THROW(TypeError) << "runtime.PartialApplyModule(mod, bindings, param_names={}, "
+                                "outputs={}) takes 2 to 4 arguments, "
                              << args.size() << " given";
   }
   auto mod = args[0].try_cast<ffi::Module>();
@@ -241,10 +276,19 @@ void PartialApplyModulePacked(ffi::PackedArgs args, ffi::Any* rv) {
   if (args.size() > 2 && args[2] != nullptr) {
     names = args[2].cast<ffi::Map<ffi::String, ffi::Array<ffi::String>>>();
   }
+  ffi::Map<ffi::String, ffi::Any> outputs;
+  if (args.size() > 3 && args[3] != nullptr) outputs = args[3].cast<ffi::Map<ffi::String, ffi::Any>>();
   std::vector<format::FunctionRecord> functions;
   for (const auto& [name, bound] : *raw) {
-    functions.push_back(MakeRecord(
-        name, names, detail::FromAnyMap(bound, "PartialApplyModule('" + std::string(name) + "')")));
+    const std::string who = "PartialApplyModule('" + std::string(name) + "')";
+    Outputs outs = outputs.count(name) ? detail::OutputsFromAny(outputs.at(name), who) : Outputs();
+    functions.push_back(MakeRecord(name, names, detail::FromAnyMap(bound, who), std::move(outs)));
+  }
+  for (const auto& [name, _] : outputs) {
+    if (!raw->count(name)) {
+      TVM_FFI_THROW(ValueError) << "PartialApplyModule: outputs for function '" << name
+                                << "', which has no entry in bindings (give it {} there)";
+    }
   }
   *rv = MakePartialModule(*mod, std::move(functions));
 }
@@ -266,6 +310,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
                              }));
   detail::RegisterGlobalOnce("tvm_partial.ParamNames",
                              ffi::Function::FromTyped(PartialApplyParamNames));
+  detail::RegisterGlobalOnce("tvm_partial.Outputs", ffi::Function::FromTyped(PartialApplyOutputs));
   detail::RegisterGlobalOnce("ffi.Module.load_from_bytes.partial_apply",
                              ffi::Function::FromTyped(PartialModuleObj::LoadFromBytes));
   // Zero-copy export: a copy of `mod` whose SaveToBytes leaves the payloads to a region that

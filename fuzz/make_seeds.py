@@ -34,6 +34,15 @@ def main(folder: str) -> None:
     (out / "named.bin").write_bytes(tvm_partial.save_to_bytes(named))
     two = tvm_partial.partial(tvm_partial.partial(exe, {1: 1.0}), {2: np.ones(2, "float32")}, function="main")
     (out / "merged.bin").write_bytes(tvm_partial.save_to_bytes(two))
+    # Format version 2: outputs with a static and a symbolic dimension.
+    n = te.var("n", "int64")
+    xs = te.placeholder((n, 4), "float32", name="xs")
+    c = te.placeholder((4,), "float32", name="c")
+    ys = te.compute((n, 4), lambda i, j: xs[i, j] + c[j], name="ys")
+    zs = te.compute((4,), lambda j: c[j] * 2.0, name="zs")
+    sym = tvm.compile(te.create_prim_func([xs, c, ys, zs]), target="llvm")
+    returning = tvm_partial.partial(sym, signature=[xs, c, ys, zs], c=np.ones(4, "float32"), outputs=["zs", "ys"])
+    (out / "outputs.bin").write_bytes(tvm_partial.save_to_bytes(returning))
 
 
 if __name__ == "__main__":

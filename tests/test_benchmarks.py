@@ -14,6 +14,7 @@ BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
 @pytest.mark.parametrize("script,expected", [
     ("bench_call.py", "partial / direct"),
     ("bench_load.py", "tvm_partial (zero_copy=True)"),
+    ("bench_outputs.py", "returning partial: out = g(x)"),
 ])
 def test_benchmark_runs(script, expected):
     proc = subprocess.run([sys.executable, str(BENCH / script), "--quick"], capture_output=True, text=True,

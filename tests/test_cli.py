@@ -27,10 +27,11 @@ def demo_run(tmp_path_factory):
 def test_demo_passes_and_prints_table(demo_run):
     proc, out = demo_run
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    for row in ("direct f(x, w, b, out)", "tvm_partial g(x, out)", "Python lambda", "functools.partial"):
+    for row in ("direct f(x, w, b, out)", "tvm_partial g(x, out)", "Python lambda", "functools.partial",
+                "empty + direct f(...)", "tvm_partial out = g(x)"):
         assert re.search(rf"^{re.escape(row)}\s+\d+\.\d+\s+\d+\.\d+x$", proc.stdout, flags=re.M), proc.stdout
     for check in ("partial == numpy (bitwise)", "partial == direct call (bitwise)",
-                  "reloaded in a fresh process == numpy (bitwise)"):
+                  "out = conv(data) == numpy (bitwise)", "reloaded in a fresh process == numpy (bitwise)"):
         assert f"[ok] {check}" in proc.stdout
     assert "FAIL" not in proc.stdout
     assert (out / "conv2d_bias.so").exists()
@@ -63,6 +64,22 @@ def test_inspect_json(demo_run):
     assert fn["param_names"] == ["data", "weights", "bias", "result"]
     assert [(b["index"], b["name"], b["dtype"], b["shape"], b["device"], b["bytes"]) for b in fn["bindings"]] == [
         (1, "weights", "float32", [8, 3, 3, 3], "cpu:0", 864), (2, "bias", "float32", [8], "cpu:0", 32)]
+
+
+def test_inspect_shows_outputs(tmp_path):
+    from tvm import te
+
+    n = te.var("n", "int64")
+    x = te.placeholder((n, 4), "float32", name="x")
+    y = te.compute((n, 4), lambda i, j: x[i, j] * 2.0, name="y")
+    pm = tvm_partial.partial(tvm.compile(te.create_prim_func([x, y]), target="llvm"), signature=[x, y], outputs="y")
+    tvm_partial.export_library(pm, tmp_path / "o.so")
+    proc = cli("inspect", str(tmp_path / "o.so"))
+    assert "tvm-partial format version 2" in proc.stdout and "function main(x)" in proc.stdout
+    assert "output 1 y: tensor float32[x.shape[0]x4], allocated per call and returned" in proc.stdout
+    info = json.loads(cli("inspect", str(tmp_path / "o.so"), "--json").stdout)
+    assert info["functions"][0]["outputs"] == [{"index": 1, "name": "y", "dtype": "float32", "shape": ["x.shape[0]", 4]}]
+    assert info["functions"][0]["free"] == ["x"]
 
 
 def test_inspect_scalars(tmp_path):

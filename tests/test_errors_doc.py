@@ -78,7 +78,7 @@ CASES = {
     "bytes that are not partial_apply data": lambda c: load_from_bytes(b"\0" * 64),
     "truncated data": lambda c: load_from_bytes(_blob(c)[:-1]),
     "corrupted data": lambda c: load_from_bytes(_blob(c)[:60] + b"\x55" + _blob(c)[61:]),
-    "data from a newer tvm-partial": lambda c: load_from_bytes(_blob(c)[:8] + struct.pack("<I", 2) + _blob(c)[12:]),
+    "data from a newer tvm-partial": lambda c: load_from_bytes(_blob(c)[:8] + struct.pack("<I", 3) + _blob(c)[12:]),
     "a tensor's device is missing": lambda c: _in_subprocess(
         "import tvm, tvm_partial, tvm_ffi\n"
         "tvm_ffi.get_global_func('ffi.Module.load_from_bytes.partial_apply')(bytes.fromhex(sys.argv[1]))",
@@ -100,6 +100,28 @@ CASES = {
         tvm_partial.load_from_bytes(_blob(c)), {1: B}),
     "a loaded artifact rebound with values that no longer fit its file": lambda c: _export_longer_string(c),
     "`tvm-partial verify` on a file cut short": lambda c: _cli("verify", c["truncated"]),
+    "an output that is also bound": lambda c: tvm_partial.partial(c["f"], signature=c["sig"],
+                                                                result=np.zeros(demo.SHAPES["result"], "float32"),
+                                                                outputs="result"),
+    "outputs without dtypes and shapes": lambda c: tvm_partial.partial(
+        c["f"], signature=["data", "weights", "bias", "result"], outputs="result"),
+    "an output dimension no input gives": lambda c: tvm_partial.partial(
+        c["sym"]["free_m"], signature=c["sym"]["free_m_sig"], outputs="y"),
+    "an output dimension that is an expression": lambda c: tvm_partial.partial(
+        c["sym"]["twice"], signature=c["sym"]["twice_sig"], outputs="y"),
+    "inputs that make an output's size overflow": lambda c: tvm_partial.partial(
+        c["sym"]["outer"], signature=c["sym"]["outer_sig"], outputs="y")(_huge(2**40)),
+    "an output too large for memory": lambda c: _in_subprocess(
+        "import numpy as np, tvm, tvm_ffi, tvm_partial\n"
+        "from tvm import te\n"
+        "n = te.var('n', 'int64')\n"
+        "x = te.placeholder((n,), 'float32', name='x')\n"
+        "y = te.compute((n,), lambda i: x[i], name='y')\n"
+        "g = tvm_partial.partial(tvm.compile(te.create_prim_func([x, y]), target='llvm')['main'], signature=[x, y], "
+        "outputs='y')\n"
+        "g(tvm_ffi.from_dlpack(np.lib.stride_tricks.as_strided(np.zeros(1, 'float32'), shape=(2**55,), strides=(0,))))"),
+    "a non-tensor where an output's extent is read": lambda c: tvm_partial.partial(
+        c["sym"]["outer"], signature=c["sym"]["outer_sig"], outputs="y")(3),
 }
 
 
@@ -108,6 +130,30 @@ def _export_longer_string(ctx) -> None:
     tvm_partial.export_library(tvm_partial.partial(ctx["exe"], {1: W, 3: "s"}), folder / "string.so")
     loaded = tvm_partial.load(folder / "string.so")
     tvm_partial.export_library(tvm_partial.rebind(loaded, {3: "s" * 200}), folder / "string2.so")
+
+
+def _huge(n: int):
+    """A tensor of n float32 elements that takes 4 bytes (stride 0): a shape, no memory."""
+    return tvm_ffi.from_dlpack(np.lib.stride_tricks.as_strided(np.zeros(1, "float32"), shape=(n,), strides=(0,)))
+
+
+def _symbolic_kernels() -> dict:
+    import tvm
+    from tvm import te
+
+    n, m = te.var("n", "int64"), te.var("m", "int64")
+    x = te.placeholder((n,), "float32", name="x")
+    kernels = {
+        "free_m": [x, te.compute((m,), lambda i: x[0], name="y")],
+        "twice": [x32 := te.placeholder((te.var("n"),), "float32", name="x"),
+                  te.compute((x32.shape[0] * 2,), lambda i: x32[i // 2], name="y")],
+        "outer": [x, te.compute((n, n), lambda i, j: x[i] * x[j], name="y")],
+    }
+    out = {}
+    for name, tensors in kernels.items():
+        out[name] = tvm.compile(te.create_prim_func(tensors), target="llvm")["main"]
+        out[name + "_sig"] = tensors
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +185,7 @@ def ctx(conv, tmp_path_factory):
     external_blob = tvm_partial.save_to_bytes(zero_copy.prepare(pm, folder)[0])
     return {"pm": pm, "truncated": str(folder / "truncated.so"), "altered": str(folder / "altered.so"),
             "external_blob": external_blob,"exe": exe, "f": exe["main"], "sig": tensors, "relax_exe": tvm.compile(Identity, target="llvm"),
-            "artifact": str(artifact), "plain": str(plain), "text": str(text)}
+            "artifact": str(artifact), "plain": str(plain), "text": str(text), "sym": _symbolic_kernels()}
 
 
 def test_every_documented_row_has_a_case():

@@ -125,7 +125,7 @@ def test_every_prefix_and_every_flipped_byte_refused(small_blob):
 
 CRAFTED = [
     ("wrong magic", lambda: b"NOTPARTL" + make_blob([])[8:], r"bad magic"),
-    ("future version", lambda: make_blob([], version=2), r"format version 2, newer than this tvm-partial reads \(1\); upgrade"),
+    ("future version", lambda: make_blob([], version=3), r"format version 3, newer than this tvm-partial reads \(2\); upgrade"),
     ("version zero", lambda: make_blob([], version=0), r"format version 0 is invalid"),
     ("unknown flags", lambda: make_blob([], flags=4), r"unknown flags 4"),
     ("too short", lambda: b"TVMPARTL\x01", r"truncated: 9 bytes is shorter than the 40-byte header"),

@@ -5,6 +5,10 @@
 //       main(data, result) takes the data alone.
 //   deploy --bind LIBRARY.so WEIGHTS.bin BIAS.bin DATA.bin EXPECTED.bin
 //       LIBRARY.so is plain compiled code, main(data, weights, bias, result): bind here, then call.
+//   deploy --returns ARTIFACT.so DATA.bin EXPECTED.bin
+//       ARTIFACT.so was exported with outputs="result": `auto out = main(data)` returns the result.
+//   deploy --bind-returns LIBRARY.so WEIGHTS.bin BIAS.bin DATA.bin EXPECTED.bin
+//       As --bind, and `result` is made an output here: the partial allocates and returns it.
 //
 // The .bin files hold raw float32 values in the shapes below (run.py writes them). Exit status:
 // 0 when the result equals EXPECTED.bin bit for bit, 1 when it differs, 2 on any error.
@@ -18,6 +22,7 @@
 #include <tvm_partial/partial_apply.h>
 #endif
 
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -70,6 +75,10 @@ int main(int argc, char** argv) {
     if (argc == 4) {
       LoadMain(argv[1])(Read(argv[2], kData), result);
       expected = argv[3];
+    } else if (argc == 5 && std::string(argv[1]) == "--returns") {
+      auto out = LoadMain(argv[2])(Read(argv[3], kData)).cast<ffi::Tensor>();  // allocated per call
+      result = out;
+      expected = argv[4];
 #ifndef DEPLOY_FFI_ONLY
     } else if (argc == 7 && std::string(argv[1]) == "--bind") {
       ffi::Function conv = tvm_partial::PartialApply(
@@ -77,18 +86,34 @@ int main(int argc, char** argv) {
           {"data", "weights", "bias", "result"});
       conv(Read(argv[5], kData), result);  // = main(data, weights, bias, result)
       expected = argv[6];
+    } else if (argc == 7 && std::string(argv[1]) == "--bind-returns") {
+      std::vector<tvm_partial::OutputDim> dims;
+      for (int64_t extent : kResult) dims.push_back(tvm_partial::OutputDim::Static(extent));
+      ffi::Function conv = tvm_partial::PartialApply(
+          LoadMain(argv[2]), {{1, Read(argv[3], kWeights)}, {2, Read(argv[4], kBias)}}, "main",
+          {"data", "weights", "bias", "result"}, {{3, DLDataType{kDLFloat, 32, 1}, dims}});
+      result = conv(Read(argv[5], kData)).cast<ffi::Tensor>();  // = main(data, w, b, <new>)
+      expected = argv[6];
 #endif
     } else {
       std::cerr << "usage: " << argv[0] << " ARTIFACT.so DATA.bin EXPECTED.bin\n"
+                << "       " << argv[0] << " --returns ARTIFACT.so DATA.bin EXPECTED.bin\n"
 #ifndef DEPLOY_FFI_ONLY
                 << "       " << argv[0]
                 << " --bind LIBRARY.so WEIGHTS.bin BIAS.bin DATA.bin EXPECTED.bin\n"
+                << "       " << argv[0]
+                << " --bind-returns LIBRARY.so WEIGHTS.bin BIAS.bin DATA.bin EXPECTED.bin\n"
 #endif
           ;
       return 2;
     }
     ffi::Tensor want = Read(expected, kResult);
     const size_t nbytes = ffi::GetDataSize(*result.GetDLTensorPtr());
+    if (nbytes != ffi::GetDataSize(*want.GetDLTensorPtr()) ||
+        reinterpret_cast<uintptr_t>(result.data_ptr()) % 64 != 0) {
+      std::cout << "MISMATCH: the result has " << nbytes << " bytes or is not 64-byte aligned\n";
+      return 1;
+    }
     if (std::memcmp(result.data_ptr(), want.data_ptr(), nbytes) != 0) {
       std::cout << "MISMATCH: the result differs from " << expected << "\n";
       return 1;

@@ -6,6 +6,7 @@ between the caller and the kernel; export the module with its constants inside o
 
 from ._lib import LIB
 from .export import export_library, inspect, load, load_from_bytes, save_to_bytes, verify
+from .output_specs import outputs
 from .partial import bindings, param_names, partial, rebind
 
 __version__ = "0.1.0"
@@ -17,6 +18,7 @@ __all__ = [
     "inspect",
     "load",
     "load_from_bytes",
+    "outputs",
     "param_names",
     "partial",
     "rebind",

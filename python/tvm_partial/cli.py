@@ -59,6 +59,10 @@ def format_inspect(info: dict) -> str:
             else:
                 desc = f"{b['kind']} {b.get('value')!r}"
             lines.append(f"    bound {label}: {desc}")
+        for o in fn.get("outputs", []):
+            label = f"{o['index']}" + (f" {o['name']}" if "name" in o else "")
+            shape = "x".join(str(d) for d in o["shape"]) or "scalar"
+            lines.append(f"    output {label}: tensor {o['dtype']}[{shape}], allocated per call and returned")
     return "\n".join(lines)
 
 

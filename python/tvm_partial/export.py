@@ -392,12 +392,14 @@ def _inspect(data, path: str) -> dict:
             if index < len(names):
                 entry["name"] = names[index]
             bound.append(entry)
-        taken = {b["index"] for b in bound}
+        outs = [_output_entry(o, names) for o in fn.get("outputs", [])]
+        taken = {b["index"] for b in bound} | {o["index"] for o in outs}
         functions.append({
             "name": str(fn["name"]),
             "param_names": names,
             "free": [n for i, n in enumerate(names) if i not in taken],
             "bindings": bound,
+            "outputs": outs,
         })
     return {
         "path": path,
@@ -409,6 +411,21 @@ def _inspect(data, path: str) -> dict:
         "payload_hashes": "not checked (run tvm-partial verify)",
         "functions": functions,
     }
+
+
+def _output_entry(spec, names: list) -> dict:
+    """An output as inspect shows it: index, name, dtype, shape (an int, or "name.shape[axis]")."""
+    def dim(d):
+        if isinstance(d, int):
+            return d
+        arg, axis = int(d[0]), int(d[1])
+        return f"{names[arg] if arg < len(names) else f'arg{arg}'}.shape[{axis}]"
+
+    entry = {"index": int(spec["position"]), "dtype": str(spec["dtype"]),
+             "shape": [dim(d) for d in spec["shape"]]}
+    if entry["index"] < len(names):
+        entry["name"] = names[entry["index"]]
+    return entry
 
 
 def _plain(value):

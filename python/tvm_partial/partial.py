@@ -9,6 +9,7 @@ import numpy as np
 import tvm_ffi
 
 from . import _lib
+from . import output_specs as _outputs
 from .signature import Param, Signature, resolve
 
 #: Bound tensors are converted to (or must already be) contiguous and aligned to this many bytes.
@@ -16,7 +17,7 @@ ALIGNMENT = 64
 
 
 def partial(target, bound: Optional[Mapping[int, Any]] = None, /, *, signature=None, device=None,
-            function: str = "main", **by_name):
+            function: str = "main", outputs=None, **by_name):
     """Bind constant arguments of ``target`` once; call the result with the remaining ones.
 
     Parameters
@@ -35,6 +36,10 @@ def partial(target, bound: Optional[Mapping[int, Any]] = None, /, *, signature=N
         Where values that are not yet tvm Tensors are placed (default: CPU).
     function
         For a module target, the function the bindings apply to.
+    outputs
+        Parameters (names or positions, one or a list) that each call allocates and returns
+        instead of taking them: ``out = partial(exe, outputs="result", ...)(data)``. Needs a
+        signature with dtypes and shapes; see ``tvm_partial.outputs``.
     **by_name
         ``name=value`` bindings, resolved through ``signature``.
 
@@ -55,6 +60,18 @@ def partial(target, bound: Optional[Mapping[int, Any]] = None, /, *, signature=N
     values = {i: _convert(v, sig.params[i] if sig else None, _label(i, sig), device)
               for i, v in positions.items()}
     names = sig.names if sig is not None else []
+    if outputs is not None:
+        if sig is not None and "outputs" in sig.names:
+            raise TypeError("outputs= is ambiguous: the function has a parameter named 'outputs'; "
+                            "bind it with the mapping form partial(f, {'outputs': value}, ...)")
+        taken = _outputs.taken_positions(obj, "" if kind == "function" else function)
+        specs = _outputs.resolve(outputs, sig, taken)
+        if taken and sig is not None and len(sig.params) > taken[-1]:
+            names = [n for i, n in enumerate(sig.names) if i not in taken]  # the target's arguments
+        if kind == "function":
+            return _lib.partial_apply(obj, values, sig.name if sig else "", names, specs)
+        return _lib.partial_apply_module(obj, {function: values}, {function: names} if names else {},
+                                         {function: specs})
     if kind == "function":
         return _lib.partial_apply(obj, values, sig.name if sig else "", names)
     return _lib.partial_apply_module(obj, {function: values}, {function: names} if names else {})
@@ -92,7 +109,7 @@ def rebind(module, bound: Optional[Mapping[int, Any]] = None, /, *, function: st
         name = sig.params[index].name if sig is not None else f"position {index}"
         replaced[index] = _rebound(replaced[index], value, name, _label(index, sig), device)
     current[function] = replaced
-    return _lib.partial_apply_module(module.imports[0], current, names)
+    return _lib.partial_apply_module(module.imports[0], current, names, _outputs.raw(module))
 
 
 #: The kinds a bound scalar can have; a rebind keeps the kind.
@@ -182,7 +199,7 @@ def _free_signature(obj, key: str, name: str) -> Optional[Signature]:
     recorded = _lib.param_names(obj)
     if key not in recorded:
         return None
-    taken = {int(i) for i in _lib.partial_apply_bindings(obj).get(key, {}).keys()}
+    taken = set(_outputs.taken_positions(obj, key))  # bound values and outputs
     return Signature(name, tuple(Param(str(n)) for i, n in enumerate(recorded[key]) if i not in taken))
 
 

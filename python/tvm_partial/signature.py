@@ -6,7 +6,7 @@ a Relax ``Function``, a Relax ``VirtualMachine`` (its parameter names), or a lis
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 
@@ -21,6 +21,9 @@ class Param:
     dtype: Optional[str] = None
     #: static extents; None for a dynamic extent; the whole tuple None when unknown.
     shape: Optional[tuple] = None
+    #: per dimension: an int (static), ("var", name) for a dimension that is exactly a shape
+    #: variable, ("expr", text) for a compound expression; None when unknown.
+    dims: Optional[tuple] = field(default=None, compare=False)
 
     def describe(self) -> str:
         """``x: Tensor[(1, 3, 8, 8), float32]`` or ``x``."""
@@ -60,18 +63,32 @@ def _static_dims(extents) -> tuple:
     return tuple(dims)
 
 
+def _symbolic_dims(extents) -> tuple:
+    dims = []
+    for e in extents:
+        value = getattr(e, "value", e)
+        if isinstance(value, int):
+            dims.append(int(value))
+        elif type(e).__name__ in ("Var", "SizeVar"):
+            dims.append(("var", str(e.name)))
+        else:
+            dims.append(("expr", str(e)))
+    return tuple(dims)
+
+
 def _param_from_var(var) -> Param:
     """A tirx buffer var or scalar var, or a Relax var (tvm 0.26+ share ``tvm.ir.expr.Var``)."""
     from tvm.tirx import buffer as _buffer
 
     name = str(var.name)
     if _buffer.is_buffer_var(var):
-        return Param(name, "tensor", str(var.dtype), _static_dims(var.shape))
+        return Param(name, "tensor", str(var.dtype), _static_dims(var.shape), _symbolic_dims(var.shape))
     ty = getattr(var, "ty", None)
     shape = getattr(ty, "shape", None)
     if shape is not None or type(ty).__name__ == "TensorType":
         values = getattr(shape, "values", None)
-        return Param(name, "tensor", str(ty.dtype), None if values is None else _static_dims(values))
+        return Param(name, "tensor", str(ty.dtype), None if values is None else _static_dims(values),
+                     None if values is None else _symbolic_dims(values))
     dtype = getattr(ty, "dtype", None)
     if dtype is not None and type(ty).__name__ == "PrimType":
         return Param(name, "scalar", str(dtype))
@@ -84,7 +101,8 @@ def _from_prim_func(func, name: str) -> Signature:
     for var in func.params:
         if buffer_map is not None and var in buffer_map:
             buf = buffer_map[var]
-            params.append(Param(str(buf.name), "tensor", str(buf.dtype), _static_dims(buf.shape)))
+            params.append(Param(str(buf.name), "tensor", str(buf.dtype), _static_dims(buf.shape),
+                                _symbolic_dims(buf.shape)))
         else:
             params.append(_param_from_var(var))
     attrs = getattr(func, "attrs", None)
@@ -100,7 +118,8 @@ def _from_sequence(items: Sequence, name: str) -> Signature:
         if isinstance(item, str):
             params.append(Param(item))
         elif isinstance(item, te.Tensor):
-            params.append(Param(str(item.op.name), "tensor", str(item.dtype), _static_dims(item.shape)))
+            params.append(Param(str(item.op.name), "tensor", str(item.dtype), _static_dims(item.shape),
+                                _symbolic_dims(item.shape)))
         elif hasattr(item, "name") and hasattr(item, "ty"):
             params.append(_param_from_var(item))
         else:

@@ -26,6 +26,7 @@
 #include <tvm/ffi/string.h>
 
 #include <cstdint>
+#include <vector>
 
 #if defined(_WIN32)
 #define TVM_PARTIAL_API __declspec(dllexport)
@@ -57,6 +58,49 @@ TVM_PARTIAL_API ffi::Function PartialApply(ffi::Function f, Bindings bound,
                                            ffi::Array<ffi::String> param_names = {});
 
 /*!
+ * \brief One dimension of an output's shape: a static extent (`arg` = -1), or the extent of axis
+ *        `value` of the argument at position `arg` of the call (a TIR shape variable such as `n`).
+ */
+struct OutputDim {
+  int64_t arg = -1;   // position in the wrapped function's argument list, or -1: static
+  int64_t value = 0;  // the static extent, or the axis of argument `arg`
+  static OutputDim Static(int64_t extent) { return OutputDim{-1, extent}; }
+  static OutputDim Of(int64_t arg, int64_t axis) { return OutputDim{arg, axis}; }
+};
+
+/*! \brief A parameter that the partial allocates on each call and returns. */
+struct Output {
+  int64_t position;  // in the wrapped function's argument list (like Bindings)
+  DLDataType dtype;
+  std::vector<OutputDim> shape;
+};
+
+/*! \brief Outputs in the order the call returns them. */
+using Outputs = std::vector<Output>;
+
+/*!
+ * \brief `PartialApply` for a destination-passing kernel that should return its outputs:
+ *
+ * \code{.cpp}
+ *   // main(data, weights, bias, result): result is allocated per call and returned
+ *   ffi::Function conv = tvm_partial::PartialApply(
+ *       f, {{1, w}, {2, b}}, "main", {"data", "weights", "bias", "result"},
+ *       {{3, DLDataType{kDLFloat, 32, 1}, {OutputDim::Static(1), ...}}});
+ *   ffi::Tensor out = conv(x).cast<ffi::Tensor>();
+ * \endcode
+ *
+ * Each call allocates every output (contiguous, 64-byte aligned, on the device of the first
+ * tensor argument of the call, else of the first bound tensor, else the CPU), calls `f` with them
+ * at their positions, and returns the output (one) or an `ffi::Array<ffi::Tensor>` in the order
+ * of `outputs` (several). Positions count as for `bound`: for a partial `f`, in its arguments.
+ *
+ * \throws ValueError / IndexError for an output position that is bound, repeated or past the
+ *         parameters, and for a dimension that refers to a bound or missing argument.
+ */
+TVM_PARTIAL_API ffi::Function PartialApply(ffi::Function f, Bindings bound, ffi::String name,
+                                           ffi::Array<ffi::String> param_names, Outputs outputs);
+
+/*!
  * \brief Wrap a module with bindings for some of its functions.
  *
  * `GetFunction(name)` returns the bound closure for names in `bindings` (built once and
@@ -83,6 +127,12 @@ TVM_PARTIAL_API ffi::Map<ffi::String, Bindings> PartialApplyBindings(const ffi::
  */
 TVM_PARTIAL_API ffi::Map<ffi::String, ffi::Array<ffi::String>> PartialApplyParamNames(
     const ffi::Any& obj);
+
+/*!
+ * \brief The outputs of a partial function (key "") or partial module (per function with outputs).
+ * \throws TypeError when `obj` is neither.
+ */
+TVM_PARTIAL_API ffi::Map<ffi::String, ffi::Array<ffi::Any>> PartialApplyOutputs(const ffi::Any& obj);
 
 /*!
  * \brief An uninitialised contiguous tensor whose data is 64-byte aligned (TVM kernels assume

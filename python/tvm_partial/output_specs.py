@@ -1,0 +1,136 @@
+"""``partial(..., outputs=...)``: parameters a partial allocates on each call and returns.
+
+TE and TIR kernels are destination-passing: ``main(data, weights, bias, result)`` writes
+``result``. With ``outputs="result"`` the partial allocates ``result`` in C++ on every call
+(contiguous, 64-byte aligned; shape and dtype from the signature) and returns it, so
+``out = conv(data)``. Several outputs come back as a ``tvm_ffi.Array`` (a sequence: ``s, p =
+f(x)`` unpacks it) in the order given.
+
+A dimension of an output is static, or exactly a shape variable (TIR ``n``) that also appears in
+the shape of an input: each call reads it from that argument (resolved here, at bind time, into
+"argument position, axis"). Compound dimensions (``n * 2``) are refused at bind time.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Optional
+
+import tvm_ffi
+
+from . import _lib
+from .signature import Signature
+
+_outputs = tvm_ffi.get_global_func("tvm_partial.Outputs")
+
+
+def outputs(obj):
+    """The outputs a partial allocates and returns: a list for a partial function, ``{function:
+    [...]}`` for a partial module. Each is ``{"position", "name" (when recorded), "dtype",
+    "shape"}``, a dimension being an int or ``(argument position, axis)`` read from the call."""
+    names = {str(f): [str(n) for n in ns] for f, ns in _lib.param_names(obj).items()}
+    result = {}
+    for function, specs in _outputs(obj).items():
+        function = str(function)
+        listed = []
+        for spec in specs:
+            position = int(spec["position"])
+            entry = {"position": position, "dtype": str(spec["dtype"]),
+                     "shape": [int(d) if isinstance(d, int) else (int(d[0]), int(d[1])) for d in spec["shape"]]}
+            recorded = names.get(function, [])
+            if position < len(recorded):
+                entry["name"] = recorded[position]
+            listed.append(entry)
+        result[function] = listed
+    return result.get("", []) if isinstance(obj, tvm_ffi.Function) else result
+
+
+def raw(obj) -> dict:
+    """``{function: specs}`` of a partial, in the form ``runtime.PartialApply*`` take."""
+    return {str(f): [[int(s["position"]), str(s["dtype"]),
+                      [[-1, int(d)] if isinstance(d, int) else [int(d[0]), int(d[1])] for d in s["shape"]]]
+                     for s in specs]
+            for f, specs in _outputs(obj).items()}
+
+
+def taken_positions(obj, key: str) -> list:
+    """Positions a partial already fills (bound values and outputs), sorted; [] otherwise."""
+    if not _lib.is_partial(obj):
+        return []
+    bound = {int(i) for i in _lib.partial_apply_bindings(obj).get(key, {}).keys()}
+    outs = {int(s["position"]) for s in _outputs(obj).get(key, [])}
+    return sorted(bound | outs)
+
+
+def resolve(spec, sig: Optional[Signature], taken: list) -> list:
+    """``outputs=`` (a name, a position, or a list of them) -> specs for ``runtime.PartialApply``.
+
+    Names and the references of symbolic dimensions resolve in ``sig`` (the original function's
+    full parameter list); ``taken`` are the positions an inner partial fills, and the returned
+    positions count in the target's own arguments (``taken`` skipped), as bound positions do.
+    Integer entries are positions in the target's own arguments already. An output that is
+    also bound is refused by ``runtime.PartialApply``.
+    """
+    items = list(spec) if isinstance(spec, (list, tuple)) else [spec]
+    if not items:
+        return []
+    if sig is None or any(p.kind is None for p in sig.params):
+        raise TypeError("outputs= needs a signature with dtypes and shapes (a PrimFunc or the TE "
+                        "tensor list given to te.create_prim_func) to allocate the outputs")
+    taken_set = set(taken)
+    free = [i for i in range(len(sig.params)) if i not in taken_set]
+    positions = []
+    for item in items:
+        if isinstance(item, str):
+            full = sig.index_of(item)
+            if full in taken_set:
+                raise TypeError(f"output {item!r} (position {full}) is already bound or an output of "
+                                "the partial given; it cannot become an output")
+        elif isinstance(item, numbers.Integral) and not isinstance(item, bool):
+            if not 0 <= int(item) < len(free):
+                raise IndexError(f"output position {int(item)} is out of range: {sig.name}() takes "
+                                 f"{len(free)} arguments here")
+            full = free[int(item)]
+        else:
+            raise TypeError(f"outputs= takes parameter names or positions, got {type(item).__name__}")
+        if full in positions:
+            raise ValueError(f"output {sig.params[full].name!r} is given twice in outputs=")
+        positions.append(full)
+
+    def local(full: int) -> int:  # full position -> position in the target's arguments
+        return full - sum(1 for t in taken if t < full)
+
+    specs = []
+    for full in positions:
+        param = sig.params[full]
+        if param.kind != "tensor" or param.dtype is None or param.dims is None:
+            raise TypeError(f"output {param.name!r} needs a tensor parameter with a known dtype and "
+                            f"shape; the signature has {param.describe()}")
+        dims = []
+        for axis, dim in enumerate(param.dims):
+            if isinstance(dim, int):
+                dims.append([-1, dim])
+                continue
+            kind, text = dim
+            if kind != "var":
+                raise ValueError(f"output {param.name!r} dimension {axis} is {text}: only static "
+                                 "extents and plain shape variables (n) can be allocated; give the "
+                                 "output a variable of its own or allocate it yourself")
+            source = _find_source(sig, text, set(positions) | taken_set)
+            if source is None:
+                raise ValueError(f"output {param.name!r} dimension {axis} is {text}, which no free "
+                                 f"input's shape has as a dimension of its own, so a call cannot "
+                                 f"tell its extent")
+            dims.append([local(source[0]), source[1]])
+        specs.append([local(full), param.dtype, dims])
+    return specs
+
+
+def _find_source(sig: Signature, var: str, excluded: set):
+    for i, p in enumerate(sig.params):
+        if i in excluded or p.kind != "tensor" or p.dims is None:
+            continue
+        for axis, dim in enumerate(p.dims):
+            if dim == ("var", var):
+                return i, axis
+    return None
