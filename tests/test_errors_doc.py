@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import tvm_ffi
 from helpers import run_json, tensor
+from tvm import te
 
 import tvm_partial
 from tvm_partial import demo
@@ -40,7 +41,8 @@ def _in_subprocess(code: str, *args: str) -> None:
             print(json.dumps([type(err).__name__, str(err)]))
         """, *args, env={"TVM_DEVICE_BACKEND_AUTOLOAD": "0"})
     if result is not None:
-        raise {"RuntimeError": RuntimeError, "ValueError": ValueError}.get(result[0], Exception)(result[1])
+        raise {"RuntimeError": RuntimeError, "ValueError": ValueError,
+               "MemoryError": MemoryError}.get(result[0], Exception)(result[1])
 
 
 def _with_device(ctx, device_type: int) -> bytes:
@@ -58,7 +60,7 @@ def _cli(*args):
 
 CASES = {
     "negative position": lambda c: tvm_partial.partial(c["f"], {-1: W}),
-    "position that is not an int": lambda c: tvm_partial.partial(c["f"], {"w": W}),
+    "position that is not an int": lambda c: tvm_partial.partial(c["f"], {1.5: W}),
     "position past the signature": lambda c: tvm_partial.partial(c["f"], {4: W}, signature=c["sig"]),
     "one parameter bound by index and by name": lambda c: tvm_partial.partial(c["f"], {1: W}, signature=c["sig"], weights=W),
     "name that is not a parameter": lambda c: tvm_partial.partial(c["f"], signature=c["sig"], bais=B),
@@ -94,6 +96,20 @@ CASES = {
     "a bound module restored without its code": lambda c: tvm_partial.load_from_bytes(_blob(c))["main"],
     "`tvm-partial inspect` on a library without bindings": lambda c: _cli("inspect", c["plain"]),
     "`tvm-partial inspect` on a file that is not a library": lambda c: _cli("inspect", c["text"]),
+    "a name that two parameters share": lambda c: tvm_partial.partial(
+        c["f"], signature=[te.placeholder((1,)), te.placeholder((1,))], placeholder=W),
+    "a keyword that is also an option of partial()": lambda c: tvm_partial.partial(
+        c["f"], signature=["x", "device", "y"], device=W),
+    "a name the partial already binds": lambda c: tvm_partial.partial(
+        tvm_partial.partial(c["f"], signature=c["sig"], weights=W), weights=W),
+    "`signature=` on a partial that is not the original's full list": lambda c: tvm_partial.partial(
+        tvm_partial.partial(c["f"], signature=c["sig"], weights=W), signature=["data", "bias", "result"], bias=B),
+    "a tensor whose aligned copy cannot be allocated": lambda c: _in_subprocess(
+        "import resource, numpy as np, tvm_ffi, tvm_partial\n"
+        "vm = next(int(l.split()[1]) * 1024 for l in open('/proc/self/status') if l.startswith('VmSize:'))\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (vm + (1 << 30), resource.RLIM_INFINITY))\n"
+        "huge = np.lib.stride_tricks.as_strided(np.ones(1, 'float32'), shape=(1 << 38,), strides=(0,))\n"
+        "tvm_partial.partial(tvm_ffi.convert(lambda *a: 0), {0: huge}, signature=['w', 'x'])"),
 }
 
 
