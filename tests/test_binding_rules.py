@@ -311,3 +311,13 @@ def test_real_allocation_failure_in_subprocess():
         """)
     assert result[0] == "MemoryError", result
     assert "cannot bind parameter 'w' (position 0): out of memory copying 1099511627776 bytes" in result[1]
+
+
+def test_names_from_the_partial_keep_its_function_name():
+    from tvm_partial.signature import Param, Signature
+
+    g1 = tvm_partial.partial(echo, {0: 1}, signature=Signature("conv", tuple(Param(n) for n in "abc")))
+    g2 = tvm_partial.partial(g1, b=2)  # names resolved through g1's recorded names
+    assert list(g2(3)) == [1, 2, 3]
+    with pytest.raises(TypeError, match=r"^conv\(\) takes 1 argument \(c\), 2 given"):
+        g2(3, 4)

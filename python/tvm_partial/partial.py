@@ -65,7 +65,7 @@ def partial(target, bound: Optional[Mapping[Any, Any]] = None, /, *, signature=N
     if "outputs" in by_name:
         raise TypeError("partial() has no outputs= option yet (the name is reserved for one); "
                         "bind a parameter named 'outputs' as partial(f, {'outputs': value}, ...)")
-    named.update(_merge_named(named, by_name))
+    named = _merge_named(named, by_name)
     targets = view.positions(keyed, named)
     device = _device(None if device is _UNSET else device)
     values = {}
@@ -75,7 +75,7 @@ def partial(target, bound: Optional[Mapping[Any, Any]] = None, /, *, signature=N
         values[position] = _convert(value, param, label, device)
     names = view.free_names()
     if kind == "function":
-        return _lib.partial_apply(obj, values, view.sig.name if view.sig else "", names)
+        return _lib.partial_apply(obj, values, view.closure_name, names)
     return _lib.partial_apply_module(obj, {fname: values}, {fname: names} if names else {})
 
 
@@ -163,9 +163,11 @@ class _TargetView:
     ``sig``; what the closure's C++ merge receives are positions among the free arguments.
     """
 
-    def __init__(self, sig: Optional[Signature], bound: frozenset):
+    def __init__(self, sig: Optional[Signature], bound: frozenset, closure_name: Optional[str] = None):
         self.sig = sig
         self.bound = bound
+        #: The name the closure reports in its errors ("" keeps the inner partial's).
+        self.closure_name = closure_name if closure_name is not None else (sig.name if sig else "")
         self.free = None if sig is None else [i for i in range(len(sig.params)) if i not in bound]
 
     @classmethod
@@ -177,7 +179,7 @@ class _TargetView:
         elif vm is not None:
             hint = resolve(vm, fname)
         if signature is None:
-            return cls(hint, bound)
+            return cls(hint, bound, "" if recorded is not None else None)
         try:
             sig = resolve(signature, fname)
         except TypeError:
@@ -309,10 +311,11 @@ def _split_keys(bound) -> tuple:
 
 
 def _merge_named(named: dict, by_name: dict) -> dict:
+    """Names from the mapping and from keywords, each bound once."""
     for name in by_name:
         if name in named:
             raise TypeError(f"parameter {name!r} is bound twice: as a key of the mapping and as a keyword")
-    return by_name
+    return {**named, **by_name}
 
 
 def _positions(bound, by_name: dict, sig: Optional[Signature]) -> dict:
