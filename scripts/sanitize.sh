@@ -14,6 +14,6 @@ python3 -m venv "$VENV"
 "$VENV/bin/pip" install -q ".[test]" -C build-dir=build/asan \
   -C "cmake.define.CMAKE_CXX_FLAGS=$FLAGS" -C "cmake.define.CMAKE_SHARED_LINKER_FLAGS=$FLAGS"
 PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
-export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:print_summary=1"
+export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:print_summary=1:allocator_may_return_null=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 LD_PRELOAD="$PRELOAD" "$VENV/bin/python" -m pytest -q -p no:cacheprovider -k "not fuzzer_runs and not memory_flat" "$@"

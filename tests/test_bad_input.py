@@ -21,10 +21,15 @@ def test_negative_index(conv):
         tvm_partial.partial(conv[0]["main"], {-1: W})
 
 
-@pytest.mark.parametrize("key", ["weights", 1.5, True, None])
+@pytest.mark.parametrize("key", [1.5, True, None])
 def test_non_integer_key(conv, key):
     with pytest.raises(TypeError, match=r"bound key .* is not an integer position"):
         tvm_partial.partial(conv[0]["main"], {key: W})
+
+
+def test_string_key_binds_by_name_and_needs_a_signature(conv):
+    with pytest.raises(TypeError, match=r"binding by name \(weights\) needs signature="):
+        tvm_partial.partial(conv[0]["main"], {"weights": W})
 
 
 @pytest.mark.parametrize("key", ["w", 1.0, True])

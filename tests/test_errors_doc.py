@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import struct
 import subprocess
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 import tvm_ffi
 from helpers import run_json, tensor
+from tvm import te
 
 import tvm_partial
 from tvm_partial import demo
@@ -29,7 +31,7 @@ def _blob(ctx):
     return tvm_partial.save_to_bytes(tvm_partial.partial(ctx["exe"], {1: B}))
 
 
-def _in_subprocess(code: str, *args: str) -> None:
+def _in_subprocess(code: str, *args: str, env: dict | None = None) -> None:
     """Run `code` in a fresh process; re-raise its error here (type and message)."""
     result = run_json(f"""
         import json, sys
@@ -38,9 +40,10 @@ def _in_subprocess(code: str, *args: str) -> None:
             print(json.dumps(None))
         except Exception as err:
             print(json.dumps([type(err).__name__, str(err)]))
-        """, *args, env={"TVM_DEVICE_BACKEND_AUTOLOAD": "0"})
+        """, *args, env={"TVM_DEVICE_BACKEND_AUTOLOAD": "0", **(env or {})})
     if result is not None:
-        raise {"RuntimeError": RuntimeError, "ValueError": ValueError}.get(result[0], Exception)(result[1])
+        raise {"RuntimeError": RuntimeError, "ValueError": ValueError,
+               "MemoryError": MemoryError}.get(result[0], Exception)(result[1])
 
 
 def _with_device(ctx, device_type: int) -> bytes:
@@ -58,7 +61,7 @@ def _cli(*args):
 
 CASES = {
     "negative position": lambda c: tvm_partial.partial(c["f"], {-1: W}),
-    "position that is not an int": lambda c: tvm_partial.partial(c["f"], {"w": W}),
+    "position that is not an int": lambda c: tvm_partial.partial(c["f"], {1.5: W}),
     "position past the signature": lambda c: tvm_partial.partial(c["f"], {4: W}, signature=c["sig"]),
     "one parameter bound by index and by name": lambda c: tvm_partial.partial(c["f"], {1: W}, signature=c["sig"], weights=W),
     "name that is not a parameter": lambda c: tvm_partial.partial(c["f"], signature=c["sig"], bais=B),
@@ -122,6 +125,22 @@ CASES = {
         "g(tvm_ffi.from_dlpack(np.lib.stride_tricks.as_strided(np.zeros(1, 'float32'), shape=(2**55,), strides=(0,))))"),
     "a non-tensor where an output's extent is read": lambda c: tvm_partial.partial(
         c["sym"]["outer"], signature=c["sym"]["outer_sig"], outputs="y")(3),
+    "a name that two parameters share": lambda c: tvm_partial.partial(
+        c["f"], signature=[te.placeholder((1,)), te.placeholder((1,))], placeholder=W),
+    "a keyword that is also an option of partial()": lambda c: tvm_partial.partial(
+        c["f"], signature=["x", "device", "y"], device=W),
+    "a name the partial already binds": lambda c: tvm_partial.partial(
+        tvm_partial.partial(c["f"], signature=c["sig"], weights=W), weights=W),
+    "`signature=` on a partial that is not the original's full list": lambda c: tvm_partial.partial(
+        tvm_partial.partial(c["f"], signature=c["sig"], weights=W), signature=["data", "bias", "result"], bias=B),
+    "a tensor whose aligned copy cannot be allocated": lambda c: _in_subprocess(
+        "import resource, numpy as np, tvm_ffi, tvm_partial\n"
+        "vm = next(int(l.split()[1]) * 1024 for l in open('/proc/self/status') if l.startswith('VmSize:'))\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (vm + (1 << 30), resource.RLIM_INFINITY))\n"
+        "huge = np.lib.stride_tricks.as_strided(np.ones(1, 'float32'), shape=(1 << 34,), strides=(0,))\n"
+        "tvm_partial.partial(tvm_ffi.convert(lambda *a: 0), {0: huge}, signature=['w', 'x'])",
+        # under AddressSanitizer (scripts/sanitize.sh) a failed allocation aborts unless told not to
+        env={"ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":allocator_may_return_null=1"}),
 }
 
 

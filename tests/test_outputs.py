@@ -132,9 +132,13 @@ def test_a_parameter_named_outputs_is_not_taken_as_the_option():
     x = te.placeholder((4,), "float32", name="x")
     out = te.compute((4,), lambda i: x[i] + 1.0, name="outputs")
     exe = compile_te([x, out])
-    with pytest.raises(TypeError, match=r"the function has a parameter named 'outputs'; bind it with the "
-                                        r"mapping form"):
+    with pytest.raises(TypeError, match=r"outputs is both a parameter of main\(\) and an option of partial\(\): "
+                                        r'bind it as partial\(f, \{"outputs": value\}'):
         tvm_partial.partial(exe["main"], signature=[x, out], outputs=np.zeros(4, "float32"))
+    result = tvm.runtime.empty((4,), "float32")
+    g = tvm_partial.partial(exe["main"], {"outputs": result}, signature=[x, out])
+    g(tensor(np.arange(4, dtype="float32")))
+    assert np.array_equal(result.numpy(), np.arange(4, dtype="float32") + np.float32(1))
 
 
 def test_partial_of_partial_keeps_outputs(conv):

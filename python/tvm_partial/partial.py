@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import re
 from typing import Any, Mapping, Optional
 
 import numpy as np
@@ -15,9 +16,15 @@ from .signature import Param, Signature, resolve
 #: Bound tensors are converted to (or must already be) contiguous and aligned to this many bytes.
 ALIGNMENT = 64
 
+#: Keyword options of ``partial()``. ``outputs`` is reserved for a coming option. A parameter of
+#: one of these names is bound through the mapping: ``partial(f, {"device": d}, signature=...)``.
+OPTIONS = ("signature", "device", "function", "outputs")
 
-def partial(target, bound: Optional[Mapping[int, Any]] = None, /, *, signature=None, device=None,
-            function: str = "main", outputs=None, **by_name):
+_UNSET = object()  # tells "option not given" from any value, None included
+
+
+def partial(target, bound: Optional[Mapping[Any, Any]] = None, /, *, signature=None, device=_UNSET,
+            function=_UNSET, outputs=None, **by_name):
     """Bind constant arguments of ``target`` once; call the result with the remaining ones.
 
     Parameters
@@ -27,54 +34,57 @@ def partial(target, bound: Optional[Mapping[int, Any]] = None, /, *, signature=N
         partial function) or a module (``tvm.runtime.Module``, ``tvm.runtime.Executable``, a
         ``relax.VirtualMachine``, a partial module).
     bound
-        ``{position: value}``: positions in the target's argument list, counting from 0.
+        ``{position: value}`` and/or ``{name: value}``. Integer positions count in the target's
+        own argument list from 0 (for a partial: its free arguments); string keys bind by name,
+        like keywords, and also reach parameters named like an option (``{"device": d}``).
     signature
-        Where parameter names, dtypes and shapes come from: a tirx ``PrimFunc``, the TE tensor
-        list given to ``te.create_prim_func``, a Relax ``Function`` or ``VirtualMachine``, or a
-        list of names. Needed to bind by name; tensors are then checked against their parameter.
+        The ORIGINAL function's full parameter list, also when ``target`` is a partial: a tirx
+        ``PrimFunc``, the TE tensor list given to ``te.create_prim_func``, a Relax ``Function`` or
+        ``VirtualMachine``, or a list of names. Needed to bind by name (unless the target is a
+        partial that recorded its names); tensors are then checked against their parameter.
     device
         Where values that are not yet tvm Tensors are placed (default: CPU).
     function
-        For a module target, the function the bindings apply to.
+        For a module target, the function the bindings apply to (default ``"main"``).
     outputs
         Parameters (names or positions, one or a list) that each call allocates and returns
         instead of taking them: ``out = partial(exe, outputs="result", ...)(data)``. Needs a
         signature with dtypes and shapes; see ``tvm_partial.outputs``.
     **by_name
-        ``name=value`` bindings, resolved through ``signature``.
+        ``name=value`` bindings, resolved through the signature. A name that is also an option
+        (``signature``, ``device``, ``function``, ``outputs``) and a parameter is refused as a
+        keyword: bind it through the mapping.
 
     Returns
     -------
     A ``tvm_ffi.Function`` for a function target (the closure itself, no Python wrapper); a
     ``partial_apply`` module for a module target.
     """
-    kind, obj, names_hint = _classify(target)
-    sig = resolve(signature, function) if signature is not None else names_hint(function)
-    if sig is None and by_name:
-        raise TypeError(
-            f"binding by name ({', '.join(by_name)}) needs signature=: a PrimFunc, the TE tensor "
-            "list, a Relax function or VirtualMachine, or a list of parameter names"
-        )
-    positions = _positions(bound, by_name, sig)
-    device = _device(device)
-    values = {i: _convert(v, sig.params[i] if sig else None, _label(i, sig), device)
-              for i, v in positions.items()}
-    names = sig.names if sig is not None else []
+    fname = function if isinstance(function, str) else "main"
+    kind, obj, vm = _classify(target)
+    view = _TargetView.of(obj, "" if kind == "function" else fname, fname, signature, vm)
+    _refuse_option_clashes(view, device, function, outputs)
+    if function is not _UNSET and not isinstance(function, str):
+        raise TypeError(f"function= must be the name of a function (str), got {type(function).__name__}")
+    keyed, named = _split_keys(bound)
+    named = _merge_named(named, by_name)
+    targets = view.positions(keyed, named)
+    device = _device(None if device is _UNSET else device)
+    values = {}
+    for position, (original, value) in targets.items():
+        label = view.label(position, original)
+        param = view.sig.params[original] if view.sig is not None and original is not None else None
+        values[position] = _convert(value, param, label, device)
+    names = view.free_names()
     if outputs is not None:
-        if sig is not None and "outputs" in sig.names:
-            raise TypeError("outputs= is ambiguous: the function has a parameter named 'outputs'; "
-                            "bind it with the mapping form partial(f, {'outputs': value}, ...)")
-        taken = _outputs.taken_positions(obj, "" if kind == "function" else function)
-        specs = _outputs.resolve(outputs, sig, taken)
-        if taken and sig is not None and len(sig.params) > taken[-1]:
-            names = [n for i, n in enumerate(sig.names) if i not in taken]  # the target's arguments
+        specs = _outputs.resolve(outputs, view.sig, sorted(view.bound))
         if kind == "function":
-            return _lib.partial_apply(obj, values, sig.name if sig else "", names, specs)
-        return _lib.partial_apply_module(obj, {function: values}, {function: names} if names else {},
-                                         {function: specs})
+            return _lib.partial_apply(obj, values, view.closure_name, names, specs)
+        return _lib.partial_apply_module(obj, {fname: values}, {fname: names} if names else {},
+                                         {fname: specs})
     if kind == "function":
-        return _lib.partial_apply(obj, values, sig.name if sig else "", names)
-    return _lib.partial_apply_module(obj, {function: values}, {function: names} if names else {})
+        return _lib.partial_apply(obj, values, view.closure_name, names)
+    return _lib.partial_apply_module(obj, {fname: values}, {fname: names} if names else {})
 
 
 def rebind(module, bound: Optional[Mapping[int, Any]] = None, /, *, function: str = "main",
@@ -170,12 +180,12 @@ def param_names(obj) -> dict:
 
 # ----------------------------------------------------------------------------------------------
 def _classify(target):
-    """-> (kind, ffi object, names_hint(function) -> Optional[Signature])."""
+    """-> (kind, ffi object, the Relax VirtualMachine whose names are the signature, or None)."""
     if isinstance(target, tvm_ffi.Function):
-        return "function", target, lambda name: _free_signature(target, "", name)
+        return "function", target, None
     type_name = type(target).__name__
     if type_name == "VirtualMachine" and hasattr(target, "module"):
-        return "module", target.module, lambda name: resolve(target, name)
+        return "module", target.module, target
     if type_name in ("Executable", "VMExecutable") and hasattr(target, "mod"):
         target = target.mod
     if isinstance(target, tvm_ffi.Module):
@@ -184,23 +194,177 @@ def _classify(target):
                 "a Relax VM executable's functions run inside a VirtualMachine: bind "
                 "relax.VirtualMachine(exe, device) (or one of its functions) instead"
             )
-        return "module", target, lambda name: _free_signature(target, name, name)
+        return "module", target, None
     if callable(target):
-        return "function", tvm_ffi.convert(target), lambda name: None
+        return "function", tvm_ffi.convert(target), None
     raise TypeError(
         f"partial() needs a function or a module to bind, got {type_name}, which is not callable"
     )
 
 
-def _free_signature(obj, key: str, name: str) -> Optional[Signature]:
-    """For a partial with recorded names: the names of the arguments it still takes."""
+class _TargetView:
+    """The target as the binding rules see it.
+
+    ``sig`` is the ORIGINAL function's full parameter list (when known), ``bound`` the original
+    positions the target already binds (a partial), and ``free[p]`` the original position of the
+    target's free argument ``p`` (None when the parameter count is unknown). Names resolve in
+    ``sig``; what the closure's C++ merge receives are positions among the free arguments.
+    """
+
+    def __init__(self, sig: Optional[Signature], bound: frozenset, closure_name: Optional[str] = None):
+        self.sig = sig
+        self.bound = bound
+        #: The name the closure reports in its errors ("" keeps the inner partial's).
+        self.closure_name = closure_name if closure_name is not None else (sig.name if sig else "")
+        self.free = None if sig is None else [i for i in range(len(sig.params)) if i not in bound]
+
+    @classmethod
+    def of(cls, obj, key: str, fname: str, signature, vm) -> "_TargetView":
+        bound, recorded = _already_bound(obj, key)
+        hint = None
+        if recorded is not None:
+            hint = Signature(fname, tuple(Param(n) for n in recorded))
+        elif vm is not None:
+            hint = resolve(vm, fname)
+        if signature is None:
+            return cls(hint, bound, "" if recorded is not None else None)
+        try:
+            sig = resolve(signature, fname)
+        except TypeError:
+            if hint is not None and "signature" in hint.names:
+                raise TypeError(_clash_message("signature", hint.name)) from None
+            raise
+        if recorded is not None:
+            _check_against_recorded(sig, recorded, bound)
+        elif bound and max(bound) >= len(sig.params):
+            raise ValueError(
+                f"signature= has {len(sig.params)} parameters ({', '.join(sig.names)}), but the "
+                f"partial already binds position {max(bound)} of {sig.name}(): signature= describes "
+                "the original function's full parameter list"
+            )
+        return cls(sig, bound)
+
+    def positions(self, keyed: dict, named: dict) -> dict:
+        """-> {position among the target's arguments: (original position or None, value)}."""
+        out = {}
+        for position, value in keyed.items():
+            original = None
+            if self.free is not None:
+                if position >= len(self.free):
+                    raise IndexError(f"bound index {position} is out of range: {self._takes()}")
+                original = self.free[position]
+            out[position] = (original, value)
+        if named and self.sig is None:
+            raise TypeError(
+                f"binding by name ({', '.join(named)}) needs signature=: a PrimFunc, the TE tensor "
+                "list, a Relax function or VirtualMachine, or a list of parameter names"
+            )
+        for name, value in named.items():
+            original = self.sig.index_of(name)
+            if original in self.bound:
+                raise TypeError(
+                    f"parameter {name!r} (position {original}) of {self.sig.name}() is already bound "
+                    "(or an output) in this partial; rebind() replaces bound values"
+                )
+            position = self.free.index(original)
+            if position in out:
+                raise TypeError(f"parameter {name!r} (position {original}) is bound both by index and by name")
+            out[position] = (original, value)
+        return out
+
+    def label(self, position: int, original: Optional[int]) -> str:
+        if original is None:
+            return f"position {position}"
+        text = f"parameter {self.sig.params[original].name!r} (position {original}"
+        if position != original:
+            text += f"; free argument {position} of the partial"
+        return text + ")"
+
+    def free_names(self) -> list:
+        """The names of the target's free arguments: what the C++ merge expects beside positions."""
+        return [] if self.sig is None else [self.sig.params[i].name for i in self.free]
+
+    def _takes(self) -> str:
+        names = ", ".join(self.free_names())
+        if not self.bound:
+            return f"{self.sig.name}() has {len(self.free)} parameters ({names})"
+        return (f"the partial of {self.sig.name}() takes {len(self.free)} free arguments ({names}); "
+                "integer positions count among them")
+
+
+def _already_bound(obj, key: str):
+    """-> (original positions a partial fills for ``key`` (bound values and outputs), its
+    recorded names or None)."""
     if not _lib.is_partial(obj):
-        return None
+        return frozenset(), None
+    bound = frozenset(_outputs.taken_positions(obj, key))
     recorded = _lib.param_names(obj)
-    if key not in recorded:
-        return None
-    taken = set(_outputs.taken_positions(obj, key))  # bound values and outputs
-    return Signature(name, tuple(Param(str(n)) for i, n in enumerate(recorded[key]) if i not in taken))
+    return bound, ([str(n) for n in recorded[key]] if key in recorded else None)
+
+
+def _check_against_recorded(sig: Signature, recorded: list, bound: frozenset) -> None:
+    """A signature given on top of a partial must be the list the partial recorded."""
+    if len(sig.params) != len(recorded):
+        raise ValueError(
+            f"signature= has {len(sig.params)} parameters ({', '.join(sig.names)}), but the partial "
+            f"records {len(recorded)} for {sig.name}() ({', '.join(recorded)}): signature= describes "
+            "the original function's full parameter list"
+        )
+    differ = [i for i, n in enumerate(recorded) if i not in bound and n != sig.params[i].name]
+    if differ:
+        i = differ[0]
+        raise ValueError(
+            f"signature= names position {i} {sig.params[i].name!r}, but the partial records "
+            f"{recorded[i]!r} there ({', '.join(recorded)}): pass the original function's signature"
+        )
+
+
+def _clash_message(option: str, function: str) -> str:
+    text = (f'{option} is both a parameter of {function}() and an option of partial(): bind it as '
+            f'partial(f, {{"{option}": value}}, ...)')
+    if option == "device":
+        text += "; to place values on a device, bind tvm tensors already there"
+    return text
+
+
+def _refuse_option_clashes(view: _TargetView, device, function, outputs) -> None:
+    """A keyword that is an option AND a parameter of the signature: never guess which is meant."""
+    if view.sig is None:
+        return
+    given = {"device": device is not _UNSET, "function": function is not _UNSET,
+             "outputs": outputs is not None}
+    for option, was_given in given.items():
+        if was_given and option in view.sig.names:
+            raise TypeError(_clash_message(option, view.sig.name))
+
+
+def _split_keys(bound) -> tuple:
+    """The ``bound`` mapping -> ({position: value}, {name: value})."""
+    if bound is None:
+        return {}, {}
+    if not isinstance(bound, Mapping):
+        raise TypeError(f"bound must be a mapping {{position or name: value}}, got {type(bound).__name__}")
+    keyed, named = {}, {}
+    for key, value in bound.items():
+        if isinstance(key, str):
+            named[str(key)] = value
+            continue
+        if isinstance(key, bool) or not isinstance(key, numbers.Integral):
+            raise TypeError(f"bound key {key!r} is not an integer position or a parameter name "
+                            "(positions are ints >= 0, names are str)")
+        index = int(key)
+        if index < 0:
+            raise ValueError(f"bound index {index} is negative; positions count from 0")
+        keyed[index] = value
+    return keyed, named
+
+
+def _merge_named(named: dict, by_name: dict) -> dict:
+    """Names from the mapping and from keywords, each bound once."""
+    for name in by_name:
+        if name in named:
+            raise TypeError(f"parameter {name!r} is bound twice: as a key of the mapping and as a keyword")
+    return {**named, **by_name}
 
 
 def _positions(bound, by_name: dict, sig: Optional[Signature]) -> dict:
@@ -250,16 +414,9 @@ def _convert(value, param: Optional[Param], label: str, device):
         tensor = value
         aligned = tensor.data_ptr() % ALIGNMENT == 0
         if not (aligned and tensor.is_contiguous()):
-            tensor = _lib.aligned_copy(tensor, tensor.device)  # kernels crash on such data
+            tensor = _aligned_copy(tensor, tensor.device, value, label)  # kernels crash on such data
     elif isinstance(value, np.ndarray) or hasattr(value, "__dlpack__"):
-        if isinstance(value, np.ndarray) and value.dtype.hasobject:
-            raise TypeError(f"cannot bind {label}: a numpy array of Python objects is not a tensor")
-        if param is not None and param.dtype is not None and isinstance(value, np.ndarray):
-            _check_dtype(str(value.dtype), param, label)
-        try:
-            tensor = _lib.aligned_copy(value, device)
-        except Exception as err:  # conversion of a foreign tensor failed
-            raise TypeError(f"cannot bind {label}: {type(value).__name__} is not a usable tensor ({err})") from err
+        tensor = _foreign_to_tensor(value, param, label, device)
     elif isinstance(value, (tvm_ffi.Function, tvm_ffi.Module, tvm_ffi.Object)):
         return value  # held as is; a partial module refuses to save it
     else:
@@ -269,6 +426,84 @@ def _convert(value, param: Optional[Param], label: str, device):
         )
     _check_tensor(tensor, param, label)
     return tensor
+
+
+def _foreign_to_tensor(value, param: Optional[Param], label: str, device):
+    """A numpy array or DLPack tensor -> a contiguous, 64-byte-aligned tvm Tensor (a copy)."""
+    source, extension = value, None
+    if isinstance(value, np.ndarray):
+        if value.dtype.hasobject:
+            raise TypeError(f"cannot bind {label}: a numpy array of Python objects is not a tensor")
+        if param is not None and param.dtype is not None:
+            _check_dtype(str(value.dtype), param, label)  # before copying
+        extension = _extension_dtype(value.dtype, label)
+        if extension is not None:  # numpy's DLPack export refuses these: copy the bits, retype after
+            source = value.view(f"uint{value.dtype.itemsize * 8}")
+    tensor = _aligned_copy(source, device, value, label)
+    if not isinstance(tensor, tvm_ffi.Tensor):
+        # tvm-ffi hands a tensor back in the caller's framework (torch in, torch out): the same
+        # memory, seen as a tvm Tensor, so that dtypes compare as TVM dtypes.
+        tensor = tvm_ffi.from_dlpack(tensor)
+    if extension is not None:
+        tensor = _create_view()(tensor, tvm_ffi.Shape(tuple(tensor.shape)), extension, 0)
+    return tensor
+
+
+def _extension_dtype(dtype: np.dtype, label: str) -> Optional[str]:
+    """The TVM dtype of a numpy dtype that DLPack cannot carry (ml_dtypes: bfloat16, float8...),
+    None for an ordinary dtype."""
+    if dtype.kind != "V" or dtype.fields is not None or dtype.subdtype is not None:
+        return None
+    name = str(dtype)
+    try:
+        tvm_dtype = tvm_ffi.dtype(name)
+    except Exception:  # noqa: BLE001 - any parse failure means TVM has no such dtype
+        raise TypeError(f"cannot bind {label}: numpy dtype {name} has no TVM equivalent") from None
+    if tvm_dtype.lanes != 1 or tvm_dtype.bits != dtype.itemsize * 8:
+        raise TypeError(
+            f"cannot bind {label}: numpy stores dtype {name} in {dtype.itemsize * 8} bits per element, "
+            f"TVM in {tvm_dtype.bits}; pack the values and bind a tvm Tensor instead"
+        )
+    return name
+
+
+def _create_view():
+    view = tvm_ffi.get_global_func("runtime.TVMTensorCreateView", allow_missing=True)
+    if view is None:  # registered by the TVM runtime
+        import tvm  # noqa: F401
+
+        view = tvm_ffi.get_global_func("runtime.TVMTensorCreateView")
+    return view
+
+
+#: How an allocation failure reads: numpy's MemoryError, AlignedEmpty's "out of memory allocating",
+#: the device allocators' "failed to allocate" / "out of memory", C++'s bad_alloc.
+_OUT_OF_MEMORY = re.compile(
+    r"out of memory|\boom\b|bad_alloc|(cannot|could not|couldn't|failed to|unable to) allocate|"
+    r"allocation (failed|failure)", re.IGNORECASE)
+
+
+def _aligned_copy(source, device, value, label: str):
+    try:
+        return _lib.aligned_copy(source, device)
+    except Exception as err:  # noqa: BLE001 - sorted into memory and unusable tensors below
+        if isinstance(err, MemoryError) or _OUT_OF_MEMORY.search(str(err)):
+            raise MemoryError(
+                f"cannot bind {label}: out of memory copying {_size(value)} into an aligned tensor "
+                f"on {device} ({err}); free memory or bind a smaller tensor"
+            ) from err
+        raise TypeError(f"cannot bind {label}: {type(value).__name__} is not a usable tensor ({err})") from err
+
+
+def _size(value) -> str:
+    """``1024 bytes``: the byte size of a tensor, for messages."""
+    try:
+        if isinstance(value, tvm_ffi.Tensor):
+            bits = tvm_ffi.dtype(str(value.dtype)).bits * tvm_ffi.dtype(str(value.dtype)).lanes
+            return f"{int(np.prod(value.shape, dtype=np.int64)) * ((bits + 7) // 8)} bytes"
+        return f"{int(value.nbytes)} bytes"
+    except Exception:  # noqa: BLE001 - a message detail; never hide the real error behind it
+        return "a tensor of unknown size"
 
 
 def _check_dtype(dtype: str, param: Param, label: str) -> None:

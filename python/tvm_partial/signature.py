@@ -47,12 +47,19 @@ class Signature:
         return [p.name for p in self.params]
 
     def index_of(self, name: str) -> int:
-        for i, p in enumerate(self.params):
-            if p.name == name:
-                return i
-        raise TypeError(
-            f"{self.name}() has no parameter {name!r}; its parameters are {', '.join(self.names)}"
-        )
+        """The position of the one parameter called ``name``; refused when none or several are."""
+        found = [i for i, p in enumerate(self.params) if p.name == name]
+        if not found:
+            raise TypeError(
+                f"{self.name}() has no parameter {name!r}; its parameters are {', '.join(self.names)}"
+            )
+        if len(found) > 1:  # unnamed TE placeholders are all called "placeholder"
+            raise TypeError(
+                f"parameter name {name!r} is ambiguous: {self.name}() has it at positions "
+                f"{', '.join(map(str, found))}; bind by position instead "
+                f"(partial(f, {{{found[0]}: value}}, ...))"
+            )
+        return found[0]
 
 
 def _static_dims(extents) -> tuple:

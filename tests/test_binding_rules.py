@@ -1,0 +1,329 @@
+"""Binding by name reaches the parameter the user named, or is refused (DESIGN.md "Binding rules").
+
+Signature given again on top of a partial, ambiguous names, names that are also options of
+partial(), foreign tensors' dtypes (torch, DLPack objects, ml_dtypes arrays), out of memory.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+
+import ml_dtypes
+import numpy as np
+import pytest
+import tvm
+import tvm_ffi
+from helpers import compile_te, ints, run_json, tensor
+from tvm import te
+
+import tvm_partial
+from tvm_partial import _lib, demo
+
+_view = tvm_ffi.get_global_func("runtime.TVMTensorCreateView")
+echo = tvm_ffi.convert(lambda *args: list(args))  # which value reached which position
+
+
+def raw_bytes(t) -> bytes:
+    """The bytes of a contiguous tvm tensor, whatever its dtype (bfloat16 included)."""
+    nbytes = int(np.prod(t.shape, dtype=np.int64)) * ((tvm_ffi.dtype(str(t.dtype)).bits + 7) // 8)
+    return np.from_dlpack(_view(t, tvm_ffi.Shape((nbytes,)), "uint8", 0)).tobytes()
+
+
+def run_conv(g, inputs):
+    out = tvm.runtime.empty(demo.SHAPES["result"], "float32")
+    g(tensor(inputs["data"]), out)
+    return out.numpy()
+
+
+# -- 1. signature= given again on top of a partial -------------------------------------------------
+def test_signature_again_on_partial_function(conv):
+    exe, tensors, inputs, expected = conv
+    w, b = tensor(inputs["weights"]), tensor(inputs["bias"])
+    g1 = tvm_partial.partial(exe["main"], signature=tensors, weights=w)
+    g2 = tvm_partial.partial(g1, signature=tensors, bias=b)  # bias, not result (free position 1)
+    held = tvm_partial.bindings(g2)
+    assert sorted(held) == [1, 2] and held[1].same_as(w) and held[2].same_as(b)
+    assert tvm_partial.param_names(g2) == ["data", "weights", "bias", "result"]
+    assert np.array_equal(run_conv(g2, inputs), expected)
+
+
+def test_signature_again_integer_positions_count_free_arguments(conv):
+    exe, tensors, inputs, expected = conv
+    b = tensor(inputs["bias"])
+    g1 = tvm_partial.partial(exe["main"], signature=tensors, weights=inputs["weights"])
+    g2 = tvm_partial.partial(g1, {1: b}, signature=tensors)  # free arguments: data, bias, result
+    assert tvm_partial.bindings(g2)[2].same_as(b)
+    assert np.array_equal(run_conv(g2, inputs), expected)
+    # The tensor is checked against the parameter the position reaches (bias), named in the error.
+    with pytest.raises(ValueError, match=r"parameter 'bias' \(position 2; free argument 1 of the partial\)"):
+        tvm_partial.partial(g1, {1: np.zeros(3, "float32")}, signature=tensors)
+    with pytest.raises(IndexError, match=r"bound index 3 is out of range: the partial of main\(\) takes 3 "
+                                         r"free arguments \(data, bias, result\)"):
+        tvm_partial.partial(g1, {3: b}, signature=tensors)
+
+
+def test_signature_again_on_partial_without_recorded_names(conv):
+    exe, tensors, inputs, expected = conv
+    g1 = tvm_partial.partial(exe["main"], {1: inputs["weights"]})  # by position: no names recorded
+    assert tvm_partial.param_names(g1) == []
+    g2 = tvm_partial.partial(g1, signature=tensors, bias=inputs["bias"])
+    assert sorted(tvm_partial.bindings(g2)) == [1, 2]
+    assert np.array_equal(run_conv(g2, inputs), expected)
+    with pytest.raises(TypeError, match=r"main\(\) takes 2 arguments \(data, result\), 1 given"):
+        g2(tensor(inputs["data"]))
+    # A signature too short for what the partial binds cannot be the original's: refused.
+    g3 = tvm_partial.partial(echo, {5: "bound"})
+    with pytest.raises(ValueError, match=r"signature= has 3 parameters \(a, b, c\), but the partial already "
+                                         r"binds position 5"):
+        tvm_partial.partial(g3, signature=["a", "b", "c"], a=1)
+
+
+def test_signature_again_refusals(conv):
+    exe, tensors, inputs, _ = conv
+    g1 = tvm_partial.partial(exe["main"], signature=tensors, weights=inputs["weights"])
+    with pytest.raises(TypeError, match=r"parameter 'weights' \(position 1\) of main\(\) is already bound"):
+        tvm_partial.partial(g1, signature=tensors, weights=inputs["weights"])
+    with pytest.raises(TypeError, match=r"parameter 'weights' \(position 1\) of main\(\) is already bound"):
+        tvm_partial.partial(g1, weights=inputs["weights"])  # recorded names, no signature= given
+    # A signature of the free arguments only is not the original's full list: refused, not guessed.
+    with pytest.raises(ValueError, match=r"signature= has 3 parameters \(data, bias, result\), but the "
+                                         r"partial records 4 for main\(\)"):
+        tvm_partial.partial(g1, signature=["data", "bias", "result"], bias=inputs["bias"])
+    with pytest.raises(ValueError, match=r"signature= names position 2 'result', but the partial records 'bias'"):
+        tvm_partial.partial(g1, signature=["data", "weights", "result", "bias"], bias=inputs["bias"])
+
+
+def test_signature_again_on_partial_module_exports_and_loads(conv, tmp_path):
+    exe, tensors, inputs, expected = conv
+    pm1 = tvm_partial.partial(exe, signature=tensors, weights=inputs["weights"])
+    pm2 = tvm_partial.partial(pm1, signature=tensors, bias=inputs["bias"])
+    assert sorted(tvm_partial.bindings(pm2)["main"]) == [1, 2]
+    assert tvm_partial.param_names(pm2) == {"main": ["data", "weights", "bias", "result"]}
+    assert np.array_equal(run_conv(pm2, inputs), expected)
+    tvm_partial.export_library(pm2, tmp_path / "twice.so")
+    loaded = tvm_partial.load(tmp_path / "twice.so")
+    assert np.array_equal(run_conv(loaded, inputs), expected)
+    assert np.array_equal(tvm_partial.bindings(loaded)["main"][2].numpy(), inputs["bias"])
+    # Without recorded names, by position first, then by name with the full signature.
+    pm3 = tvm_partial.partial(tvm_partial.partial(exe, {2: inputs["bias"]}), signature=tensors,
+                              weights=inputs["weights"])
+    restored = tvm_partial.load_from_bytes(tvm_partial.save_to_bytes(pm3), exe)
+    assert np.array_equal(run_conv(restored, inputs), expected)
+
+
+# -- 2. ambiguous names ------------------------------------------------------------------------------
+def test_ambiguous_name_refused_unique_names_still_bind():
+    a, b = te.placeholder((8,), "float32"), te.placeholder((8,), "float32")  # both "placeholder"
+    out = te.compute((8,), lambda i: a[i] * 2.0 + b[i], name="out")
+    assert a.op.name == b.op.name == "placeholder"
+    f = compile_te([a, b, out])["main"]
+    message = (r"parameter name 'placeholder' is ambiguous: main\(\) has it at positions 0, 1; "
+               r"bind by position instead")
+    with pytest.raises(TypeError, match=message):
+        tvm_partial.partial(f, signature=[a, b, out], placeholder=ints(8))
+    with pytest.raises(TypeError, match=message):
+        tvm_partial.partial(f, {"placeholder": ints(8)}, signature=[a, b, out])
+    result = tvm.runtime.empty((8,), "float32")
+    g = tvm_partial.partial(f, {1: ints(8, seed=2)}, signature=[a, b, out], out=result)
+    x = ints(8, seed=1)
+    g(tensor(x))
+    assert np.array_equal(result.numpy(), x * np.float32(2) + ints(8, seed=2))
+
+
+# -- 3. parameter names that are options of partial() --------------------------------------------------
+def test_parameter_named_device_binds_through_the_mapping():
+    x = te.placeholder((4,), "float32", name="x")
+    device = te.placeholder((4,), "float32", name="device")
+    y = te.compute((4,), lambda i: x[i] + device[i], name="y")
+    f = compile_te([x, device, y])["main"]
+    with pytest.raises(TypeError, match=r'device is both a parameter of main\(\) and an option of partial\(\): '
+                                        r'bind it as partial\(f, \{"device": value\}, \.\.\.\)'):
+        tvm_partial.partial(f, signature=[x, device, y], device=np.ones(4, "float32"))
+    with pytest.raises(TypeError, match="device is both a parameter"):  # None too: never guessed
+        tvm_partial.partial(f, signature=[x, device, y], device=None)
+    result = tvm.runtime.empty((4,), "float32")
+    g = tvm_partial.partial(f, {"device": np.full(4, 3, "float32"), 2: result}, signature=[x, device, y])
+    g(tensor(ints(4)))
+    assert np.array_equal(result.numpy(), ints(4) + np.float32(3))
+
+
+@pytest.mark.parametrize("option", ["function", "outputs", "device"])
+def test_option_names_as_parameters(option):
+    sig = ["x", option, "y"]
+    with pytest.raises(TypeError, match=rf'{option} is both a parameter of main\(\) and an option of partial\(\)'):
+        tvm_partial.partial(echo, signature=sig, **{option: 5})
+    g = tvm_partial.partial(echo, {option: 5, 2: "y"}, signature=sig)
+    assert list(g(1)) == [1, 5, "y"]
+    assert tvm_partial.param_names(g) == sig
+
+
+def test_parameter_named_signature_on_a_partial_with_names():
+    g1 = tvm_partial.partial(echo, {0: "x"}, signature=["x", "signature", "y"])
+    with pytest.raises(TypeError, match=r'signature is both a parameter of main\(\) and an option of partial\(\): '
+                                        r'bind it as partial\(f, \{"signature": value\}'):
+        tvm_partial.partial(g1, signature=np.ones(2, "float32"))
+    g2 = tvm_partial.partial(g1, {"signature": 7})
+    assert list(g2("y")) == ["x", 7, "y"]
+
+
+def test_options_still_work():
+    g = tvm_partial.partial(echo, {0: np.arange(3, dtype="float32")}, signature=["a", "b"], device="cpu")
+    assert np.array_equal(np.from_dlpack(g(1)[0]), np.arange(3, dtype="float32"))
+    with pytest.raises(TypeError, match=r"outputs= needs a signature with dtypes and shapes"):
+        tvm_partial.partial(echo, signature=["a", "b"], outputs="b")
+    with pytest.raises(TypeError, match=r"function= must be the name of a function \(str\), got int"):
+        tvm_partial.partial(echo, {0: 1}, function=3)
+    with pytest.raises(TypeError, match=r"parameter 'a' is bound twice: as a key of the mapping and as a keyword"):
+        tvm_partial.partial(echo, {"a": 1}, signature=["a", "b"], a=2)
+    with pytest.raises(TypeError, match=r"bound key 1.5 is not an integer position or a parameter name"):
+        tvm_partial.partial(echo, {1.5: 1})
+
+
+# -- 4. foreign tensors ----------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def scale16():
+    """out = x * w, float32 (16,)."""
+    x, w = (te.placeholder((16,), "float32", name=n) for n in "xw")
+    out = te.compute((16,), lambda i: x[i] * w[i], name="out")
+    return compile_te([x, w, out])["main"], [x, w, out]
+
+
+class DLPackOnly:
+    """A tensor of another framework: nothing but the DLPack protocol (and a foreign dtype)."""
+
+    def __init__(self, array):
+        self.array = array
+        self.dtype = f"other.{array.dtype}"
+
+    def __dlpack__(self, **kwargs):
+        return self.array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+
+def test_torch_tensor_bound_by_name(scale16):
+    torch = pytest.importorskip("torch")
+    f, sig = scale16
+    w = torch.arange(16, dtype=torch.float32)
+    g = tvm_partial.partial(f, signature=sig, w=w)
+    held = tvm_partial.bindings(g)[1]
+    assert isinstance(held, tvm_ffi.Tensor) and str(held.dtype) == "float32" and held.data_ptr() % 64 == 0
+    x, out = ints(16), tvm.runtime.empty((16,), "float32")
+    g(tensor(x), out)
+    assert np.array_equal(out.numpy(), x * w.numpy())
+    with pytest.raises(TypeError, match=r"dtype float64 does not match w: Tensor\[\(16\), float32\]"):
+        tvm_partial.partial(f, signature=sig, w=torch.zeros(16, dtype=torch.float64))
+    bf16 = torch.arange(8, dtype=torch.bfloat16) / 3
+    held = tvm_partial.bindings(tvm_partial.partial(echo, {0: bf16}))[0]
+    assert str(held.dtype) == "bfloat16" and raw_bytes(held) == bf16.view(torch.int16).numpy().tobytes()
+
+
+def test_dlpack_object_bound_by_name(scale16):
+    f, sig = scale16
+    w = DLPackOnly(ints(16, seed=3)[::-1])  # strided too
+    g = tvm_partial.partial(f, signature=sig, w=w)
+    x, out = ints(16), tvm.runtime.empty((16,), "float32")
+    g(tensor(x), out)
+    assert np.array_equal(out.numpy(), x * ints(16, seed=3)[::-1])
+    with pytest.raises(TypeError, match="dtype int32 does not match"):
+        tvm_partial.partial(f, signature=sig, w=DLPackOnly(np.zeros(16, "int32")))
+
+
+@pytest.fixture(scope="module")
+def copy_bf16():
+    """out[i] = w[i] in bfloat16: the kernel's output is the bound tensor's bits."""
+    x, w = (te.placeholder((8,), "bfloat16", name=n) for n in "xw")
+    out = te.compute((8,), lambda i: w[i], name="out")
+    return compile_te([x, w, out])["main"], [x, w, out]
+
+
+def test_bfloat16_numpy_array_bound_bitwise(copy_bf16):
+    f, sig = copy_bf16
+    values = (np.arange(-8, 8, dtype="float32") / 7).astype(ml_dtypes.bfloat16)
+    strided = values[::2]  # 8 values, not contiguous
+    g = tvm_partial.partial(f, signature=sig, w=strided)
+    held = tvm_partial.bindings(g)[1]
+    assert str(held.dtype) == "bfloat16" and held.is_contiguous() and held.data_ptr() % 64 == 0
+    assert raw_bytes(held) == np.ascontiguousarray(strided).tobytes()
+    del strided, values
+    gc.collect()  # the retyped view holds the copy it views
+    out = tvm.runtime.empty((8,), "bfloat16")
+    g(tvm.runtime.empty((8,), "bfloat16"), out)
+    assert raw_bytes(out) == raw_bytes(held)
+    assert raw_bytes(out) == ((np.arange(-8, 8, dtype="float32") / 7).astype(ml_dtypes.bfloat16)[::2]).tobytes()
+    with pytest.raises(TypeError, match=r"parameter 'w' \(position 1\): dtype float8_e4m3fn does not match"):
+        tvm_partial.partial(f, signature=sig, w=np.zeros(8, ml_dtypes.float8_e4m3fn))
+
+
+def test_float8_bound_and_sub_byte_refused():
+    values = np.array([0.5, -1.0, 2.0, 448.0], ml_dtypes.float8_e4m3fn)
+    held = tvm_partial.bindings(tvm_partial.partial(echo, {0: values}))[0]
+    assert str(held.dtype) == "float8_e4m3fn" and raw_bytes(held) == values.tobytes()
+    with pytest.raises(TypeError, match=r"cannot bind position 0: numpy stores dtype int4 in 8 bits per element, TVM in 4"):
+        tvm_partial.partial(echo, {0: np.zeros(4, ml_dtypes.int4)})
+
+
+# -- 5. out of memory while binding ------------------------------------------------------------------------
+@pytest.mark.parametrize("raised", [RuntimeError("out of memory allocating a tensor of 64 bytes"), MemoryError()])
+def test_allocation_failure_is_a_memory_error(scale16, monkeypatch, raised):
+    f, sig = scale16
+
+    def fail(*args):
+        raise raised
+
+    monkeypatch.setattr(_lib, "aligned_copy", fail)
+    with pytest.raises(MemoryError, match=r"cannot bind parameter 'w' \(position 1\): out of memory copying "
+                                          r"64 bytes into an aligned tensor"):
+        tvm_partial.partial(f, signature=sig, w=np.zeros(16, "float32"))
+    misaligned = tvm_ffi.from_dlpack(np.zeros(17, "float32")[1:])
+    with pytest.raises(MemoryError, match=r"position 1: out of memory copying 64 bytes"):
+        tvm_partial.partial(f, {1: misaligned})
+
+
+def test_other_conversion_failures_stay_type_errors(scale16, monkeypatch):
+    f, sig = scale16
+
+    def fail(*args):
+        raise ValueError("cannot bind a non-contiguous tensor that is not in host memory")
+
+    monkeypatch.setattr(_lib, "aligned_copy", fail)
+    with pytest.raises(TypeError, match=r"parameter 'w' \(position 1\): ndarray is not a usable tensor"):
+        tvm_partial.partial(f, signature=sig, w=np.zeros(16, "float32"))
+
+
+def no_abort_on_failed_allocation() -> dict:
+    """Under AddressSanitizer (scripts/sanitize.sh) a failed allocation aborts unless told not to."""
+    return {"ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":allocator_may_return_null=1"}
+
+
+def test_real_allocation_failure_in_subprocess():
+    """A 64 GiB tensor (a zero-stride view of 4 bytes) under an address-space limit: MemoryError."""
+    result = run_json("""
+        import json, resource
+        import numpy as np
+        import tvm_ffi, tvm_partial
+        with open("/proc/self/status") as status:
+            vm = next(int(l.split()[1]) * 1024 for l in status if l.startswith("VmSize:"))
+        resource.setrlimit(resource.RLIMIT_AS, (vm + (1 << 30), resource.RLIM_INFINITY))
+        huge = np.lib.stride_tricks.as_strided(np.ones(1, "float32"), shape=(1 << 34,), strides=(0,))
+        f = tvm_ffi.convert(lambda *args: len(args))
+        try:
+            tvm_partial.partial(f, {0: huge}, signature=["w", "x"])
+            print(json.dumps(["bound", ""]))
+        except Exception as err:
+            print(json.dumps([type(err).__name__, str(err)]))
+        """, env=no_abort_on_failed_allocation())
+    assert result[0] == "MemoryError", result
+    assert "cannot bind parameter 'w' (position 0): out of memory copying 68719476736 bytes" in result[1]
+
+
+def test_names_from_the_partial_keep_its_function_name():
+    from tvm_partial.signature import Param, Signature
+
+    g1 = tvm_partial.partial(echo, {0: 1}, signature=Signature("conv", tuple(Param(n) for n in "abc")))
+    g2 = tvm_partial.partial(g1, b=2)  # names resolved through g1's recorded names
+    assert list(g2(3)) == [1, 2, 3]
+    with pytest.raises(TypeError, match=r"^conv\(\) takes 1 argument \(c\), 2 given"):
+        g2(3, 4)
