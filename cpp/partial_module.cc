@@ -129,7 +129,7 @@ ffi::Module MakePartialModule(ffi::Module mod, std::vector<format::FunctionRecor
         merged.push_back(std::move(outer));
       } else {
         it->param_names = detail::MergeNames(it->bound, it->param_names, outer.param_names);
-        it->bound = detail::Merge(it->bound, outer.bound);
+        it->bound = detail::Merge(it->bound, outer.bound, "PartialApplyModule('" + std::string(outer.name) + "')");
       }
     }
     return ffi::Module(ffi::make_object<PartialModuleObj>(std::move(merged), code));
