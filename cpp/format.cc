@@ -218,15 +218,14 @@ bool IsValidUtf8(const char* data, size_t size) {
  *        The writer and the reader both use it, so what one accepts the other does.
  */
 std::string TensorProblem(DLDataType dtype, int32_t device_type, int32_t device_id) {
-  const std::string name = ffi::DLDataTypeToString(dtype);
   const bool known_code = dtype.code == kDLInt || dtype.code == kDLUInt || dtype.code == kDLFloat ||
-                          dtype.code == kDLBfloat || dtype.code == kDLComplex ||
-                          dtype.code == kDLBool ||
+                          dtype.code == kDLBfloat || dtype.code == kDLBool ||
                           (dtype.code >= kDLFloat8_e3m4 && dtype.code <= kDLFloat8_e8m0fnu);
   if (!known_code) {
-    return "dtype '" + name + "' (type code " + std::to_string(dtype.code) +
-           ") cannot be stored (only int, uint, float, bfloat, float8, complex and bool tensors can)";
+    return "a dtype of type code " + std::to_string(dtype.code) +
+           " cannot be stored (only int, uint, float, bfloat16, float8 and bool tensors can)";
   }
+  const std::string name = ffi::DLDataTypeToString(dtype);
   if (dtype.bits == 0 || dtype.bits % 8 != 0) {
     return "dtype '" + name + "' has " + std::to_string(dtype.bits) +
            " bits per element; only whole bytes can be stored";
@@ -240,6 +239,32 @@ std::string TensorProblem(DLDataType dtype, int32_t device_type, int32_t device_
     return "invalid device " + DeviceString(device_type, device_id) + " (ids are 0 to " +
            std::to_string(kMaxDeviceId - 1) + ", and 0 for cpu)";
   }
+  return "";
+}
+
+/*!
+ * \brief prod(shape) * bits * lanes / 8 into `bytes`; or why not: a negative dimension, or a
+ *        product that overflows (even when another dimension is 0: no real tensor has such a
+ *        shape). For dtypes TensorProblem accepts (whole bytes), so the size is exact.
+ */
+std::string ShapeProblem(const int64_t* shape, size_t ndim, DLDataType dtype, uint64_t* bytes) {
+  uint64_t nonzero = 1;  // the product of the non-zero dimensions
+  bool empty = false;
+  for (size_t i = 0; i < ndim; ++i) {
+    const int64_t d = shape[i];
+    if (d < 0) return "negative dimension " + std::to_string(d);
+    if (d == 0) {
+      empty = true;
+    } else if (__builtin_mul_overflow(nonzero, static_cast<uint64_t>(d), &nonzero) ||
+               nonzero > static_cast<uint64_t>(INT64_MAX)) {
+      return "the shape's element count overflows";
+    }
+  }
+  const uint64_t elem_bytes = static_cast<uint64_t>(dtype.bits / 8) * static_cast<uint16_t>(dtype.lanes);
+  if (__builtin_mul_overflow(nonzero, elem_bytes, bytes) || *bytes > static_cast<uint64_t>(INT64_MAX)) {
+    return "the shape's byte size overflows";
+  }
+  if (empty) *bytes = 0;
   return "";
 }
 
@@ -361,6 +386,8 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
                                       << index << ": the bound tensor is not contiguous";
           }
           std::string problem = TensorProblem(t->dtype, t->device.device_type, t->device.device_id);
+          uint64_t shape_bytes = 0;
+          if (problem.empty()) problem = ShapeProblem(t->shape, t->ndim, t->dtype, &shape_bytes);
           if (!problem.empty()) {
             TVM_FFI_THROW(ValueError) << "cannot save function '" << fn.name << "' position "
                                       << index << ": " << problem;
@@ -550,27 +577,11 @@ struct Parsed {
   TVM_FFI_UNREACHABLE();
 }
 
-/*! \brief prod(shape) * bits * lanes / 8, refusing negative dimensions and any product that
- *         overflows 64 bits, even when another dimension is 0 (such a shape cannot be created). */
 uint64_t CheckedByteSize(const std::vector<int64_t>& shape, DLDataType dtype, const std::string& where) {
-  uint64_t nonzero = 1;  // the product of the non-zero dimensions
-  bool empty = false;
-  for (int64_t d : shape) {
-    if (d < 0) Corrupt(where + ": negative dimension " + std::to_string(d));
-    if (d == 0) {
-      empty = true;
-    } else if (__builtin_mul_overflow(nonzero, static_cast<uint64_t>(d), &nonzero) ||
-               nonzero > static_cast<uint64_t>(INT64_MAX)) {
-      Corrupt(where + ": the shape's element count overflows");
-    }
-  }
-  // Whole bytes per element (TensorProblem refused the rest), so the size is exact.
-  const uint64_t elem_bytes = static_cast<uint64_t>(dtype.bits / 8) * static_cast<uint16_t>(dtype.lanes);
-  uint64_t bytes;
-  if (__builtin_mul_overflow(nonzero, elem_bytes, &bytes) || bytes > static_cast<uint64_t>(INT64_MAX)) {
-    Corrupt(where + ": the shape's byte size overflows");
-  }
-  return empty ? 0 : bytes;
+  uint64_t bytes = 0;
+  std::string problem = ShapeProblem(shape.data(), shape.size(), dtype, &bytes);
+  if (!problem.empty()) Corrupt(where + ": " + problem);
+  return bytes;
 }
 
 Parsed Parse(const char* data, size_t size) {
