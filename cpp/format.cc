@@ -338,6 +338,7 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
     w.Put<uint64_t>(0);  // region size, patched
   }
 
+  // The format stores text as UTF-8 and the reader checks it: refuse anything else here.
   auto utf8 = [](const FunctionRecord& fn, const ffi::String& text, const char* what) {
     if (!IsValidUtf8(text.data(), text.size())) {
       TVM_FFI_THROW(ValueError) << "cannot save function '" << fn.name << "': its " << what
@@ -346,7 +347,9 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
   };
   w.Put<uint32_t>(static_cast<uint32_t>(functions.size()));
   for (const FunctionRecord& fn : functions) {
-    utf8(fn, fn.name, "name");
+    if (!IsValidUtf8(fn.name.data(), fn.name.size())) {
+      TVM_FFI_THROW(ValueError) << "cannot save a function whose name is not valid UTF-8";
+    }
     w.PutStr(fn.name);
     w.Put<uint32_t>(static_cast<uint32_t>(fn.param_names.size()));
     for (const ffi::String& p : fn.param_names) {
