@@ -7,6 +7,7 @@
 #include <tvm/ffi/error.h>
 
 #include <algorithm>
+#include <iterator>
 #include <string>
 
 namespace tvm_partial {
@@ -25,14 +26,19 @@ void SortAndCheckUnique(BoundList* list, const std::string& who) {
   }
 }
 
-void CheckNonNegative(int64_t index, const std::string& who) {
+}  // namespace
+
+void CheckPosition(int64_t index, const std::string& who) {
   if (index < 0) {
     TVM_FFI_THROW(ValueError) << who << ": bound index " << index
                               << " is negative; positions count from 0";
   }
+  if (index > kMaxPosition) {
+    TVM_FFI_THROW(IndexError) << who << ": bound index " << index
+                              << " cannot be reached: a call passes at most " << kMaxCallArgs
+                              << " arguments, so positions go up to " << kMaxPosition;
+  }
 }
-
-}  // namespace
 
 BoundList FromAnyMap(const ffi::Map<ffi::Any, ffi::Any>& raw, const std::string& who) {
   BoundList list;
@@ -48,7 +54,7 @@ BoundList FromAnyMap(const ffi::Map<ffi::Any, ffi::Any>& raw, const std::string&
                                << " is not an integer position (positions are ints >= 0)";
     }
     int64_t index = key.cast<int64_t>();
-    CheckNonNegative(index, who);
+    CheckPosition(index, who);
     list.emplace_back(index, value);
   }
   SortAndCheckUnique(&list, who);
@@ -59,7 +65,7 @@ BoundList FromBindings(const Bindings& bound, const std::string& who) {
   BoundList list;
   list.reserve(bound.size());
   for (const auto& [index, value] : bound) {
-    CheckNonNegative(index, who);
+    CheckPosition(index, who);
     list.emplace_back(index, value);
   }
   SortAndCheckUnique(&list, who);
@@ -72,32 +78,32 @@ Bindings ToBindings(const BoundList& list) {
   return out;
 }
 
-BoundList Merge(const BoundList& inner, const BoundList& outer) {
+BoundList Merge(const BoundList& inner, const BoundList& outer, const std::string& who) {
   // The inner partial's argument q lands on the q-th position of the wrapped function that
-  // `inner` leaves free. Walk both sorted lists once.
-  BoundList merged(inner);
-  size_t j = 0;          // next inner binding to skip over
-  int64_t position = 0;  // candidate free position in the wrapped function
-  int64_t q = 0;         // its index among free positions
-  for (const auto& [outer_index, value] : outer) {
-    while (true) {
-      while (j < inner.size() && inner[j].first == position) {
-        ++j;
-        ++position;
-      }
-      if (q == outer_index) break;
-      // Jump straight to the next inner binding (or to the target when none is left).
-      int64_t next_bound = j < inner.size() ? inner[j].first : INT64_MAX;
-      int64_t step = std::min(next_bound - position, outer_index - q);
-      position += step;
-      q += step;
+  // `inner` leaves free: q + j, where j counts the inner positions below it. Both lists are
+  // sorted, so j only grows: one pass over each, then a linear merge of the two results.
+  BoundList placed;
+  placed.reserve(outer.size());
+  size_t j = 0;
+  for (const auto& [q, value] : outer) {
+    // Unsigned: q is non-negative and j counts list entries, so the sum cannot wrap.
+    uint64_t position = static_cast<uint64_t>(q) + j;
+    while (j < inner.size() && static_cast<uint64_t>(inner[j].first) <= position) {
+      ++j;
+      ++position;
     }
-    merged.emplace_back(position, value);
-    ++position;
-    ++q;
+    if (q < 0 || position > static_cast<uint64_t>(kMaxPosition)) {
+      TVM_FFI_THROW(IndexError) << who << ": bound index " << q << " of the partial lands at "
+                                << "position " << position << " of the function it wraps, which "
+                                << "no call can reach (a call passes at most " << kMaxCallArgs
+                                << " arguments)";
+    }
+    placed.emplace_back(static_cast<int64_t>(position), value);
   }
-  std::sort(merged.begin(), merged.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
+  BoundList merged;
+  merged.reserve(inner.size() + placed.size());
+  std::merge(inner.begin(), inner.end(), placed.begin(), placed.end(), std::back_inserter(merged),
+             [](const auto& a, const auto& b) { return a.first < b.first; });
   return merged;
 }
 

@@ -8,11 +8,24 @@
 
 #include <tvm_partial/partial_apply.h>
 
+#include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
 namespace tvm_partial {
 namespace detail {
+
+/*! \brief The most arguments one call carries (the FFI counts them in an int32_t), bound included. */
+constexpr int64_t kMaxCallArgs = INT32_MAX;
+/*! \brief The largest position a call can reach: position p needs p + 1 arguments in all. */
+constexpr int64_t kMaxPosition = kMaxCallArgs - 1;
+
+/*!
+ * \brief Refuse a position no call can use.
+ * \throws ValueError for a negative position, IndexError for one past kMaxPosition; both name it.
+ */
+void CheckPosition(int64_t index, const std::string& who);
 
 /*! \brief Bound values sorted by position; positions are unique and non-negative. */
 using BoundList = std::vector<std::pair<int64_t, ffi::Any>>;
@@ -20,11 +33,11 @@ using BoundList = std::vector<std::pair<int64_t, ffi::Any>>;
 /*!
  * \brief Check the keys of an untyped map (as it arrives from Python) and sort them.
  * \param who Prefix of error messages, e.g. "PartialApply" or "PartialApplyModule('main')".
- * \throws TypeError for a key that is not an integer, ValueError for a negative one.
+ * \throws TypeError for a key that is not an integer; see CheckPosition for the range.
  */
 BoundList FromAnyMap(const ffi::Map<ffi::Any, ffi::Any>& raw, const std::string& who);
 
-/*! \brief Sort a typed map, refusing negative positions. */
+/*! \brief Sort a typed map, refusing positions outside [0, kMaxPosition]. */
 BoundList FromBindings(const Bindings& bound, const std::string& who);
 
 /*! \brief Back to a map (for introspection and the module's records). */
@@ -33,8 +46,10 @@ Bindings ToBindings(const BoundList& list);
 /*!
  * \brief Merge two levels: `outer` binds positions of the argument list of a partial that holds
  *        `inner`; the result binds the same values at positions of the wrapped function.
+ *        One pass over both lists (O(n + m)), in checked 64-bit arithmetic.
+ * \throws IndexError naming the outer position when its merged position no call can reach.
  */
-BoundList Merge(const BoundList& inner, const BoundList& outer);
+BoundList Merge(const BoundList& inner, const BoundList& outer, const std::string& who);
 
 /*!
  * \brief Parameter names of the wrapped function after a merge: `inner_names` when known; else,

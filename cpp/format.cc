@@ -22,6 +22,7 @@
 #include <cstring>
 #include <sstream>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -113,6 +114,100 @@ std::string DeviceString(int32_t device_type, int32_t device_id) {
   return os.str();
 }
 
+/*! \brief Device ids at or above this are refused: no process has that many devices of a kind. */
+constexpr int32_t kMaxDeviceId = 1024;
+
+/*! \brief Whether `s` is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, at most
+ *         U+10FFFF). The format stores text as UTF-8; tools decode it. */
+bool IsValidUtf8(const char* data, size_t size) {
+  const auto* p = reinterpret_cast<const unsigned char*>(data);
+  const auto* end = p + size;
+  while (p < end) {
+    const unsigned char c = *p;
+    if (c < 0x80) {
+      ++p;
+      continue;
+    }
+    size_t n;
+    unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+    if (c >= 0xC2 && c <= 0xDF) {
+      n = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      n = 2;
+      if (c == 0xE0) lo = 0xA0;        // overlong
+      if (c == 0xED) hi = 0x9F;        // surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      n = 3;
+      if (c == 0xF0) lo = 0x90;        // overlong
+      if (c == 0xF4) hi = 0x8F;        // past U+10FFFF
+    } else {
+      return false;
+    }
+    if (static_cast<size_t>(end - p) <= n) return false;
+    if (p[1] < lo || p[1] > hi) return false;
+    for (size_t k = 2; k <= n; ++k) {
+      if ((p[k] & 0xC0) != 0x80) return false;
+    }
+    p += n + 1;
+  }
+  return true;
+}
+
+/*!
+ * \brief Why the format cannot hold a tensor of this dtype on this device, or "" when it can.
+ *        The writer and the reader both use it, so what one accepts the other does.
+ */
+std::string TensorProblem(DLDataType dtype, int32_t device_type, int32_t device_id) {
+  const bool known_code = dtype.code == kDLInt || dtype.code == kDLUInt || dtype.code == kDLFloat ||
+                          dtype.code == kDLBfloat || dtype.code == kDLBool ||
+                          (dtype.code >= kDLFloat8_e3m4 && dtype.code <= kDLFloat8_e8m0fnu);
+  if (!known_code) {
+    return "a dtype of type code " + std::to_string(dtype.code) +
+           " cannot be stored (only int, uint, float, bfloat16, float8 and bool tensors can)";
+  }
+  const std::string name = ffi::DLDataTypeToString(dtype);
+  if (dtype.bits == 0 || dtype.bits % 8 != 0) {
+    return "dtype '" + name + "' has " + std::to_string(dtype.bits) +
+           " bits per element; only whole bytes can be stored";
+  }
+  if (static_cast<int16_t>(dtype.lanes) < 1) {
+    return "dtype with " + std::to_string(static_cast<int16_t>(dtype.lanes)) +
+           " lanes cannot be stored (lanes must be 1 to 32767)";
+  }
+  if (DeviceName(device_type) == nullptr || device_id < 0 || device_id >= kMaxDeviceId ||
+      (device_type == kDLCPU && device_id != 0)) {
+    return "invalid device " + DeviceString(device_type, device_id) + " (ids are 0 to " +
+           std::to_string(kMaxDeviceId - 1) + ", and 0 for cpu)";
+  }
+  return "";
+}
+
+/*!
+ * \brief prod(shape) * bits * lanes / 8 into `bytes`; or why not: a negative dimension, or a
+ *        product that overflows (even when another dimension is 0: no real tensor has such a
+ *        shape). For dtypes TensorProblem accepts (whole bytes), so the size is exact.
+ */
+std::string ShapeProblem(const int64_t* shape, size_t ndim, DLDataType dtype, uint64_t* bytes) {
+  uint64_t nonzero = 1;  // the product of the non-zero dimensions
+  bool empty = false;
+  for (size_t i = 0; i < ndim; ++i) {
+    const int64_t d = shape[i];
+    if (d < 0) return "negative dimension " + std::to_string(d);
+    if (d == 0) {
+      empty = true;
+    } else if (__builtin_mul_overflow(nonzero, static_cast<uint64_t>(d), &nonzero) ||
+               nonzero > static_cast<uint64_t>(INT64_MAX)) {
+      return "the shape's element count overflows";
+    }
+  }
+  const uint64_t elem_bytes = static_cast<uint64_t>(dtype.bits / 8) * static_cast<uint16_t>(dtype.lanes);
+  if (__builtin_mul_overflow(nonzero, elem_bytes, bytes) || *bytes > static_cast<uint64_t>(INT64_MAX)) {
+    return "the shape's byte size overflows";
+  }
+  if (empty) *bytes = 0;
+  return "";
+}
+
 /*! \brief The tensor's data when it lives in host memory (readable directly), else null. */
 const char* HostData(const DLTensor* t) {
   const int type = t->device.device_type;
@@ -198,11 +293,24 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
     w.Put<uint64_t>(0);  // region size, patched
   }
 
+  // The format stores text as UTF-8 and the reader checks it: refuse anything else here.
+  auto utf8 = [](const FunctionRecord& fn, const ffi::String& text, const char* what) {
+    if (!IsValidUtf8(text.data(), text.size())) {
+      TVM_FFI_THROW(ValueError) << "cannot save function '" << fn.name << "': its " << what
+                                << " is not valid UTF-8";
+    }
+  };
   w.Put<uint32_t>(static_cast<uint32_t>(functions.size()));
   for (const FunctionRecord& fn : functions) {
+    if (!IsValidUtf8(fn.name.data(), fn.name.size())) {
+      TVM_FFI_THROW(ValueError) << "cannot save a function whose name is not valid UTF-8";
+    }
     w.PutStr(fn.name);
     w.Put<uint32_t>(static_cast<uint32_t>(fn.param_names.size()));
-    for (const ffi::String& p : fn.param_names) w.PutStr(p);
+    for (const ffi::String& p : fn.param_names) {
+      utf8(fn, p, "parameter name");
+      w.PutStr(p);
+    }
     w.Put<uint32_t>(static_cast<uint32_t>(fn.bound.size()));
     for (const auto& [index, value] : fn.bound) {
       w.Put<int64_t>(index);
@@ -225,6 +333,7 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
         case ffi::TypeIndex::kTVMFFIStr:
         case ffi::TypeIndex::kTVMFFISmallStr:
           w.Put<uint8_t>(kStr);
+          utf8(fn, value.cast<ffi::String>(), "bound string");
           w.PutStr(value.cast<ffi::String>());
           break;
         case ffi::TypeIndex::kTVMFFITensor: {
@@ -233,6 +342,13 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
           if (!tensor.IsContiguous()) {
             TVM_FFI_THROW(ValueError) << "cannot save function '" << fn.name << "' position "
                                       << index << ": the bound tensor is not contiguous";
+          }
+          std::string problem = TensorProblem(t->dtype, t->device.device_type, t->device.device_id);
+          uint64_t shape_bytes = 0;
+          if (problem.empty()) problem = ShapeProblem(t->shape, t->ndim, t->dtype, &shape_bytes);
+          if (!problem.empty()) {
+            TVM_FFI_THROW(ValueError) << "cannot save function '" << fn.name << "' position "
+                                      << index << ": " << problem;
           }
           w.Put<uint8_t>(kTensor);
           w.PutStr(ffi::DLDataTypeToString(t->dtype));
@@ -349,6 +465,10 @@ class Reader {
   std::string GetStr(const char* what) {
     uint32_t n = Get<uint32_t>(what);
     Need(n, what);
+    if (!IsValidUtf8(data_ + pos_, n)) {
+      TVM_FFI_THROW(ValueError) << "corrupted partial_apply data: " << what << " at byte " << pos_
+                                << " is not valid UTF-8";
+    }
     std::string s(data_ + pos_, n);
     pos_ += n;
     return s;
@@ -418,19 +538,10 @@ struct Parsed {
 }
 
 uint64_t CheckedByteSize(const std::vector<int64_t>& shape, DLDataType dtype, const std::string& where) {
-  uint64_t numel = 1;
-  for (int64_t d : shape) {
-    if (d < 0) Corrupt(where + ": negative dimension " + std::to_string(d));
-    if (__builtin_mul_overflow(numel, static_cast<uint64_t>(d), &numel)) {
-      Corrupt(where + ": the shape's element count overflows");
-    }
-  }
-  uint64_t bits_per_elem = static_cast<uint64_t>(dtype.bits) * dtype.lanes;
-  uint64_t bits;
-  if (__builtin_mul_overflow(numel, bits_per_elem, &bits)) {
-    Corrupt(where + ": the shape's byte size overflows");
-  }
-  return bits / 8 + (bits % 8 != 0);
+  uint64_t bytes = 0;
+  std::string problem = ShapeProblem(shape.data(), shape.size(), dtype, &bytes);
+  if (!problem.empty()) Corrupt(where + ": " + problem);
+  return bytes;
 }
 
 /*! \brief Version 2: the outputs of one function, bounds-checked and checked for consistency. */
@@ -521,12 +632,14 @@ Parsed Parse(const char* data, size_t size) {
   uint32_t num_functions = r.GetCount("function count", 12);
   size_t expected_offset = out.external ? kRegionHeaderSize : AlignUp(meta_end);  // canonical layout
   size_t payload_end = out.external ? kRegionHeaderSize : meta_end;
+  std::unordered_set<std::string> seen;  // function names so far: duplicates in O(1) each
+  seen.reserve(num_functions);
+  out.functions.reserve(num_functions);
   for (uint32_t f = 0; f < num_functions; ++f) {
     ParsedFunction fn;
-    fn.name = r.GetStr("function name");
-    for (const ParsedFunction& other : out.functions) {
-      if (other.name == fn.name) Corrupt("function '" + std::string(fn.name) + "' appears twice");
-    }
+    std::string name = r.GetStr("function name");
+    if (!seen.insert(name).second) Corrupt("function '" + name + "' appears twice");
+    fn.name = std::move(name);
     uint32_t num_names = r.GetCount("parameter name count", 4);
     for (uint32_t i = 0; i < num_names; ++i) fn.param_names.push_back(r.GetStr("parameter name"));
     uint32_t num_bound = r.GetCount("binding count", 9);
@@ -537,6 +650,11 @@ Parsed Parse(const char* data, size_t size) {
       const std::string where = "function '" + std::string(fn.name) + "' position " +
                                 std::to_string(v.index);
       if (v.index <= last_index) Corrupt(where + " is negative or out of order");
+      if (v.index > detail::kMaxPosition) {
+        Corrupt(where + " cannot be reached: a call passes at most " +
+                std::to_string(detail::kMaxCallArgs) + " arguments, so positions go up to " +
+                std::to_string(detail::kMaxPosition));
+      }
       last_index = v.index;
       if (num_names > 0 && v.index >= static_cast<int64_t>(num_names)) {
         Corrupt(where + " is past its " + std::to_string(num_names) + " parameters");
@@ -561,12 +679,14 @@ Parsed Parse(const char* data, size_t size) {
           } catch (const ffi::Error&) {
             Corrupt(where + ": unknown dtype '" + dtype + "'");
           }
-          if (t.dtype.bits == 0 || t.dtype.lanes == 0) Corrupt(where + ": invalid dtype '" + dtype + "'");
+          if (std::string(ffi::DLDataTypeToString(t.dtype)) != dtype) {
+            Corrupt(where + ": dtype '" + dtype + "' is not written as the writer writes it ('" +
+                    std::string(ffi::DLDataTypeToString(t.dtype)) + "')");
+          }
           t.device_type = r.Get<int32_t>("device type");
           t.device_id = r.Get<int32_t>("device id");
-          if (DeviceName(t.device_type) == nullptr || t.device_id < 0) {
-            Corrupt(where + ": invalid device " + DeviceString(t.device_type, t.device_id));
-          }
+          std::string problem = TensorProblem(t.dtype, t.device_type, t.device_id);
+          if (!problem.empty()) Corrupt(where + ": " + problem);
           uint32_t ndim = r.Get<uint32_t>("tensor ndim");
           if (ndim > kMaxNdim) Corrupt(where + ": ndim " + std::to_string(ndim) + " exceeds " + std::to_string(kMaxNdim));
           for (uint32_t i = 0; i < ndim; ++i) t.shape.push_back(r.Get<int64_t>("tensor shape"));

@@ -182,9 +182,9 @@ void ValidateRecordedOutputs(const Outputs& outputs, const std::vector<int64_t>&
 
 void MergeLevels(const BoundList& inner_bound, const Outputs& inner_outputs,
                  const ffi::Array<ffi::String>& inner_names, BoundList* bound,
-                 ffi::Array<ffi::String>* names, Outputs* outputs) {
+                 ffi::Array<ffi::String>* names, Outputs* outputs, const std::string& who) {
   // Positions are checked before they are mapped (a negative one would map anywhere).
-  CheckShapes(*outputs, "PartialApply", {});
+  CheckShapes(*outputs, who, {});
   const std::vector<int64_t> taken = Taken(inner_bound, inner_outputs);
   // The inner outputs take positions like bindings: merge with placeholders there, then drop them.
   BoundList taken_list = inner_bound;
@@ -192,7 +192,7 @@ void MergeLevels(const BoundList& inner_bound, const Outputs& inner_outputs,
   std::sort(taken_list.begin(), taken_list.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   *names = MergeNames(taken_list, inner_names, *names);
-  BoundList merged = Merge(taken_list, *bound);
+  BoundList merged = Merge(taken_list, *bound, who);
   merged.erase(std::remove_if(merged.begin(), merged.end(),
                               [&](const auto& e) { return IsOutput(inner_outputs, e.first); }),
                merged.end());
@@ -209,8 +209,8 @@ void MergeLevels(const BoundList& inner_bound, const Outputs& inner_outputs,
 }
 
 void MergeLevels(const PartialParts& inner, BoundList* bound, ffi::Array<ffi::String>* names,
-                 Outputs* outputs) {
-  MergeLevels(inner.bound, inner.outputs, inner.param_names, bound, names, outputs);
+                 Outputs* outputs, const std::string& who) {
+  MergeLevels(inner.bound, inner.outputs, inner.param_names, bound, names, outputs, who);
 }
 
 Outputs OutputsFromAny(const ffi::Any& raw, const std::string& who) {

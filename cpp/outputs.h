@@ -47,11 +47,11 @@ void ValidateRecordedOutputs(const Outputs& outputs, const std::vector<int64_t>&
  *        outputs come first in the returned order.
  */
 void MergeLevels(const PartialParts& inner, BoundList* bound, ffi::Array<ffi::String>* names,
-                 Outputs* outputs);
+                 Outputs* outputs, const std::string& who);
 /*! \brief The same for records of a partial module (bound, names, outputs per function). */
 void MergeLevels(const BoundList& inner_bound, const Outputs& inner_outputs,
                  const ffi::Array<ffi::String>& inner_names, BoundList* bound,
-                 ffi::Array<ffi::String>* names, Outputs* outputs);
+                 ffi::Array<ffi::String>* names, Outputs* outputs, const std::string& who);
 
 /*! \brief Outputs from what Python passes: [[position, dtype, [[arg or -1, axis or extent]...]]...]. */
 Outputs OutputsFromAny(const ffi::Any& raw, const std::string& who);

@@ -55,15 +55,20 @@ class PartialFunctionObj final : public ffi::FunctionObj {
                                           : static_cast<int64_t>(param_names_.size()) - num_bound_;
     // Valid caller counts form one range [min_args_, min_args_ + arg_span_], so the call checks
     // with a single unsigned comparison. With names, the count is exact (and the bound positions
-    // were checked against the names); without, the call must reach the last bound position.
+    // were checked against the names); without, the call must reach the last bound position and
+    // may pass at most as many arguments as fit in one call with the bound ones. Computed in 64
+    // bits: the bind-time checks keep every position <= kMaxPosition and the names <=
+    // kMaxCallArgs, so both ends lie in [0, INT32_MAX] and the range is exact.
+    int64_t least, most;
     if (expected_args_ >= 0) {
-      min_args_ = static_cast<uint32_t>(expected_args_);
-      arg_span_ = 0;
+      least = most = expected_args_;
     } else {
-      int64_t least = last_position_ + 1 - num_bound_;
-      min_args_ = static_cast<uint32_t>(least > 0 ? least : 0);
-      arg_span_ = static_cast<uint32_t>(INT32_MAX) - min_args_;
+      least = std::max<int64_t>(last_position_ + 1 - num_bound_, 0);
+      most = detail::kMaxCallArgs - num_bound_;
     }
+    TVM_FFI_ICHECK(0 <= least && least <= most && most <= detail::kMaxCallArgs);
+    min_args_ = static_cast<uint32_t>(least);
+    arg_span_ = static_cast<uint32_t>(most - least);
     // Where each of the first kGatherSlots slots comes from. Used only for calls of at most
     // kGatherSlots arguments, in which every bound position is below kGatherSlots, so slot s
     // past the last bound position takes the next caller argument.
@@ -83,7 +88,7 @@ class PartialFunctionObj final : public ffi::FunctionObj {
     TVM_FFI_SAFE_CALL_END();
   }
 
-  // The hot path: one integer check, copies of 16-byte slots, one indirect call.
+  // The hot path: one unsigned range check, copies of 16-byte slots, one indirect call.
   static void CppCall(const ffi::FunctionObj* func, const ffi::AnyView* args, int32_t num_args,
                       ffi::Any* result) {
     const auto* self = static_cast<const PartialFunctionObj*>(func);
@@ -248,10 +253,15 @@ class PartialFunctionObj final : public ffi::FunctionObj {
   }
 
   [[noreturn]] TVM_FFI_NO_INLINE void ThrowPastEnd(int32_t num_args) const {
+    const int64_t total = static_cast<int64_t>(num_args) + num_bound_;
+    if (total > detail::kMaxCallArgs) {
+      TVM_FFI_THROW(ValueError) << DisplayName() << ": " << num_args << " arguments given + "
+                                << num_bound_ << " bound = " << total << " arguments, more than "
+                                << "one call can pass (" << detail::kMaxCallArgs << ")";
+    }
     TVM_FFI_THROW(IndexError) << DisplayName() << ": bound index " << last_position_
                               << " is past the end of the call (" << num_args << " given + "
-                              << num_bound_ << " bound = " << (num_args + num_bound_)
-                              << " arguments)";
+                              << num_bound_ << " bound = " << total << " arguments)";
     TVM_FFI_UNREACHABLE();
   }
 
@@ -276,6 +286,11 @@ class PartialFunctionObj final : public ffi::FunctionObj {
 
 void CheckAgainstSignature(const BoundList& bound, const ffi::Array<ffi::String>& names,
                            const std::string& who) {
+  if (static_cast<int64_t>(names.size()) > detail::kMaxCallArgs) {
+    TVM_FFI_THROW(ValueError) << who << ": a signature of " << names.size()
+                              << " parameters cannot be called (a call passes at most "
+                              << detail::kMaxCallArgs << " arguments)";
+  }
   if (names.empty() || bound.empty()) return;
   if (bound.back().first >= static_cast<int64_t>(names.size())) {
     TVM_FFI_THROW(IndexError) << who << ": bound index " << bound.back().first
@@ -313,10 +328,10 @@ ffi::Function MakePartial(ffi::Function f, BoundList bound, ffi::String name,
   if (detail::GetPartialParts(f, &inner)) {
     // Flatten: one closure around the original function, one hop per call.
     if (!inner.outputs.empty() || !outputs.empty()) {
-      detail::MergeLevels(inner, &bound, &param_names, &outputs);
+      detail::MergeLevels(inner, &bound, &param_names, &outputs, who);
     } else {
       param_names = detail::MergeNames(inner.bound, inner.param_names, param_names);
-      bound = detail::Merge(inner.bound, bound);
+      bound = detail::Merge(inner.bound, bound, who);
     }
     if (name.empty()) name = inner.name;
     f = inner.target;

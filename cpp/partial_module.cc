@@ -38,7 +38,7 @@ class PartialModuleObj final : public ffi::ModuleObj {
    *         by the library loader, which rebuilds the import tree after LoadFromBytes). */
   PartialModuleObj(std::vector<format::FunctionRecord> functions, ffi::Optional<ffi::Module> wrapped,
                    std::optional<format::ExternalRegion> external = std::nullopt)
-      : functions_(std::move(functions)), external_(std::move(external)) {
+      : functions_(std::move(functions)), index_(IndexByName(functions_)), external_(std::move(external)) {
     if (wrapped.has_value()) imports_.push_back(*wrapped);
   }
 
@@ -83,10 +83,17 @@ class PartialModuleObj final : public ffi::ModuleObj {
   }
 
   const format::FunctionRecord* Find(const ffi::String& name) const {
-    for (const auto& f : functions_) {
-      if (f.name == name) return &f;
-    }
-    return nullptr;
+    auto it = index_.find(std::string(name));
+    return it == index_.end() ? nullptr : &functions_[it->second];
+  }
+
+  /*! \brief Name -> position in `functions`; names are unique (the loader and the merge ensure it). */
+  static std::unordered_map<std::string, size_t> IndexByName(
+      const std::vector<format::FunctionRecord>& functions) {
+    std::unordered_map<std::string, size_t> index;
+    index.reserve(functions.size());
+    for (size_t i = 0; i < functions.size(); ++i) index.emplace(std::string(functions[i].name), i);
+    return index;
   }
 
   bool HasWrapped() const { return !imports_.empty(); }
@@ -94,6 +101,8 @@ class PartialModuleObj final : public ffi::ModuleObj {
 
   /*! \brief Bindings and recorded parameter names per function; immutable after construction. */
   const std::vector<format::FunctionRecord> functions_;
+  /*! \brief Where each name's record is in functions_: lookups in O(1), not a scan. */
+  const std::unordered_map<std::string, size_t> index_;
   /*! \brief Set for a zero-copy export: SaveToBytes writes metadata referring to this region. */
   const std::optional<format::ExternalRegion> external_;
   /*! \brief Guards cache_. */
@@ -124,11 +133,14 @@ ffi::Module MakePartialModule(ffi::Module mod, std::vector<format::FunctionRecor
     // Merge into one level over the same compiled code.
     std::vector<format::FunctionRecord> merged = inner->functions_;
     for (format::FunctionRecord& outer : functions) {
-      auto it = std::find_if(merged.begin(), merged.end(),
-                             [&](const auto& r) { return r.name == outer.name; });
-      if (it == merged.end()) {
+      const format::FunctionRecord* existing = inner->Find(outer.name);
+      if (existing == nullptr) {
         merged.push_back(std::move(outer));
-      } else if (!it->outputs.empty() || !outer.outputs.empty()) {
+        continue;
+      }
+      format::FunctionRecord* it = &merged[existing - inner->functions_.data()];
+      const std::string who = "PartialApplyModule('" + std::string(outer.name) + "')";
+      if (!it->outputs.empty() || !outer.outputs.empty()) {
         BoundList inner_bound = std::move(it->bound);
         Outputs inner_outputs = std::move(it->outputs);
         it->bound = std::move(outer.bound);
@@ -136,12 +148,11 @@ ffi::Module MakePartialModule(ffi::Module mod, std::vector<format::FunctionRecor
         ffi::Array<ffi::String> inner_names = it->param_names;
         it->param_names = outer.param_names;
         detail::MergeLevels(inner_bound, inner_outputs, inner_names, &it->bound, &it->param_names,
-                            &it->outputs);
-        it->outputs = detail::CheckOutputs(std::move(it->outputs), it->bound, it->param_names,
-                                           "PartialApplyModule('" + std::string(it->name) + "')");
+                            &it->outputs, who);
+        it->outputs = detail::CheckOutputs(std::move(it->outputs), it->bound, it->param_names, who);
       } else {
         it->param_names = detail::MergeNames(it->bound, it->param_names, outer.param_names);
-        it->bound = detail::Merge(it->bound, outer.bound);
+        it->bound = detail::Merge(it->bound, outer.bound, who);
       }
     }
     return ffi::Module(ffi::make_object<PartialModuleObj>(std::move(merged), code));

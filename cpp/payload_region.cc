@@ -10,15 +10,37 @@
 #include <tvm/ffi/error.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace tvm_partial {
 namespace region {
 
 namespace {
 
-struct Search {
-  const char* symbol;
-  // The latest match: library, address, the file offset and the end of the file-backed segment.
+/*! \brief A loaded object as dl_iterate_phdr reports it, copied out of the callback. */
+struct Candidate {
+  std::string name;
+  ElfW(Addr) base;                 // dlpi_addr: where its segments are relocated to
+  std::vector<ElfW(Phdr)> loads;   // its PT_LOAD program headers
+};
+
+// Runs with the loader's lock held: no dlopen, dlsym or dlclose here (another thread's dlopen
+// waits for that lock while holding its own, and the two would deadlock). Only copy.
+int Collect(struct dl_phdr_info* info, size_t, void* data) {
+  auto* out = static_cast<std::vector<Candidate>*>(data);
+  if (info->dlpi_name == nullptr || info->dlpi_name[0] == '\0') return 0;
+  Candidate c{info->dlpi_name, info->dlpi_addr, {}};
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    if (info->dlpi_phdr[i].p_type == PT_LOAD) c.loads.push_back(info->dlpi_phdr[i]);
+  }
+  out->push_back(std::move(c));
+  return 0;
+}
+
+/*! \brief The latest match: a reference to the library, the symbol's address, its file offset and
+ *         the end of the file-backed part of its segment. */
+struct Match {
   void* handle = nullptr;
   std::string library;
   const char* address = nullptr;
@@ -26,40 +48,44 @@ struct Search {
   size_t segment_file_end = 0;
 };
 
-int Visit(struct dl_phdr_info* info, size_t, void* data) {
-  auto* search = static_cast<Search*>(data);
-  if (info->dlpi_name == nullptr || info->dlpi_name[0] == '\0') return 0;
-  void* handle = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
-  if (handle == nullptr) return 0;
-  const char* address = static_cast<const char*>(dlsym(handle, search->symbol));
-  bool kept = false;
+/*! \brief Whether `c` defines `symbol` itself (dlsym also searches an object's dependencies: the
+ *         address must lie in one of its own PT_LOAD segments); if so, fill `match`. */
+bool Defines(const Candidate& c, const char* symbol, Match* match) {
+  void* handle = dlopen(c.name.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+  if (handle == nullptr) return false;  // unloaded since it was listed
+  // The same object still (not closed and reopened elsewhere since it was listed)?
+  struct link_map* map = nullptr;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr || map->l_addr != c.base) {
+    dlclose(handle);
+    return false;
+  }
+  const char* address = static_cast<const char*>(dlsym(handle, symbol));
   if (address != nullptr) {
-    for (int i = 0; i < info->dlpi_phnum; ++i) {
-      const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-      if (ph.p_type != PT_LOAD) continue;
-      const char* start = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
+    for (const ElfW(Phdr)& ph : c.loads) {
+      const char* start = reinterpret_cast<const char*>(c.base + ph.p_vaddr);
       if (address < start || address >= start + ph.p_memsz) continue;
-      // Defined in this object (dlsym also searches its dependencies): keep it, drop an earlier one.
-      if (search->handle != nullptr) dlclose(search->handle);
-      search->handle = handle;
-      search->library = info->dlpi_name;
-      search->address = address;
-      search->file_offset = static_cast<size_t>(address - start) + ph.p_offset;
-      search->segment_file_end = ph.p_offset + ph.p_filesz;
-      kept = true;
-      break;
+      match->handle = handle;
+      match->library = c.name;
+      match->address = address;
+      match->file_offset = static_cast<size_t>(address - start) + ph.p_offset;
+      match->segment_file_end = ph.p_offset + ph.p_filesz;
+      return true;
     }
   }
-  if (!kept) dlclose(handle);
-  return 0;
+  dlclose(handle);
+  return false;
 }
 
 }  // namespace
 
 MappedRegion Find(const std::string& symbol, size_t size) {
-  Search search;
-  search.symbol = symbol.c_str();
-  dl_iterate_phdr(Visit, &search);
+  std::vector<Candidate> candidates;
+  dl_iterate_phdr(Collect, &candidates);
+  // Outside the callback now. The most recently loaded object that defines the symbol wins.
+  Match search;
+  for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
+    if (Defines(*it, symbol.c_str(), &search)) break;
+  }
   if (search.handle == nullptr) {
     TVM_FFI_THROW(RuntimeError) << "the constants of this partial_apply module live in the payload "
                                 << "region " << symbol << " of its library, which is not loaded: "

@@ -141,6 +141,11 @@ CASES = {
         "tvm_partial.partial(tvm_ffi.convert(lambda *a: 0), {0: huge}, signature=['w', 'x'])",
         # under AddressSanitizer (scripts/sanitize.sh) a failed allocation aborts unless told not to
         env={"ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":allocator_may_return_null=1"}),
+    "position that no call can reach": lambda c: tvm_partial.partial(c["f"], {2**31: B}),
+    "partial of a partial whose position lands past any call": lambda c: tvm_partial.partial(
+        tvm_partial.partial(c["f"], {0: X}), {2**31 - 2: B}),
+    "a tensor the format cannot hold": lambda c: tvm_partial.save_to_bytes(tvm_partial.partial(c["exe"], {1: c["int4"]})),
+    "data the writer never writes (crafted or damaged)": lambda c: load_from_bytes(_with_device_id(c, 1)),
 }
 
 
@@ -175,6 +180,13 @@ def _symbolic_kernels() -> dict:
     return out
 
 
+def _with_device_id(ctx, device_id: int) -> bytes:
+    blob = _blob(ctx)
+    at = blob.find(b"float32") + len(b"float32") + 4
+    moved = blob[:at] + struct.pack("<i", device_id) + blob[at + 4:]
+    return bytes(tvm_ffi.get_global_func("tvm_partial.ResealForTesting")(moved))
+
+
 @pytest.fixture(scope="module")
 def ctx(conv, tmp_path_factory):
     import tvm
@@ -203,8 +215,9 @@ def ctx(conv, tmp_path_factory):
 
     external_blob = tvm_partial.save_to_bytes(zero_copy.prepare(pm, folder)[0])
     return {"pm": pm, "truncated": str(folder / "truncated.so"), "altered": str(folder / "altered.so"),
-            "external_blob": external_blob,"exe": exe, "f": exe["main"], "sig": tensors, "relax_exe": tvm.compile(Identity, target="llvm"),
-            "artifact": str(artifact), "plain": str(plain), "text": str(text), "sym": _symbolic_kernels()}
+            "external_blob": external_blob, "exe": exe, "f": exe["main"], "sig": tensors, "relax_exe": tvm.compile(Identity, target="llvm"),
+            "artifact": str(artifact), "plain": str(plain), "text": str(text), "sym": _symbolic_kernels(),
+            "int4": tvm.runtime.empty((4,), "int4")}
 
 
 def test_every_documented_row_has_a_case():

@@ -10,6 +10,7 @@ import struct
 
 import numpy as np
 import pytest
+import tvm
 import tvm_ffi
 from helpers import run_json
 
@@ -20,8 +21,8 @@ reseal = tvm_ffi.get_global_func("tvm_partial.ResealForTesting")
 
 
 # A writer of the documented layout (cpp/format.h), independent of the C++ one.
-def _s(text: str) -> bytes:
-    data = text.encode()
+def _s(text) -> bytes:
+    data = text if isinstance(text, bytes) else text.encode()
     return struct.pack("<I", len(data)) + data
 
 
@@ -33,11 +34,11 @@ def tensor_entry(index, dtype="float32", shape=(4,), nbytes=None, offset=None, d
 
 def make_blob(functions, version=1, flags=0, payload=b"", meta_extra=b"", count=None):
     """functions: [(name, [param names], [binding entry bytes])]; resealed so the hash is valid."""
-    meta = struct.pack("<I", len(functions) if count is None else count)
+    parts = [struct.pack("<I", len(functions) if count is None else count)]
     for name, names, entries in functions:
-        meta += _s(name) + struct.pack("<I", len(names)) + b"".join(_s(n) for n in names)
-        meta += struct.pack("<I", len(entries)) + b"".join(entries)
-    meta += meta_extra
+        parts += [_s(name), struct.pack("<I", len(names)), *(_s(n) for n in names)]
+        parts += [struct.pack("<I", len(entries)), *entries]
+    meta = b"".join(parts) + meta_extra
     body = meta + payload
     header = b"TVMPARTL" + struct.pack("<IIQQQ", version, flags, 40 + len(body), len(meta), 0)
     return bytes(reseal(header + body))
@@ -166,6 +167,53 @@ CRAFTED = [
      r"metadata of 1000000000 bytes runs past the end"),
 ]
 
+# What the loader accepted before issue 10 although no call could use it or the writer would not
+# write it (accepted blobs must re-save to bytes that load). Also kept as fuzz regression inputs.
+_UNREACHABLE = r"cannot be reached: a call passes at most 2147483647 arguments, so positions go up to 2147483646"
+STRICT = [
+    ("position INT32_MAX", lambda: make_blob([("main", [], [struct.pack("<qB", 2**31 - 1, 0)])]),
+     r"position 2147483647 " + _UNREACHABLE),
+    ("position 2**31", lambda: make_blob([("main", [], [struct.pack("<qB", 2**31, 0)])]),
+     r"position 2147483648 " + _UNREACHABLE),
+    ("position 2**63-1", lambda: make_blob([("main", [], [struct.pack("<qB", 2**63 - 1, 1) + struct.pack("<q", 5)])]),
+     r"position 9223372036854775807 " + _UNREACHABLE),
+    ("dtype lanes 65535", lambda: make_blob([("main", [], [tensor_entry(0, dtype="float32x65535")])]),
+     r"dtype 'float32x65535' is not written as the writer writes it \('float32'\)"),
+    ("dtype with one lane spelled out", lambda: make_blob([("main", [], [tensor_entry(0, dtype="float32x1")])]),
+     r"dtype 'float32x1' is not written as the writer writes it \('float32'\)"),
+    ("scalable vector dtype", lambda: make_blob([("main", [], [tensor_entry(0, dtype="float32xvscalex4")])]),
+     r"dtype with -4 lanes cannot be stored"),
+    ("handle dtype", lambda: make_blob([("main", [], [tensor_entry(0, dtype="handle", nbytes=32)])]),
+     r"a dtype of type code 3 cannot be stored"),
+    ("sub-byte dtype", lambda: make_blob([("main", [], [tensor_entry(0, dtype="int4", nbytes=2)])]),
+     r"dtype 'int4' has 4 bits per element; only whole bytes can be stored"),
+    ("sub-byte float dtype", lambda: make_blob([("main", [], [tensor_entry(0, dtype="float4_e2m1fn", nbytes=2)])]),
+     r"a dtype of type code 17 cannot be stored"),
+    ("lanes missing from the byte length", lambda: make_blob([("main", [], [tensor_entry(0, dtype="float32x4", nbytes=16)])]),
+     r"byte length 16 does not match its shape and dtype \(64\)"),
+    ("shape overflows around a zero", lambda: make_blob([("main", [], [tensor_entry(0, shape=(2**62, 0, 2**62), nbytes=0)])]),
+     r"element count overflows"),
+    ("empty shape whose bytes overflow", lambda: make_blob([("main", [], [tensor_entry(0, shape=(0, 2**62), nbytes=0)])]),
+     r"byte size overflows"),
+    ("negative dimension beside a zero", lambda: make_blob([("main", [], [tensor_entry(0, shape=(0, -3), nbytes=0)])]),
+     r"negative dimension -3"),
+    ("cpu device id 1", lambda: make_blob([("main", [], [tensor_entry(0, device=(1, 1))])]), r"invalid device cpu:1"),
+    ("negative device id", lambda: make_blob([("main", [], [tensor_entry(0, device=(2, -1))])]), r"invalid device cuda:-1"),
+    ("absurd device id", lambda: make_blob([("main", [], [tensor_entry(0, device=(2, 2**31 - 1))])]),
+     r"invalid device cuda:2147483647"),
+    ("function name not UTF-8", lambda: make_blob([(b"ma\xffin", [], [])]), r"function name at byte 48 is not valid UTF-8"),
+    ("parameter name not UTF-8", lambda: make_blob([("main", [b"\xc3\x28"], [])]), r"parameter name at byte \d+ is not valid UTF-8"),
+    ("string value not UTF-8", lambda: make_blob([("main", [], [struct.pack("<qB", 0, 4) + _s(b"\xe2\x82")])]),
+     r"str value at byte \d+ is not valid UTF-8"),
+    ("overlong UTF-8", lambda: make_blob([("main", [], [struct.pack("<qB", 0, 4) + _s(b"\xc0\xaf")])]),
+     r"str value at byte \d+ is not valid UTF-8"),
+    ("UTF-8 surrogate", lambda: make_blob([("main", [], [struct.pack("<qB", 0, 4) + _s(b"\xed\xa0\x80")])]),
+     r"str value at byte \d+ is not valid UTF-8"),
+    ("UTF-8 past U+10FFFF", lambda: make_blob([("main", [], [struct.pack("<qB", 0, 4) + _s(b"\xf4\x90\x80\x80")])]),
+     r"str value at byte \d+ is not valid UTF-8"),
+]
+CRAFTED += STRICT
+
 
 @pytest.mark.parametrize("blob,match", [(make, m) for _, make, m in CRAFTED], ids=[c[0] for c in CRAFTED])
 def test_crafted_corruption_refused(blob, match):
@@ -188,3 +236,45 @@ def test_missing_device_named(small_blob):
     message = refusal(moved)
     assert message.startswith("RuntimeError: "), message
     assert "function 'main' position 1 was bound on device metal:0" in message, message
+
+
+FIXED_POINTS = {
+    "last reachable position": lambda: make_blob([("main", [], [struct.pack("<qB", 2**31 - 2, 0)])]),
+    "unicode names and strings": lambda: make_blob([("f\u00e9", ["\u4e2d", "\U0001F600"], [struct.pack("<qB", 1, 4) + _s("\u00ff\U0010FFFF")])]),
+    "many functions": lambda: make_blob([(f"f{i}", [], [struct.pack("<qBq", i, 1, i)]) for i in range(300)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FIXED_POINTS))
+def test_accepted_blobs_resave_identically(name):
+    blob = FIXED_POINTS[name]()
+    assert tvm_partial.save_to_bytes(load_from_bytes(blob)) == blob
+
+
+@pytest.mark.parametrize("dtype,shape", [("float32x4", (3,)), ("bool", (5,)), ("float8_e4m3fn", (7,)),
+                                         ("bfloat16", (2, 3)), ("int8", (0, 4)), ("uint16", (2,))])
+def test_tensor_dtypes_round_trip(dtype, shape, affine4):
+    """Tensors of every dtype the writer writes load back and re-save to the same bytes."""
+    exe, _ = affine4
+    bits_lanes = tvm_ffi.dtype(dtype)
+    nbytes = int(np.prod(shape)) * bits_lanes.bits // 8 * bits_lanes.lanes
+    typed = tvm.runtime.empty(shape, dtype)  # its bytes, whatever they are, must come back unchanged
+    pm = tvm_partial.partial(exe, {1: typed})
+    data = tvm_partial.save_to_bytes(pm)
+    again = tvm_partial.save_to_bytes(load_from_bytes(data))
+    assert again == data
+    info = tvm_ffi.get_global_func("tvm_partial.DescribeBytes")(again)
+    binding = info["functions"][0]["bindings"][0]
+    assert (binding["dtype"], tuple(binding["shape"]), binding["bytes"]) == (dtype, shape, nbytes)
+
+
+def test_writer_refuses_what_the_loader_refuses(affine4):
+    """A tensor the format cannot hold is refused at save time, so nothing unloadable is written."""
+    exe, _ = affine4
+    values = [(tvm.runtime.empty((4,), "int4"), "4 bits per element"),
+              (tvm.runtime.empty((4,), "handle"), "type code 3"),
+              (np.ones(4, "complex64"), "type code 5")]  # tvm-ffi cannot parse the name it writes
+    for value, match in values:
+        pm = tvm_partial.partial(exe, {1: value})
+        with pytest.raises(ValueError, match=f"cannot save function 'main' position 1: .*{match}"):
+            tvm_partial.save_to_bytes(pm)

@@ -284,7 +284,6 @@ def test_model_knows_the_signature_again_case():
 
 
 # -- positions no call can reach ------------------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="C++ fix in progress: positions past INT32_MAX refused at bind time")
 def test_position_past_int32_refused_at_bind_time():
     with pytest.raises((IndexError, ValueError, OverflowError), match="2147483648"):
         tvm_partial.partial(echo, {2**31: 1})
