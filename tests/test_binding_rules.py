@@ -327,3 +327,14 @@ def test_names_from_the_partial_keep_its_function_name():
     assert list(g2(3)) == [1, 2, 3]
     with pytest.raises(TypeError, match=r"^conv\(\) takes 1 argument \(c\), 2 given"):
         g2(3, 4)
+
+
+def test_unreachable_position_refused_before_any_copy(monkeypatch):
+    """A position no call can reach is refused before the value is converted (no wasted copy)."""
+    def no_copy(*_):
+        raise AssertionError("the value was converted before its position was checked")
+
+    monkeypatch.setattr(tvm_partial.partial.__globals__["_lib"], "aligned_copy", no_copy)
+    for position in (2**31 - 1, 2**31, 2**63 - 1, 2**64):
+        with pytest.raises(IndexError, match=rf"bound index {position} cannot be reached: .* positions go up to 2147483646"):
+            tvm_partial.partial(echo, {position: np.ones(4, "float32")})

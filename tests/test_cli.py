@@ -132,3 +132,10 @@ def test_verify_and_inspect_say_what_was_checked(demo_run):
     proc = cli("verify", str(out / "conv2d_bias.so"))
     assert proc.returncode == 0 and "intact: 2 payloads, 896 bytes, match their recorded hashes" in proc.stdout
 
+
+
+def test_version():
+    proc = subprocess.run([sys.executable, "-m", "tvm_partial", "--version"], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"tvm-partial {tvm_partial.__version__}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from importlib import metadata
 
 
 #: Exit codes of ``inspect`` and ``verify``.
@@ -68,6 +69,8 @@ def format_inspect(info: dict) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="tvm-partial", description=__doc__)
+    parser.add_argument("--version", action="version",
+                        version=f"tvm-partial {metadata.version('tvm-partial')}")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="bind, call, time, export and reload the forum's conv2d + bias")
     demo.add_argument("--out", help="folder to export the artifact to (default: a temporary one)")

@@ -15,6 +15,8 @@ from .signature import Param, Signature, resolve
 
 #: Bound tensors are converted to (or must already be) contiguous and aligned to this many bytes.
 ALIGNMENT = 64
+#: The largest position a call can reach: one call passes at most INT32_MAX arguments.
+MAX_POSITION = 2**31 - 2
 
 #: Keyword options of ``partial()``. ``outputs`` is reserved for a coming option. A parameter of
 #: one of these names is bound through the mapping: ``partial(f, {"device": d}, signature=...)``.
@@ -355,6 +357,9 @@ def _split_keys(bound) -> tuple:
         index = int(key)
         if index < 0:
             raise ValueError(f"bound index {index} is negative; positions count from 0")
+        if index > MAX_POSITION:  # refused before any value is converted (C++ checks it too)
+            raise IndexError(f"bound index {index} cannot be reached: a call passes at most "
+                             f"{MAX_POSITION + 1} arguments, so positions go up to {MAX_POSITION}")
         keyed[index] = value
     return keyed, named
 
