@@ -5,7 +5,7 @@
 # PYTHON picks the interpreter whose tvm-partial and tvm-ffi are used (default: python3).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-python="${PYTHON:-python3}"
+python="$(realpath -s "$(command -v "${PYTHON:-python3}")")"  # absolute: CMake runs it from the build folder
 build="${BUILD_DIR:-$root/build/bench-cpp}"
 
 cmake -S "$root/benchmarks/cpp" -B "$build" -DCMAKE_BUILD_TYPE=Release \
