@@ -37,8 +37,10 @@ def test_unreachable_position_refused_at_bind_time(position, affine4):
         partial_apply(exe["main"], {position: 1})
     with pytest.raises(IndexError, match=_unreachable(position)):
         tvm_partial.partial(exe["main"], {position: x})
-    with pytest.raises(IndexError, match=r"PartialApplyModule\('main'\): " + _unreachable(position)):
+    with pytest.raises(IndexError, match=_unreachable(position)):
         tvm_partial.partial(exe, {position: x})
+    with pytest.raises(IndexError, match=r"PartialApplyModule\('main'\): " + _unreachable(position)):
+        tvm_ffi.get_global_func("runtime.PartialApplyModule")(exe.mod, {"main": {position: 1}})
 
 
 def test_last_reachable_position_binds_and_checks_the_call():
