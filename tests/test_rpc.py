@@ -225,3 +225,40 @@ def test_server_killed_mid_call_raises_within_the_timeout(tmp_path):
         """, str(tmp_path), str(Path(__file__).parent))
     assert result["error"] is not None, "the call returned although its server was killed"
     assert 1.5 <= result["seconds"] < 60, result  # in flight when killed; the error came promptly
+
+
+@pytest.fixture(scope="module")
+def relax_code(tmp_path_factory):
+    """A Relax model (y = x * w + b) compiled and exported as a library, and its local result."""
+    from tvm import relax
+    from tvm.script import relax as R
+
+    @tvm.script.ir_module
+    class Affine:
+        @R.function
+        def main(x: R.Tensor((16,), "float32"), w: R.Tensor((16,), "float32"),
+                 b: R.Tensor((16,), "float32")):
+            return R.add(R.multiply(x, w), b)
+
+    exe = tvm.compile(Affine, target="llvm")
+    path = str(tmp_path_factory.mktemp("relax") / "relax_code.so")
+    exe.export_library(path)
+    local = tvm_partial.partial(relax.VirtualMachine(exe, tvm.cpu()), w=B, b=C)(tensor(A)).numpy()
+    return path, local
+
+
+def test_relax_model_on_a_server_binds_numpy_weights_by_name(session, relax_code):
+    """TVM's tutorial uploads the library and the weights apart; here the weights are bound from
+    the client, by the Relax parameter names, onto the session's device (no device= given)."""
+    from tvm import relax
+
+    path, local = relax_code
+    vm = relax.VirtualMachine(_upload(session, path), session.cpu())
+    pm = tvm_partial.partial(vm, w=B, b=C)
+    assert tvm_partial.param_names(pm)["main"] == ["x", "w", "b"]
+    for value in tvm_partial.bindings(pm)["main"].values():
+        assert tp_remote.device_session(value.device) == tp_remote.device_session(session.cpu())
+    result = pm(tvm.runtime.tensor(A, session.cpu()))
+    assert tp_remote.device_session(result.device) == tp_remote.device_session(session.cpu())
+    assert result.numpy().tobytes() == local.tobytes()
+    assert np.array_equal(local, A * B + C)
