@@ -146,6 +146,9 @@ CASES = {
         tvm_partial.partial(c["f"], {0: X}), {2**31 - 2: B}),
     "a tensor the format cannot hold": lambda c: tvm_partial.save_to_bytes(tvm_partial.partial(c["exe"], {1: c["int4"]})),
     "data the writer never writes (crafted or damaged)": lambda c: load_from_bytes(_with_device_id(c, 1)),
+    # device type 1 + (session 0 + 1) * 128: the CPU of RPC session 0 (no server needed to refuse it)
+    "`device=` of an RPC session for a module of this process": lambda c: tvm_partial.partial(
+        c["exe"], {1: W}, device=tvm_ffi.device(129, 0)),
 }
 
 

@@ -139,9 +139,9 @@ def test_remote_module_refuses_values_of_this_process(session, files, affine4):
     _, tensors = affine4
     mod = _upload(session, files["code"])
     with pytest.raises(ValueError, match=r"parameter 'b' \(position 1\).*lives in this process.*"
-                       "module in RPC session"):
+                       "module runs in RPC session"):
         tvm_partial.partial(mod, b=tensor(B), signature=tensors)
-    with pytest.raises(ValueError, match=r"device=cpu:0 is in this process.*remote\.cpu\(\)"):
+    with pytest.raises(ValueError, match=r"device=cpu:0: the module runs in RPC session \d+.*remote\.cpu\(\)"):
         tvm_partial.partial(mod, b=B, signature=tensors, device=tvm.cpu())
 
 
@@ -172,12 +172,12 @@ def test_tracker_spreads_sessions_over_two_servers(files, affine4):
         # a tensor of one session cannot be read by the other's module, nor by a local one
         code = _upload(second, files["code"])
         foreign = tvm.runtime.tensor(B, first.cpu())
-        with pytest.raises(ValueError, match=r"parameter 'b'.*lives in RPC session \d+.*module in "
+        with pytest.raises(ValueError, match=r"parameter 'b'.*lives in RPC session \d+.*module runs in "
                            r"RPC session \d+"):
             tvm_partial.partial(code, b=foreign, signature=tensors)
-        with pytest.raises(ValueError, match=r"lives in RPC session \d+.*module in this process"):
+        with pytest.raises(ValueError, match=r"lives in RPC session \d+.*module runs in this process"):
             tvm_partial.partial(affine4[0], b=foreign, signature=tensors)
-        with pytest.raises(ValueError, match=r"device=.* is in RPC session \d+, the module in RPC session"):
+        with pytest.raises(ValueError, match=r"device=cpu:0 of RPC session \d+: the module runs in RPC session \d+"):
             tvm_partial.partial(code, b=B, signature=tensors, device=first.cpu())
 
 

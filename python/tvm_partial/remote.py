@@ -42,6 +42,13 @@ def _describe(session: Optional[int]) -> str:
     return "this process" if session is None else f"RPC session {session}"
 
 
+def device_name(device) -> str:
+    """``cpu:0`` or ``cpu:0 of RPC session 1`` (TVM prints a remote device as ``remote[0.0078125]``)."""
+    kind, session = int(device.dlpack_device_type()), device_session(device)
+    local = tvm_ffi.device(kind % RPC_SESS_MASK, int(device.index))
+    return str(local) if session is None else f"{local} of RPC session {session}"
+
+
 def placement(module, device, values: Iterable, labels: Iterable[str]):
     """The device values that are not yet tvm Tensors go to, for a partial of ``module``.
 
@@ -56,16 +63,17 @@ def placement(module, device, values: Iterable, labels: Iterable[str]):
         where = device_session(tensor.device)
         if where != session:
             raise ValueError(
-                f"cannot bind {label}: the tensor lives in {_describe(where)} ({tensor.device}), the "
-                f"module in {_describe(session)}, where it cannot be read; "
+                f"cannot bind {label}: the tensor lives in {_describe(where)} "
+                f"({device_name(tensor.device)}), but the module runs in {_describe(session)}, which "
+                "cannot read it; "
                 + ("bind a tensor of the module's session (or a numpy array, copied there)"
                    if session is not None else "bind it to a module loaded in that session, or bind "
                    "tensor.numpy() here"))
     if device is not None and device_session(device) != session:
         raise ValueError(
-            f"device={device} is in {_describe(device_session(device))}, the module in "
-            f"{_describe(session)}: values placed there cannot be read by it; "
-            + (f"pass a device of that session (remote.cpu()) or leave device= out"
+            f"device={device_name(device)}: the module runs in {_describe(session)}, which cannot read "
+            "values placed there; "
+            + ("pass a device of that session (remote.cpu()) or leave device= out"
                if session is not None else "pass a device of this process"))
     if device is not None or session is None:
         return device
