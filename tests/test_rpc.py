@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tvm
-from helpers import affine4_ref, compile_te, ints, run_json, tensor
+from helpers import affine4_ref, ints, run_json, tensor
 from rpc_helpers import HOST, rpc_server, tracker_with_servers
-from tvm import rpc, te
+from tvm import rpc
 
 import tvm_partial
 from tvm_partial import remote as tp_remote
