@@ -31,7 +31,7 @@ A, B, C = ints(16, seed=3), ints(16, seed=1), ints(16, seed=2)
 @pytest.fixture(scope="module")
 def session():
     with rpc_server(env=NO_TVM_PARTIAL) as port:
-        yield rpc.connect(HOST, port, session_timeout=300)
+        yield rpc.connect(HOST, port, session_timeout=900)  # the server ends a longer session
 
 
 @pytest.fixture(scope="module")
