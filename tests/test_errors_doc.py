@@ -16,6 +16,7 @@ from helpers import run_json, tensor
 from tvm import te
 
 import tvm_partial
+import tvm_partial.remote
 from tvm_partial import demo
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -146,7 +147,19 @@ CASES = {
         tvm_partial.partial(c["f"], {0: X}), {2**31 - 2: B}),
     "a tensor the format cannot hold": lambda c: tvm_partial.save_to_bytes(tvm_partial.partial(c["exe"], {1: c["int4"]})),
     "data the writer never writes (crafted or damaged)": lambda c: load_from_bytes(_with_device_id(c, 1)),
+    # device type 1 + (session 0 + 1) * 128: the CPU of RPC session 0 (no server needed to refuse it)
+    "`device=` of an RPC session for a module of this process": lambda c: tvm_partial.partial(
+        c["exe"], {1: W}, device=tvm_ffi.device(129, 0)),
+    # the server's error as TVM's RPC layer re-raises it (tests/test_rpc.py runs a real server)
+    "a default artifact on an RPC server without tvm-partial (`tvm_partial.remote.load_module`)": lambda c:
+        tvm_partial.remote.load_module(_ServerWithoutTvmPartial(), "model.so"),
 }
+
+
+class _ServerWithoutTvmPartial:
+    def load_module(self, path):
+        raise RuntimeError("Library binary was created using {partial_apply} but a loader of that name "
+                           "is not registered.")
 
 
 def _export_longer_string(ctx) -> None:

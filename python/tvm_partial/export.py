@@ -15,6 +15,7 @@ from typing import Optional, Union
 import tvm_ffi
 
 from . import _elf, _lib
+from . import remote as _remote
 from . import zero_copy as _zero_copy
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -48,6 +49,7 @@ def export_library(module, path: PathLike, *, self_contained: bool = False,
     path = os.fspath(path)
     if not hasattr(module, "export_library"):
         raise TypeError(f"export_library needs a tvm.runtime.Module, got {type(module).__name__}")
+    _remote.refuse_export(module)
     if isinstance(module, tvm_ffi.Module) and _lib.is_partial(module) and module.imports and \
             module.imports[0].kind == "library":
         return _export_loaded(module, path, zero_copy=zero_copy, self_contained=self_contained, **kwargs)
@@ -218,6 +220,7 @@ def embed_object() -> Path:
 
 def save_to_bytes(module) -> bytes:
     """The bytes of a partial module: its bindings and constants, not the code it wraps."""
+    _remote.refuse_export(module, "save_to_bytes")
     return bytes(_lib.save_to_bytes(module))
 
 

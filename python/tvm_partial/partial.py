@@ -11,6 +11,7 @@ import tvm_ffi
 
 from . import _lib
 from . import output_specs as _outputs
+from . import remote as _remote
 from .signature import Param, Signature, resolve
 
 #: Bound tensors are converted to (or must already be) contiguous and aligned to this many bytes.
@@ -71,7 +72,11 @@ def partial(target, bound: Optional[Mapping[Any, Any]] = None, /, *, signature=N
     keyed, named = _split_keys(bound)
     named = _merge_named(named, by_name)
     targets = view.positions(keyed, named)
-    device = _device(None if device is _UNSET else device)
+    device = _device(None if device is _UNSET else device, default=None)
+    if kind == "module":  # a remote module: its session's device by default; other sessions refused
+        device = _remote.placement(obj, device, [v for _, v in targets.values()],
+                                   [view.label(p, o) for p, (o, _) in targets.items()])
+    device = _device(device)
     values = {}
     for position, (original, value) in targets.items():
         label = view.label(position, original)
@@ -112,9 +117,11 @@ def rebind(module, bound: Optional[Mapping[int, Any]] = None, /, *, function: st
         raise ValueError(
             "rebind: this partial module wraps no compiled code (it was restored from bytes alone); "
             "give it its code when loading: tvm_partial.load_from_bytes(data, wrapped=exe)")
-    device = _device(device)
+    new = _positions(bound, by_name, sig)
+    device = _device(_remote.placement(module, _device(device, default=None), list(new.values()),
+                                       [_label(i, sig) for i in new]))
     replaced = dict(current[function])
-    for index, value in _positions(bound, by_name, sig).items():
+    for index, value in new.items():
         if index not in replaced:
             raise IndexError(f"rebind: position {index} of {function}() is not bound "
                              f"(bound: {sorted(replaced)}); rebind replaces bound values")
@@ -400,9 +407,9 @@ def _label(index: int, sig: Optional[Signature]) -> str:
     return f"parameter {sig.params[index].name!r} (position {index})"
 
 
-def _device(device):
+def _device(device, default=("cpu", 0)):
     if device is None:
-        return tvm_ffi.device("cpu", 0)
+        return None if default is None else tvm_ffi.device(*default)
     if isinstance(device, str):
         return tvm_ffi.device(device)
     return device
@@ -417,7 +424,9 @@ def _convert(value, param: Optional[Param], label: str, device):
         return value
     if isinstance(value, tvm_ffi.Tensor):
         tensor = value
-        aligned = tensor.data_ptr() % ALIGNMENT == 0
+        # A remote tensor's data pointer is a local handle, not its address; the server's
+        # allocator aligns what it allocates.
+        aligned = tensor.data_ptr() % ALIGNMENT == 0 or _remote.device_session(tensor.device) is not None
         if not (aligned and tensor.is_contiguous()):
             tensor = _aligned_copy(tensor, tensor.device, value, label)  # kernels crash on such data
     elif isinstance(value, np.ndarray) or hasattr(value, "__dlpack__"):
