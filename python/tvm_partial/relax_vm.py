@@ -1,0 +1,73 @@
+"""Relax models as partial-module targets: a Relax executable runs in a VirtualMachine that the
+``partial_apply_vm`` module (cpp/relax_vm.cc) creates on first use, on the device recorded at bind
+time, so a partial module over it serialises (code, devices and weights in one artifact)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import tvm_ffi
+
+from .signature import Param, Signature
+
+#: The module kind of cpp/relax_vm.cc.
+KIND = "partial_apply_vm"
+#: Allocators of the Relax VM (tvm.runtime.vm.VirtualMachine.NAIVE_ALLOCATOR / POOLED_ALLOCATOR).
+ALLOCATORS = {"naive": 1, "pooled": 2}
+_CPU = 1  # DLDeviceType kDLCPU
+
+
+def executable_module(target) -> Optional[tvm_ffi.Module]:
+    """The ``relax.VMExecutable`` module of ``target`` (what ``tvm.compile`` returns for a Relax
+    IRModule, or ``tvm.runtime.load_module`` of an exported one), or None."""
+    mod = getattr(target, "mod", target) if type(target).__name__ in ("Executable", "VMExecutable") else target
+    if isinstance(mod, tvm_ffi.Module) and mod.kind == "relax.VMExecutable":
+        return mod
+    return None
+
+
+def vm_module(executable: tvm_ffi.Module, device, memory: str = "pooled") -> tvm_ffi.Module:
+    """A ``partial_apply_vm`` module running ``executable`` on ``device`` (plus the CPU, which the
+    VM needs for shape computations) with the ``memory`` allocator."""
+    if memory not in ALLOCATORS:
+        raise ValueError(f"memory must be one of {', '.join(ALLOCATORS)}, got {memory!r}")
+    device_type, device_id = int(device.dlpack_device_type()), int(device.index)
+    devices = [[device_type, device_id, ALLOCATORS[memory]]]
+    if device_type != _CPU:
+        devices.append([_CPU, 0, ALLOCATORS[memory]])
+    return tvm_ffi.get_global_func("tvm_partial.RelaxVMModule")(executable, devices)
+
+
+def runs_relax(mod) -> bool:
+    """Whether ``mod`` is a ``partial_apply_vm`` module or a partial module wrapping one."""
+    if not isinstance(mod, tvm_ffi.Module):
+        return False
+    return mod.kind == KIND or (mod.kind == "partial_apply" and bool(mod.imports) and mod.imports[0].kind == KIND)
+
+
+def vm_devices(mod) -> list:
+    """The recorded devices ``[(device type, id, allocator), ...]`` of a Relax partial module."""
+    inner = mod if mod.kind == KIND else mod.imports[0]
+    return [tuple(int(v) for v in d) for d in inner["__tvm_partial_vm_devices"]()]
+
+
+def signature_of(mod, name: str) -> Signature:
+    """The Relax function's parameter names, from the VirtualMachine ``mod`` runs (names only:
+    the VM records no dtypes or shapes; give ``signature=irmodule[name]`` to check them at bind
+    time, else the VM checks them on each call)."""
+    try:
+        arity = int(mod["get_function_arity"](name))
+    except Exception as err:  # noqa: BLE001 - the VM's error for an unknown function varies
+        raise AttributeError(f"the Relax model has no function {name!r} ({err}); pick one with "
+                             "function=") from None
+    get_name = mod["get_function_param_name"]
+    return Signature(name, tuple(Param(str(get_name(name, i))) for i in range(arity)))
+
+
+def check_signature_matches(sig: Signature, names: Signature) -> None:
+    """A ``signature=`` given for a Relax target must describe the bound function itself."""
+    if list(sig.names) != list(names.names):
+        raise ValueError(
+            f"signature= has parameters ({', '.join(sig.names)}), but the Relax function "
+            f"{names.name}() has ({', '.join(names.names)}): pass that function's signature "
+            f"(irmodule[{names.name!r}]), or pick the function with function=")
