@@ -49,6 +49,12 @@ def export_library(module, path: PathLike, *, self_contained: bool = False,
     if not hasattr(module, "export_library"):
         raise TypeError(f"export_library needs a tvm.runtime.Module, got {type(module).__name__}")
     if isinstance(module, tvm_ffi.Module) and _lib.is_partial(module) and module.imports and \
+            module.imports[0].kind == "relax.VirtualMachine":
+        raise TypeError(
+            "export_library: this partial module binds a relax.VirtualMachine, which cannot be saved; "
+            "bind the executable instead: tvm_partial.partial(exe, device=dev, ...) (what "
+            "tvm.compile returned), which records the device and creates the VM when loaded")
+    if isinstance(module, tvm_ffi.Module) and _lib.is_partial(module) and module.imports and \
             module.imports[0].kind == "library":
         return _export_loaded(module, path, zero_copy=zero_copy, self_contained=self_contained, **kwargs)
     if kwargs.get("addons"):

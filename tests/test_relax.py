@@ -1,0 +1,153 @@
+"""Relax models as targets: bound by (dotted) parameter names, exported with their weights as one
+artifact, loaded in a fresh process; results bitwise equal to the direct VM call."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tvm
+import tvm_ffi
+from helpers import ints, run_json
+from tvm import relax
+from tvm.script import ir as I
+from tvm.script import relax as R
+
+import tvm_partial
+
+
+@I.ir_module
+class MLP:
+    @R.function
+    def main(x: R.Tensor((2, 8), "float32"), w1: R.Tensor((8, 16), "float32"), b1: R.Tensor((16,), "float32"),
+             w2: R.Tensor((16, 4), "float32")):
+        with R.dataflow():
+            h = R.nn.relu(R.add(R.matmul(x, w1), b1))
+            y = R.matmul(h, w2)
+            R.output(y)
+        return y
+
+    @R.function
+    def shifted(x: R.Tensor((2, 8), "float32"), s: R.Tensor((8,), "float32")):
+        with R.dataflow():
+            y = R.add(x, s)
+            R.output(y)
+        return y
+
+
+PARAMS = {"w1": ints((8, 16), seed=1), "b1": ints((16,), seed=2), "w2": ints((16, 4), seed=3)}
+X = ints((2, 8), seed=4)
+
+
+@pytest.fixture(scope="module")
+def mlp():
+    exe = tvm.compile(MLP, target="llvm")
+    return exe, relax.VirtualMachine(exe, tvm.cpu())
+
+
+def _direct(vm, fname, *args):
+    return vm[fname](*(tvm.runtime.tensor(a) for a in args)).numpy()
+
+
+def test_executable_bound_by_name_equals_direct_vm_call(mlp):
+    exe, vm = mlp
+    pm = tvm_partial.partial(exe, device=tvm.cpu(), **PARAMS)
+    expected = _direct(vm, "main", X, PARAMS["w1"], PARAMS["b1"], PARAMS["w2"])
+    np.testing.assert_array_equal(pm(tvm.runtime.tensor(X)).numpy(), expected)
+    np.testing.assert_array_equal(pm["main"](tvm.runtime.tensor(X)).numpy(), expected)
+    assert tvm_partial.param_names(pm) == {"main": ["x", "w1", "b1", "w2"]}
+
+
+def test_two_functions_bound_differently(mlp):
+    exe, vm = mlp
+    s = ints((8,), seed=5)
+    pm = tvm_partial.partial(exe, device=tvm.cpu(), **PARAMS)
+    pm = tvm_partial.partial(pm, function="shifted", s=s)
+    np.testing.assert_array_equal(pm["shifted"](tvm.runtime.tensor(X)).numpy(), _direct(vm, "shifted", X, s))
+    np.testing.assert_array_equal(pm(tvm.runtime.tensor(X)).numpy(),
+                                  _direct(vm, "main", X, PARAMS["w1"], PARAMS["b1"], PARAMS["w2"]))
+
+
+def test_relax_signature_checks_dtype_and_shape(mlp):
+    exe, _ = mlp
+    with pytest.raises(ValueError, match=r"cannot bind parameter 'b1' \(position 2\): shape \(3,\)"):
+        tvm_partial.partial(exe, signature=MLP["main"], w1=PARAMS["w1"], b1=np.zeros(3, "float32"))
+    with pytest.raises(TypeError, match=r"parameter 'w2' \(position 3\): dtype float64"):
+        tvm_partial.partial(exe, signature=MLP["main"], w2=np.zeros((16, 4)))
+
+
+def test_signature_of_another_function_refused(mlp):
+    exe, vm = mlp
+    with pytest.raises(ValueError, match=r"signature= has parameters \(x, s\), but the Relax function "
+                                         r"main\(\) has \(x, w1, b1, w2\)"):
+        tvm_partial.partial(exe, signature=MLP["shifted"], s=np.zeros(8, "float32"))
+    with pytest.raises(ValueError, match=r"but the Relax function main\(\)"):
+        tvm_partial.partial(vm, signature=MLP["shifted"], s=np.zeros(8, "float32"))
+
+
+def test_unknown_parameter_and_function_refused(mlp):
+    exe, _ = mlp
+    with pytest.raises(TypeError, match=r"main\(\) has no parameter 'w3'; its parameters are x, w1, b1, w2"):
+        tvm_partial.partial(exe, w3=PARAMS["w2"])
+    with pytest.raises(AttributeError, match=r"the Relax model has no function 'nope'"):
+        tvm_partial.partial(exe, function="nope", w1=PARAMS["w1"])
+
+
+def test_virtual_machine_partial_refuses_export_clearly(mlp, tmp_path):
+    _, vm = mlp
+    pm = tvm_partial.partial(vm, **PARAMS)
+    with pytest.raises(TypeError, match=r"binds a relax.VirtualMachine, which cannot be saved; bind the "
+                                        r"executable instead"):
+        tvm_partial.export_library(pm, tmp_path / "vm.so")
+    assert not list(tmp_path.iterdir())
+
+
+def test_missing_device_named_at_first_use(mlp):
+    exe, _ = mlp
+    make = tvm_ffi.get_global_func("tvm_partial.RelaxVMModule")
+    mod = make(exe.mod, [[2, 99, 2], [1, 0, 2]])  # cuda:99 exists nowhere
+    with pytest.raises(RuntimeError, match=r"runs on cuda:99, which is not present here"):
+        mod["main"]
+
+
+def test_vm_record_loader_refuses_bad_bytes():
+    load = tvm_ffi.get_global_func("ffi.Module.load_from_bytes.partial_apply_vm")
+    for bad in (b"", b"TVMPAVM1", b"TVMPAVM1\x01\x00\x00\x00", b"XXXXXXXX" + bytes(16),
+                b"TVMPAVM1\x01\x00\x00\x00" + bytes(12), b"TVMPAVM1\xff\xff\xff\xff" + bytes(12)):
+        with pytest.raises(ValueError, match=r"partial_apply_vm loader"):
+            load(bad)
+
+
+_LOAD_AND_CALL = """
+    import json, sys, numpy as np, tvm
+    m = tvm.runtime.load_module(sys.argv[1])
+    x = np.load(sys.argv[2])
+    out = {"kinds": [m.kind] + [i.kind for i in m.imports]}
+    for name in sys.argv[3:]:
+        out[name] = m[name](tvm.runtime.tensor(x)).numpy().tolist()
+    print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("self_contained", [False, True])
+def test_export_load_in_fresh_process(mlp, tmp_path, self_contained):
+    exe, vm = mlp
+    s = ints((8,), seed=6)
+    pm = tvm_partial.partial(tvm_partial.partial(exe, device=tvm.cpu(), **PARAMS), function="shifted", s=s)
+    path = tmp_path / "mlp.so"
+    tvm_partial.export_library(pm, path, self_contained=self_contained)
+    np.save(tmp_path / "x.npy", X)
+    env = {"TVM_DEVICE_BACKEND_AUTOLOAD": "0"} if self_contained else None
+    got = run_json(_LOAD_AND_CALL, str(path), str(tmp_path / "x.npy"), "main", "shifted", env=env)
+    assert got["kinds"] == ["partial_apply", "partial_apply_vm"]
+    np.testing.assert_array_equal(np.array(got["main"], "float32"),
+                                  _direct(vm, "main", X, PARAMS["w1"], PARAMS["b1"], PARAMS["w2"]))
+    np.testing.assert_array_equal(np.array(got["shifted"], "float32"), _direct(vm, "shifted", X, s))
+
+
+def test_loaded_executable_is_a_target(mlp, tmp_path):
+    exe, vm = mlp
+    exe.export_library(str(tmp_path / "exe.so"))
+    loaded = tvm.runtime.load_module(str(tmp_path / "exe.so"))
+    pm = tvm_partial.partial(loaded, device=tvm.cpu(), **PARAMS)
+    np.testing.assert_array_equal(pm(tvm.runtime.tensor(X)).numpy(),
+                                  _direct(vm, "main", X, PARAMS["w1"], PARAMS["b1"], PARAMS["w2"]))
