@@ -71,7 +71,6 @@ CASES = {
     "scalar for a tensor parameter": lambda c: tvm_partial.partial(c["f"], signature=c["sig"], bias=1.0),
     "value of an unsupported type": lambda c: tvm_partial.partial(c["f"], {1: {"a": 1}}),
     "target that is not callable": lambda c: tvm_partial.partial(42, {0: 1}),
-    "a Relax VM executable as target": lambda c: tvm_partial.partial(c["relax_exe"], {0: 1}),
     "module function that does not exist": lambda c: tvm_partial.partial(c["exe"], {1: 1.0}, function="nope"),
     "too few arguments for a bound position": lambda c: tvm_partial.partial(c["f"], {2: B, 3: W})(tensor(X)),
     "wrong argument count, signature known": lambda c: tvm_partial.partial(c["f"], signature=c["sig"], weights=W, bias=B)(
@@ -146,6 +145,13 @@ CASES = {
         tvm_partial.partial(c["f"], {0: X}), {2**31 - 2: B}),
     "a tensor the format cannot hold": lambda c: tvm_partial.save_to_bytes(tvm_partial.partial(c["exe"], {1: c["int4"]})),
     "data the writer never writes (crafted or damaged)": lambda c: load_from_bytes(_with_device_id(c, 1)),
+    "a Relax signature= of another function": lambda c: tvm_partial.partial(
+        c["relax_exe"], signature=["x", "y"], y=1.0),
+    "a bound relax.VirtualMachine exported": lambda c: tvm_partial.export_library(
+        tvm_partial.partial(__import__("tvm").relax.VirtualMachine(c["relax_exe"], __import__("tvm").cpu())),
+        "never-written.so"),
+    "a Relax model whose device is not present": lambda c: tvm_ffi.get_global_func("tvm_partial.RelaxVMModule")(
+        c["relax_exe"].mod, [[2, 99, 2], [1, 0, 2]])["main"],
 }
 
 
