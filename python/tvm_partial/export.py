@@ -54,6 +54,12 @@ def export_library(module, path: PathLike, *, self_contained: bool = False,
             "export_library: this partial module binds a relax.VirtualMachine, which cannot be saved; "
             "bind the executable instead: tvm_partial.partial(exe, device=dev, ...) (what "
             "tvm.compile returned), which records the device and creates the VM when loaded")
+    if isinstance(module, tvm_ffi.Module) and _lib.is_partial(module) and _relax_loaded(module):
+        raise ValueError(
+            "export_library: this Relax model was loaded from an artifact, whose compiled code TVM "
+            "cannot export again; rebind() and in-place copyfrom work in memory, and to ship a new "
+            "weight set bind the executable (what tvm.compile returned) with tvm_partial.partial("
+            "exe, device=dev, ...) and export that (no recompilation)")
     if isinstance(module, tvm_ffi.Module) and _lib.is_partial(module) and module.imports and \
             module.imports[0].kind == "library":
         return _export_loaded(module, path, zero_copy=zero_copy, self_contained=self_contained, **kwargs)
@@ -74,6 +80,14 @@ def export_library(module, path: PathLike, *, self_contained: bool = False,
                 module, payload_object = _zero_copy.prepare(module, Path(workdir))
                 kwargs["addons"] = [*(kwargs.get("addons") or []), os.fspath(payload_object)]
             module.export_library(staged, **kwargs)
+
+
+def _relax_loaded(module) -> bool:
+    """A partial module over a Relax VM (partial_apply_vm) whose executable's code was loaded."""
+    vm = module.imports[0] if module.imports else None
+    if vm is None or vm.kind != "partial_apply_vm" or not vm.imports:
+        return False
+    return any(m.kind == "library" for m in vm.imports[0].imports)
 
 
 class _new_file:
