@@ -55,11 +55,7 @@ def export_library(module, path: PathLike, *, self_contained: bool = False,
             "bind the executable instead: tvm_partial.partial(exe, device=dev, ...) (what "
             "tvm.compile returned), which records the device and creates the VM when loaded")
     if isinstance(module, tvm_ffi.Module) and _lib.is_partial(module) and _relax_loaded(module):
-        raise ValueError(
-            "export_library: this Relax model was loaded from an artifact, whose compiled code TVM "
-            "cannot export again; rebind() and in-place copyfrom work in memory, and to ship a new "
-            "weight set bind the executable (what tvm.compile returned) with tvm_partial.partial("
-            "exe, device=dev, ...) and export that (no recompilation)")
+        return _export_loaded(module, path, zero_copy=zero_copy, self_contained=self_contained, **kwargs)
     if isinstance(module, tvm_ffi.Module) and _lib.is_partial(module) and module.imports and \
             module.imports[0].kind == "library":
         return _export_loaded(module, path, zero_copy=zero_copy, self_contained=self_contained, **kwargs)
@@ -80,6 +76,18 @@ def export_library(module, path: PathLike, *, self_contained: bool = False,
                 module, payload_object = _zero_copy.prepare(module, Path(workdir))
                 kwargs["addons"] = [*(kwargs.get("addons") or []), os.fspath(payload_object)]
             module.export_library(staged, **kwargs)
+
+
+def _code_of(module) -> tuple:
+    """(the loaded library holding a partial module's compiled code, names of its functions): for
+    a Relax model, the executable's kernels (its packed functions that the library defines)."""
+    if not _relax_loaded(module):
+        return module.imports[0], [str(f) for f in _lib.partial_apply_bindings(module)]
+    executable = module.imports[0].imports[0]
+    library = next(m for m in executable.imports if m.kind == "library")
+    text = str(executable["as_text"]())
+    return library, [line[1:].split(" ", 1)[0] for line in text.splitlines()
+                     if line.startswith("@") and line.endswith(" packed_func;")]
 
 
 def _relax_loaded(module) -> bool:
@@ -119,8 +127,8 @@ def _export_loaded(module, path: str, *, zero_copy, self_contained, **kwargs) ->
     and, for a zero-copy artifact, its payload region rewritten. The original file is not changed.
     This needs the new bytes to be exactly as long as the old (``rebind`` keeps dtypes and shapes;
     a string of another length changes it)."""
-    library = module.imports[0]
-    source = _source_file(library, [str(f) for f in _lib.partial_apply_bindings(module)])
+    library, names = _code_of(module)
+    source = _source_file(library, names)
     if options := sorted(kwargs) + (["self_contained"] if self_contained else []):
         raise ValueError(
             f"export_library: {', '.join(options)} cannot apply to a module loaded from {source}: "
