@@ -246,3 +246,10 @@ def test_zero_copy_weights_stay_in_the_file_until_first_call(tmp_path):
         print(json.dumps(bool(np.array_equal(out, np.load(sys.argv[3])))))
     """, str(tmp_path / "new.so"), str(tmp_path / "x.npy"), str(tmp_path / "ref2.npy"))
     assert got
+
+
+def test_executable_for_another_target_refused(mlp):
+    exe, _ = mlp
+    with pytest.raises(ValueError, match=r"the Relax executable was compiled for the CPU only, but device= "
+                                         r"is cuda:0"):
+        tvm_partial.partial(exe, device=tvm.cuda(0), **PARAMS)

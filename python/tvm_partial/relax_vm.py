@@ -26,9 +26,44 @@ def executable_module(target) -> Optional[tvm_ffi.Module]:
     return None
 
 
+#: Module kinds of device code in an executable's import tree -> the device type they run on.
+_DEVICE_CODE = {"cuda": 2, "opencl": 4, "vulkan": 7, "metal": 8, "hip": 10, "rocm": 10}
+_DEVICE_NAMES = {1: "cpu", 2: "cuda", 4: "opencl", 7: "vulkan", 8: "metal", 10: "rocm"}
+
+
+def _device_code_kinds(mod, seen=None) -> set:
+    seen = set() if seen is None else seen
+    kinds = set()
+    for sub in mod.imports:
+        if id(sub) in seen:
+            continue
+        seen.add(id(sub))
+        if sub.kind in _DEVICE_CODE:
+            kinds.add(sub.kind)
+        kinds |= _device_code_kinds(sub, seen)
+    return kinds
+
+
+def check_target(executable: tvm_ffi.Module, device) -> None:
+    """Refuse a device the executable has no code for (compiled for another target)."""
+    device_type = int(device.dlpack_device_type())
+    kinds = _device_code_kinds(executable)
+    name = f"{_DEVICE_NAMES.get(device_type, f'device type {device_type}')}:{int(device.index)}"
+    if device_type == _CPU and kinds:
+        raise ValueError(
+            f"the Relax executable holds device code for {', '.join(sorted(kinds))}, but device= is {name}: "
+            "pass the device it was compiled for (device=tvm.cuda(0), ...), or compile for the CPU")
+    if device_type != _CPU and not any(_DEVICE_CODE[k] == device_type for k in kinds):
+        compiled = ", ".join(sorted(kinds)) or "the CPU only"
+        raise ValueError(
+            f"the Relax executable was compiled for {compiled}, but device= is {name}: compile it for "
+            "that device's target, or bind it with device= where its code runs")
+
+
 def vm_module(executable: tvm_ffi.Module, device, memory: str = "pooled") -> tvm_ffi.Module:
     """A ``partial_apply_vm`` module running ``executable`` on ``device`` (plus the CPU, which the
     VM needs for shape computations) with the ``memory`` allocator."""
+    check_target(executable, device)
     if memory not in ALLOCATORS:
         raise ValueError(f"memory must be one of {', '.join(ALLOCATORS)}, got {memory!r}")
     device_type, device_id = int(device.dlpack_device_type()), int(device.index)
