@@ -253,3 +253,28 @@ def test_executable_for_another_target_refused(mlp):
     with pytest.raises(ValueError, match=r"the Relax executable was compiled for the CPU only, but device= "
                                          r"is cuda:0"):
         tvm_partial.partial(exe, device=tvm.cuda(0), **PARAMS)
+
+
+def test_artifact_for_a_missing_device_loads_and_names_it_at_first_use(mlp, tmp_path):
+    """The VM is created at first use, not at load: loading succeeds, the lookup says what to do."""
+    exe, _ = mlp
+    from tvm_partial import _lib
+
+    vm = tvm_ffi.get_global_func("tvm_partial.RelaxVMModule")(exe.mod, [[2, 99, 2], [1, 0, 2]])
+    path = tmp_path / "cuda99.so"
+    tvm_partial.export_library(_lib.partial_apply_module(vm, {}), path)
+    got = run_json("""
+        import json, sys, tvm
+        m = tvm.runtime.load_module(sys.argv[1])
+        kinds = [m.kind] + [i.kind for i in m.imports]
+        try:
+            m["main"]
+            error = None
+        except Exception as err:
+            error = [type(err).__name__, str(err)]
+        print(json.dumps({"kinds": kinds, "error": error}))
+    """, str(path))
+    assert got["kinds"] == ["partial_apply", "partial_apply_vm"]
+    assert got["error"][0] == "RuntimeError"
+    assert "runs on cuda:99, which is not present here" in got["error"][1]
+    assert "load the artifact where that device is" in got["error"][1]
