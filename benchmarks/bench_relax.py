@@ -9,7 +9,7 @@ again; tutorial: write a new .npz; tvm-partial: load the artifact, ``rebind``, e
 fresh process, RSS held before the first call and peak RSS (both above the process's RSS after
 `import tvm`), and whether the result equals the direct VM call (bitwise).
 
-    python benchmarks/bench_relax.py [--sizes 256MiB 1GiB]
+    python benchmarks/bench_relax.py [--sizes 256MiB 1GiB] [--quick]
 """
 
 from __future__ import annotations
@@ -140,8 +140,9 @@ def run(size: int, folder: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", nargs="+", default=["256MiB"])
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 16 MiB")
     args = parser.parse_args()
-    for text in args.sizes:
+    for text in (["16MiB"] if args.quick else args.sizes):
         with tempfile.TemporaryDirectory(prefix="bench_relax_") as folder:
             res = run(_size(text), folder)
         mib = 2**20
