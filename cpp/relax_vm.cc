@@ -36,6 +36,8 @@ namespace ffi = ::tvm::ffi;
 constexpr const char kVMKind[] = "partial_apply_vm";
 constexpr const char kVMMagic[] = "TVMPAVM1";  // 8 bytes, no terminator written
 constexpr uint32_t kMaxDevices = 8;
+/*! \brief The largest DLDeviceType value (kDLMAIA in DLPack 1.1). */
+constexpr int32_t kMaxDeviceType = 17;
 /*! \brief GetFunction(kConfigName) returns the recorded devices: [[type, id, allocator], ...]. */
 constexpr const char kConfigName[] = "__tvm_partial_vm_devices";
 
@@ -66,10 +68,10 @@ void CheckDevices(const std::vector<VMDevice>& devices, const char* who) {
                               << " devices, got " << devices.size();
   }
   for (const VMDevice& d : devices) {
-    if (d.type <= 0 || d.id < 0 || (d.allocator != 1 && d.allocator != 2)) {
+    if (d.type < 1 || d.type > kMaxDeviceType || d.id < 0 || (d.allocator != 1 && d.allocator != 2)) {
       TVM_FFI_THROW(ValueError) << who << ": bad device record (type " << d.type << ", id " << d.id
-                                << ", allocator " << d.allocator
-                                << "); device types are > 0, ids >= 0, allocators 1 or 2";
+                                << ", allocator " << d.allocator << "); device types are DLPack's (1 to "
+                                << kMaxDeviceType << "), ids >= 0, allocators 1 (naive) or 2 (pooled)";
     }
   }
 }

@@ -278,3 +278,19 @@ def test_artifact_for_a_missing_device_loads_and_names_it_at_first_use(mlp, tmp_
     assert got["error"][0] == "RuntimeError"
     assert "runs on cuda:99, which is not present here" in got["error"][1]
     assert "load the artifact where that device is" in got["error"][1]
+
+
+def test_vm_record_loader_every_truncation_and_byte_flip(mlp):
+    """Whatever the bytes, the loader returns a module or raises ValueError: never a crash."""
+    exe, _ = mlp
+    load = tvm_ffi.get_global_func("ffi.Module.load_from_bytes.partial_apply_vm")
+    good = bytes(tvm_partial.save_to_bytes(tvm_partial.partial(exe, w1=PARAMS["w1"]).imports[0]))
+    assert good[:8] == b"TVMPAVM1" and len(good) == 12 + 12  # one device: cpu:0, pooled
+    assert load(good).kind == "partial_apply_vm"
+    variants = [good[:n] for n in range(len(good))] + [good + b"\0"]
+    variants += [good[:i] + bytes([good[i] ^ 0xFF]) + good[i + 1:] for i in range(len(good))]
+    for data in variants:
+        try:
+            assert load(data).kind == "partial_apply_vm"
+        except ValueError as err:
+            assert "partial_apply_vm loader" in str(err)
