@@ -155,7 +155,7 @@ def test_loaded_executable_is_a_target(mlp, tmp_path):
 
 @pytest.fixture(scope="module")
 def nn_model():
-    """A frontend.nn model: (executable, {dotted name: weights})."""
+    """A frontend.nn model: (executable, {dotted name: weights}, its IRModule)."""
     from tvm.relax.frontend import nn
 
     class Net(nn.Module):
@@ -168,7 +168,7 @@ def nn_model():
 
     mod, specs = Net().export_tvm(spec={"forward": {"x": nn.spec.Tensor((2, 8), "float32")}})
     params = {name: ints([int(d) for d in p.shape], seed=i, low=-3, high=4) for i, (name, p) in enumerate(specs)}
-    return tvm.compile(mod, target="llvm"), params
+    return tvm.compile(mod, target="llvm"), params, mod
 
 
 def _nn_ref(x, p):
@@ -176,7 +176,7 @@ def _nn_ref(x, p):
 
 
 def test_frontend_nn_dotted_names_export_rebind_verify(nn_model, tmp_path):
-    exe, params = nn_model
+    exe, params, _ = nn_model
     pm = tvm_partial.partial(exe, function="forward", device=tvm.cpu(), **params)
     assert tvm_partial.param_names(pm) == {"forward": ["x", "fc1.weight", "fc1.bias", "fc2.weight"]}
     np.testing.assert_array_equal(pm["forward"](tvm.runtime.tensor(X)).numpy(), _nn_ref(X, params))
@@ -294,3 +294,30 @@ def test_vm_record_loader_every_truncation_and_byte_flip(mlp):
             assert load(data).kind == "partial_apply_vm"
         except ValueError as err:
             assert "partial_apply_vm loader" in str(err)
+
+
+def test_dtype_and_shape_checked_without_signature(mlp, nn_model, tmp_path):
+    """The executable's own argument annotations give dtypes and static shapes at bind time."""
+    exe, _ = mlp
+    exe.export_library(str(tmp_path / "exe.so"))
+    for target in (exe, tvm.runtime.load_module(str(tmp_path / "exe.so"))):
+        with pytest.raises(ValueError, match=r"cannot bind parameter 'b1' \(position 2\): shape \(3,\) does "
+                                             r"not match b1: Tensor\[\(16\), float32\]"):
+            tvm_partial.partial(target, b1=np.zeros(3, "float32"))
+        with pytest.raises(TypeError, match=r"parameter 'w2' \(position 3\): dtype float64 does not match"):
+            tvm_partial.partial(target, w2=np.zeros((16, 4)))
+        with pytest.raises(TypeError, match=r"parameter 'w1' \(position 1\): float given for tensor parameter"):
+            tvm_partial.partial(target, w1=1.0)
+    pm = tvm_partial.partial(exe, **PARAMS)
+    with pytest.raises(ValueError, match=r"cannot bind parameter 's' \(position 1\): shape \(7,\)"):
+        tvm_partial.partial(pm, function="shifted", s=np.zeros(7, "float32"))
+    # frontend.nn: the executable annotates only the inputs (num_input), so the weights' dtypes and
+    # shapes come from signature=irmodule at bind time; without it, the kernels refuse at the call.
+    nn_exe, params, nn_mod = nn_model
+    transposed = {**params, "fc1.weight": params["fc1.weight"].T.copy()}
+    with pytest.raises(ValueError, match=r"parameter 'fc1.weight' \(position 1\): shape \(8, 16\) does not "
+                                         r"match fc1.weight: Tensor\[\(16, 8\), float32\]"):
+        tvm_partial.partial(nn_exe, signature=nn_mod, function="forward", **transposed)
+    unchecked = tvm_partial.partial(nn_exe, function="forward", **transposed)
+    with pytest.raises(ValueError, match=r"fc1.weight"):
+        unchecked["forward"](tvm.runtime.tensor(X))

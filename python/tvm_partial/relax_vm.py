@@ -4,6 +4,7 @@ time, so a partial module over it serialises (code, devices and weights in one a
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 import tvm_ffi
@@ -87,16 +88,47 @@ def vm_devices(mod) -> list:
 
 
 def signature_of(mod, name: str) -> Signature:
-    """The Relax function's parameter names, from the VirtualMachine ``mod`` runs (names only:
-    the VM records no dtypes or shapes; give ``signature=irmodule[name]`` to check them at bind
-    time, else the VM checks them on each call)."""
+    """The Relax function's parameters: names from the VirtualMachine ``mod`` runs, and dtype and
+    static shape of tensor parameters from the annotations the executable keeps for its own
+    argument checks (``ErrorContext(... annotation=R.Tensor((2, 8), dtype="float32"))``). A
+    parameter whose annotation is not found or not of that form is checked by the VM at each
+    call instead; ``signature=irmodule[name]`` checks it at bind time."""
     try:
         arity = int(mod["get_function_arity"](name))
     except Exception as err:  # noqa: BLE001 - the VM's error for an unknown function varies
         raise AttributeError(f"the Relax model has no function {name!r} ({err}); pick one with "
                              "function=") from None
     get_name = mod["get_function_param_name"]
-    return Signature(name, tuple(Param(str(get_name(name, i))) for i in range(arity)))
+    names = [str(get_name(name, i)) for i in range(arity)]
+    known = _annotations(mod, name)
+    params = []
+    for i, param in enumerate(names):
+        dtype, shape = known.get((i, param), (None, None))
+        params.append(Param(param, "tensor", dtype, shape) if dtype is not None else Param(param))
+    return Signature(name, tuple(params))
+
+
+_CONTEXT = re.compile(r'ErrorContext\(fn=(?P<fn>[^,()]+), loc=param\[(?P<index>\d+)\], param=(?P<name>[^,()]+), '
+                      r'annotation=R\.Tensor\(\((?P<shape>[^()]*)\), dtype="(?P<dtype>\w+)"\)\)')
+
+
+def _annotations(mod, name: str) -> dict:
+    """{(position, name): (dtype, static shape with None for symbolic extents)} of ``name``'s
+    tensor parameters, from the executable's constant pool; empty when unavailable."""
+    executable = mod
+    while executable is not None and executable.kind != "relax.VMExecutable":
+        executable = executable.imports[0] if executable.imports else None
+    stats = executable.get_function("stats", query_imports=False) if executable is not None else None
+    if stats is None:
+        return {}
+    found = {}
+    for m in _CONTEXT.finditer(str(stats())):
+        if m["fn"] != name:
+            continue
+        dims = [d.strip() for d in m["shape"].split(",") if d.strip()]
+        shape = tuple(int(d) if d.isdigit() else None for d in dims)
+        found[(int(m["index"]), m["name"])] = (m["dtype"], shape)
+    return found
 
 
 def check_signature_matches(sig: Signature, names: Signature) -> None:
