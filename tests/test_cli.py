@@ -46,6 +46,7 @@ def test_demo_relax(tmp_path, self_contained):
                   f"Relax model reloaded {where} == numpy (bitwise)"):
         assert f"[ok] {check}" in proc.stdout, proc.stdout
     assert "bound 1 fc1.weight: tensor float32[32x16]" in proc.stdout
+    assert "Relax model: its VirtualMachine is created at first use on cpu:0 (pooled allocator)" in proc.stdout
     assert (tmp_path / "relax_mlp.so").exists()
 
 

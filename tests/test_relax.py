@@ -185,6 +185,7 @@ def test_frontend_nn_dotted_names_export_rebind_verify(nn_model, tmp_path):
     report = tvm_partial.verify(path)
     assert report["intact"] and report["checked"] == 3
     assert [b["name"] for b in tvm_partial.inspect(path)["functions"][0]["bindings"]] == list(params)
+    assert tvm_partial.inspect(path)["relax_vm"] == {"devices": ["cpu:0"], "allocators": ["pooled"]}
     np.save(tmp_path / "x.npy", X)
     got = run_json(_LOAD_AND_CALL, str(path), str(tmp_path / "x.npy"), "forward")
     np.testing.assert_array_equal(np.array(got["forward"], "float32"), _nn_ref(X, params))

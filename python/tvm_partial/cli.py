@@ -49,6 +49,10 @@ def format_inspect(info: dict) -> str:
             state = "present, header intact, inside the file" if region["complete"] else "TRUNCATED OR DAMAGED"
             lines.append(f"  payload region at file offset {region['file_offset']}, {region['bytes']} bytes ({state})")
     lines.append(f"  payload hashes: {info['payload_hashes']}")
+    if info.get("relax_vm"):
+        vm = info["relax_vm"]
+        places = ", ".join(f"{d} ({a} allocator)" for d, a in zip(vm["devices"], vm["allocators"]))
+        lines.append(f"  Relax model: its VirtualMachine is created at first use on {places}")
     for fn in info["functions"]:
         free = ", ".join(fn["free"]) if fn["param_names"] else "unknown names"
         lines.append(f"  function {fn['name']}({free})")

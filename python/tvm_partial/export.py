@@ -284,7 +284,8 @@ def inspect(path: PathLike) -> dict:
     """Describe the partial module inside an exported library without loading or running it.
 
     Returns ``{"path", "format_version", "total_bytes", "constant_bytes", "payloads", "region",
-    "payload_hashes", "functions": [{"name", "param_names", "free", "bindings": [...]}]}``.
+    "payload_hashes", "functions": [{"name", "param_names", "free", "bindings": [...]}], "relax_vm"}``
+    (``relax_vm``: the recorded devices and allocators of a Relax model, else None).
     The structure is checked (metadata hash, region header, everything inside the file), the
     payload bytes are not: ``payload_hashes`` says so; ``verify`` checks them.
     Raises ``ValueError`` when the file is not a tvm-partial artifact or is damaged.
@@ -407,6 +408,19 @@ class _Artifact:
         return f"region {state['symbol']}", state["file_offset"]
 
 
+def _relax_vm_info(art: "_Artifact", data) -> Optional[dict]:
+    """The Relax VM's devices recorded in the artifact (a Relax model), or None."""
+    from .relax_vm import KIND, describe_record
+
+    found = [m for m in art.elf.embedded_modules() if m.kind == KIND]
+    if not found:
+        return None
+    try:
+        return describe_record(bytes(data[found[0].offset:found[0].offset + found[0].size]))
+    except ValueError as err:
+        raise ValueError(f"{art.path}: {err}") from err
+
+
 def _inspect(data, path: str) -> dict:
     art = _Artifact(data, path)
     info = art.info
@@ -438,6 +452,7 @@ def _inspect(data, path: str) -> dict:
         "region": art.region_state(),
         "payload_hashes": "not checked (run tvm-partial verify)",
         "functions": functions,
+        "relax_vm": _relax_vm_info(art, data),
     }
 
 
