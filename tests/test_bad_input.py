@@ -134,18 +134,20 @@ def test_bindings_of_a_plain_function(conv):
         tvm_partial.bindings(conv[0]["main"])
 
 
-def test_relax_vm_executable_module_refused():
+def test_relax_vm_executable_is_bound_in_a_virtual_machine():
+    """Once refused; now a Relax executable is a target whose VM is created on first use."""
     from tvm.script import relax as R
 
     @tvm.script.ir_module
     class Identity:
         @R.function
-        def main(x: R.Tensor((2,), "float32")):
-            return x
+        def main(x: R.Tensor((2,), "float32"), y: R.Tensor((2,), "float32")):
+            return R.add(x, y)
 
     exe = tvm.compile(Identity, target="llvm")
-    with pytest.raises(TypeError, match=r"bind relax.VirtualMachine\(exe, device\)"):
-        tvm_partial.partial(exe, {0: np.zeros(2, "float32")})
+    y = np.array([1.5, -2.0], "float32")
+    pm = tvm_partial.partial(exe, {1: y})
+    np.testing.assert_array_equal(pm(tvm.runtime.tensor(np.ones(2, "float32"))).numpy(), 1 + y)
 
 
 def test_outer_index_named_as_given(conv):

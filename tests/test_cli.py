@@ -37,6 +37,19 @@ def test_demo_passes_and_prints_table(demo_run):
     assert (out / "conv2d_bias.so").exists()
 
 
+@pytest.mark.parametrize("self_contained", [False, True])
+def test_demo_relax(tmp_path, self_contained):
+    proc = cli("demo", "--relax", "--out", str(tmp_path), *(["--self-contained"] if self_contained else []))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    where = "without tvm-partial" if self_contained else "in a fresh process"
+    for check in ("Relax partial == numpy (bitwise)", "Relax partial == direct VM call (bitwise)",
+                  f"Relax model reloaded {where} == numpy (bitwise)"):
+        assert f"[ok] {check}" in proc.stdout, proc.stdout
+    assert "bound 1 fc1.weight: tensor float32[32x16]" in proc.stdout
+    assert "Relax model: its VirtualMachine is created at first use on cpu:0 (pooled allocator)" in proc.stdout
+    assert (tmp_path / "relax_mlp.so").exists()
+
+
 def test_demo_self_contained(tmp_path):
     proc = cli("demo", "--self-contained", "--calls", "10", "--out", str(tmp_path))
     assert proc.returncode == 0, proc.stdout + proc.stderr

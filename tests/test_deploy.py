@@ -194,6 +194,7 @@ def test_cpp_deploy_example(tmp_path):
     lines = proc.stdout.splitlines()
     assert [line for line in lines if line.startswith("[")] == [
         "[ok] Python: the parallel kernel == numpy (bitwise)",
+        "[ok] Python: the Relax MLP partial == the direct VM call (bitwise)",
         "[ok] deploy: artifact, loader from libtvm_partial",
         "[ok] deploy: self-contained artifact",
         "[ok] deploy --bind: plain library, bound in C++",
@@ -203,7 +204,9 @@ def test_cpp_deploy_example(tmp_path):
         "[ok] deploy --returns: artifact with outputs, out = main(data)",
         "[ok] deploy --bind-returns: plain library, bound with an output in C++",
         "[ok] deploy_ffi_only --returns: self-contained artifact with outputs",
+        "[ok] deploy --relax: Relax model with its weights, y = main(x)",
+        "[ok] deploy_ffi_only --relax: self-contained Relax model, no tvm-partial",
         "[ok] deploy_ffi_only: plain artifact refused, loader not registered",
     ]
-    assert sum("float32 values equal" in line and "bitwise" in line for line in lines) == 9
+    assert sum("float32 values equal" in line and "bitwise" in line for line in lines) == 11
     assert LOADER_MISSING in proc.stdout

@@ -72,7 +72,6 @@ CASES = {
     "scalar for a tensor parameter": lambda c: tvm_partial.partial(c["f"], signature=c["sig"], bias=1.0),
     "value of an unsupported type": lambda c: tvm_partial.partial(c["f"], {1: {"a": 1}}),
     "target that is not callable": lambda c: tvm_partial.partial(42, {0: 1}),
-    "a Relax VM executable as target": lambda c: tvm_partial.partial(c["relax_exe"], {0: 1}),
     "module function that does not exist": lambda c: tvm_partial.partial(c["exe"], {1: 1.0}, function="nope"),
     "too few arguments for a bound position": lambda c: tvm_partial.partial(c["f"], {2: B, 3: W})(tensor(X)),
     "wrong argument count, signature known": lambda c: tvm_partial.partial(c["f"], signature=c["sig"], weights=W, bias=B)(
@@ -153,6 +152,15 @@ CASES = {
     # the server's error as TVM's RPC layer re-raises it (tests/test_rpc.py runs a real server)
     "a default artifact on an RPC server without tvm-partial (`tvm_partial.remote.load_module`)": lambda c:
         tvm_partial.remote.load_module(_ServerWithoutTvmPartial(), "model.so"),
+    "a Relax signature= of another function": lambda c: tvm_partial.partial(
+        c["relax_exe"], signature=["x", "y"], y=1.0),
+    "a bound relax.VirtualMachine exported": lambda c: tvm_partial.export_library(
+        tvm_partial.partial(__import__("tvm").relax.VirtualMachine(c["relax_exe"], __import__("tvm").cpu())),
+        "never-written.so"),
+    "a Relax model whose device is not present": lambda c: tvm_ffi.get_global_func("tvm_partial.RelaxVMModule")(
+        c["relax_exe"].mod, [[2, 99, 2], [1, 0, 2]])["main"],
+    "a Relax executable compiled for another device": lambda c: tvm_partial.partial(
+        c["relax_exe"], device=tvm_ffi.device("cuda", 0)),
 }
 
 

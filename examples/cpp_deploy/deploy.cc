@@ -9,6 +9,9 @@
 //       ARTIFACT.so was exported with outputs="result": `auto out = main(data)` returns the result.
 //   deploy --bind-returns LIBRARY.so WEIGHTS.bin BIAS.bin DATA.bin EXPECTED.bin
 //       As --bind, and `result` is made an output here: the partial allocates and returns it.
+//   deploy --relax ARTIFACT.so X.bin EXPECTED.bin
+//       ARTIFACT.so is a Relax model (an MLP, x: (2, 8) -> (2, 4)) exported with its weights:
+//       its VirtualMachine is created on first use, and `auto y = main(x)` returns the result.
 //
 // The .bin files hold raw float32 values in the shapes below (run.py writes them). Exit status:
 // 0 when the result equals EXPECTED.bin bit for bit, 1 when it differs, 2 on any error.
@@ -35,6 +38,8 @@ namespace ffi = tvm::ffi;
 // tvm_partial.demo.SHAPES
 const std::vector<int64_t> kData{1, 3, 32, 32}, kWeights{8, 3, 3, 3}, kBias{8},
     kResult{1, 8, 30, 30};
+// run.py's Relax MLP
+const std::vector<int64_t> kRelaxX{2, 8}, kRelaxY{2, 4};
 
 // TVM kernels assume 64-byte-aligned data and crash on less.
 ffi::Tensor Empty(const std::vector<int64_t>& shape) {
@@ -72,7 +77,12 @@ int main(int argc, char** argv) {
   try {
     ffi::Tensor result = Empty(kResult);
     std::string expected;
-    if (argc == 4) {
+    std::vector<int64_t> result_shape = kResult;
+    if (argc == 5 && std::string(argv[1]) == "--relax") {
+      result = LoadMain(argv[2])(Read(argv[3], kRelaxX)).cast<ffi::Tensor>();  // the VM's output
+      result_shape = kRelaxY;
+      expected = argv[4];
+    } else if (argc == 4) {
       LoadMain(argv[1])(Read(argv[2], kData), result);
       expected = argv[3];
     } else if (argc == 5 && std::string(argv[1]) == "--returns") {
@@ -98,6 +108,7 @@ int main(int argc, char** argv) {
     } else {
       std::cerr << "usage: " << argv[0] << " ARTIFACT.so DATA.bin EXPECTED.bin\n"
                 << "       " << argv[0] << " --returns ARTIFACT.so DATA.bin EXPECTED.bin\n"
+                << "       " << argv[0] << " --relax ARTIFACT.so X.bin EXPECTED.bin\n"
 #ifndef DEPLOY_FFI_ONLY
                 << "       " << argv[0]
                 << " --bind LIBRARY.so WEIGHTS.bin BIAS.bin DATA.bin EXPECTED.bin\n"
@@ -107,7 +118,7 @@ int main(int argc, char** argv) {
           ;
       return 2;
     }
-    ffi::Tensor want = Read(expected, kResult);
+    ffi::Tensor want = Read(expected, result_shape);
     const size_t nbytes = ffi::GetDataSize(*result.GetDLTensorPtr());
     if (nbytes != ffi::GetDataSize(*want.GetDLTensorPtr()) ||
         reinterpret_cast<uintptr_t>(result.data_ptr()) % 64 != 0) {

@@ -7,6 +7,7 @@
 2. exports it four ways: a tvm-partial artifact, the same self-contained (also zero-copy), one
    that returns its result (`outputs="result"`), and the plain library;
 3. writes the data, weights, bias and numpy's result as raw float32 .bin files;
+   and a Relax MLP (`tvm.compile` of a Relax IRModule) bound by parameter name, also self-contained;
 4. builds deploy.cc (`cmake -B build && cmake --build build`) and runs every mode, each comparing
    its result with numpy's bit for bit. Everything lands in the build folder.
 """
@@ -40,6 +41,33 @@ def build_parallel_conv2d_bias():
     return tvm.compile(sch.mod, target="llvm"), tensors
 
 
+def export_relax_mlp(build: Path) -> bool:
+    """A Relax MLP bound by name and exported (plain and self-contained); writes x and the direct
+    VM call's result as .bin files; -> whether the partial equals the direct VM call."""
+    from tvm import relax
+    from tvm.script import relax as R
+
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", R.Tensor((2, 8), "float32"))
+    w1 = relax.Var("w1", R.Tensor((8, 16), "float32"))
+    w2 = relax.Var("w2", R.Tensor((16, 4), "float32"))
+    with bb.function("main", [x, w1, w2]):
+        with bb.dataflow():
+            y = bb.emit_output(relax.op.matmul(relax.op.nn.relu(relax.op.matmul(x, w1)), w2))
+        bb.emit_func_output(y)
+    exe = tvm.compile(bb.get(), target="llvm")
+    rng = np.random.default_rng(0)
+    arrays = {n: rng.integers(-3, 4, size=s).astype("float32") for n, s in
+              (("x", (2, 8)), ("w1", (8, 16)), ("w2", (16, 4)))}
+    direct = relax.VirtualMachine(exe, tvm.cpu())["main"](*(tvm.runtime.tensor(a) for a in arrays.values()))
+    pm = tvm_partial.partial(exe, device=tvm.cpu(), w1=arrays["w1"], w2=arrays["w2"])
+    tvm_partial.export_library(pm, build / "relax_mlp.so")
+    tvm_partial.export_library(pm, build / "relax_mlp_self_contained.so", self_contained=True)
+    arrays["x"].tofile(build / "relax_x.bin")
+    direct.numpy().tofile(build / "relax_expected.bin")
+    return bool(np.array_equal(pm(tvm.runtime.tensor(arrays["x"])).numpy(), direct.numpy()))
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build-dir", type=Path, default=HERE / "build",
@@ -66,6 +94,7 @@ def main(argv=None) -> int:
     tvm_partial.export_library(returning, build / "conv2d_bias_returns.so", self_contained=True)
     for name, array in [*inputs.items(), ("expected", expected)]:
         array.tofile(build / f"{name}.bin")
+    checks["Python: the Relax MLP partial == the direct VM call (bitwise)"] = export_relax_mlp(build)
 
     for cmake in (["cmake", "-S", str(HERE), "-B", str(build), f"-Dtvm_partial_DIR={config.cmakedir()}",
                    f"-DTVM_RUNTIME_LIBRARY={tvm.libinfo.find_libtvm_runtime()}",
@@ -105,6 +134,11 @@ def main(argv=None) -> int:
         "deploy", "--bind-returns", str(build / "conv2d_bias_plain.so"), weights, bias, *data).returncode == 0
     checks["deploy_ffi_only --returns: self-contained artifact with outputs"] = run(
         "deploy_ffi_only", "--returns", returns, *data).returncode == 0
+    relax_data = [str(build / "relax_x.bin"), str(build / "relax_expected.bin")]
+    checks["deploy --relax: Relax model with its weights, y = main(x)"] = run(
+        "deploy", "--relax", str(build / "relax_mlp.so"), *relax_data).returncode == 0
+    checks["deploy_ffi_only --relax: self-contained Relax model, no tvm-partial"] = run(
+        "deploy_ffi_only", "--relax", str(build / "relax_mlp_self_contained.so"), *relax_data).returncode == 0
     refused = run("deploy_ffi_only", artifact, *data)
     checks["deploy_ffi_only: plain artifact refused, loader not registered"] = (
         refused.returncode == 2 and LOADER_MISSING in refused.stderr)

@@ -49,6 +49,10 @@ def format_inspect(info: dict) -> str:
             state = "present, header intact, inside the file" if region["complete"] else "TRUNCATED OR DAMAGED"
             lines.append(f"  payload region at file offset {region['file_offset']}, {region['bytes']} bytes ({state})")
     lines.append(f"  payload hashes: {info['payload_hashes']}")
+    if info.get("relax_vm"):
+        vm = info["relax_vm"]
+        places = ", ".join(f"{d} ({a} allocator)" for d, a in zip(vm["devices"], vm["allocators"]))
+        lines.append(f"  Relax model: its VirtualMachine is created at first use on {places}")
     for fn in info["functions"]:
         free = ", ".join(fn["free"]) if fn["param_names"] else "unknown names"
         lines.append(f"  function {fn['name']}({free})")
@@ -75,6 +79,8 @@ def main(argv=None) -> int:
     demo = sub.add_parser("demo", help="bind, call, time, export and reload the forum's conv2d + bias")
     demo.add_argument("--out", help="folder to export the artifact to (default: a temporary one)")
     demo.add_argument("--calls", type=int, default=2000, help="calls per timing repeat (default 2000)")
+    demo.add_argument("--relax", action="store_true",
+                      help="a frontend.nn Relax model instead: bound by name, exported, reloaded")
     demo.add_argument("--self-contained", action="store_true",
                       help="link tvm-partial's loader into the artifact and reload it without the extension")
     inspect = sub.add_parser("inspect", help="show what an exported artifact binds")
@@ -86,6 +92,10 @@ def main(argv=None) -> int:
     verify.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
 
+    if args.command == "demo" and args.relax:
+        from .demo_relax import run as run_relax
+
+        return run_relax(out_dir=args.out, self_contained=args.self_contained)
     if args.command == "demo":
         from .demo import run
 

@@ -51,6 +51,14 @@ def export_library(module, path: PathLike, *, self_contained: bool = False,
         raise TypeError(f"export_library needs a tvm.runtime.Module, got {type(module).__name__}")
     _remote.refuse_export(module)
     if isinstance(module, tvm_ffi.Module) and _lib.is_partial(module) and module.imports and \
+            module.imports[0].kind == "relax.VirtualMachine":
+        raise TypeError(
+            "export_library: this partial module binds a relax.VirtualMachine, which cannot be saved; "
+            "bind the executable instead: tvm_partial.partial(exe, device=dev, ...) (what "
+            "tvm.compile returned), which records the device and creates the VM when loaded")
+    if isinstance(module, tvm_ffi.Module) and _lib.is_partial(module) and _relax_loaded(module):
+        return _export_loaded(module, path, zero_copy=zero_copy, self_contained=self_contained, **kwargs)
+    if isinstance(module, tvm_ffi.Module) and _lib.is_partial(module) and module.imports and \
             module.imports[0].kind == "library":
         return _export_loaded(module, path, zero_copy=zero_copy, self_contained=self_contained, **kwargs)
     if kwargs.get("addons"):
@@ -70,6 +78,26 @@ def export_library(module, path: PathLike, *, self_contained: bool = False,
                 module, payload_object = _zero_copy.prepare(module, Path(workdir))
                 kwargs["addons"] = [*(kwargs.get("addons") or []), os.fspath(payload_object)]
             module.export_library(staged, **kwargs)
+
+
+def _code_of(module) -> tuple:
+    """(the loaded library holding a partial module's compiled code, names of its functions): for
+    a Relax model, the executable's kernels (its packed functions that the library defines)."""
+    if not _relax_loaded(module):
+        return module.imports[0], [str(f) for f in _lib.partial_apply_bindings(module)]
+    executable = module.imports[0].imports[0]
+    library = next(m for m in executable.imports if m.kind == "library")
+    text = str(executable["as_text"]())
+    return library, [line[1:].split(" ", 1)[0] for line in text.splitlines()
+                     if line.startswith("@") and line.endswith(" packed_func;")]
+
+
+def _relax_loaded(module) -> bool:
+    """A partial module over a Relax VM (partial_apply_vm) whose executable's code was loaded."""
+    vm = module.imports[0] if module.imports else None
+    if vm is None or vm.kind != "partial_apply_vm" or not vm.imports:
+        return False
+    return any(m.kind == "library" for m in vm.imports[0].imports)
 
 
 class _new_file:
@@ -101,8 +129,8 @@ def _export_loaded(module, path: str, *, zero_copy, self_contained, **kwargs) ->
     and, for a zero-copy artifact, its payload region rewritten. The original file is not changed.
     This needs the new bytes to be exactly as long as the old (``rebind`` keeps dtypes and shapes;
     a string of another length changes it)."""
-    library = module.imports[0]
-    source = _source_file(library, [str(f) for f in _lib.partial_apply_bindings(module)])
+    library, names = _code_of(module)
+    source = _source_file(library, names)
     if options := sorted(kwargs) + (["self_contained"] if self_contained else []):
         raise ValueError(
             f"export_library: {', '.join(options)} cannot apply to a module loaded from {source}: "
@@ -259,7 +287,8 @@ def inspect(path: PathLike) -> dict:
     """Describe the partial module inside an exported library without loading or running it.
 
     Returns ``{"path", "format_version", "total_bytes", "constant_bytes", "payloads", "region",
-    "payload_hashes", "functions": [{"name", "param_names", "free", "bindings": [...]}]}``.
+    "payload_hashes", "functions": [{"name", "param_names", "free", "bindings": [...]}], "relax_vm"}``
+    (``relax_vm``: the recorded devices and allocators of a Relax model, else None).
     The structure is checked (metadata hash, region header, everything inside the file), the
     payload bytes are not: ``payload_hashes`` says so; ``verify`` checks them.
     Raises ``ValueError`` when the file is not a tvm-partial artifact or is damaged.
@@ -382,6 +411,19 @@ class _Artifact:
         return f"region {state['symbol']}", state["file_offset"]
 
 
+def _relax_vm_info(art: "_Artifact", data) -> Optional[dict]:
+    """The Relax VM's devices recorded in the artifact (a Relax model), or None."""
+    from .relax_vm import KIND, describe_record
+
+    found = [m for m in art.elf.embedded_modules() if m.kind == KIND]
+    if not found:
+        return None
+    try:
+        return describe_record(bytes(data[found[0].offset:found[0].offset + found[0].size]))
+    except ValueError as err:
+        raise ValueError(f"{art.path}: {err}") from err
+
+
 def _inspect(data, path: str) -> dict:
     art = _Artifact(data, path)
     info = art.info
@@ -413,6 +455,7 @@ def _inspect(data, path: str) -> dict:
         "region": art.region_state(),
         "payload_hashes": "not checked (run tvm-partial verify)",
         "functions": functions,
+        "relax_vm": _relax_vm_info(art, data),
     }
 
 

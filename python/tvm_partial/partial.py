@@ -12,6 +12,7 @@ import tvm_ffi
 from . import _lib
 from . import output_specs as _outputs
 from . import remote as _remote
+from . import relax_vm as _relax
 from .signature import Param, Signature, resolve
 
 #: Bound tensors are converted to (or must already be) contiguous and aligned to this many bytes.
@@ -64,7 +65,7 @@ def partial(target, bound: Optional[Mapping[Any, Any]] = None, /, *, signature=N
     ``partial_apply`` module for a module target.
     """
     fname = function if isinstance(function, str) else "main"
-    kind, obj, vm = _classify(target)
+    kind, obj, vm = _classify(target, None if device is _UNSET else device)
     view = _TargetView.of(obj, "" if kind == "function" else fname, fname, signature, vm)
     _refuse_option_clashes(view, device, function, outputs)
     if function is not _UNSET and not isinstance(function, str):
@@ -188,13 +189,20 @@ def param_names(obj) -> dict:
 
 
 # ----------------------------------------------------------------------------------------------
-def _classify(target):
-    """-> (kind, ffi object, the Relax VirtualMachine whose names are the signature, or None)."""
+def _classify(target, device=None):
+    """-> (kind, ffi object, a callable giving a function's Signature by name (a Relax VM's
+    parameter names), or None)."""
     if isinstance(target, tvm_ffi.Function):
         return "function", target, None
     type_name = type(target).__name__
     if type_name == "VirtualMachine" and hasattr(target, "module"):
-        return "module", target.module, target
+        return "module", target.module, lambda name: resolve(target, name)
+    executable = _relax.executable_module(target)
+    if executable is not None:  # runs in a VirtualMachine that the partial module records
+        mod = _relax.vm_module(executable, _device(device))
+        return "module", mod, lambda name: _relax.signature_of(mod, name)
+    if _relax.runs_relax(target):
+        return "module", target, lambda name: _relax.signature_of(target, name)
     if type_name in ("Executable", "VMExecutable") and hasattr(target, "mod"):
         target = target.mod
     if isinstance(target, tvm_ffi.Module):
@@ -234,7 +242,7 @@ class _TargetView:
         if recorded is not None:
             hint = Signature(fname, tuple(Param(n) for n in recorded))
         elif vm is not None:
-            hint = resolve(vm, fname)
+            hint = vm(fname)
         if signature is None:
             return cls(hint, bound, "" if recorded is not None else None)
         try:
@@ -245,6 +253,8 @@ class _TargetView:
             raise
         if recorded is not None:
             _check_against_recorded(sig, recorded, bound)
+        elif vm is not None:  # a Relax function: signature= must be that function's own
+            _relax.check_signature_matches(sig, hint)
         elif bound and max(bound) >= len(sig.params):
             raise ValueError(
                 f"signature= has {len(sig.params)} parameters ({', '.join(sig.names)}), but the "

@@ -1,0 +1,162 @@
+"""Relax models as partial-module targets: a Relax executable runs in a VirtualMachine that the
+``partial_apply_vm`` module (cpp/relax_vm.cc) creates on first use, on the device recorded at bind
+time, so a partial module over it serialises (code, devices and weights in one artifact)."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import tvm_ffi
+
+from .signature import Param, Signature
+
+#: The module kind of cpp/relax_vm.cc.
+KIND = "partial_apply_vm"
+#: Allocators of the Relax VM (tvm.runtime.vm.VirtualMachine.NAIVE_ALLOCATOR / POOLED_ALLOCATOR).
+ALLOCATORS = {"naive": 1, "pooled": 2}
+_CPU = 1  # DLDeviceType kDLCPU
+
+
+def executable_module(target) -> Optional[tvm_ffi.Module]:
+    """The ``relax.VMExecutable`` module of ``target`` (what ``tvm.compile`` returns for a Relax
+    IRModule, or ``tvm.runtime.load_module`` of an exported one), or None."""
+    mod = getattr(target, "mod", target) if type(target).__name__ in ("Executable", "VMExecutable") else target
+    if isinstance(mod, tvm_ffi.Module) and mod.kind == "relax.VMExecutable":
+        return mod
+    return None
+
+
+#: Module kinds of device code in an executable's import tree -> the device type they run on.
+_DEVICE_CODE = {"cuda": 2, "opencl": 4, "vulkan": 7, "metal": 8, "hip": 10, "rocm": 10}
+_DEVICE_NAMES = {1: "cpu", 2: "cuda", 4: "opencl", 7: "vulkan", 8: "metal", 10: "rocm"}
+
+
+def _device_code_kinds(mod, seen=None) -> set:
+    seen = set() if seen is None else seen
+    kinds = set()
+    for sub in mod.imports:
+        if id(sub) in seen:
+            continue
+        seen.add(id(sub))
+        if sub.kind in _DEVICE_CODE:
+            kinds.add(sub.kind)
+        kinds |= _device_code_kinds(sub, seen)
+    return kinds
+
+
+def check_target(executable: tvm_ffi.Module, device) -> None:
+    """Refuse a device the executable has no code for (compiled for another target)."""
+    device_type = int(device.dlpack_device_type())
+    kinds = _device_code_kinds(executable)
+    name = f"{_DEVICE_NAMES.get(device_type, f'device type {device_type}')}:{int(device.index)}"
+    if device_type == _CPU and kinds:
+        raise ValueError(
+            f"the Relax executable holds device code for {', '.join(sorted(kinds))}, but device= is {name}: "
+            "pass the device it was compiled for (device=tvm.cuda(0), ...), or compile for the CPU")
+    if device_type != _CPU and not any(_DEVICE_CODE[k] == device_type for k in kinds):
+        compiled = ", ".join(sorted(kinds)) or "the CPU only"
+        raise ValueError(
+            f"the Relax executable was compiled for {compiled}, but device= is {name}: compile it for "
+            "that device's target, or bind it with device= where its code runs")
+
+
+def vm_module(executable: tvm_ffi.Module, device, memory: str = "pooled") -> tvm_ffi.Module:
+    """A ``partial_apply_vm`` module running ``executable`` on ``device`` (plus the CPU, which the
+    VM needs for shape computations) with the ``memory`` allocator."""
+    check_target(executable, device)
+    if memory not in ALLOCATORS:
+        raise ValueError(f"memory must be one of {', '.join(ALLOCATORS)}, got {memory!r}")
+    device_type, device_id = int(device.dlpack_device_type()), int(device.index)
+    devices = [[device_type, device_id, ALLOCATORS[memory]]]
+    if device_type != _CPU:
+        devices.append([_CPU, 0, ALLOCATORS[memory]])
+    return tvm_ffi.get_global_func("tvm_partial.RelaxVMModule")(executable, devices)
+
+
+def runs_relax(mod) -> bool:
+    """Whether ``mod`` is a ``partial_apply_vm`` module or a partial module wrapping one."""
+    if not isinstance(mod, tvm_ffi.Module):
+        return False
+    return mod.kind == KIND or (mod.kind == "partial_apply" and bool(mod.imports) and mod.imports[0].kind == KIND)
+
+
+def vm_devices(mod) -> list:
+    """The recorded devices ``[(device type, id, allocator), ...]`` of a Relax partial module."""
+    inner = mod if mod.kind == KIND else mod.imports[0]
+    return [tuple(int(v) for v in d) for d in inner["__tvm_partial_vm_devices"]()]
+
+
+def signature_of(mod, name: str) -> Signature:
+    """The Relax function's parameters: names from the VirtualMachine ``mod`` runs, and dtype and
+    static shape of tensor parameters from the annotations the executable keeps for its own
+    argument checks (``ErrorContext(... annotation=R.Tensor((2, 8), dtype="float32"))``). A
+    parameter whose annotation is not found or not of that form is checked by the VM at each
+    call instead; ``signature=irmodule[name]`` checks it at bind time."""
+    try:
+        arity = int(mod["get_function_arity"](name))
+    except Exception as err:  # noqa: BLE001 - the VM's error for an unknown function varies
+        raise AttributeError(f"the Relax model has no function {name!r} ({err}); pick one with "
+                             "function=") from None
+    get_name = mod["get_function_param_name"]
+    names = [str(get_name(name, i)) for i in range(arity)]
+    known = _annotations(mod, name)
+    params = []
+    for i, param in enumerate(names):
+        dtype, shape = known.get((i, param), (None, None))
+        params.append(Param(param, "tensor", dtype, shape) if dtype is not None else Param(param))
+    return Signature(name, tuple(params))
+
+
+_CONTEXT = re.compile(r'ErrorContext\(fn=(?P<fn>[^,()]+), loc=param\[(?P<index>\d+)\], param=(?P<name>[^,()]+), '
+                      r'annotation=R\.Tensor\(\((?P<shape>[^()]*)\), dtype="(?P<dtype>\w+)"\)\)')
+
+
+def _annotations(mod, name: str) -> dict:
+    """{(position, name): (dtype, static shape with None for symbolic extents)} of ``name``'s
+    tensor parameters, from the executable's constant pool; empty when unavailable."""
+    executable = mod
+    while executable is not None and executable.kind != "relax.VMExecutable":
+        executable = executable.imports[0] if executable.imports else None
+    stats = executable.get_function("stats", query_imports=False) if executable is not None else None
+    if stats is None:
+        return {}
+    found = {}
+    for m in _CONTEXT.finditer(str(stats())):
+        if m["fn"] != name:
+            continue
+        dims = [d.strip() for d in m["shape"].split(",") if d.strip()]
+        shape = tuple(int(d) if d.isdigit() else None for d in dims)
+        found[(int(m["index"]), m["name"])] = (m["dtype"], shape)
+    return found
+
+
+def check_signature_matches(sig: Signature, names: Signature) -> None:
+    """A ``signature=`` given for a Relax target must describe the bound function itself."""
+    if list(sig.names) != list(names.names):
+        raise ValueError(
+            f"signature= has parameters ({', '.join(sig.names)}), but the Relax function "
+            f"{names.name}() has ({', '.join(names.names)}): pass that function's signature "
+            f"(irmodule[{names.name!r}]), or pick the function with function=")
+
+
+_ALLOCATOR_NAMES = {v: k for k, v in ALLOCATORS.items()}
+
+
+def describe_record(data: bytes) -> dict:
+    """The devices a ``partial_apply_vm`` record (its saved bytes) names, for ``inspect``:
+    ``{"devices": ["cpu:0"], "allocators": ["pooled"]}``; ``ValueError`` when malformed."""
+    data = bytes(data)
+    if len(data) < 12 or data[:8] != b"TVMPAVM1":
+        raise ValueError("malformed partial_apply_vm record: bad magic or truncated")
+    count = int.from_bytes(data[8:12], "little")
+    if not 1 <= count <= 8 or len(data) != 12 + 12 * count:
+        raise ValueError(f"malformed partial_apply_vm record: {len(data)} bytes for {count} devices")
+    devices, allocators = [], []
+    for i in range(count):
+        kind, index, allocator = (int.from_bytes(data[12 + 12 * i + 4 * k:16 + 12 * i + 4 * k], "little", signed=True)
+                                  for k in range(3))
+        devices.append(f"{_DEVICE_NAMES.get(kind, f'device type {kind}')}:{index}")
+        allocators.append(_ALLOCATOR_NAMES.get(allocator, f"allocator {allocator}"))
+    return {"devices": devices, "allocators": allocators}
+
