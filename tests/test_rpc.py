@@ -227,10 +227,8 @@ def test_server_killed_mid_call_raises_within_the_timeout(tmp_path):
     assert 1.5 <= result["seconds"] < 60, result  # in flight when killed; the error came promptly
 
 
-@pytest.fixture(scope="module")
-def relax_code(tmp_path_factory):
-    """A Relax model (y = x * w + b) compiled and exported as a library, and its local result."""
-    from tvm import relax
+def _affine_relax():
+    """y = x * w + b as a Relax IRModule."""
     from tvm.script import relax as R
 
     @tvm.script.ir_module
@@ -240,7 +238,15 @@ def relax_code(tmp_path_factory):
                  b: R.Tensor((16,), "float32")):
             return R.add(R.multiply(x, w), b)
 
-    exe = tvm.compile(Affine, target="llvm")
+    return Affine
+
+
+@pytest.fixture(scope="module")
+def relax_code(tmp_path_factory):
+    """A Relax model (y = x * w + b) compiled and exported as a library, and its local result."""
+    from tvm import relax
+
+    exe = tvm.compile(_affine_relax(), target="llvm")
     path = str(tmp_path_factory.mktemp("relax") / "relax_code.so")
     exe.export_library(path)
     local = tvm_partial.partial(relax.VirtualMachine(exe, tvm.cpu()), w=B, b=C)(tensor(A)).numpy()
@@ -262,3 +268,16 @@ def test_relax_model_on_a_server_binds_numpy_weights_by_name(session, relax_code
     assert tp_remote.device_session(result.device) == tp_remote.device_session(session.cpu())
     assert result.numpy().tobytes() == local.tobytes()
     assert np.array_equal(local, A * B + C)
+
+
+def test_relax_artifact_with_its_weights_runs_on_a_server_without_tvm_partial(session, relax_code, tmp_path):
+    """The Relax model and its weights as one self-contained artifact: one upload, no .npz, and
+    the server needs no tvm-partial. The VM is created there, on the recorded device (its CPU)."""
+    _, local = relax_code
+    exe = tvm.compile(_affine_relax(), target="llvm")
+    path = tmp_path / "relax_model.so"
+    tvm_partial.export_library(tvm_partial.partial(exe, w=B, b=C), path, self_contained=True)
+    mod = _upload(session, path)
+    result = mod["main"](tvm.runtime.tensor(A, session.cpu()))
+    assert tp_remote.device_session(result.device) == tp_remote.device_session(session.cpu())
+    assert result.numpy().tobytes() == local.tobytes()
