@@ -28,7 +28,7 @@ _with_external_payloads = tvm_ffi.get_global_func("tvm_partial.WithExternalPaylo
 _write_payload_region = tvm_ffi.get_global_func("tvm_partial.WritePayloadRegion")
 
 _STUB = """\
-    .section .data.tvm_partial_payload,"aw",@progbits
+    .section {section},"{flags}",@progbits
     .balign 64
     .globl {symbol}
     .type {symbol}, @object
@@ -88,7 +88,10 @@ def _assemble(external, workdir: Path, symbol: str) -> Path:
     """Elsewhere: an assembler stub that includes the region file."""
     region = workdir / "payloads.bin"
     _write_payload_region(external, str(region), 0)
-    (workdir / "payloads.S").write_text(_STUB.format(symbol=symbol, size=region.stat().st_size))
+    large = platform.machine().lower() in ("x86_64", "amd64")  # see _elf.LARGE_PAYLOAD_SECTION
+    section = (_elf.LARGE_PAYLOAD_SECTION if large else _elf.PAYLOAD_SECTION).decode()
+    (workdir / "payloads.S").write_text(_STUB.format(symbol=symbol, size=region.stat().st_size,
+                                                     section=section, flags="awl" if large else "aw"))
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or "cc"
     proc = subprocess.run([compiler, "-c", "payloads.S", "-o", "payloads.o"], cwd=workdir,
                           capture_output=True, text=True)
