@@ -230,8 +230,11 @@ def load_from_bytes(data: bytes, wrapped=None):
     return module
 
 
-def load(path: PathLike):
+def load(path: PathLike, weights_file: Optional[PathLike] = None):
     """Load an exported artifact; a partial module comes back as the root, callable as ``pm(...)``.
+
+    With ``weights_file`` (a safetensors file such as ``save_weights`` writes) its tensors replace
+    the bound ones: same keys, dtypes and shapes, mapped without copying (``weights.swap_weights``).
 
     The file is checked first: a library cut short (an interrupted copy) would otherwise crash the
     process inside the system's loader, which maps its segments without checking the file's size.
@@ -240,7 +243,12 @@ def load(path: PathLike):
 
     path = os.fspath(path)
     check_complete(path)
-    return tvm.runtime.load_module(path)
+    module = tvm.runtime.load_module(path)
+    if weights_file is not None:
+        from .weights import swap_weights  # noqa: PLC0415
+
+        module = swap_weights(module, weights_file)
+    return module
 
 
 def check_complete(path: PathLike) -> None:

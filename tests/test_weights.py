@@ -1,0 +1,182 @@
+"""Weights in safetensors files: save_weights, open_weights, load(..., weights_file=) (issue 13)."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import numpy as np
+import pytest
+import tvm
+from helpers import affine4_ref, compile_te, ints
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tvm import te
+
+import tvm_partial
+from tvm_partial import weights as W
+
+safetensors_numpy = pytest.importorskip("safetensors.numpy")
+
+N = 21  # 84 bytes per tensor: the next tensor needs padding to stay 64-byte aligned
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    a, b, c = (te.placeholder((N,), "float32", name=n) for n in "abc")
+    d = te.compute((N,), lambda i: a[i] * 2 + b[i] * 3 + c[i], name="d")
+    return compile_te([a, b, c, d]), [a, b, c, d]
+
+
+def _run(pm, a):
+    out = tvm.runtime.empty((N,), "float32")
+    pm(tvm.runtime.tensor(a), out)
+    return out.numpy()
+
+
+def _header(path):
+    raw = path.read_bytes()
+    n, = struct.unpack_from("<Q", raw)
+    return raw, json.loads(raw[8:8 + n]), 8 + n
+
+
+def test_save_weights_read_by_safetensors(kernel, tmp_path):
+    exe, sig = kernel
+    b, c = ints(N, seed=1), ints(N, seed=2)
+    pm = tvm_partial.partial(exe, signature=sig, b=b, c=c)
+    path = tmp_path / "w.safetensors"
+    tvm_partial.save_weights(pm, path)
+    got = safetensors_numpy.load_file(str(path))
+    assert np.array_equal(got["main/b"], b) and np.array_equal(got["main/c"], c)
+    assert {k for k in got if not k.startswith("__padding__/")} == {"main/b", "main/c"}
+    _, header, start = _header(path)
+    assert start % 64 == 0
+    for key in ("main/b", "main/c"):
+        assert (start + header[key]["data_offsets"][0]) % 64 == 0
+    assert json.loads(header["__metadata__"]["tvm_partial.bindings"]) == {"main/b": ["main", 1], "main/c": ["main", 2]}
+
+
+def test_open_weights_binds_without_copying(kernel, tmp_path):
+    exe, sig = kernel
+    b, c = ints(N, seed=3), ints(N, seed=4)
+    path = tmp_path / "w.safetensors"
+    tvm_partial.save_weights(tvm_partial.partial(exe, signature=sig, b=b, c=c), path)
+    opened = tvm_partial.open_weights(path)
+    assert set(opened) == {"b", "c"}
+    pm = tvm_partial.partial(exe, signature=sig, **opened)
+    held = tvm_partial.bindings(pm)["main"]
+    assert held[1].data_ptr() == opened["b"].data_ptr() and held[1].data_ptr() % 64 == 0
+    a = ints(N, seed=5)
+    assert np.array_equal(_run(pm, a), affine4_ref(a, b, c))
+
+
+def test_open_weights_of_another_tool_copies_misaligned(kernel, tmp_path):
+    """A file written by the safetensors package: keys as given, unaligned data copied once."""
+    exe, sig = kernel
+    b, c = ints(N, seed=6), ints(N, seed=7)
+    path = tmp_path / "other.safetensors"
+    safetensors_numpy.save_file({"b": b, "c": c}, str(path))
+    opened = tvm_partial.open_weights(path)
+    assert all(t.data_ptr() % 64 == 0 for t in opened.values())
+    a = ints(N, seed=8)
+    assert np.array_equal(_run(tvm_partial.partial(exe, signature=sig, **opened), a), affine4_ref(a, b, c))
+
+
+@pytest.mark.parametrize("zero_copy", [False, True], ids=["inline", "zero_copy"])
+def test_load_with_another_weights_file(kernel, tmp_path, zero_copy):
+    """New weights for existing code: save_weights(rebind(...)) then load(..., weights_file=)."""
+    exe, sig = kernel
+    b, c = ints(N, seed=9), ints(N, seed=10)
+    pm = tvm_partial.partial(exe, signature=sig, b=b, c=c)
+    lib = tmp_path / "model.so"
+    tvm_partial.export_library(pm, lib, zero_copy=zero_copy)
+    b2, c2 = ints(N, seed=11), ints(N, seed=12)
+    tvm_partial.save_weights(tvm_partial.rebind(pm, b=b2, c=c2), tmp_path / "v2.safetensors")
+    a = ints(N, seed=13)
+    assert np.array_equal(_run(tvm_partial.load(lib), a), affine4_ref(a, b, c))
+    swapped = tvm_partial.load(lib, weights_file=tmp_path / "v2.safetensors")
+    assert np.array_equal(_run(swapped, a), affine4_ref(a, b2, c2))
+
+
+def _saved(kernel, tmp_path):
+    exe, sig = kernel
+    pm = tvm_partial.partial(exe, signature=sig, b=ints(N, seed=1), c=ints(N, seed=2))
+    path = tmp_path / "w.safetensors"
+    tvm_partial.save_weights(pm, path)
+    return pm, path
+
+
+def _rewrite(path, header: dict, data: bytes = b""):
+    text = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(text)) + text + data)
+
+
+def test_swap_refuses_another_model(kernel, tmp_path):
+    pm, path = _saved(kernel, tmp_path)
+    other = tmp_path / "other.safetensors"
+    safetensors_numpy.save_file({"main/b": np.zeros(N, "float32")}, str(other))
+    with pytest.raises(ValueError, match=r"other.safetensors lacks tensor 'main/c'"):
+        W.swap_weights(pm, other)
+    safetensors_numpy.save_file({"main/b": np.zeros(N, "float32"), "main/c": np.zeros(N, "float32"),
+                                 "main/x": np.zeros(1, "float32")}, str(other))
+    with pytest.raises(ValueError, match=r"tensor 'main/x' is not a tensor the module binds"):
+        W.swap_weights(pm, other)
+    safetensors_numpy.save_file({"main/b": np.zeros(N, "float64"), "main/c": np.zeros(N, "float32")}, str(other))
+    with pytest.raises(ValueError, match=r"tensor 'main/b' is float64\[21\], the module binds float32\[21\]"):
+        W.swap_weights(pm, other)
+    safetensors_numpy.save_file({"main/b": np.zeros(N + 1, "float32"), "main/c": np.zeros(N, "float32")}, str(other))
+    with pytest.raises(ValueError, match=r"tensor 'main/b' is float32\[22\]"):
+        W.swap_weights(pm, other)
+
+
+def test_bad_files_refused(kernel, tmp_path):
+    _, path = _saved(kernel, tmp_path)
+    raw, header, start = _header(path)
+    bad = tmp_path / "bad.safetensors"
+    with pytest.raises(FileNotFoundError, match="weights file .*missing.safetensors does not exist"):
+        tvm_partial.open_weights(tmp_path / "missing.safetensors")
+    bad.write_bytes(raw[:len(raw) - 80])
+    with pytest.raises(ValueError, match=r"tensor 'main/c': its data ends at byte .* the file is truncated"):
+        tvm_partial.open_weights(bad)
+    bad.write_bytes(raw[:start - 5])
+    with pytest.raises(ValueError, match=r"bad.safetensors is truncated: its JSON header needs"):
+        tvm_partial.open_weights(bad)
+    bad.write_bytes(struct.pack("<Q", 2**62) + b"{}")
+    with pytest.raises(ValueError, match=r"its JSON header claims 4611686018427387904 bytes"):
+        tvm_partial.open_weights(bad)
+    bad.write_bytes(struct.pack("<Q", 5) + b"{nope")
+    with pytest.raises(ValueError, match=r"bad.safetensors: malformed JSON header"):
+        tvm_partial.open_weights(bad)
+    overlapping = dict(header)
+    overlapping["main/c"] = dict(header["main/c"], data_offsets=[32, 32 + N * 4])
+    _rewrite(bad, overlapping, raw[start:])
+    with pytest.raises(ValueError, match=r"tensors 'main/b' and 'main/c' overlap"):
+        tvm_partial.open_weights(bad)
+    wrong_size = dict(header)
+    wrong_size["main/b"] = dict(header["main/b"], shape=[N + 1])
+    _rewrite(bad, wrong_size, raw[start:])
+    with pytest.raises(ValueError, match=r"tensor 'main/b': data_offsets span 84 bytes"):
+        tvm_partial.open_weights(bad)
+    bad_dtype = dict(header)
+    bad_dtype["main/b"] = dict(header["main/b"], dtype="F99")
+    _rewrite(bad, bad_dtype, raw[start:])
+    with pytest.raises(ValueError, match=r"tensor 'main/b': dtype 'F99' is not one tvm-partial reads"):
+        tvm_partial.open_weights(bad)
+    with pytest.raises(ValueError, match=r"no weights for function 'other' \(functions in the file: main\)"):
+        tvm_partial.open_weights(path, function="other")
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.binary(max_size=300), cut=st.integers(0, 400))
+def test_header_reader_fuzz(tmp_path_factory, data, cut):
+    """Random and cut-short files: a ValueError, never another exception or a crash."""
+    folder = tmp_path_factory.mktemp("fuzz", numbered=True)
+    header = json.dumps({"main/b": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}).encode()
+    valid = struct.pack("<Q", len(header)) + header + bytes(16)
+    for blob in (data, valid[:cut], struct.pack("<Q", len(data)) + data, valid[:8] + data):
+        path = folder / "f.safetensors"
+        path.write_bytes(blob)
+        try:
+            tvm_partial.open_weights(path)
+        except ValueError:
+            pass
