@@ -180,3 +180,30 @@ def test_header_reader_fuzz(tmp_path_factory, data, cut):
             tvm_partial.open_weights(path)
         except ValueError:
             pass
+
+
+def test_verify_and_inspect_weights_file(kernel, tmp_path):
+    """verify checks each payload against the hash save_weights recorded; a byte changed in place
+    is caught and named; the command line reports it with exit 1."""
+    import subprocess
+    import sys
+
+    _, path = _saved(kernel, tmp_path)
+    report = tvm_partial.verify(path)
+    assert report["intact"] and report["checked"] == 2 and report["bytes"] == 2 * N * 4
+    info = tvm_partial.inspect(path)
+    assert info["payloads"] == "weights file" and info["constant_bytes"] == 2 * N * 4
+    keys = {b["key"]: b for fn in info["functions"] for b in fn["bindings"]}
+    assert set(keys) == {"main/b", "main/c"} and all(b["aligned"] for b in keys.values())
+    assert keys["main/c"]["index"] == 2 and keys["main/c"]["dtype"] == "float32" and keys["main/c"]["shape"] == [N]
+    raw = bytearray(path.read_bytes())
+    raw[keys["main/c"]["offset"] + 5] ^= 1
+    path.write_bytes(bytes(raw))
+    report = tvm_partial.verify(path)
+    assert not report["intact"] and [p["key"] for p in report["damaged"]] == ["main/c"]
+    proc = subprocess.run([sys.executable, "-m", "tvm_partial", "verify", str(path)], capture_output=True, text=True)
+    assert proc.returncode == 1 and "DAMAGED: function 'main' position 2 (c)" in proc.stdout
+    other = tmp_path / "plain.safetensors"
+    safetensors_numpy.save_file({"w": np.zeros(3, "float32")}, str(other))
+    with pytest.raises(ValueError, match=r"plain.safetensors records no payload hashes"):
+        tvm_partial.verify(other)

@@ -270,6 +270,10 @@ def inspect(path: PathLike) -> dict:
     Raises ``ValueError`` when the file is not a tvm-partial artifact or is damaged.
     """
     path = os.fspath(path)
+    from . import weights as _weights  # noqa: PLC0415
+
+    if _weights.is_weights_file(path):  # a safetensors weights file (save_weights)
+        return _weights.inspect_weights(path)
     with _mapped(path) as data:  # nothing read in bulk
         return _inspect(data, path)
 
@@ -284,6 +288,10 @@ def verify(path: PathLike) -> dict:
     or metadata is damaged, or it is cut short (a payload past the end of the file).
     """
     path = os.fspath(path)
+    from . import weights as _weights  # noqa: PLC0415
+
+    if _weights.is_weights_file(path):  # a safetensors weights file (save_weights)
+        return _weights.verify_weights(path)
     with _mapped(path) as data:
         art = _Artifact(data, path)
         placement, base = art.placement()

@@ -40,6 +40,9 @@ PADDING_PREFIX = "__padding__/"
 #: ``__metadata__`` keys written by ``save_weights``.
 METADATA_FORMAT = "tvm_partial.format"
 METADATA_BINDINGS = "tvm_partial.bindings"
+METADATA_HASHES = "tvm_partial.hashes"
+_U64 = (1 << 64) - 1
+_hash_file_range = tvm_ffi.get_global_func("tvm_partial.HashFileRange")
 
 
 def save_weights(module, path) -> None:
@@ -48,7 +51,8 @@ def save_weights(module, path) -> None:
 
     Keys are ``FUNCTION/PARAMETER`` (``FUNCTION/POSITION`` where no name is recorded); the
     ``__metadata__`` records ``tvm_partial.bindings``, a JSON object mapping each key to
-    ``[function, position]``. Scalars and strings bound beside the tensors are not written.
+    ``[function, position]``, and ``tvm_partial.hashes``, each payload's hash (the format's 64-bit
+    hash, 16 hex digits) that ``verify`` checks. Scalars and strings bound beside the tensors are not written.
     """
     from .partial import bindings, param_names  # noqa: PLC0415 (partial imports tvm)
 
@@ -80,12 +84,17 @@ def save_weights(module, path) -> None:
             header[pad_key] = {"dtype": "U8", "shape": [gap], "data_offsets": [offset, offset + gap]}
             layout.append((pad_key, None, offset, gap))
             offset += gap
-    header["__metadata__"] = {
-        METADATA_FORMAT: "1",
-        METADATA_BINDINGS: json.dumps({k: [f, p] for k, f, p, _ in entries}, separators=(",", ":")),
-    }
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-(8 + len(text)) % _ALIGNMENT)  # the format allows trailing spaces
+    def encode(hashes: dict) -> bytes:
+        header["__metadata__"] = {
+            METADATA_FORMAT: "1",
+            METADATA_BINDINGS: json.dumps({k: [f, p] for k, f, p, _ in entries}, separators=(",", ":")),
+            METADATA_HASHES: json.dumps(hashes, separators=(",", ":")),
+        }
+        text = json.dumps(header, separators=(",", ":")).encode()
+        return text + b" " * (-(8 + len(text)) % _ALIGNMENT)  # the format allows trailing spaces
+
+    # Hashes (fixed-width hex) are filled in once the data is written, in a header of the same size.
+    text = encode({key: "0" * 16 for key, *_ in entries})
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -97,6 +106,14 @@ def save_weights(module, path) -> None:
                     f.write(bytes(size))
                 else:
                     f.write(memoryview(_host_bytes(tensor)).cast("B"))
+            f.flush()
+            start = 8 + len(text)
+            hashes = {key: f"{_hash_file_range(str(tmp), start + header[key]['data_offsets'][0], _nbytes(t)) & _U64:016x}"
+                      for key, _f, _p, t in entries}
+            final = encode(hashes)
+            assert len(final) == len(text)
+            f.seek(8)
+            f.write(final)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
@@ -173,6 +190,92 @@ def swap_weights(module, path):
                 new[position] = tensors[int(suffix) if suffix.isdigit() else suffix]
         out = rebind(out, new, function=function)
     return out
+
+
+def is_weights_file(path) -> bool:
+    """Whether ``path`` looks like a safetensors file (a header length, then a JSON object)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(9)
+    except OSError:
+        return False
+    return len(head) == 9 and head[8:9] == b"{" and head[:4] != b"\x7fELF"
+
+
+def _metadata(path: str) -> tuple:
+    """-> (entries, data start, {key: [function, position]}, {key: hash} or None)."""
+    entries, data_start, buffer = _read(path)
+    with open(path, "rb") as f:
+        header = json.loads(f.read(data_start)[8:].decode("utf-8"))
+    if hasattr(buffer, "close"):
+        buffer.close()
+    meta = header.get("__metadata__")
+    meta = meta if isinstance(meta, dict) else {}
+    try:
+        where = json.loads(meta[METADATA_BINDINGS]) if METADATA_BINDINGS in meta else {}
+        hashes = json.loads(meta[METADATA_HASHES]) if METADATA_HASHES in meta else None
+        if not isinstance(where, dict) or not (hashes is None or isinstance(hashes, dict)):
+            raise ValueError("not an object")
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"weights file {path}: malformed tvm_partial metadata ({err})") from None
+    return entries, data_start, where, hashes
+
+
+def _payloads(path: str, entries: dict, data_start: int, where: dict) -> list:
+    out = []
+    for key in sorted(entries, key=lambda k: entries[k][2]):
+        if key.startswith(PADDING_PREFIX):
+            continue
+        dtype, shape, begin, end = entries[key]
+        loc = where.get(key)  # [function, position] as save_weights recorded it
+        if isinstance(loc, list) and len(loc) == 2:
+            function, index = loc
+        else:
+            function, index = key.partition("/")[0] if "/" in key else "", None
+        entry = {"key": key, "function": str(function), "index": index, "name": key.partition("/")[2] or key,
+                 "placement": "weights file", "dtype": _DTYPES[dtype][0], "shape": list(shape),
+                 "file_offset": data_start + begin, "bytes": end - begin}
+        out.append(entry)
+    return out
+
+
+def inspect_weights(path) -> dict:
+    """Describe a safetensors weights file without reading its payloads: the same keys as
+    ``inspect`` of an artifact (``payloads`` is ``"weights file"``), each tensor with its key."""
+    path = os.fspath(path)
+    entries, data_start, where, hashes = _metadata(path)
+    functions: dict = {}
+    for p in _payloads(path, entries, data_start, where):
+        functions.setdefault(p["function"], []).append(
+            {"index": p["index"] if p["index"] is not None else p["key"], "name": p["name"], "kind": "tensor",
+             "dtype": p["dtype"], "shape": p["shape"], "device": "cpu:0", "bytes": p["bytes"],
+             "offset": p["file_offset"], "key": p["key"], "aligned": p["file_offset"] % _ALIGNMENT == 0})
+    return {"path": path, "format_version": "safetensors", "total_bytes": os.path.getsize(path),
+            "constant_bytes": sum(b["bytes"] for fn in functions.values() for b in fn),
+            "payloads": "weights file", "region": None,
+            "payload_hashes": ("recorded, not checked (run tvm-partial verify)" if hashes is not None
+                               else "none recorded (not written by tvm_partial.save_weights)"),
+            "functions": [{"name": f, "param_names": [], "free": [], "bindings": b} for f, b in functions.items()]}
+
+
+def verify_weights(path) -> dict:
+    """Check every payload of a weights file written by ``save_weights`` against the hash its
+    ``__metadata__`` records (reads the file in 1 MiB chunks). The report has the keys of
+    ``verify``'s. Raises ``ValueError`` for a damaged header or a file without recorded hashes."""
+    path = os.fspath(path)
+    entries, data_start, where, hashes = _metadata(path)
+    if hashes is None:
+        raise ValueError(f"weights file {path} records no payload hashes (it was not written by "
+                         "tvm_partial.save_weights): its header is consistent, its bytes cannot be checked")
+    payloads = _payloads(path, entries, data_start, where)
+    for p in payloads:
+        recorded = hashes.get(p["key"])
+        if not isinstance(recorded, str) or len(recorded) != 16:
+            raise ValueError(f"weights file {path}: tensor {p['key']!r} has no recorded hash")
+        p["intact"] = f"{_hash_file_range(path, p['file_offset'], p['bytes']) & _U64:016x}" == recorded
+    damaged = [p for p in payloads if not p["intact"]]
+    return {"path": path, "intact": not damaged, "checked": len(payloads),
+            "bytes": sum(p["bytes"] for p in payloads), "payloads": payloads, "damaged": damaged}
 
 
 # ----------------------------------------------------------------------------------------------
