@@ -207,3 +207,11 @@ def test_verify_and_inspect_weights_file(kernel, tmp_path):
     safetensors_numpy.save_file({"w": np.zeros(3, "float32")}, str(other))
     with pytest.raises(ValueError, match=r"plain.safetensors records no payload hashes"):
         tvm_partial.verify(other)
+
+
+def test_save_weights_of_a_partial_function(kernel, tmp_path):
+    exe, sig = kernel
+    b = ints(N, seed=14)
+    g = tvm_partial.partial(exe["main"], {1: b}, signature=sig)
+    tvm_partial.save_weights(g, tmp_path / "g.safetensors")
+    assert np.array_equal(safetensors_numpy.load_file(str(tmp_path / "g.safetensors"))["main/b"], b)

@@ -51,13 +51,14 @@ def save_weights(module, path) -> None:
 
     Keys are ``FUNCTION/PARAMETER`` (``FUNCTION/POSITION`` where no name is recorded); the
     ``__metadata__`` records ``tvm_partial.bindings``, a JSON object mapping each key to
-    ``[function, position]``, and ``tvm_partial.hashes``, each payload's hash (the format's 64-bit
+    ``[function, position]`` (a partial function's tensors go under ``main/``), and ``tvm_partial.hashes``, each payload's hash (the format's 64-bit
     hash, 16 hex digits) that ``verify`` checks. Scalars and strings bound beside the tensors are not written.
     """
     from .partial import bindings, param_names  # noqa: PLC0415 (partial imports tvm)
 
-    bound = bindings(module)
-    names = param_names(module)
+    bound, names = bindings(module), param_names(module)
+    if isinstance(module, tvm_ffi.Function):  # a partial function: its tensors go under main/
+        bound, names = {"main": bound}, {"main": names}
     entries = []  # (key, function, position, tensor)
     for function in sorted(bound):
         recorded = names.get(function, [])
