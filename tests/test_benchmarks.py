@@ -15,6 +15,7 @@ BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
     ("bench_call.py", "partial / direct"),
     ("bench_load.py", "tvm_partial (zero_copy=True)"),
     ("bench_outputs.py", "returning partial: out = g(x)"),
+    ("bench_weights.py", "two processes mapping one weights file"),
 ])
 def test_benchmark_runs(script, expected):
     proc = subprocess.run([sys.executable, str(BENCH / script), "--quick"], capture_output=True, text=True,
