@@ -215,3 +215,26 @@ def test_save_weights_of_a_partial_function(kernel, tmp_path):
     g = tvm_partial.partial(exe["main"], {1: b}, signature=sig)
     tvm_partial.save_weights(g, tmp_path / "g.safetensors")
     assert np.array_equal(safetensors_numpy.load_file(str(tmp_path / "g.safetensors"))["main/b"], b)
+
+
+def test_dtypes_round_trip_byte_identical(tmp_path):
+    """bfloat16 (ml_dtypes), bool, int8 and an empty tensor: save, open, bind, save again: the same
+    bytes (a fixed point), and the safetensors package reads the plain dtypes back."""
+    import ml_dtypes
+    import tvm_ffi
+
+    values = {0: np.arange(-3, 4, dtype="float32").astype(ml_dtypes.bfloat16), 1: np.array([True, False, True]),
+              2: np.arange(-5, 5, dtype="int8"), 3: np.zeros((0, 3), "float32")}
+    f = tvm_ffi.convert(lambda *args: 0)
+    first, second = tmp_path / "first.safetensors", tmp_path / "second.safetensors"
+    tvm_partial.save_weights(tvm_partial.partial(f, values), first)
+    opened = tvm_partial.open_weights(first)
+    assert sorted(opened) == [0, 1, 2, 3] and str(opened[0].dtype) == "bfloat16"
+    tvm_partial.save_weights(tvm_partial.partial(f, opened), second)
+    assert first.read_bytes() == second.read_bytes()
+    back = safetensors_numpy.load_file(str(first))
+    assert np.array_equal(back["main/1"], values[1]) and np.array_equal(back["main/2"], values[2])
+    assert back["main/3"].shape == (0, 3)
+    raw, header, start = _header(first)
+    begin, end = header["main/0"]["data_offsets"]
+    assert header["main/0"]["dtype"] == "BF16" and raw[start + begin:start + end] == values[0].view("uint16").tobytes()
