@@ -1,7 +1,8 @@
 """Weights in safetensors files beside the code, against re-exporting (issue 13).
 
 Per weight size, side by side in one run: ``np.save`` of the weights (the floor: one write),
-``save_weights``, a default (zero-copy) ``export_library``; in a fresh process ``load`` of the
+``save_weights``, a default (zero-copy) ``export_library``, an export with ``weights_file=`` (and
+its load: time, RSS added); in a fresh process ``load`` of the
 artifact and ``load(artifact, weights_file=...)`` (the swap), with the RSS each adds before the
 first call; and two processes that map the same weights file (``open_weights``) and read all of
 it, with Rss and Pss from /proc/PID/smaps_rollup while both hold it (shared pages: Pss about half
@@ -37,7 +38,11 @@ load_s = (time.perf_counter_ns() - t) / 1e9; held = rss() - base
 base = rss(); t = time.perf_counter_ns()
 swapped = tvm_partial.load(sys.argv[1], weights_file=sys.argv[2])
 swap_s = (time.perf_counter_ns() - t) / 1e9; swap_held = rss() - base
-print(json.dumps({"load_s": load_s, "held": held, "swap_s": swap_s, "swap_held": swap_held}))
+base = rss(); t = time.perf_counter_ns()
+external = tvm_partial.load(sys.argv[3])
+ext_s = (time.perf_counter_ns() - t) / 1e9; ext_held = rss() - base
+print(json.dumps({"load_s": load_s, "held": held, "swap_s": swap_s, "swap_held": swap_held,
+                  "ext_load_s": ext_s, "ext_held": ext_held}))
 """
 
 _SHARE = r"""
@@ -91,9 +96,12 @@ def measure(nbytes: int, tmp: Path) -> dict:
     out["save_weights"] = _timed(lambda: tvm_partial.save_weights(pm, tmp / "w.safetensors"))
     out["export"] = _timed(lambda: tvm_partial.export_library(pm, tmp / "model.so"))
     out["artifact_bytes"] = (tmp / "model.so").stat().st_size
+    out["export_ext"] = _timed(lambda: tvm_partial.export_library(pm, tmp / "ext.so", weights_file=tmp / "ext.safetensors"))
+    out["ext_bytes"] = (tmp / "ext.so").stat().st_size
     out["weights_bytes"] = (tmp / "w.safetensors").stat().st_size
     del pm, weights, view
-    proc = subprocess.run([sys.executable, "-c", _LOAD, str(tmp / "model.so"), str(tmp / "w.safetensors")],
+    proc = subprocess.run([sys.executable, "-c", _LOAD, str(tmp / "model.so"), str(tmp / "w.safetensors"),
+                           str(tmp / "ext.so")],
                           capture_output=True, text=True, check=True)
     out.update(json.loads(proc.stdout.strip().splitlines()[-1]))
     procs = [subprocess.Popen([sys.executable, "-c", _SHARE, str(tmp / "w.safetensors")], stdin=subprocess.PIPE,
@@ -108,8 +116,8 @@ def measure(nbytes: int, tmp: Path) -> dict:
     for p in procs:
         p.wait()
     out["share"] = shares
-    (tmp / "model.so").unlink()
-    (tmp / "w.safetensors").unlink()
+    for name in ("model.so", "w.safetensors", "ext.so", "ext.safetensors"):
+        (tmp / name).unlink()
     return out
 
 
@@ -120,7 +128,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     sizes = ["16MiB"] if args.quick else args.sizes
     print(machine())
-    rows, shares = [], []
+    rows, shares, ext_rows = [], [], []
     for size in sizes:
         with tempfile.TemporaryDirectory() as tmp:
             r = measure(parse_size(size), Path(tmp))
@@ -129,8 +137,12 @@ def main(argv=None) -> int:
                      f"{r['export']:.2f}", f"{r['export'] / r['np.save']:.2f}", f"{r['artifact_bytes'] / mib:.1f}",
                      f"{r['weights_bytes'] / mib:.1f}", f"{r['load_s'] * 1e3:.1f}", f"{r['held'] / mib:.1f}",
                      f"{r['swap_s'] * 1e3:.1f}", f"{r['swap_held'] / mib:.1f}", f"{r['swap_s'] / r['export']:.4f}"])
+        ext_rows.append([size, f"{r['export_ext']:.2f}", f"{r['export_ext'] / r['np.save']:.2f}",
+                         f"{r['ext_bytes'] / 1024:.0f}", f"{r['ext_load_s'] * 1e3:.1f}", f"{r['ext_held'] / mib:.1f}"])
         shares.append([size] + [f"{rss / mib:.0f} / {pss / mib:.0f} ({pss / rss:.2f}); process {trss / mib:.0f} / {tpss / mib:.0f}"
                                 for rss, pss, trss, tpss in r["share"]])
+    print(table(["weights", "export, weights_file= s", "/np.save", "library KiB", "load ms", "load RSS MiB"], ext_rows))
+    print()
     print(table(["weights", "np.save s", "save_weights s", "/np.save", "export s", "/np.save", "artifact MiB",
                  "weights file MiB", "load ms", "load RSS MiB", "swap ms", "swap RSS MiB", "swap/export"], rows))
     print()

@@ -200,10 +200,12 @@ def test_cpp_deploy_example(tmp_path):
         "[ok] deploy_ffi_only: self-contained artifact, no tvm-partial",
         "[ok] deploy: zero-copy self-contained artifact",
         "[ok] deploy_ffi_only: zero-copy self-contained artifact, no tvm-partial",
+        "[ok] deploy: artifact with a safetensors weights file",
+        "[ok] deploy_ffi_only: artifact with a safetensors weights file, no tvm-partial",
         "[ok] deploy --returns: artifact with outputs, out = main(data)",
         "[ok] deploy --bind-returns: plain library, bound with an output in C++",
         "[ok] deploy_ffi_only --returns: self-contained artifact with outputs",
         "[ok] deploy_ffi_only: plain artifact refused, loader not registered",
     ]
-    assert sum("float32 values equal" in line and "bitwise" in line for line in lines) == 9
+    assert sum("float32 values equal" in line and "bitwise" in line for line in lines) == 11
     assert LOADER_MISSING in proc.stdout

@@ -154,7 +154,24 @@ CASES = {
     "a weights file whose JSON header is malformed": lambda c: tvm_partial.open_weights(_weights_file(c, "json")),
     "a weights file whose tensors overlap": lambda c: tvm_partial.open_weights(_weights_file(c, "overlap")),
     "`verify` of a weights file that records no hashes": lambda c: tvm_partial.verify(_weights_file(c, "foreign")),
+    "an artifact whose weights file is missing": lambda c: _in_subprocess(
+        "import tvm_partial\ntvm_partial.load(sys.argv[1])", _external_artifact(c, "missing")),
+    "the weights file of another export beside an artifact": lambda c: _in_subprocess(
+        "import tvm_partial\ntvm_partial.load(sys.argv[1])", _external_artifact(c, "other")),
 }
+
+
+def _external_artifact(ctx, kind: str) -> str:
+    """An artifact exported with weights_file=, its weights file removed or another export's."""
+    folder = Path(ctx["artifact"]).parent / f"external_{kind}"
+    folder.mkdir(exist_ok=True)
+    lib, weights = folder / "model.so", folder / "model.safetensors"
+    tvm_partial.export_library(ctx["pm"], lib, weights_file=weights)
+    if kind == "missing":
+        weights.unlink()
+    else:
+        tvm_partial.export_library(ctx["pm"], folder / "again.so", weights_file=weights)
+    return str(lib)
 
 
 def _weights_file(ctx, kind: str) -> Path:

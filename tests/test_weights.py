@@ -238,3 +238,97 @@ def test_dtypes_round_trip_byte_identical(tmp_path):
     raw, header, start = _header(first)
     begin, end = header["main/0"]["data_offsets"]
     assert header["main/0"]["dtype"] == "BF16" and raw[start + begin:start + end] == values[0].view("uint16").tobytes()
+
+
+# -- export_library(pm, path, weights_file=...): the payloads in a safetensors file beside the code
+
+_LOAD_EXTERNAL = """
+import json, sys
+import numpy as np, tvm, tvm_partial
+lib = tvm_partial.load(sys.argv[1], **({"weights_file": sys.argv[3]} if len(sys.argv) > 3 else {}))
+out = tvm.runtime.empty((21,), "float32")
+lib(tvm.runtime.tensor(np.array(json.loads(sys.argv[2]), "float32")), out)
+held = tvm_partial.bindings(lib)["main"]
+maps = open("/proc/self/maps").read()
+print(json.dumps({"out": out.numpy().tolist(), "aligned": all(held[i].data_ptr() % 64 == 0 for i in held),
+                  "mapped": sys.argv[1].replace(".so", ".safetensors") in maps}))
+"""
+
+
+@pytest.fixture()
+def external(kernel, tmp_path):
+    exe, sig = kernel
+    b, c = ints(N, seed=21), ints(N, seed=22)
+    pm = tvm_partial.partial(exe, signature=sig, b=b, c=c)
+    lib, weights = tmp_path / "model.so", tmp_path / "model.safetensors"
+    tvm_partial.export_library(pm, lib, weights_file=weights)
+    return pm, lib, weights, b, c
+
+
+def test_export_with_weights_file(external, tmp_path):
+    from helpers import run_json
+
+    pm, lib, weights, b, c = external
+    got = safetensors_numpy.load_file(str(weights))
+    assert np.array_equal(got["main/b"], b) and np.array_equal(got["main/c"], c)
+    assert lib.stat().st_size < 64 * 1024  # the code and metadata; the weights are in the file
+    info = tvm_partial.inspect(lib)
+    assert info["weights_file"] == "model.safetensors" and info["region"]["weights_file"]["complete"]
+    report = tvm_partial.verify(lib)
+    assert report["intact"] and report["checked"] == 2
+    assert {p["placement"] for p in report["payloads"]} == {"weights file model.safetensors"}
+    assert tvm_partial.verify(weights)["intact"]
+    a = ints(N, seed=23)
+    # Loaded in a fresh process: the file beside the library is mapped, the tensors are views of it.
+    result = run_json(_LOAD_EXTERNAL, str(lib), json.dumps(a.tolist()))
+    assert result["aligned"] and result["mapped"]
+    assert np.array_equal(np.array(result["out"], "float32"), affine4_ref(a, b, c))
+    # The library and its weights file move together (the name is relative to the library).
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    lib.rename(moved / "model.so")
+    weights.rename(moved / "model.safetensors")
+    result = run_json(_LOAD_EXTERNAL, str(moved / "model.so"), json.dumps(a.tolist()))
+    assert np.array_equal(np.array(result["out"], "float32"), affine4_ref(a, b, c))
+
+
+def test_external_weights_swapped(external, tmp_path):
+    from helpers import run_json
+
+    pm, lib, weights, b, c = external
+    b2, c2 = ints(N, seed=24), ints(N, seed=25)
+    tvm_partial.save_weights(tvm_partial.rebind(pm, b=b2, c=c2), tmp_path / "v2.safetensors")
+    a = ints(N, seed=26)
+    result = run_json(_LOAD_EXTERNAL, str(lib), json.dumps(a.tolist()), str(tmp_path / "v2.safetensors"))
+    assert np.array_equal(np.array(result["out"], "float32"), affine4_ref(a, b2, c2))
+
+
+def test_external_weights_bad_files(external, kernel, tmp_path):
+    from helpers import run_python
+
+    pm, lib, weights, b, c = external
+    code = "import sys, tvm_partial\ntvm_partial.load(sys.argv[1])"
+    good = weights.read_bytes()
+    weights.write_bytes(good[:-30])   # cut short
+    proc = run_python(code, str(lib))
+    assert proc.returncode == 1 and "ValueError: weights file" in proc.stderr and "truncated" in proc.stderr
+    with pytest.raises(ValueError, match="is truncated or was not written with this artifact"):
+        tvm_partial.verify(lib)
+    weights.unlink()                  # missing
+    proc = run_python(code, str(lib))
+    assert proc.returncode == 1 and f"cannot open the weights file {weights}" in proc.stderr
+    with pytest.raises(ValueError, match="model.safetensors is missing"):
+        tvm_partial.verify(lib)
+    # The weights file of another export (same names, dtypes and shapes): refused, not silently used.
+    exe, sig = kernel
+    tvm_partial.export_library(pm, tmp_path / "other.so", weights_file=weights)
+    proc = run_python(code, str(lib))
+    assert proc.returncode == 1 and "was not written with this artifact" in proc.stderr
+    # Changed in place: verify names the tensor.
+    tvm_partial.export_library(pm, lib, weights_file=weights)
+    raw = bytearray(weights.read_bytes())
+    at = next(p["file_offset"] for p in tvm_partial.verify(lib)["payloads"] if p["index"] == 2)
+    raw[at] ^= 0x40
+    weights.write_bytes(bytes(raw))
+    report = tvm_partial.verify(lib)
+    assert [(p["function"], p["index"]) for p in report["damaged"]] == [("main", 2)]

@@ -43,6 +43,7 @@ METADATA_BINDINGS = "tvm_partial.bindings"
 METADATA_HASHES = "tvm_partial.hashes"
 _U64 = (1 << 64) - 1
 _hash_file_range = tvm_ffi.get_global_func("tvm_partial.HashFileRange")
+_write_payload_region = tvm_ffi.get_global_func("tvm_partial.WritePayloadRegion")
 
 
 def save_weights(module, path) -> None:
@@ -134,7 +135,7 @@ def open_weights(path, function: str = "main") -> dict:
     entries, data_start, buffer = _read(path)
     out = {}
     for key, (dtype, shape, begin, end) in entries.items():
-        if key.startswith(PADDING_PREFIX):
+        if key.startswith(PADDING_PREFIX) or key == REGION_KEY:
             continue
         if "/" in key:
             owner, _, name = key.partition("/")
@@ -167,7 +168,7 @@ def swap_weights(module, path):
         for position, value in values.items():
             if isinstance(value, tvm_ffi.Tensor):
                 expected[_key(function, position, recorded)] = (function, position, value)
-    given = {k for k in entries if not k.startswith(PADDING_PREFIX)}
+    given = {k for k in entries if not k.startswith(PADDING_PREFIX) and k != REGION_KEY}
     missing, extra = sorted(set(expected) - given), sorted(given - set(expected))
     if missing:
         raise ValueError(f"weights file {path} lacks tensor {missing[0]!r} that the module binds"
@@ -225,7 +226,7 @@ def _metadata(path: str) -> tuple:
 def _payloads(path: str, entries: dict, data_start: int, where: dict) -> list:
     out = []
     for key in sorted(entries, key=lambda k: entries[k][2]):
-        if key.startswith(PADDING_PREFIX):
+        if key.startswith(PADDING_PREFIX) or key == REGION_KEY:
             continue
         dtype, shape, begin, end = entries[key]
         loc = where.get(key)  # [function, position] as save_weights recorded it
@@ -277,6 +278,53 @@ def verify_weights(path) -> dict:
     damaged = [p for p in payloads if not p["intact"]]
     return {"path": path, "intact": not damaged, "checked": len(payloads),
             "bytes": sum(p["bytes"] for p in payloads), "payloads": payloads, "damaged": damaged}
+
+
+#: The key of the region header in a weights file written by ``export_library(weights_file=)``.
+REGION_KEY = "__tvm_partial_region__"
+
+
+def write_region_file(external, path) -> None:
+    """The safetensors file of an export with ``weights_file=``: its data is the payload region of
+    ``external`` (a module from ``WithExternalWeights``), the region header as ``REGION_KEY`` and
+    each payload under its key, at the offsets the metadata records; gaps as padding entries."""
+    from .partial import param_names  # noqa: PLC0415
+
+    info = _lib.describe_bytes(_lib.save_to_bytes(external))
+    names = param_names(external)
+    header = {REGION_KEY: {"dtype": "U8", "shape": [64], "data_offsets": [0, 64]}}
+    spans, where, hashes = [], {}, {}
+    for fn in info["functions"]:
+        function = str(fn["name"])
+        for b in fn["bindings"]:
+            if str(b["kind"]) != "tensor":
+                continue
+            key = _key(function, int(b["index"]), names.get(function, []))
+            dtype = str(b["dtype"])
+            if dtype not in _BY_TVM:
+                raise TypeError(f"export_library: {key} has dtype {dtype}, which a safetensors weights file "
+                                f"cannot hold (supported: {', '.join(sorted(_BY_TVM))}); export without weights_file=")
+            begin = int(b["offset"])
+            spans.append((begin, begin + int(b["bytes"])))
+            header[key] = {"dtype": _BY_TVM[dtype], "shape": [int(d) for d in b["shape"]],
+                           "data_offsets": [begin, begin + int(b["bytes"])]}
+            where[key] = [function, int(b["index"])]
+            hashes[key] = f"{int(b['hash']) & _U64:016x}"
+    end = 64
+    for begin, stop in sorted(spans):
+        if begin > end:
+            header[f"{PADDING_PREFIX}{end}"] = {"dtype": "U8", "shape": [begin - end], "data_offsets": [end, begin]}
+        end = stop
+    if int(info["region_size"]) != end:
+        raise AssertionError("the region layout does not match its metadata")
+    header["__metadata__"] = {METADATA_FORMAT: "1",
+                              METADATA_BINDINGS: json.dumps(where, separators=(",", ":")),
+                              METADATA_HASHES: json.dumps(hashes, separators=(",", ":"))}
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-(8 + len(text)) % _ALIGNMENT)
+    _write_payload_region(external, os.fspath(path), 8 + len(text))
+    with open(path, "r+b") as f:
+        f.write(len(text).to_bytes(8, "little") + text)
 
 
 # ----------------------------------------------------------------------------------------------
