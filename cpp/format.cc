@@ -817,6 +817,15 @@ std::vector<FunctionRecord> Decode(const char* data, size_t size) {
     if (in_file) {
       const std::string path = weights::Beside(mapped.library, parsed.weights_file);
       mapped = weights::Map(path, parsed.region_size);
+      std::vector<weights::Span> spans;
+      for (const ParsedFunction& fn : parsed.functions) {
+        for (const ParsedValue& v : fn.values) {
+          if (v.kind != kTensor) continue;
+          spans.push_back({v.tensor.offset, v.tensor.offset + v.tensor.nbytes,
+                           "function '" + std::string(fn.name) + "' position " + std::to_string(v.index)});
+        }
+      }
+      weights::CheckHeader(path, spans);
       if (!matches(mapped.data)) {
         TVM_FFI_THROW(ValueError) << "weights file " << path << " was not written with this artifact "
                                   << "(its region header does not match the metadata): export again, "

@@ -12,7 +12,9 @@
 #define TVM_PARTIAL_WEIGHTS_FILE_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "payload_region.h"
 
@@ -29,6 +31,21 @@ std::string Beside(const std::string& library, const std::string& name);
  *         it is not a safetensors file, its header is out of range, or it is cut short.
  */
 region::MappedRegion Map(const std::string& path, size_t region_size);
+
+/*! \brief A payload the metadata records: its byte range in the region and what to call it. */
+struct Span {
+  uint64_t begin;
+  uint64_t end;
+  std::string where;  // "function 'main' position 1"
+};
+
+/*!
+ * \brief Check the JSON header of the weights file at `path` (parsed with tvm-ffi's JSON reader)
+ *        against the metadata: the region header entry at [0, 64) and, for every payload in
+ *        `spans`, an entry with exactly its data offsets.
+ * \throws ValueError naming the file and the payload when the header is malformed or disagrees.
+ */
+void CheckHeader(const std::string& path, const std::vector<Span>& spans);
 
 }  // namespace weights
 }  // namespace tvm_partial

@@ -332,3 +332,26 @@ def test_external_weights_bad_files(external, kernel, tmp_path):
     weights.write_bytes(bytes(raw))
     report = tvm_partial.verify(lib)
     assert [(p["function"], p["index"]) for p in report["damaged"]] == [("main", 2)]
+
+
+def test_external_weights_header_checked_in_cpp(external):
+    """The loader (C++) parses the weights file's JSON header with tvm-ffi's reader: a malformed
+    header, or one whose offsets disagree with the metadata, is refused naming the file."""
+    from helpers import run_python
+
+    pm, lib, weights, b, c = external
+    code = "import sys, tvm\ntvm.runtime.load_module(sys.argv[1])"
+    good = weights.read_bytes()
+    n, = struct.unpack_from("<Q", good)
+    header = good[8:8 + n]
+    assert b'"data_offsets":[64,148]' in header
+    weights.write_bytes(good[:8] + header.replace(b'"data_offsets":[64,148]', b'"data_offsets":[64,147]') + good[8 + n:])
+    proc = run_python(code, str(lib))
+    assert proc.returncode == 1 and "has no tensor at data offsets [64, 148], where the metadata puts " \
+        "function 'main' position 1" in proc.stderr, proc.stderr[-2000:]
+    weights.write_bytes(good[:8] + b"[" + header[1:] + good[8 + n:])
+    proc = run_python(code, str(lib))
+    assert proc.returncode == 1 and "malformed JSON header" in proc.stderr, proc.stderr[-2000:]
+    weights.write_bytes(good)
+    proc = run_python(code + "\nprint('loaded')", str(lib))
+    assert proc.returncode == 0 and "loaded" in proc.stdout
