@@ -355,3 +355,53 @@ def test_external_weights_header_checked_in_cpp(external):
     weights.write_bytes(good)
     proc = run_python(code + "\nprint('loaded')", str(lib))
     assert proc.returncode == 0 and "loaded" in proc.stdout
+
+
+def test_external_weights_loader_fuzz(external):
+    """The C++ loader on damaged weights files (bytes of the header flipped, its length changed,
+    the file cut): a ValueError or RuntimeError each time, never a crash (one fresh process)."""
+    from helpers import run_json
+
+    pm, lib, weights, b, c = external
+    result = run_json(
+        """
+        import json, os, random, struct, sys
+        import tvm, tvm_partial
+        lib, weights = sys.argv[1], sys.argv[2]
+        good = open(weights, "rb").read()
+        n, = struct.unpack_from("<Q", good)
+        rng = random.Random(1234)
+        kinds = {}
+        for i in range(300):
+            data = bytearray(good)
+            how = i % 3
+            if how == 0:
+                for _ in range(rng.randint(1, 4)):
+                    data[rng.randrange(8, 8 + n)] = rng.randrange(256)
+            elif how == 1:
+                data[:8] = struct.pack("<Q", rng.choice([0, 1, n - 1, n + 1, n + 64, 2**40, 2**64 - 1, rng.randrange(2**32)]))
+            else:
+                del data[rng.randrange(0, len(data)):]
+            tmp = weights + ".new"
+            with open(tmp, "wb") as f:
+                f.write(bytes(data))
+            os.replace(tmp, weights)      # a new file: mappings of earlier loads keep theirs
+            try:
+                tvm.runtime.load_module(lib)
+                kinds["loaded"] = kinds.get("loaded", 0) + 1
+            except Exception as err:
+                kinds[type(err).__name__] = kinds.get(type(err).__name__, 0) + 1
+        print(json.dumps(kinds))
+        """, str(lib), str(weights))
+    assert set(result) <= {"ValueError", "RuntimeError", "loaded"}, result
+    assert result.get("ValueError", 0) > 100
+
+
+def test_export_with_weights_file_refusals(external, tmp_path):
+    pm, lib, weights, b, c = external
+    with pytest.raises(ValueError, match="zero_copy=False .* contradicts it"):
+        tvm_partial.export_library(pm, tmp_path / "x.so", weights_file=tmp_path / "x.safetensors", zero_copy=False)
+    loaded = tvm_partial.load(lib)
+    with pytest.raises(ValueError, match="keeps its weights in the file model.safetensors; .*save_weights"):
+        tvm_partial.export_library(tvm_partial.rebind(loaded, b=b), tmp_path / "y.so")
+    assert not (tmp_path / "x.so").exists() and not (tmp_path / "y.so").exists()
