@@ -278,6 +278,12 @@ def test_export_with_weights_file(external, tmp_path):
     assert report["intact"] and report["checked"] == 2
     assert {p["placement"] for p in report["payloads"]} == {"weights file model.safetensors"}
     assert tvm_partial.verify(weights)["intact"]
+    import subprocess
+    import sys
+
+    shown = subprocess.run([sys.executable, "-m", "tvm_partial", "inspect", str(lib)], capture_output=True, text=True)
+    assert shown.returncode == 0 and f"weights file model.safetensors ({weights}): present, matches this artifact" \
+        in shown.stdout, shown.stdout + shown.stderr
     a = ints(N, seed=23)
     # Loaded in a fresh process: the file beside the library is mapped, the tensors are views of it.
     result = run_json(_LOAD_EXTERNAL, str(lib), json.dumps(a.tolist()))
