@@ -6,6 +6,7 @@
 
 #include "hash.h"
 #include "payload_region.h"
+#include "weights_file.h"
 
 #include <tvm_partial/partial_apply.h>
 
@@ -37,6 +38,7 @@ namespace {
 constexpr char kMagic[8] = {'T', 'V', 'M', 'P', 'A', 'R', 'T', 'L'};
 constexpr char kRegionMagic[8] = {'T', 'V', 'M', 'P', 'R', 'E', 'G', 'N'};
 constexpr uint32_t kFlagExternalPayloads = 1;  // payloads live in a region of the library file
+constexpr uint32_t kFlagWeightsFile = 2;       // ... of a safetensors file beside it (with flag 1)
 constexpr size_t kHeaderSize = 40;     // magic, version, flags, total, metadata size, hash
 constexpr size_t kHashedHeader = 32;   // the header bytes covered by the metadata hash
 constexpr uint32_t kMaxNdim = 64;
@@ -281,7 +283,7 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
   const bool with_outputs = std::any_of(functions.begin(), functions.end(),
                                         [](const FunctionRecord& fn) { return !fn.outputs.empty(); });
   w.Put<uint32_t>(with_outputs ? kVersion : kVersionNoOutputs);
-  w.Put<uint32_t>(region ? kFlagExternalPayloads : 0);
+  w.Put<uint32_t>(region ? (kFlagExternalPayloads | (region->weights_file.empty() ? 0 : kFlagWeightsFile)) : 0);
   w.Put<uint64_t>(0);  // total size, patched
   w.Put<uint64_t>(0);  // metadata size, patched
   w.Put<uint64_t>(0);  // metadata hash, patched
@@ -291,6 +293,7 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
     w.Put<uint64_t>(region->link);
     region_size_at = w.size();
     w.Put<uint64_t>(0);  // region size, patched
+    if (!region->weights_file.empty()) w.PutStr(region->weights_file);
   }
 
   // The format stores text as UTF-8 and the reader checks it: refuse anything else here.
@@ -526,6 +529,7 @@ struct Parsed {
   uint32_t version;
   uint64_t total;
   bool external = false;     // payloads in a region of the library file
+  std::string weights_file;  // flag 2: the region is the data of this safetensors file
   std::string symbol;        // that region's symbol
   uint64_t link = 0;         // the number the region header must repeat
   uint64_t region_size = 0;
@@ -598,7 +602,10 @@ Parsed Parse(const char* data, size_t size) {
   }
   if (out.version == 0) Corrupt("format version 0 is invalid");
   uint32_t flags = header.Get<uint32_t>("flags");
-  if ((flags & ~kFlagExternalPayloads) != 0) Corrupt("unknown flags " + std::to_string(flags));
+  if ((flags & ~(kFlagExternalPayloads | kFlagWeightsFile)) != 0 ||
+      flags == kFlagWeightsFile) {
+    Corrupt("unknown flags " + std::to_string(flags));
+  }
   out.external = (flags & kFlagExternalPayloads) != 0;
   out.total = header.Get<uint64_t>("total size");
   if (out.total != size) {
@@ -623,6 +630,12 @@ Parsed Parse(const char* data, size_t size) {
     out.symbol = r.GetStr("payload region symbol");
     out.link = r.Get<uint64_t>("payload region link");
     out.region_size = r.Get<uint64_t>("payload region size");
+    if (flags & kFlagWeightsFile) {
+      out.weights_file = r.GetStr("weights file name");
+      if (out.weights_file.empty() || out.weights_file.find('\0') != std::string::npos) {
+        Corrupt("the weights file name is empty or holds a NUL byte");
+      }
+    }
     if (out.symbol.rfind(kRegionSymbolPrefix, 0) != 0) {
       Corrupt("payload region symbol '" + out.symbol + "' does not start with " + kRegionSymbolPrefix);
     }
@@ -785,17 +798,39 @@ std::vector<FunctionRecord> Decode(const char* data, size_t size) {
   region::MappedRegion mapped;
   const char* payloads = data;
   if (parsed.external) {
-    mapped = region::Find(parsed.symbol, parsed.region_size);
-    const char* h = mapped.data;
-    uint32_t version;
-    uint64_t region_size, link;
-    std::memcpy(&version, h + 8, 4);
-    std::memcpy(&region_size, h + 16, 8);
-    std::memcpy(&link, h + 24, 8);
-    if (std::memcmp(h, kRegionMagic, 8) != 0 || version != kVersionNoOutputs ||
-        region_size != parsed.region_size || link != parsed.link) {
+    auto matches = [&parsed](const char* h) {
+      uint32_t version;
+      uint64_t region_size, link;
+      std::memcpy(&version, h + 8, 4);
+      std::memcpy(&region_size, h + 16, 8);
+      std::memcpy(&link, h + 24, 8);
+      return std::memcmp(h, kRegionMagic, 8) == 0 && version == kVersionNoOutputs &&
+             region_size == parsed.region_size && link == parsed.link;
+    };
+    const bool in_file = !parsed.weights_file.empty();
+    // With a weights file the library's region is its header alone (it says which library this is).
+    mapped = region::Find(parsed.symbol, in_file ? kRegionHeaderSize : parsed.region_size);
+    if (!matches(mapped.data)) {
       Corrupt("the payload region " + parsed.symbol + " in " + mapped.library +
               " does not match its metadata (bad magic, version, size or link)");
+    }
+    if (in_file) {
+      const std::string path = weights::Beside(mapped.library, parsed.weights_file);
+      mapped = weights::Map(path, parsed.region_size);
+      std::vector<weights::Span> spans;
+      for (const ParsedFunction& fn : parsed.functions) {
+        for (const ParsedValue& v : fn.values) {
+          if (v.kind != kTensor) continue;
+          spans.push_back({v.tensor.offset, v.tensor.offset + v.tensor.nbytes,
+                           "function '" + std::string(fn.name) + "' position " + std::to_string(v.index)});
+        }
+      }
+      weights::CheckHeader(path, spans);
+      if (!matches(mapped.data)) {
+        TVM_FFI_THROW(ValueError) << "weights file " << path << " was not written with this artifact "
+                                  << "(its region header does not match the metadata): export again, "
+                                  << "or load(path, weights_file=...) to bind other weights";
+      }
     }
     payloads = mapped.data;
   }
@@ -854,6 +889,7 @@ ffi::Map<ffi::String, ffi::Any> Describe(const char* data, size_t size) {
   out.Set("total_bytes", static_cast<int64_t>(parsed.total));
   out.Set("constant_bytes", static_cast<int64_t>(constant_bytes));
   out.Set("payloads", ffi::String(parsed.external ? "region " + parsed.symbol : "inline"));
+  if (!parsed.weights_file.empty()) out.Set("weights_file", ffi::String(parsed.weights_file));
   if (parsed.external) {
     out.Set("region_link", static_cast<int64_t>(parsed.link));
     out.Set("region_size", static_cast<int64_t>(parsed.region_size));

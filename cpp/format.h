@@ -3,7 +3,10 @@
  * \brief Internal: the serialisation format of a partial module (`SaveToBytes`).
  *
  * Layout (versions 1 and 2, little-endian; flag 1: payloads in a region of the library file, see
- * kRegionHeaderSize, the metadata then starting with str symbol | u64 link | u64 region size):
+ * kRegionHeaderSize, the metadata then starting with str symbol | u64 link | u64 region size;
+ * flag 2, only with flag 1: that region, payloads included, is the data of a safetensors weights
+ * file beside the library (the library's region keeps only its header), then str weights file,
+ * a path relative to the library's folder):
  *
  *   header   magic "TVMPARTL" | u32 version | u32 flags (0) | u64 total size | u64 metadata size
  *            | u64 metadata hash (over the header before it and the metadata)      = 40 bytes
@@ -55,6 +58,9 @@ constexpr const char* kRegionSymbolPrefix = "__tvm_partial_payload_";
 struct ExternalRegion {
   std::string symbol;
   uint64_t link;
+  /*! \brief Flag 2: non-empty when the payloads live in this safetensors file (a path relative
+   *         to the library's folder) and the library's region holds only the region header. */
+  std::string weights_file = {};
 };
 
 /*! \brief What one function of a partial module records. */

@@ -340,6 +340,23 @@ TVM_FFI_STATIC_INIT_BLOCK() {
         if (pm->HasWrapped()) wrapped = pm->Wrapped();
         return ffi::Module(ffi::make_object<PartialModuleObj>(pm->functions_, wrapped, region));
       }));
+  // The same, with the payloads in a safetensors weights file beside the library (flag 2): the
+  // library's region then holds only the region header; `weights_file` is relative to its folder.
+  detail::RegisterGlobalOnce(
+      "tvm_partial.WithExternalWeights",
+      ffi::Function::FromTyped([](ffi::Module mod, ffi::String symbol, int64_t link, ffi::String weights_file) {
+        PartialModuleObj* pm = AsPartialModule(mod);
+        if (pm == nullptr) TVM_FFI_THROW(TypeError) << "WithExternalWeights: not a partial_apply module";
+        if (std::string(symbol).rfind(format::kRegionSymbolPrefix, 0) != 0) {
+          TVM_FFI_THROW(ValueError) << "WithExternalWeights: the symbol must start with "
+                                    << format::kRegionSymbolPrefix;
+        }
+        if (weights_file.empty()) TVM_FFI_THROW(ValueError) << "WithExternalWeights: empty weights file name";
+        format::ExternalRegion region{std::string(symbol), static_cast<uint64_t>(link), std::string(weights_file)};
+        ffi::Optional<ffi::Module> wrapped;
+        if (pm->HasWrapped()) wrapped = pm->Wrapped();
+        return ffi::Module(ffi::make_object<PartialModuleObj>(pm->functions_, wrapped, region));
+      }));
   detail::RegisterGlobalOnce(
       "tvm_partial.WritePayloadRegion",
       ffi::Function::FromTyped([](ffi::Module mod, ffi::String path, int64_t lead) {

@@ -17,6 +17,7 @@ BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
     ("bench_outputs.py", "returning partial: out = g(x)"),
     ("bench_rpc.py", "vs 1 server"),  # starts a tracker and two rpc_servers on 127.0.0.1: ~20 s
     ("bench_relax.py", "targets: load->1st"),
+    ("bench_weights.py", "two processes mapping one weights file"),
 ])
 def test_benchmark_runs(script, expected):
     proc = subprocess.run([sys.executable, str(BENCH / script), "--quick"], capture_output=True, text=True,

@@ -201,6 +201,8 @@ def test_cpp_deploy_example(tmp_path):
         "[ok] deploy_ffi_only: self-contained artifact, no tvm-partial",
         "[ok] deploy: zero-copy self-contained artifact",
         "[ok] deploy_ffi_only: zero-copy self-contained artifact, no tvm-partial",
+        "[ok] deploy: artifact with a safetensors weights file",
+        "[ok] deploy_ffi_only: artifact with a safetensors weights file, no tvm-partial",
         "[ok] deploy --returns: artifact with outputs, out = main(data)",
         "[ok] deploy --bind-returns: plain library, bound with an output in C++",
         "[ok] deploy_ffi_only --returns: self-contained artifact with outputs",

@@ -168,6 +168,61 @@ class _ServerWithoutTvmPartial:
     def load_module(self, path):
         raise RuntimeError("Library binary was created using {partial_apply} but a loader of that name "
                            "is not registered.")
+    "a weights file that does not exist": lambda c: tvm_partial.open_weights(Path(c["artifact"]).parent / "none.safetensors"),
+    "a weights file cut short": lambda c: tvm_partial.open_weights(_weights_file(c, "cut")),
+    "a weights file of another model": lambda c: tvm_partial.load(c["artifact_wb"], weights_file=_weights_file(c, "partial")),
+    "a tensor of another dtype or shape in the weights file": lambda c: tvm_partial.load(
+        c["artifact_wb"], weights_file=_weights_file(c, "float64")),
+    "a weights file whose JSON header is malformed": lambda c: tvm_partial.open_weights(_weights_file(c, "json")),
+    "a weights file whose tensors overlap": lambda c: tvm_partial.open_weights(_weights_file(c, "overlap")),
+    "`verify` of a weights file that records no hashes": lambda c: tvm_partial.verify(_weights_file(c, "foreign")),
+    "an artifact whose weights file is missing": lambda c: _in_subprocess(
+        "import tvm_partial\ntvm_partial.load(sys.argv[1])", _external_artifact(c, "missing")),
+    "the weights file of another export beside an artifact": lambda c: _in_subprocess(
+        "import tvm_partial\ntvm_partial.load(sys.argv[1])", _external_artifact(c, "other")),
+}
+
+
+def _external_artifact(ctx, kind: str) -> str:
+    """An artifact exported with weights_file=, its weights file removed or another export's."""
+    folder = Path(ctx["artifact"]).parent / f"external_{kind}"
+    folder.mkdir(exist_ok=True)
+    lib, weights = folder / "model.so", folder / "model.safetensors"
+    tvm_partial.export_library(ctx["pm"], lib, weights_file=weights)
+    if kind == "missing":
+        weights.unlink()
+    else:
+        tvm_partial.export_library(ctx["pm"], folder / "again.so", weights_file=weights)
+    return str(lib)
+
+
+def _weights_file(ctx, kind: str) -> Path:
+    """A safetensors file of the model in ctx["pm"] (weights and bias), spoilt as `kind` says."""
+    import json
+
+    path = Path(ctx["artifact"]).parent / f"{kind}.safetensors"
+    good = Path(ctx["artifact"]).parent / "good.safetensors"
+    tvm_partial.save_weights(ctx["pm"], good)
+    raw = good.read_bytes()
+    n, = struct.unpack_from("<Q", raw)
+    header = json.loads(raw[8:8 + n])
+    if kind == "cut":
+        path.write_bytes(raw[:-50])
+    elif kind == "partial":
+        tvm_partial.save_weights(tvm_partial.partial(ctx["exe"], signature=ctx["sig"], weights=W), path)
+    elif kind == "float64":
+        tvm_partial.save_weights(tvm_partial.partial(ctx["exe"], {1: W, 2: B.astype("float64")},
+                                                     signature=["data", "weights", "bias", "result"]), path)
+    elif kind == "json":
+        path.write_bytes(raw[:8] + b"[" + raw[9:])  # the header no longer parses
+    elif kind == "overlap":
+        header["main/bias"]["data_offsets"] = [0, 32]
+        text = json.dumps(header).encode()
+        path.write_bytes(struct.pack("<Q", len(text)) + text + raw[8 + n:])
+    elif kind == "foreign":
+        text = json.dumps({k: v for k, v in header.items() if k != "__metadata__"}).encode()
+        path.write_bytes(struct.pack("<Q", len(text)) + text + raw[8 + n:])
+    return path
 
 
 def _export_longer_string(ctx) -> None:
@@ -235,7 +290,8 @@ def ctx(conv, tmp_path_factory):
     from tvm_partial import zero_copy
 
     external_blob = tvm_partial.save_to_bytes(zero_copy.prepare(pm, folder)[0])
-    return {"pm": pm, "truncated": str(folder / "truncated.so"), "altered": str(folder / "altered.so"),
+    tvm_partial.export_library(pm, folder / "partial_wb.so")
+    return {"artifact_wb": str(folder / "partial_wb.so"), "pm": pm, "truncated": str(folder / "truncated.so"), "altered": str(folder / "altered.so"),
             "external_blob": external_blob, "exe": exe, "f": exe["main"], "sig": tensors, "relax_exe": tvm.compile(Identity, target="llvm"),
             "artifact": str(artifact), "plain": str(plain), "text": str(text), "sym": _symbolic_kernels(),
             "int4": tvm.runtime.empty((4,), "int4")}

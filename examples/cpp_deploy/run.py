@@ -4,8 +4,9 @@
 
 1. compiles tvm_partial.demo's conv2d + bias with its output channels in a parallel loop, so the
    kernel runs on TVM's thread pool (which a C++ program gets from libtvm_runtime);
-2. exports it four ways: a tvm-partial artifact, the same self-contained (also zero-copy), one
-   that returns its result (`outputs="result"`), and the plain library;
+2. exports it five ways: a tvm-partial artifact, the same self-contained (also zero-copy, and
+   with its weights in a safetensors file beside it), one that returns its result
+   (`outputs="result"`), and the plain library;
 3. writes the data, weights, bias and numpy's result as raw float32 .bin files;
    and a Relax MLP (`tvm.compile` of a Relax IRModule) bound by parameter name, also self-contained;
 4. builds deploy.cc (`cmake -B build && cmake --build build`) and runs every mode, each comparing
@@ -87,6 +88,9 @@ def main(argv=None) -> int:
     tvm_partial.export_library(pm, build / "conv2d_bias_self_contained.so", self_contained=True)
     # Zero-copy (payloads mapped from the library file), forced here: these weights are small.
     tvm_partial.export_library(pm, build / "conv2d_bias_zero_copy.so", self_contained=True, zero_copy=True)
+    # External weights: the code in the library, the weights in a safetensors file beside it.
+    tvm_partial.export_library(pm, build / "conv2d_bias_weights.so", self_contained=True,
+                               weights_file=build / "conv2d_bias_weights.safetensors")
     exe.export_library(str(build / "conv2d_bias_plain.so"))
     # The forum's calling convention: `out = main(data)`, the result allocated by each call.
     returning = tvm_partial.partial(exe, signature=tensors, weights=inputs["weights"], bias=inputs["bias"],
@@ -127,6 +131,10 @@ def main(argv=None) -> int:
     checks["deploy: zero-copy self-contained artifact"] = run("deploy", zero_copy, *data).returncode == 0
     checks["deploy_ffi_only: zero-copy self-contained artifact, no tvm-partial"] = run(
         "deploy_ffi_only", zero_copy, *data).returncode == 0
+    external = str(build / "conv2d_bias_weights.so")
+    checks["deploy: artifact with a safetensors weights file"] = run("deploy", external, *data).returncode == 0
+    checks["deploy_ffi_only: artifact with a safetensors weights file, no tvm-partial"] = run(
+        "deploy_ffi_only", external, *data).returncode == 0
     returns = str(build / "conv2d_bias_returns.so")
     checks["deploy --returns: artifact with outputs, out = main(data)"] = run(
         "deploy", "--returns", returns, *data).returncode == 0

@@ -8,6 +8,7 @@ from ._lib import LIB
 from .export import export_library, inspect, load, load_from_bytes, save_to_bytes, verify
 from .output_specs import outputs
 from .partial import bindings, param_names, partial, rebind
+from .weights import open_weights, save_weights
 
 __version__ = "0.1.0"
 
@@ -18,10 +19,12 @@ __all__ = [
     "inspect",
     "load",
     "load_from_bytes",
+    "open_weights",
     "outputs",
     "param_names",
     "partial",
     "rebind",
     "save_to_bytes",
+    "save_weights",
     "verify",
 ]

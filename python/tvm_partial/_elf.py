@@ -211,6 +211,20 @@ def _parse_library_bin(elf: ElfFile, pos: int, end: int) -> list:
 #: ELF machine numbers of the hosts whose object files are written directly (else: assembler).
 MACHINES = {"x86_64": 62, "amd64": 62, "aarch64": 183, "arm64": 183}
 PAYLOAD_SECTION = b".data.tvm_partial_payload"
+_EM_X86_64 = 62
+#: On x86-64 the payloads go into a *large* data section (``SHF_X86_64_LARGE``, named ``.ldata.*``),
+#: which GNU ld places after every other section: the code's 32-bit PC-relative references to its
+#: own data, GOT and BSS then never span the payloads, so artifacts past 2 GiB link (in ``.data``
+#: they stop at 2 GiB with "relocation truncated to fit: R_X86_64_PC32").
+LARGE_PAYLOAD_SECTION = b".ldata.tvm_partial_payload"
+_SHF_WRITE_ALLOC, _SHF_X86_64_LARGE = 0x3, 0x10000000
+
+
+def payload_section(machine: int) -> tuple:
+    """(section name, section flags) of the payload region in an object for ``machine``."""
+    if machine == _EM_X86_64:
+        return LARGE_PAYLOAD_SECTION, _SHF_WRITE_ALLOC | _SHF_X86_64_LARGE
+    return PAYLOAD_SECTION, _SHF_WRITE_ALLOC
 
 
 def finish_payload_object(f, symbol: str, machine: int, lead: int = 64) -> None:
@@ -221,7 +235,8 @@ def finish_payload_object(f, symbol: str, machine: int, lead: int = 64) -> None:
     pos = f.tell()
     size = pos - lead
     strtab = b"\0" + symbol.encode() + b"\0"
-    names = [b"", PAYLOAD_SECTION, b".symtab", b".strtab", b".shstrtab", b".note.GNU-stack"]
+    section_name, section_flags = payload_section(machine)
+    names = [b"", section_name, b".symtab", b".strtab", b".shstrtab", b".note.GNU-stack"]
     shstrtab, name_at = b"", []
     for name in names:
         name_at.append(len(shstrtab))
@@ -239,7 +254,7 @@ def finish_payload_object(f, symbol: str, machine: int, lead: int = 64) -> None:
     headers_at = f.tell()
     sections = [
         (0, 0, 0, 0, 0, 0, 0, 0, 0),
-        (1, 0x3, lead, size, 0, 0, 64, 0, name_at[1]),                     # PROGBITS, WRITE|ALLOC
+        (1, section_flags, lead, size, 0, 0, 64, 0, name_at[1]),           # PROGBITS, WRITE|ALLOC
         (2, 0, symtab_at, len(symtab), 3, 1, 8, 24, name_at[2]),            # SYMTAB -> .strtab
         (3, 0, strtab_at, len(strtab), 0, 0, 1, 0, name_at[3]),             # STRTAB
         (3, 0, shstrtab_at, len(shstrtab), 0, 0, 1, 0, name_at[4]),         # STRTAB (names)

@@ -48,6 +48,11 @@ def format_inspect(info: dict) -> str:
         else:
             state = "present, header intact, inside the file" if region["complete"] else "TRUNCATED OR DAMAGED"
             lines.append(f"  payload region at file offset {region['file_offset']}, {region['bytes']} bytes ({state})")
+        weights = region.get("weights_file")
+        if weights is not None:
+            state = ("MISSING" if not weights["present"] else "present, matches this artifact" if weights["complete"]
+                     else "TRUNCATED OR NOT WRITTEN WITH THIS ARTIFACT")
+            lines.append(f"  weights file {weights['name']} ({weights['path']}): {state}")
     lines.append(f"  payload hashes: {info['payload_hashes']}")
     if info.get("relax_vm"):
         vm = info["relax_vm"]

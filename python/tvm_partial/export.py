@@ -23,7 +23,7 @@ _EMBED_OBJECT = "tvm_partial_embed.o"
 
 
 def export_library(module, path: PathLike, *, self_contained: bool = False,
-                   zero_copy: Optional[bool] = None, **kwargs) -> None:
+                   zero_copy: Optional[bool] = None, weights_file: Optional[PathLike] = None, **kwargs) -> None:
     """Export ``module`` (a partial module or any TVM module) and everything it imports into one
     shared library at ``path``: code and bound constants together.
 
@@ -37,6 +37,11 @@ def export_library(module, path: PathLike, *, self_contained: bool = False,
     the tensor payloads go into a data section of the library instead of the bytes TVM embeds:
     loading maps them without copying, pages are read when first touched, and writes to bound
     tensors are private (copy-on-write). ``False`` keeps them inside the embedded bytes.
+
+    With ``weights_file`` (a ``.safetensors`` path) the tensor payloads go to that file instead,
+    64-byte aligned under readable keys (``main/weights``), and the library keeps the code and the
+    metadata, with the file's name relative to the library's folder: loading maps the file beside
+    the library without copying (see docs/large_constants.md).
 
     A module loaded back from an artifact (then ``rebind``) is exported as a copy of that
     artifact's file with the new constants (see docs/large_constants.md).
@@ -56,6 +61,15 @@ def export_library(module, path: PathLike, *, self_contained: bool = False,
             "export_library: this partial module binds a relax.VirtualMachine, which cannot be saved; "
             "bind the executable instead: tvm_partial.partial(exe, device=dev, ...) (what "
             "tvm.compile returned), which records the device and creates the VM when loaded")
+    if weights_file is not None:
+        if not (isinstance(module, tvm_ffi.Module) and _lib.is_partial(module)):
+            raise TypeError("export_library: weights_file= needs a partial module (tvm_partial.partial(...))")
+        if zero_copy is False:
+            raise ValueError("export_library: weights_file= places the payloads in that file; zero_copy=False "
+                             "(payloads inside the library) contradicts it")
+        if module.imports and module.imports[0].kind == "library" or _relax_loaded(module):
+            raise ValueError("export_library: weights_file= with a module loaded from an artifact is not "
+                             "supported: bind the compiled module with tvm_partial.partial() and export that")
     if isinstance(module, tvm_ffi.Module) and _lib.is_partial(module) and _relax_loaded(module):
         return _export_loaded(module, path, zero_copy=zero_copy, self_contained=self_contained, **kwargs)
     if isinstance(module, tvm_ffi.Module) and _lib.is_partial(module) and module.imports and \
@@ -71,6 +85,8 @@ def export_library(module, path: PathLike, *, self_contained: bool = False,
         # The embedded code registers global functions that point into the artifact: it must
         # never be unloaded, or a program that closes the library crashes at exit.
         kwargs["options"] = [*([options] if isinstance(options, str) else options), "-Wl,-z,nodelete"]
+    if weights_file is not None:
+        return _export_with_weights_file(module, path, os.fspath(weights_file), **kwargs)
     with _new_file(path) as staged:
         with tempfile.TemporaryDirectory(prefix="tvm_partial_") as workdir:
             if isinstance(module, tvm_ffi.Module) and _lib.is_partial(module) and (
@@ -98,6 +114,17 @@ def _relax_loaded(module) -> bool:
     if vm is None or vm.kind != "partial_apply_vm" or not vm.imports:
         return False
     return any(m.kind == "library" for m in vm.imports[0].imports)
+
+
+def _export_with_weights_file(module, path: str, weights_file: str, **kwargs) -> None:
+    """The library (code, metadata, the region header) and the weights file, each written under a
+    new name and renamed into place (the weights file first: the library names it)."""
+    name = os.path.relpath(os.path.abspath(weights_file), os.path.dirname(os.path.abspath(path)))
+    with _new_file(path) as staged, _new_file(weights_file) as staged_weights:
+        with tempfile.TemporaryDirectory(prefix="tvm_partial_") as workdir:
+            module, payload_object = _zero_copy.prepare_weights_file(module, Path(workdir), Path(staged_weights), name)
+            kwargs["addons"] = [*(kwargs.get("addons") or []), os.fspath(payload_object)]
+            module.export_library(staged, **kwargs)
 
 
 class _new_file:
@@ -147,6 +174,11 @@ def _export_loaded(module, path: str, *, zero_copy, self_contained, **kwargs) ->
                 f"export_library: this module's code was loaded from {source}, which TVM cannot "
                 f"export again, and it is not an intact tvm-partial artifact to update ({err}); bind "
                 "the compiled module (what tvm.compile returned) and export that") from err
+        if art.weights_file is not None:
+            raise ValueError(
+                f"export_library: {source} keeps its weights in the file {art.weights_file}; to ship new "
+                "weights for it, write them with tvm_partial.save_weights(module, path) and load it with "
+                "tvm_partial.load(artifact, weights_file=path)")
         external = None
         if art.region is not None:
             _, region_at = art.placement()  # refuses a damaged region
@@ -261,8 +293,11 @@ def load_from_bytes(data: bytes, wrapped=None):
     return module
 
 
-def load(path: PathLike):
+def load(path: PathLike, weights_file: Optional[PathLike] = None):
     """Load an exported artifact; a partial module comes back as the root, callable as ``pm(...)``.
+
+    With ``weights_file`` (a safetensors file such as ``save_weights`` writes) its tensors replace
+    the bound ones: same keys, dtypes and shapes, mapped without copying (``weights.swap_weights``).
 
     The file is checked first: a library cut short (an interrupted copy) would otherwise crash the
     process inside the system's loader, which maps its segments without checking the file's size.
@@ -271,7 +306,12 @@ def load(path: PathLike):
 
     path = os.fspath(path)
     check_complete(path)
-    return tvm.runtime.load_module(path)
+    module = tvm.runtime.load_module(path)
+    if weights_file is not None:
+        from .weights import swap_weights  # noqa: PLC0415
+
+        module = swap_weights(module, weights_file)
+    return module
 
 
 def check_complete(path: PathLike) -> None:
@@ -294,6 +334,10 @@ def inspect(path: PathLike) -> dict:
     Raises ``ValueError`` when the file is not a tvm-partial artifact or is damaged.
     """
     path = os.fspath(path)
+    from . import weights as _weights  # noqa: PLC0415
+
+    if _weights.is_weights_file(path):  # a safetensors weights file (save_weights)
+        return _weights.inspect_weights(path)
     with _mapped(path) as data:  # nothing read in bulk
         return _inspect(data, path)
 
@@ -308,9 +352,14 @@ def verify(path: PathLike) -> dict:
     or metadata is damaged, or it is cut short (a payload past the end of the file).
     """
     path = os.fspath(path)
+    from . import weights as _weights  # noqa: PLC0415
+
+    if _weights.is_weights_file(path):  # a safetensors weights file (save_weights)
+        return _weights.verify_weights(path)
     with _mapped(path) as data:
         art = _Artifact(data, path)
         placement, base = art.placement()
+        source, source_size = art.payload_file, os.path.getsize(art.payload_file)
         payloads = []
         for fn in art.info["functions"]:
             names = [str(n) for n in fn["param_names"]]
@@ -321,11 +370,13 @@ def verify(path: PathLike) -> dict:
                 if entry["index"] < len(names):
                     entry["name"] = names[entry["index"]]
                 entry.update(placement=placement, file_offset=base + int(b["offset"]), bytes=int(b["bytes"]))
-                if entry["file_offset"] + entry["bytes"] > len(data):
-                    raise ValueError(f"{path} is truncated: the payload of function {entry['function']!r} "
+                if source != path:
+                    entry["weights_file"] = source
+                if entry["file_offset"] + entry["bytes"] > source_size:
+                    raise ValueError(f"{source} is truncated: the payload of function {entry['function']!r} "
                                      f"position {entry['index']} needs {entry['file_offset'] + entry['bytes']} "
-                                     f"bytes, the file has {len(data)}; copy or export it again")
-                got = _hash_file_range(path, entry["file_offset"], entry["bytes"]) & _U64_MASK
+                                     f"bytes, the file has {source_size}; copy or export it again")
+                got = _hash_file_range(source, entry["file_offset"], entry["bytes"]) & _U64_MASK
                 entry["intact"] = got == int(b["hash"]) & _U64_MASK
                 payloads.append(entry)
     damaged = [p for p in payloads if not p["intact"]]
@@ -377,6 +428,10 @@ class _Artifact:
         except ValueError as err:  # the format's reader: say which file
             raise ValueError(f"{path}: {err}") from err
         self.payloads = str(self.info["payloads"])
+        self.payload_file = path  # the file the payloads lie in
+        self.weights_file = str(self.info["weights_file"]) if "weights_file" in self.info else None
+        if self.weights_file is not None:  # flag 2: the library's region is the header alone
+            self.payload_file = os.path.join(os.path.dirname(os.path.abspath(path)), self.weights_file)
         self.region = None  # (symbol, file offset, bytes) of a zero-copy region
         if self.payloads.startswith("region "):
             symbol = self.payloads.split(" ", 1)[1]
@@ -390,10 +445,29 @@ class _Artifact:
         state = {"symbol": symbol, "present": offset is not None}
         if offset is not None:
             data = self.elf.data
+            size = int(self.info["region_size"])
             header_ok = offset + 32 <= len(data) and data[offset:offset + 8] == _REGION_MAGIC and \
-                struct.unpack_from("<QQ", data, offset + 16) == (nbytes, int(self.info["region_link"]) & _U64_MASK) \
-                and nbytes == int(self.info["region_size"])
+                struct.unpack_from("<QQ", data, offset + 16) == (size, int(self.info["region_link"]) & _U64_MASK) \
+                and nbytes == (64 if self.weights_file is not None else size)
             state.update(file_offset=offset, bytes=nbytes, complete=header_ok and offset + nbytes <= len(data))
+            if self.weights_file is not None:
+                state["weights_file"] = self._weights_state(bytes(data[offset:offset + 64]) if header_ok else None)
+        return state
+
+    def _weights_state(self, header: Optional[bytes]) -> dict:
+        """Whether the weights file is there and holds this export's region (header and size)."""
+        path = self.payload_file
+        state = {"path": path, "name": self.weights_file, "present": os.path.exists(path)}
+        if state["present"]:
+            size = os.path.getsize(path)
+            with open(path, "rb") as f:
+                head = f.read(8)
+                start = 8 + int.from_bytes(head, "little") if len(head) == 8 else size + 1
+                f.seek(min(start, size))
+                region = f.read(64)
+            state.update(data_offset=start, bytes=size,
+                         complete=start % 64 == 0 and start + int(self.info["region_size"]) <= size
+                         and header is not None and region == header)
         return state
 
     def placement(self) -> tuple:
@@ -408,6 +482,15 @@ class _Artifact:
             raise ValueError(f"{self.path} is damaged or truncated: the header of its payload region "
                              f"{state['symbol']} does not match its metadata, or the region runs past the "
                              "end of the file; copy or export it again")
+        if self.weights_file is not None:
+            weights = state["weights_file"]
+            if not weights["present"]:
+                raise ValueError(f"{self.path}: its weights file {weights['path']} is missing; copy it beside "
+                                 f"the library as {self.weights_file}")
+            if not weights["complete"]:
+                raise ValueError(f"{self.path}: its weights file {weights['path']} is truncated or was not "
+                                 "written with this artifact (its region header or size does not match)")
+            return f"weights file {self.weights_file}", weights["data_offset"]
         return f"region {state['symbol']}", state["file_offset"]
 
 
@@ -453,6 +536,7 @@ def _inspect(data, path: str) -> dict:
         "constant_bytes": int(info["constant_bytes"]),
         "payloads": art.payloads,
         "region": art.region_state(),
+        "weights_file": art.weights_file,
         "payload_hashes": "not checked (run tvm-partial verify)",
         "functions": functions,
         "relax_vm": _relax_vm_info(art, data),

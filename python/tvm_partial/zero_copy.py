@@ -26,9 +26,10 @@ THRESHOLD_BYTES = 16 * 2**20
 
 _with_external_payloads = tvm_ffi.get_global_func("tvm_partial.WithExternalPayloads")
 _write_payload_region = tvm_ffi.get_global_func("tvm_partial.WritePayloadRegion")
+_with_external_weights = tvm_ffi.get_global_func("tvm_partial.WithExternalWeights")
 
 _STUB = """\
-    .section .data.tvm_partial_payload,"aw",@progbits
+    .section {section},"{flags}",@progbits
     .balign 64
     .globl {symbol}
     .type {symbol}, @object
@@ -88,7 +89,10 @@ def _assemble(external, workdir: Path, symbol: str) -> Path:
     """Elsewhere: an assembler stub that includes the region file."""
     region = workdir / "payloads.bin"
     _write_payload_region(external, str(region), 0)
-    (workdir / "payloads.S").write_text(_STUB.format(symbol=symbol, size=region.stat().st_size))
+    large = platform.machine().lower() in ("x86_64", "amd64")  # see _elf.LARGE_PAYLOAD_SECTION
+    section = (_elf.LARGE_PAYLOAD_SECTION if large else _elf.PAYLOAD_SECTION).decode()
+    (workdir / "payloads.S").write_text(_STUB.format(symbol=symbol, size=region.stat().st_size,
+                                                     section=section, flags="awl" if large else "aw"))
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or "cc"
     proc = subprocess.run([compiler, "-c", "payloads.S", "-o", "payloads.o"], cwd=workdir,
                           capture_output=True, text=True)
@@ -96,3 +100,27 @@ def _assemble(external, workdir: Path, symbol: str) -> Path:
         raise RuntimeError(f"assembling the payload section with {compiler} failed:\n{proc.stderr}")
     region.unlink()  # now inside payloads.o
     return workdir / "payloads.o"
+
+
+def prepare_weights_file(module, workdir: Path, weights_path: Path, name: str):
+    """-> (the module to export, the object file to link in) for an export whose payloads go to
+    the safetensors file ``weights_path`` (written here), recorded as ``name`` (relative to the
+    library's folder). The library keeps only the region's 64-byte header, under its symbol."""
+    from . import weights as _weights  # noqa: PLC0415
+
+    symbol = "__tvm_partial_payload_" + secrets.token_hex(8)
+    external = _with_external_weights(module, symbol, secrets.randbits(63), name)
+    _weights.write_region_file(external, weights_path)
+    with open(weights_path, "rb") as f:  # the region header, as the library's region
+        start = 8 + int.from_bytes(f.read(8), "little")
+        f.seek(start)
+        header = f.read(64)
+    machine = _elf.MACHINES.get(platform.machine().lower())
+    if machine is not None and sys.platform.startswith("linux") and sys.byteorder == "little":
+        obj = workdir / "payloads.o"
+        with open(obj, "wb") as f:
+            f.write(bytes(64) + header)
+        with open(obj, "r+b") as f:
+            _elf.finish_payload_object(f, symbol, machine, lead=64)
+        return external, obj
+    raise NotImplementedError("export_library(weights_file=...) is supported on Linux x86-64 and aarch64")

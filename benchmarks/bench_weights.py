@@ -1,0 +1,156 @@
+"""Weights in safetensors files beside the code, against re-exporting (issue 13).
+
+Per weight size, side by side in one run: ``np.save`` of the weights (the floor: one write),
+``save_weights``, a default (zero-copy) ``export_library``, an export with ``weights_file=`` (and
+its load: time, RSS added); in a fresh process ``load`` of the
+artifact and ``load(artifact, weights_file=...)`` (the swap), with the RSS each adds before the
+first call; and two processes that map the same weights file (``open_weights``) and read all of
+it, with Rss and Pss from /proc/PID/smaps_rollup while both hold it (shared pages: Pss about half
+of Rss). One run per figure (export and save write GiB: no repeats on a shared machine).
+
+    python benchmarks/bench_weights.py --sizes 256MiB 1GiB
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from _common import machine, parse_size, table
+
+_LOAD = r"""
+import json, sys, time
+import tvm, tvm_partial
+def rss():
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmRSS:"))
+base = rss(); t = time.perf_counter_ns()
+pm = tvm_partial.load(sys.argv[1])
+load_s = (time.perf_counter_ns() - t) / 1e9; held = rss() - base
+base = rss(); t = time.perf_counter_ns()
+swapped = tvm_partial.load(sys.argv[1], weights_file=sys.argv[2])
+swap_s = (time.perf_counter_ns() - t) / 1e9; swap_held = rss() - base
+base = rss(); t = time.perf_counter_ns()
+external = tvm_partial.load(sys.argv[3])
+ext_s = (time.perf_counter_ns() - t) / 1e9; ext_held = rss() - base
+print(json.dumps({"load_s": load_s, "held": held, "swap_s": swap_s, "swap_held": swap_held,
+                  "ext_load_s": ext_s, "ext_held": ext_held}))
+"""
+
+_SHARE = r"""
+import sys
+import numpy as np, tvm_partial
+w = tvm_partial.open_weights(sys.argv[1])
+total = sum(float(np.from_dlpack(t).sum(dtype="float64")) for t in w.values())  # read every page
+print("ready", flush=True)
+sys.stdin.readline()
+import os
+rss = pss = 0
+mine = False  # sum the mappings of the weights file (smaps: a header line, then its fields)
+with open("/proc/self/smaps") as f:
+    for line in f:
+        parts = line.split()
+        if not line[0].isupper() or "-" in parts[0]:
+            mine = parts[-1] == os.path.realpath(sys.argv[1])
+        elif mine and parts[0] in ("Rss:", "Pss:"):
+            rss += int(parts[1]) * 1024 if parts[0] == "Rss:" else 0
+            pss += int(parts[1]) * 1024 if parts[0] == "Pss:" else 0
+with open("/proc/self/smaps_rollup") as f:
+    fields = {l.split(":")[0]: int(l.split()[1]) * 1024 for l in f if l.split()[-1] == "kB"}
+print(rss, pss, fields["Rss"], fields["Pss"], flush=True)
+"""
+
+
+def _timed(fn) -> float:
+    t = time.perf_counter_ns()
+    fn()
+    return (time.perf_counter_ns() - t) / 1e9
+
+
+def measure(nbytes: int, tmp: Path) -> dict:
+    import tvm
+    from tvm import te
+
+    import tvm_partial
+
+    count = nbytes // 4
+    w = te.placeholder((count,), "float32", name="weights")
+    x = te.placeholder((4,), "float32", name="x")
+    y = te.compute((4,), lambda i: w[i * (count // 4)] + x[i], name="y")
+    exe = tvm.compile(tvm.IRModule({"main": te.create_prim_func([x, w, y]).with_attr("global_symbol", "main")}),
+                      target="llvm")
+    weights = tvm.runtime.empty((count,), "float32")
+    view = np.from_dlpack(weights)
+    view[:] = np.float32(1.5)
+    pm = tvm_partial.partial(exe, weights=weights, signature=[x, w, y])
+    out = {"np.save": _timed(lambda: np.save(tmp / "w.npy", view))}
+    (tmp / "w.npy").unlink()
+    out["save_weights"] = _timed(lambda: tvm_partial.save_weights(pm, tmp / "w.safetensors"))
+    out["export"] = _timed(lambda: tvm_partial.export_library(pm, tmp / "model.so"))
+    out["artifact_bytes"] = (tmp / "model.so").stat().st_size
+    out["export_ext"] = _timed(lambda: tvm_partial.export_library(pm, tmp / "ext.so", weights_file=tmp / "ext.safetensors"))
+    out["ext_bytes"] = (tmp / "ext.so").stat().st_size
+    out["weights_bytes"] = (tmp / "w.safetensors").stat().st_size
+    del pm, weights, view
+    proc = subprocess.run([sys.executable, "-c", _LOAD, str(tmp / "model.so"), str(tmp / "w.safetensors"),
+                           str(tmp / "ext.so")],
+                          capture_output=True, text=True, check=True)
+    out.update(json.loads(proc.stdout.strip().splitlines()[-1]))
+    procs = [subprocess.Popen([sys.executable, "-c", _SHARE, str(tmp / "w.safetensors")], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    for p in procs:
+        assert p.stdout.readline().strip() == "ready"
+    shares = []
+    for p in procs:
+        p.stdin.write("\n")
+        p.stdin.flush()
+        shares.append([int(v) for v in p.stdout.readline().split()])
+    for p in procs:
+        p.wait()
+    out["share"] = shares
+    for name in ("model.so", "w.safetensors", "ext.so", "ext.safetensors"):
+        (tmp / name).unlink()
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", nargs="+", default=["256MiB", "1GiB"], help="weight sizes")
+    parser.add_argument("--quick", action="store_true", help="16 MiB only")
+    args = parser.parse_args(argv)
+    sizes = ["16MiB"] if args.quick else args.sizes
+    print(machine())
+    rows, shares, ext_rows = [], [], []
+    for size in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            r = measure(parse_size(size), Path(tmp))
+        mib = 2**20
+        rows.append([size, f"{r['np.save']:.2f}", f"{r['save_weights']:.2f}", f"{r['save_weights'] / r['np.save']:.2f}",
+                     f"{r['export']:.2f}", f"{r['export'] / r['np.save']:.2f}", f"{r['artifact_bytes'] / mib:.1f}",
+                     f"{r['weights_bytes'] / mib:.1f}", f"{r['load_s'] * 1e3:.1f}", f"{r['held'] / mib:.1f}",
+                     f"{r['swap_s'] * 1e3:.1f}", f"{r['swap_held'] / mib:.1f}", f"{r['swap_s'] / r['export']:.4f}"])
+        ext_rows.append([size, f"{r['export_ext']:.2f}", f"{r['export_ext'] / r['np.save']:.2f}",
+                         f"{r['ext_bytes'] / 1024:.0f}", f"{r['ext_load_s'] * 1e3:.1f}", f"{r['ext_held'] / mib:.1f}"])
+        shares.append([size] + [f"{rss / mib:.0f} / {pss / mib:.0f} ({pss / rss:.2f}); process {trss / mib:.0f} / {tpss / mib:.0f}"
+                                for rss, pss, trss, tpss in r["share"]])
+    print(table(["weights", "export, weights_file= s", "/np.save", "library KiB", "load ms", "load RSS MiB"], ext_rows))
+    print()
+    print(table(["weights", "np.save s", "save_weights s", "/np.save", "export s", "/np.save", "artifact MiB",
+                 "weights file MiB", "load ms", "load RSS MiB", "swap ms", "swap RSS MiB", "swap/export"], rows))
+    print()
+    print("two processes mapping one weights file, all read: the file's mappings Rss / Pss MiB (Pss/Rss); "
+          "the whole process (smaps_rollup) Rss / Pss MiB")
+    print(table(["weights", "process 1", "process 2"], shares))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,413 @@
+"""Weights in safetensors files: save_weights, open_weights, load(..., weights_file=) (issue 13)."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import numpy as np
+import pytest
+import tvm
+from helpers import affine4_ref, compile_te, ints
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tvm import te
+
+import tvm_partial
+from tvm_partial import weights as W
+
+safetensors_numpy = pytest.importorskip("safetensors.numpy")
+
+N = 21  # 84 bytes per tensor: the next tensor needs padding to stay 64-byte aligned
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    a, b, c = (te.placeholder((N,), "float32", name=n) for n in "abc")
+    d = te.compute((N,), lambda i: a[i] * 2 + b[i] * 3 + c[i], name="d")
+    return compile_te([a, b, c, d]), [a, b, c, d]
+
+
+def _run(pm, a):
+    out = tvm.runtime.empty((N,), "float32")
+    pm(tvm.runtime.tensor(a), out)
+    return out.numpy()
+
+
+def _header(path):
+    raw = path.read_bytes()
+    n, = struct.unpack_from("<Q", raw)
+    return raw, json.loads(raw[8:8 + n]), 8 + n
+
+
+def test_save_weights_read_by_safetensors(kernel, tmp_path):
+    exe, sig = kernel
+    b, c = ints(N, seed=1), ints(N, seed=2)
+    pm = tvm_partial.partial(exe, signature=sig, b=b, c=c)
+    path = tmp_path / "w.safetensors"
+    tvm_partial.save_weights(pm, path)
+    got = safetensors_numpy.load_file(str(path))
+    assert np.array_equal(got["main/b"], b) and np.array_equal(got["main/c"], c)
+    assert {k for k in got if not k.startswith("__padding__/")} == {"main/b", "main/c"}
+    _, header, start = _header(path)
+    assert start % 64 == 0
+    for key in ("main/b", "main/c"):
+        assert (start + header[key]["data_offsets"][0]) % 64 == 0
+    assert json.loads(header["__metadata__"]["tvm_partial.bindings"]) == {"main/b": ["main", 1], "main/c": ["main", 2]}
+
+
+def test_open_weights_binds_without_copying(kernel, tmp_path):
+    exe, sig = kernel
+    b, c = ints(N, seed=3), ints(N, seed=4)
+    path = tmp_path / "w.safetensors"
+    tvm_partial.save_weights(tvm_partial.partial(exe, signature=sig, b=b, c=c), path)
+    opened = tvm_partial.open_weights(path)
+    assert set(opened) == {"b", "c"}
+    pm = tvm_partial.partial(exe, signature=sig, **opened)
+    held = tvm_partial.bindings(pm)["main"]
+    assert held[1].data_ptr() == opened["b"].data_ptr() and held[1].data_ptr() % 64 == 0
+    a = ints(N, seed=5)
+    assert np.array_equal(_run(pm, a), affine4_ref(a, b, c))
+
+
+def test_open_weights_of_another_tool_copies_misaligned(kernel, tmp_path):
+    """A file written by the safetensors package: keys as given, unaligned data copied once."""
+    exe, sig = kernel
+    b, c = ints(N, seed=6), ints(N, seed=7)
+    path = tmp_path / "other.safetensors"
+    safetensors_numpy.save_file({"b": b, "c": c}, str(path))
+    opened = tvm_partial.open_weights(path)
+    assert all(t.data_ptr() % 64 == 0 for t in opened.values())
+    a = ints(N, seed=8)
+    assert np.array_equal(_run(tvm_partial.partial(exe, signature=sig, **opened), a), affine4_ref(a, b, c))
+
+
+@pytest.mark.parametrize("zero_copy", [False, True], ids=["inline", "zero_copy"])
+def test_load_with_another_weights_file(kernel, tmp_path, zero_copy):
+    """New weights for existing code: save_weights(rebind(...)) then load(..., weights_file=)."""
+    exe, sig = kernel
+    b, c = ints(N, seed=9), ints(N, seed=10)
+    pm = tvm_partial.partial(exe, signature=sig, b=b, c=c)
+    lib = tmp_path / "model.so"
+    tvm_partial.export_library(pm, lib, zero_copy=zero_copy)
+    b2, c2 = ints(N, seed=11), ints(N, seed=12)
+    tvm_partial.save_weights(tvm_partial.rebind(pm, b=b2, c=c2), tmp_path / "v2.safetensors")
+    a = ints(N, seed=13)
+    assert np.array_equal(_run(tvm_partial.load(lib), a), affine4_ref(a, b, c))
+    swapped = tvm_partial.load(lib, weights_file=tmp_path / "v2.safetensors")
+    assert np.array_equal(_run(swapped, a), affine4_ref(a, b2, c2))
+
+
+def _saved(kernel, tmp_path):
+    exe, sig = kernel
+    pm = tvm_partial.partial(exe, signature=sig, b=ints(N, seed=1), c=ints(N, seed=2))
+    path = tmp_path / "w.safetensors"
+    tvm_partial.save_weights(pm, path)
+    return pm, path
+
+
+def _rewrite(path, header: dict, data: bytes = b""):
+    text = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(text)) + text + data)
+
+
+def test_swap_refuses_another_model(kernel, tmp_path):
+    pm, path = _saved(kernel, tmp_path)
+    other = tmp_path / "other.safetensors"
+    safetensors_numpy.save_file({"main/b": np.zeros(N, "float32")}, str(other))
+    with pytest.raises(ValueError, match=r"other.safetensors lacks tensor 'main/c'"):
+        W.swap_weights(pm, other)
+    safetensors_numpy.save_file({"main/b": np.zeros(N, "float32"), "main/c": np.zeros(N, "float32"),
+                                 "main/x": np.zeros(1, "float32")}, str(other))
+    with pytest.raises(ValueError, match=r"tensor 'main/x' is not a tensor the module binds"):
+        W.swap_weights(pm, other)
+    safetensors_numpy.save_file({"main/b": np.zeros(N, "float64"), "main/c": np.zeros(N, "float32")}, str(other))
+    with pytest.raises(ValueError, match=r"tensor 'main/b' is float64\[21\], the module binds float32\[21\]"):
+        W.swap_weights(pm, other)
+    safetensors_numpy.save_file({"main/b": np.zeros(N + 1, "float32"), "main/c": np.zeros(N, "float32")}, str(other))
+    with pytest.raises(ValueError, match=r"tensor 'main/b' is float32\[22\]"):
+        W.swap_weights(pm, other)
+
+
+def test_bad_files_refused(kernel, tmp_path):
+    _, path = _saved(kernel, tmp_path)
+    raw, header, start = _header(path)
+    bad = tmp_path / "bad.safetensors"
+    with pytest.raises(FileNotFoundError, match="weights file .*missing.safetensors does not exist"):
+        tvm_partial.open_weights(tmp_path / "missing.safetensors")
+    bad.write_bytes(raw[:len(raw) - 80])
+    with pytest.raises(ValueError, match=r"tensor 'main/c': its data ends at byte .* the file is truncated"):
+        tvm_partial.open_weights(bad)
+    bad.write_bytes(raw[:start - 5])
+    with pytest.raises(ValueError, match=r"bad.safetensors is truncated: its JSON header needs"):
+        tvm_partial.open_weights(bad)
+    bad.write_bytes(struct.pack("<Q", 2**62) + b"{}")
+    with pytest.raises(ValueError, match=r"its JSON header claims 4611686018427387904 bytes"):
+        tvm_partial.open_weights(bad)
+    bad.write_bytes(struct.pack("<Q", 5) + b"{nope")
+    with pytest.raises(ValueError, match=r"bad.safetensors: malformed JSON header"):
+        tvm_partial.open_weights(bad)
+    overlapping = dict(header)
+    overlapping["main/c"] = dict(header["main/c"], data_offsets=[32, 32 + N * 4])
+    _rewrite(bad, overlapping, raw[start:])
+    with pytest.raises(ValueError, match=r"tensors 'main/b' and 'main/c' overlap"):
+        tvm_partial.open_weights(bad)
+    wrong_size = dict(header)
+    wrong_size["main/b"] = dict(header["main/b"], shape=[N + 1])
+    _rewrite(bad, wrong_size, raw[start:])
+    with pytest.raises(ValueError, match=r"tensor 'main/b': data_offsets span 84 bytes"):
+        tvm_partial.open_weights(bad)
+    bad_dtype = dict(header)
+    bad_dtype["main/b"] = dict(header["main/b"], dtype="F99")
+    _rewrite(bad, bad_dtype, raw[start:])
+    with pytest.raises(ValueError, match=r"tensor 'main/b': dtype 'F99' is not one tvm-partial reads"):
+        tvm_partial.open_weights(bad)
+    with pytest.raises(ValueError, match=r"no weights for function 'other' \(functions in the file: main\)"):
+        tvm_partial.open_weights(path, function="other")
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.binary(max_size=300), cut=st.integers(0, 400))
+def test_header_reader_fuzz(tmp_path_factory, data, cut):
+    """Random and cut-short files: a ValueError, never another exception or a crash."""
+    folder = tmp_path_factory.mktemp("fuzz", numbered=True)
+    header = json.dumps({"main/b": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}).encode()
+    valid = struct.pack("<Q", len(header)) + header + bytes(16)
+    for blob in (data, valid[:cut], struct.pack("<Q", len(data)) + data, valid[:8] + data):
+        path = folder / "f.safetensors"
+        path.write_bytes(blob)
+        try:
+            tvm_partial.open_weights(path)
+        except ValueError:
+            pass
+
+
+def test_verify_and_inspect_weights_file(kernel, tmp_path):
+    """verify checks each payload against the hash save_weights recorded; a byte changed in place
+    is caught and named; the command line reports it with exit 1."""
+    import subprocess
+    import sys
+
+    _, path = _saved(kernel, tmp_path)
+    report = tvm_partial.verify(path)
+    assert report["intact"] and report["checked"] == 2 and report["bytes"] == 2 * N * 4
+    info = tvm_partial.inspect(path)
+    assert info["payloads"] == "weights file" and info["constant_bytes"] == 2 * N * 4
+    keys = {b["key"]: b for fn in info["functions"] for b in fn["bindings"]}
+    assert set(keys) == {"main/b", "main/c"} and all(b["aligned"] for b in keys.values())
+    assert keys["main/c"]["index"] == 2 and keys["main/c"]["dtype"] == "float32" and keys["main/c"]["shape"] == [N]
+    raw = bytearray(path.read_bytes())
+    raw[keys["main/c"]["offset"] + 5] ^= 1
+    path.write_bytes(bytes(raw))
+    report = tvm_partial.verify(path)
+    assert not report["intact"] and [p["key"] for p in report["damaged"]] == ["main/c"]
+    proc = subprocess.run([sys.executable, "-m", "tvm_partial", "verify", str(path)], capture_output=True, text=True)
+    assert proc.returncode == 1 and "DAMAGED: function 'main' position 2 (c)" in proc.stdout
+    other = tmp_path / "plain.safetensors"
+    safetensors_numpy.save_file({"w": np.zeros(3, "float32")}, str(other))
+    with pytest.raises(ValueError, match=r"plain.safetensors records no payload hashes"):
+        tvm_partial.verify(other)
+
+
+def test_save_weights_of_a_partial_function(kernel, tmp_path):
+    exe, sig = kernel
+    b = ints(N, seed=14)
+    g = tvm_partial.partial(exe["main"], {1: b}, signature=sig)
+    tvm_partial.save_weights(g, tmp_path / "g.safetensors")
+    assert np.array_equal(safetensors_numpy.load_file(str(tmp_path / "g.safetensors"))["main/b"], b)
+
+
+def test_dtypes_round_trip_byte_identical(tmp_path):
+    """bfloat16 (ml_dtypes), bool, int8 and an empty tensor: save, open, bind, save again: the same
+    bytes (a fixed point), and the safetensors package reads the plain dtypes back."""
+    import ml_dtypes
+    import tvm_ffi
+
+    values = {0: np.arange(-3, 4, dtype="float32").astype(ml_dtypes.bfloat16), 1: np.array([True, False, True]),
+              2: np.arange(-5, 5, dtype="int8"), 3: np.zeros((0, 3), "float32")}
+    f = tvm_ffi.convert(lambda *args: 0)
+    first, second = tmp_path / "first.safetensors", tmp_path / "second.safetensors"
+    tvm_partial.save_weights(tvm_partial.partial(f, values), first)
+    opened = tvm_partial.open_weights(first)
+    assert sorted(opened) == [0, 1, 2, 3] and str(opened[0].dtype) == "bfloat16"
+    tvm_partial.save_weights(tvm_partial.partial(f, opened), second)
+    assert first.read_bytes() == second.read_bytes()
+    back = safetensors_numpy.load_file(str(first))
+    assert np.array_equal(back["main/1"], values[1]) and np.array_equal(back["main/2"], values[2])
+    assert back["main/3"].shape == (0, 3)
+    raw, header, start = _header(first)
+    begin, end = header["main/0"]["data_offsets"]
+    assert header["main/0"]["dtype"] == "BF16" and raw[start + begin:start + end] == values[0].view("uint16").tobytes()
+
+
+# -- export_library(pm, path, weights_file=...): the payloads in a safetensors file beside the code
+
+_LOAD_EXTERNAL = """
+import json, sys
+import numpy as np, tvm, tvm_partial
+lib = tvm_partial.load(sys.argv[1], **({"weights_file": sys.argv[3]} if len(sys.argv) > 3 else {}))
+out = tvm.runtime.empty((21,), "float32")
+lib(tvm.runtime.tensor(np.array(json.loads(sys.argv[2]), "float32")), out)
+held = tvm_partial.bindings(lib)["main"]
+maps = open("/proc/self/maps").read()
+print(json.dumps({"out": out.numpy().tolist(), "aligned": all(held[i].data_ptr() % 64 == 0 for i in held),
+                  "mapped": sys.argv[1].replace(".so", ".safetensors") in maps}))
+"""
+
+
+@pytest.fixture()
+def external(kernel, tmp_path):
+    exe, sig = kernel
+    b, c = ints(N, seed=21), ints(N, seed=22)
+    pm = tvm_partial.partial(exe, signature=sig, b=b, c=c)
+    lib, weights = tmp_path / "model.so", tmp_path / "model.safetensors"
+    tvm_partial.export_library(pm, lib, weights_file=weights)
+    return pm, lib, weights, b, c
+
+
+def test_export_with_weights_file(external, tmp_path):
+    from helpers import run_json
+
+    pm, lib, weights, b, c = external
+    got = safetensors_numpy.load_file(str(weights))
+    assert np.array_equal(got["main/b"], b) and np.array_equal(got["main/c"], c)
+    assert lib.stat().st_size < 64 * 1024  # the code and metadata; the weights are in the file
+    info = tvm_partial.inspect(lib)
+    assert info["weights_file"] == "model.safetensors" and info["region"]["weights_file"]["complete"]
+    report = tvm_partial.verify(lib)
+    assert report["intact"] and report["checked"] == 2
+    assert {p["placement"] for p in report["payloads"]} == {"weights file model.safetensors"}
+    assert tvm_partial.verify(weights)["intact"]
+    import subprocess
+    import sys
+
+    shown = subprocess.run([sys.executable, "-m", "tvm_partial", "inspect", str(lib)], capture_output=True, text=True)
+    assert shown.returncode == 0 and f"weights file model.safetensors ({weights}): present, matches this artifact" \
+        in shown.stdout, shown.stdout + shown.stderr
+    a = ints(N, seed=23)
+    # Loaded in a fresh process: the file beside the library is mapped, the tensors are views of it.
+    result = run_json(_LOAD_EXTERNAL, str(lib), json.dumps(a.tolist()))
+    assert result["aligned"] and result["mapped"]
+    assert np.array_equal(np.array(result["out"], "float32"), affine4_ref(a, b, c))
+    # The library and its weights file move together (the name is relative to the library).
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    lib.rename(moved / "model.so")
+    weights.rename(moved / "model.safetensors")
+    result = run_json(_LOAD_EXTERNAL, str(moved / "model.so"), json.dumps(a.tolist()))
+    assert np.array_equal(np.array(result["out"], "float32"), affine4_ref(a, b, c))
+
+
+def test_external_weights_swapped(external, tmp_path):
+    from helpers import run_json
+
+    pm, lib, weights, b, c = external
+    b2, c2 = ints(N, seed=24), ints(N, seed=25)
+    tvm_partial.save_weights(tvm_partial.rebind(pm, b=b2, c=c2), tmp_path / "v2.safetensors")
+    a = ints(N, seed=26)
+    result = run_json(_LOAD_EXTERNAL, str(lib), json.dumps(a.tolist()), str(tmp_path / "v2.safetensors"))
+    assert np.array_equal(np.array(result["out"], "float32"), affine4_ref(a, b2, c2))
+
+
+def test_external_weights_bad_files(external, kernel, tmp_path):
+    from helpers import run_python
+
+    pm, lib, weights, b, c = external
+    code = "import sys, tvm_partial\ntvm_partial.load(sys.argv[1])"
+    good = weights.read_bytes()
+    weights.write_bytes(good[:-30])   # cut short
+    proc = run_python(code, str(lib))
+    assert proc.returncode == 1 and "ValueError: weights file" in proc.stderr and "truncated" in proc.stderr
+    with pytest.raises(ValueError, match="is truncated or was not written with this artifact"):
+        tvm_partial.verify(lib)
+    weights.unlink()                  # missing
+    proc = run_python(code, str(lib))
+    assert proc.returncode == 1 and f"cannot open the weights file {weights}" in proc.stderr
+    with pytest.raises(ValueError, match="model.safetensors is missing"):
+        tvm_partial.verify(lib)
+    # The weights file of another export (same names, dtypes and shapes): refused, not silently used.
+    exe, sig = kernel
+    tvm_partial.export_library(pm, tmp_path / "other.so", weights_file=weights)
+    proc = run_python(code, str(lib))
+    assert proc.returncode == 1 and "was not written with this artifact" in proc.stderr
+    # Changed in place: verify names the tensor.
+    tvm_partial.export_library(pm, lib, weights_file=weights)
+    raw = bytearray(weights.read_bytes())
+    at = next(p["file_offset"] for p in tvm_partial.verify(lib)["payloads"] if p["index"] == 2)
+    raw[at] ^= 0x40
+    weights.write_bytes(bytes(raw))
+    report = tvm_partial.verify(lib)
+    assert [(p["function"], p["index"]) for p in report["damaged"]] == [("main", 2)]
+
+
+def test_external_weights_header_checked_in_cpp(external):
+    """The loader (C++) parses the weights file's JSON header with tvm-ffi's reader: a malformed
+    header, or one whose offsets disagree with the metadata, is refused naming the file."""
+    from helpers import run_python
+
+    pm, lib, weights, b, c = external
+    code = "import sys, tvm\ntvm.runtime.load_module(sys.argv[1])"
+    good = weights.read_bytes()
+    n, = struct.unpack_from("<Q", good)
+    header = good[8:8 + n]
+    assert b'"data_offsets":[64,148]' in header
+    weights.write_bytes(good[:8] + header.replace(b'"data_offsets":[64,148]', b'"data_offsets":[64,147]') + good[8 + n:])
+    proc = run_python(code, str(lib))
+    assert proc.returncode == 1 and "has no tensor at data offsets [64, 148], where the metadata puts " \
+        "function 'main' position 1" in proc.stderr, proc.stderr[-2000:]
+    weights.write_bytes(good[:8] + b"[" + header[1:] + good[8 + n:])
+    proc = run_python(code, str(lib))
+    assert proc.returncode == 1 and "malformed JSON header" in proc.stderr, proc.stderr[-2000:]
+    weights.write_bytes(good)
+    proc = run_python(code + "\nprint('loaded')", str(lib))
+    assert proc.returncode == 0 and "loaded" in proc.stdout
+
+
+def test_external_weights_loader_fuzz(external):
+    """The C++ loader on damaged weights files (bytes of the header flipped, its length changed,
+    the file cut): a ValueError or RuntimeError each time, never a crash (one fresh process)."""
+    from helpers import run_json
+
+    pm, lib, weights, b, c = external
+    result = run_json(
+        """
+        import json, os, random, struct, sys
+        import tvm, tvm_partial
+        lib, weights = sys.argv[1], sys.argv[2]
+        good = open(weights, "rb").read()
+        n, = struct.unpack_from("<Q", good)
+        rng = random.Random(1234)
+        kinds = {}
+        for i in range(300):
+            data = bytearray(good)
+            how = i % 3
+            if how == 0:
+                for _ in range(rng.randint(1, 4)):
+                    data[rng.randrange(8, 8 + n)] = rng.randrange(256)
+            elif how == 1:
+                data[:8] = struct.pack("<Q", rng.choice([0, 1, n - 1, n + 1, n + 64, 2**40, 2**64 - 1, rng.randrange(2**32)]))
+            else:
+                del data[rng.randrange(0, len(data)):]
+            tmp = weights + ".new"
+            with open(tmp, "wb") as f:
+                f.write(bytes(data))
+            os.replace(tmp, weights)      # a new file: mappings of earlier loads keep theirs
+            try:
+                tvm.runtime.load_module(lib)
+                kinds["loaded"] = kinds.get("loaded", 0) + 1
+            except Exception as err:
+                kinds[type(err).__name__] = kinds.get(type(err).__name__, 0) + 1
+        print(json.dumps(kinds))
+        """, str(lib), str(weights))
+    assert set(result) <= {"ValueError", "RuntimeError", "loaded"}, result
+    assert result.get("ValueError", 0) > 100
+
+
+def test_export_with_weights_file_refusals(external, tmp_path):
+    pm, lib, weights, b, c = external
+    with pytest.raises(ValueError, match="zero_copy=False .* contradicts it"):
+        tvm_partial.export_library(pm, tmp_path / "x.so", weights_file=tmp_path / "x.safetensors", zero_copy=False)
+    loaded = tvm_partial.load(lib)
+    with pytest.raises(ValueError, match="keeps its weights in the file model.safetensors; .*save_weights"):
+        tvm_partial.export_library(tvm_partial.rebind(loaded, b=b), tmp_path / "y.so")
+    assert not (tmp_path / "x.so").exists() and not (tmp_path / "y.so").exists()
