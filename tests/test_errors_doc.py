@@ -161,13 +161,6 @@ CASES = {
         c["relax_exe"].mod, [[2, 99, 2], [1, 0, 2]])["main"],
     "a Relax executable compiled for another device": lambda c: tvm_partial.partial(
         c["relax_exe"], device=tvm_ffi.device("cuda", 0)),
-}
-
-
-class _ServerWithoutTvmPartial:
-    def load_module(self, path):
-        raise RuntimeError("Library binary was created using {partial_apply} but a loader of that name "
-                           "is not registered.")
     "a weights file that does not exist": lambda c: tvm_partial.open_weights(Path(c["artifact"]).parent / "none.safetensors"),
     "a weights file cut short": lambda c: tvm_partial.open_weights(_weights_file(c, "cut")),
     "a weights file of another model": lambda c: tvm_partial.load(c["artifact_wb"], weights_file=_weights_file(c, "partial")),
@@ -181,6 +174,12 @@ class _ServerWithoutTvmPartial:
     "the weights file of another export beside an artifact": lambda c: _in_subprocess(
         "import tvm_partial\ntvm_partial.load(sys.argv[1])", _external_artifact(c, "other")),
 }
+
+
+class _ServerWithoutTvmPartial:
+    def load_module(self, path):
+        raise RuntimeError("Library binary was created using {partial_apply} but a loader of that name "
+                           "is not registered.")
 
 
 def _external_artifact(ctx, kind: str) -> str:
