@@ -197,22 +197,50 @@ def _export_loaded(module, path: str, *, zero_copy, self_contained, **kwargs) ->
                 "which needs values of the same dtypes and shapes and strings of the same lengths; "
                 "bind the compiled module again with tvm_partial.partial() and export that")
         blob_at = art.blob.offset
-    with _new_file(path) as staged, tempfile.TemporaryDirectory(prefix="tvm_partial_") as workdir:
-        shutil.copyfile(source, staged)
+    with _new_file(path) as staged:
+        if external is not None and region_at % 64 == 0:
+            # The new region goes straight into place (one write of the weights); the rest of the
+            # file is copied around it, and the blob patched.
+            _zero_copy.write_payload_region(external, staged, lead=region_at)
+            if os.path.getsize(staged) - region_at != region_bytes:
+                raise ValueError(f"export_library: the updated payload region takes "
+                                 f"{os.path.getsize(staged) - region_at} bytes, {source} has {region_bytes}; "
+                                 "rebind keeps dtypes and shapes, or export from the compiled module")
+            with open(source, "rb") as src, open(staged, "r+b") as out:
+                _copy_range(src, out, 0, region_at)
+                src.seek(region_at + region_bytes)
+                out.seek(region_at + region_bytes)
+                shutil.copyfileobj(src, out, 1 << 20)
+                out.seek(blob_at)
+                out.write(blob)
+        else:
+            shutil.copyfile(source, staged)
+            with open(staged, "r+b") as out:
+                out.seek(blob_at)
+                out.write(blob)
+            if external is not None:  # a region at an offset the writer cannot start at: patch it
+                with tempfile.TemporaryDirectory(prefix="tvm_partial_") as workdir:
+                    region_file = os.path.join(workdir, "payloads.bin")
+                    _zero_copy.write_payload_region(external, region_file)
+                    if os.path.getsize(region_file) != region_bytes:
+                        raise ValueError(f"export_library: the updated payload region takes "
+                                         f"{os.path.getsize(region_file)} bytes, {source} has {region_bytes}; "
+                                         "rebind keeps dtypes and shapes, or export from the compiled module")
+                    with open(staged, "r+b") as out, open(region_file, "rb") as region:
+                        out.seek(region_at)
+                        shutil.copyfileobj(region, out, 1 << 20)
         shutil.copymode(source, staged)
-        with open(staged, "r+b") as out:
-            out.seek(blob_at)
-            out.write(blob)
-            if external is not None:
-                region_file = os.path.join(workdir, "payloads.bin")
-                _zero_copy.write_payload_region(external, region_file)
-                if os.path.getsize(region_file) != region_bytes:
-                    raise ValueError(f"export_library: the updated payload region takes "
-                                     f"{os.path.getsize(region_file)} bytes, {source} has {region_bytes}; "
-                                     "rebind keeps dtypes and shapes, or export from the compiled module")
-                out.seek(region_at)
-                with open(region_file, "rb") as region:
-                    shutil.copyfileobj(region, out, 1 << 20)
+
+
+def _copy_range(src, out, start: int, size: int) -> None:
+    src.seek(start)
+    out.seek(start)
+    while size > 0:
+        chunk = src.read(min(size, 1 << 20))
+        if not chunk:
+            raise ValueError(f"export_library: {src.name} is shorter than it was when loaded")
+        out.write(chunk)
+        size -= len(chunk)
 
 
 _library_file_of = tvm_ffi.get_global_func("tvm_partial.LibraryFileOf")

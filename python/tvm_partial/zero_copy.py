@@ -60,9 +60,10 @@ def with_external_payloads(module, symbol: str, link: int):
     return _with_external_payloads(module, symbol, link)
 
 
-def write_payload_region(external, path) -> None:
-    """Write the payload region of a module from ``with_external_payloads`` to ``path``."""
-    _write_payload_region(external, os.fspath(path), 0)
+def write_payload_region(external, path, lead: int = 0) -> None:
+    """Write the payload region of a module from ``with_external_payloads`` to ``path``, after
+    ``lead`` zero bytes (a multiple of 64)."""
+    _write_payload_region(external, os.fspath(path), lead)
 
 
 def prepare(module, workdir: Path):
