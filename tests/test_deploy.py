@@ -210,5 +210,5 @@ def test_cpp_deploy_example(tmp_path):
         "[ok] deploy_ffi_only --relax: self-contained Relax model, no tvm-partial",
         "[ok] deploy_ffi_only: plain artifact refused, loader not registered",
     ]
-    assert sum("float32 values equal" in line and "bitwise" in line for line in lines) == 11
+    assert sum("float32 values equal" in line and "bitwise" in line for line in lines) == 13
     assert LOADER_MISSING in proc.stdout
