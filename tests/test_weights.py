@@ -411,3 +411,16 @@ def test_export_with_weights_file_refusals(external, tmp_path):
     with pytest.raises(ValueError, match="keeps its weights in the file model.safetensors; .*save_weights"):
         tvm_partial.export_library(tvm_partial.rebind(loaded, b=b), tmp_path / "y.so")
     assert not (tmp_path / "x.so").exists() and not (tmp_path / "y.so").exists()
+
+
+def test_weights_file_paths_that_would_break_the_artifact_refused(external, tmp_path):
+    """A weights file on the library's own path would be overwritten by the library: an artifact
+    that cannot load. Refused before anything is written, as are a folder and a missing folder."""
+    pm = external[0]
+    with pytest.raises(ValueError, match=r"is the library's own path"):
+        tvm_partial.export_library(pm, tmp_path / "same.so", weights_file=tmp_path / "same.so")
+    with pytest.raises(ValueError, match=r"is a folder"):
+        tvm_partial.export_library(pm, tmp_path / "dir.so", weights_file=tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"the folder of weights_file=.* does not exist"):
+        tvm_partial.export_library(pm, tmp_path / "far.so", weights_file=tmp_path / "no" / "w.safetensors")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.safetensors", "model.so"]  # nothing left

@@ -67,6 +67,17 @@ def export_library(module, path: PathLike, *, self_contained: bool = False,
         if zero_copy is False:
             raise ValueError("export_library: weights_file= places the payloads in that file; zero_copy=False "
                              "(payloads inside the library) contradicts it")
+        weights_path = os.path.abspath(os.fspath(weights_file))
+        if weights_path == os.path.abspath(path) or (os.path.exists(path) and os.path.exists(weights_path)
+                                                     and os.path.samefile(path, weights_path)):
+            raise ValueError(f"export_library: weights_file={os.fspath(weights_file)!r} is the library's own "
+                             "path; give the weights file a name of its own (e.g. model.safetensors)")
+        if os.path.isdir(weights_path):
+            raise ValueError(f"export_library: weights_file={os.fspath(weights_file)!r} is a folder; name the "
+                             "file to write (e.g. model.safetensors)")
+        if not os.path.isdir(os.path.dirname(weights_path)):
+            raise FileNotFoundError(f"export_library: the folder of weights_file={os.fspath(weights_file)!r} "
+                                    "does not exist; create it first")
         if module.imports and module.imports[0].kind == "library" or _relax_loaded(module):
             raise ValueError("export_library: weights_file= with a module loaded from an artifact is not "
                              "supported: bind the compiled module with tvm_partial.partial() and export that")
@@ -143,10 +154,12 @@ class _new_file:
         return self.staged
 
     def __exit__(self, kind, err, tb):
-        if kind is None:
-            os.replace(self.staged, self.path)
-        elif os.path.exists(self.staged):
-            os.remove(self.staged)
+        try:
+            if kind is None:
+                os.replace(self.staged, self.path)
+        finally:
+            if os.path.exists(self.staged):
+                os.remove(self.staged)
 
 
 def _export_loaded(module, path: str, *, zero_copy, self_contained, **kwargs) -> None:
