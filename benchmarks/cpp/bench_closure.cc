@@ -11,6 +11,8 @@
 #include <tvm/ffi/c_api.h>
 #include <tvm_partial/partial_apply.h>
 
+#include "bench_common.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -23,23 +25,9 @@ namespace ffi = ::tvm::ffi;
 
 namespace {
 
-/*! \brief The cheapest callee tvm-ffi has: a C function reached through safe_call. */
-extern "C" int NoopSafeCall(void*, const TVMFFIAny*, int32_t, TVMFFIAny*) { return 0; }
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-/*! \brief ns per call of `body`, run `calls` times. */
-template <typename Body>
-double Sample(int64_t calls, Body&& body) {
-  auto start = std::chrono::steady_clock::now();
-  for (int64_t i = 0; i < calls; ++i) body();
-  auto stop = std::chrono::steady_clock::now();
-  return std::chrono::duration<double, std::nano>(stop - start).count() / static_cast<double>(calls);
-}
+using bench::Median;
+using bench::NoopSafeCall;
+using bench::Sample;
 
 struct Row {
   std::string label;

@@ -155,6 +155,11 @@ def run(out_dir: str | None = None, calls: int = 2000, repeats: int = 5, self_co
         echo(format_inspect(_export.inspect(lib_path)))
 
     echo("")
+    return report(checks, echo)
+
+
+def report(checks: dict, echo=print) -> int:
+    """Print each check as [ok] or [FAIL]; the exit code: 0 when all passed."""
     for label, ok in checks.items():
         echo(f"[{'ok' if ok else 'FAIL'}] {label}")
     return 0 if all(checks.values()) else 1

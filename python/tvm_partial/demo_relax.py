@@ -82,6 +82,6 @@ def run(out_dir: str | None = None, self_contained: bool = False, echo=print) ->
 
         echo(format_inspect(_export.inspect(path)))
     echo("")
-    for label, ok in checks.items():
-        echo(f"[{'ok' if ok else 'FAIL'}] {label}")
-    return 0 if all(checks.values()) else 1
+    from .demo import report
+
+    return report(checks, echo)
