@@ -81,12 +81,6 @@ def runs_relax(mod) -> bool:
     return mod.kind == KIND or (mod.kind == "partial_apply" and bool(mod.imports) and mod.imports[0].kind == KIND)
 
 
-def vm_devices(mod) -> list:
-    """The recorded devices ``[(device type, id, allocator), ...]`` of a Relax partial module."""
-    inner = mod if mod.kind == KIND else mod.imports[0]
-    return [tuple(int(v) for v in d) for d in inner["__tvm_partial_vm_devices"]()]
-
-
 def signature_of(mod, name: str) -> Signature:
     """The Relax function's parameters: names from the VirtualMachine ``mod`` runs, and dtype and
     static shape of tensor parameters from the annotations the executable keeps for its own
