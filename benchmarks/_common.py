@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Helpers shared by the benchmark scripts: the machine, medians, tables, sizes."""
 
 from __future__ import annotations
@@ -40,15 +42,26 @@ def table(header, rows, aligns=None) -> str:
     aligns = aligns or ["<"] + [">"] * (len(header) - 1)
 
     def line(cells):
-        return "  ".join(f"{str(c):{a}{w}}" for c, a, w in zip(cells, aligns, widths)).rstrip()
+        return "  ".join(f"{c!s:{a}{w}}" for c, a, w in zip(cells, aligns, widths)).rstrip()
 
     out = [line(header), line(["-" * w for w in widths])]
     out += [line(r) for r in rows]
     return "\n".join(out)
 
 
-_UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MB": 1 << 20,
-          "MIB": 1 << 20, "G": 1 << 30, "GB": 1 << 30, "GIB": 1 << 30}
+_UNITS = {
+    "": 1,
+    "B": 1,
+    "K": 1 << 10,
+    "KB": 1 << 10,
+    "KIB": 1 << 10,
+    "M": 1 << 20,
+    "MB": 1 << 20,
+    "MIB": 1 << 20,
+    "G": 1 << 30,
+    "GB": 1 << 30,
+    "GIB": 1 << 30,
+}
 
 
 def parse_size(text: str) -> int:

@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Cost of binding a constant against its size, 1 KiB .. 1 GiB.
 
     python benchmarks/bench_bind.py                      # 1 KiB, 16 KiB, ..., 1 GiB (x16 steps)
@@ -47,7 +49,9 @@ def per_bind_ns(bind, binds: int, repeats: int) -> float:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", nargs="+", help=f"constant sizes (default: {' '.join(DEFAULT_SIZES)})")
     parser.add_argument("--quick", action="store_true", help="sizes up to 64 MiB, fewer repeats")
     parser.add_argument("--repeats", type=int, default=None, help="repeats per measurement (default 7)")
@@ -58,6 +62,7 @@ def main(argv=None) -> int:
 
     import tvm
     import tvm_ffi
+
     import tvm_partial
 
     exe = tiny_kernel()
@@ -66,48 +71,64 @@ def main(argv=None) -> int:
     b = tvm.runtime.tensor(np.ones((1,), "float32"))
 
     print(machine())
-    print(f"binding w (float32, the given size) and b (4 bytes) at positions 1, 2; median of {repeats} repeats")
-    print("columns: a tvm Tensor w through tvm_partial.partial(f, ...), through the C++ global "
-          "runtime.PartialApply,\nthrough partial(exe, ...) (a partial module); then w as a numpy "
-          "array (copied at bind time)\n")
+    print(
+        f"binding w (float32, the given size) and b (4 bytes) at positions 1, 2; median of {repeats} repeats"
+    )
+    print(
+        "columns: a tvm Tensor w through tvm_partial.partial(f, ...), through the C++ global "
+        "runtime.PartialApply,\nthrough partial(exe, ...) (a partial module); then w as a numpy "
+        "array (copied at bind time)\n"
+    )
     rows = []
     tensor_times, raw_times = [], []
     for nbytes in sizes:
         host = np.ones((max(nbytes // 4, 1),), "float32")  # pages touched: a real, resident array
         w = tvm.runtime.tensor(host)
         gc.collect()
-        t_tensor = per_bind_ns(lambda: tvm_partial.partial(f, {1: w, 2: b}), binds, repeats)
-        t_raw = per_bind_ns(lambda: raw_partial_apply(f, {1: w, 2: b}), binds, repeats)
-        t_module = per_bind_ns(lambda: tvm_partial.partial(exe, {1: w, 2: b}), binds, repeats)
+        t_tensor = per_bind_ns(lambda w=w: tvm_partial.partial(f, {1: w, 2: b}), binds, repeats)
+        t_raw = per_bind_ns(lambda w=w: raw_partial_apply(f, {1: w, 2: b}), binds, repeats)
+        t_module = per_bind_ns(lambda w=w: tvm_partial.partial(exe, {1: w, 2: b}), binds, repeats)
         tensor_times.append(t_tensor)
         raw_times.append(t_raw)
         del w
         # numpy: one copy per bind; fewer binds for large arrays.
         np_binds = max(1, min(binds, (64 << 20) // max(nbytes, 1)))
         np_repeats = repeats if nbytes < (256 << 20) else min(repeats, 3)
-        t_numpy = per_bind_ns(lambda: tvm_partial.partial(f, {1: host, 2: b}), np_binds, np_repeats)
+        t_numpy = per_bind_ns(lambda host=host: tvm_partial.partial(f, {1: host, 2: b}), np_binds, np_repeats)
         del host
         gc.collect()
-        rows.append([
-            format_size(nbytes),
-            f"{t_tensor / 1e3:.1f}",
-            f"{t_raw / 1e3:.1f}",
-            f"{t_module / 1e3:.1f}",
-            f"{t_numpy / 1e3:,.1f}",
-            f"{nbytes / t_numpy:.2f}" if nbytes >= (1 << 20) else "-",
-        ])
+        rows.append(
+            [
+                format_size(nbytes),
+                f"{t_tensor / 1e3:.1f}",
+                f"{t_raw / 1e3:.1f}",
+                f"{t_module / 1e3:.1f}",
+                f"{t_numpy / 1e3:,.1f}",
+                f"{nbytes / t_numpy:.2f}" if nbytes >= (1 << 20) else "-",
+            ]
+        )
 
-    print(table(
-        ["size", "partial(f) us", "runtime.PartialApply us", "partial(exe) us", "partial(f), numpy us",
-         "numpy copy GB/s"],
-        rows,
-    ))
+    print(
+        table(
+            [
+                "size",
+                "partial(f) us",
+                "runtime.PartialApply us",
+                "partial(exe) us",
+                "partial(f), numpy us",
+                "numpy copy GB/s",
+            ],
+            rows,
+        )
+    )
     print()
     growth = max(sizes) / min(sizes)
     for label, times in (("partial()", tensor_times), ("runtime.PartialApply", raw_times)):
         spread = max(times) / min(times)
-        print(f"tvm Tensor via {label}: slowest / fastest = {spread:.2f} while the size grew {growth:,.0f}x "
-              f"({'flat: O(1)' if spread < 2 else 'NOT flat'})")
+        print(
+            f"tvm Tensor via {label}: slowest / fastest = {spread:.2f} while the size grew {growth:,.0f}x "
+            f"({'flat: O(1)' if spread < 2 else 'NOT flat'})"
+        )
     return 0
 
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Per-call cost from Python: a direct call against tvm-partial and the Python alternatives.
 
     python benchmarks/bench_call.py            # 7 repeats x 100,000 calls (tiny), 7 x 2,000 (conv2d)
@@ -27,11 +29,13 @@ from _common import machine, median, table
 def _loop(arity: int):
     """A timing loop calling fn with `arity` fixed arguments and nothing else in between."""
     names = ", ".join(f"a{i}" for i in range(arity))
-    src = (f"def loop(fn, {names}{', ' if arity else ''}n):\n"
-           f"    for _ in repeat(None, n):\n"
-           f"        fn({names})\n")
+    src = (
+        f"def loop(fn, {names}{', ' if arity else ''}n):\n"
+        f"    for _ in repeat(None, n):\n"
+        f"        fn({names})\n"
+    )
     scope = {"repeat": repeat}
-    exec(src, scope)  # noqa: S102 (a fixed template)
+    exec(src, scope)
     return scope["loop"]
 
 
@@ -70,14 +74,19 @@ def conv_kernel():
 
     exe, _ = demo.build_conv2d_bias()
     inputs = demo.sample_inputs()
-    arrays = {"x": inputs["data"], "w": inputs["weights"], "b": inputs["bias"],
-              "out": np.zeros(demo.SHAPES["result"], "float32")}
+    arrays = {
+        "x": inputs["data"],
+        "w": inputs["weights"],
+        "b": inputs["bias"],
+        "out": np.zeros(demo.SHAPES["result"], "float32"),
+    }
     return exe, arrays
 
 
 def variants(exe, arrays):
     """[(label, fn, args)]; the first is the direct call every ratio refers to."""
     import tvm
+
     import tvm_partial
 
     f = exe["main"]
@@ -158,8 +167,10 @@ def report(title, rows, stats, loop_ns, calls, repeats):
     for (label, _, _), (ns, best) in zip(rows, stats):
         fmt = (lambda v: f"{v:,.0f}") if ns >= 1000 else (lambda v: f"{v:.1f}")
         body.append([label, fmt(ns), fmt(best), f"{ns / direct:.2f}"])
-    print(f"\n{title}: {repeats} repeats x {calls:,} calls "
-          f"(the timing loop itself, {loop_ns:.1f} ns/iteration, is in every row)")
+    print(
+        f"\n{title}: {repeats} repeats x {calls:,} calls "
+        f"(the timing loop itself, {loop_ns:.1f} ns/iteration, is in every row)"
+    )
     print(table(["variant", "median ns/call", "min ns/call", "median vs direct"], body))
     return {label: ns for (label, _, _), (ns, _) in zip(rows, stats)}
 
@@ -174,15 +185,20 @@ def targets(t: dict) -> list:
     ]
     same = [
         ("nested (2 levels) / single == 1 (within 5%)", t["partial of partial (w, then b)"] / g),
-        ("nested (3 levels) / single == 1 (within 5%)",
-         t["partial of partial of partial: g3(x)"] / t["partial binding w, b, out: g3(x)"]),
+        (
+            "nested (3 levels) / single == 1 (within 5%)",
+            t["partial of partial of partial: g3(x)"] / t["partial binding w, b, out: g3(x)"],
+        ),
     ]
-    return ([(text, ratio, ratio <= limit) for text, ratio, limit in at_most]
-            + [(text, ratio, abs(ratio - 1) <= 0.05) for text, ratio in same])
+    return [(text, ratio, ratio <= limit) for text, ratio, limit in at_most] + [
+        (text, ratio, abs(ratio - 1) <= 0.05) for text, ratio in same
+    ]
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="few calls: check that it runs, not for figures")
     parser.add_argument("--calls", type=int, help="calls per repeat for the tiny kernel (default 100,000)")
     parser.add_argument("--conv-calls", type=int, help="calls per repeat for conv2d (default 2,000)")
@@ -195,11 +211,21 @@ def main(argv=None) -> int:
     print(machine())
     print("load average at start: " + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
     tiny_rows = variants(*tiny_kernel())
-    tiny = report("tiny kernel, out = x * w + b, shape (1,)", tiny_rows, *measure(tiny_rows, tiny_calls, repeats),
-                  tiny_calls, repeats)
+    tiny = report(
+        "tiny kernel, out = x * w + b, shape (1,)",
+        tiny_rows,
+        *measure(tiny_rows, tiny_calls, repeats),
+        tiny_calls,
+        repeats,
+    )
     conv_rows = variants(*conv_kernel())
-    conv = report("conv2d + bias (1,3,32,32) * (8,3,3,3)", conv_rows, *measure(conv_rows, conv_calls, repeats),
-                  conv_calls, repeats)
+    conv = report(
+        "conv2d + bias (1,3,32,32) * (8,3,3,3)",
+        conv_rows,
+        *measure(conv_rows, conv_calls, repeats),
+        conv_calls,
+        repeats,
+    )
 
     print("\ntargets (tiny kernel, where dispatch is all there is; conv2d in brackets)")
     body = []

@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Export and load with large constants: tvm-partial against TVM's const_loader and numpy.
 
     python benchmarks/bench_load.py                          # 16 MiB, 256 MiB, 1 GiB of weights
@@ -228,13 +230,18 @@ def routes():
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", nargs="+", help=f"weight sizes (default: {' '.join(DEFAULT_SIZES)})")
     parser.add_argument("--quick", action="store_true", help="16 MiB only (--read-all: 256 MiB), one repeat")
     parser.add_argument("--repeats", type=int, help="loads per artifact (median; default 3)")
-    parser.add_argument("--read-all", action="store_true",
-                        help="a kernel that reads every weight; peak RSS before and after the first call, "
-                             "bitwise checks, the zero-copy targets (default sizes: 256 MiB, 1 GiB)")
+    parser.add_argument(
+        "--read-all",
+        action="store_true",
+        help="a kernel that reads every weight; peak RSS before and after the first call, "
+        "bitwise checks, the zero-copy targets (default sizes: 256 MiB, 1 GiB)",
+    )
     args = parser.parse_args(argv)
     if args.read_all:
         return main_read_all(args)
@@ -242,8 +249,11 @@ def main(argv=None) -> int:
     repeats = args.repeats or (1 if args.quick else 3)
 
     print(machine())
-    print(f"weights: float32; load figures: median of {repeats} fresh processes; RSS: above the process "
-          "after `import numpy, tvm, tvm_partial`", flush=True)
+    print(
+        f"weights: float32; load figures: median of {repeats} fresh processes; RSS: above the process "
+        "after `import numpy, tvm, tvm_partial`",
+        flush=True,
+    )
     rows = []
     with tempfile.TemporaryDirectory(prefix="tvm-partial-bench-") as tmp:
         for nbytes in sizes:
@@ -255,27 +265,44 @@ def main(argv=None) -> int:
                 os.remove(path)
                 bad = [r["value"] for r in loads if r["value"] != 7.0]
                 if bad:
-                    raise SystemExit(f"{label}, {format_size(nbytes)}: first call gave {bad[0]}, expected 7.0")
+                    raise SystemExit(
+                        f"{label}, {format_size(nbytes)}: first call gave {bad[0]}, expected 7.0"
+                    )
                 load_ms = median(r["load_ns"] for r in loads) / 1e6
                 call_ms = median(r["first_call_ns"] for r in loads) / 1e6
-                rows.append([
-                    format_size(nbytes), label,
-                    f"{exported['export_ns'] / 1e6:,.0f}",
-                    format_size(exported["peak_bytes"]),
-                    f"{size / 2**20:,.2f} MiB",
-                    f"{load_ms:,.1f}",
-                    f"{call_ms:,.2f}",
-                    format_size(median(r["peak_bytes"] for r in loads)),
-                    f"{median(r['peak_bytes'] for r in loads) / nbytes:.2f}",
-                    f"{median(r['import_ns'] for r in loads) / 1e6:,.0f}",
-                ])
+                rows.append(
+                    [
+                        format_size(nbytes),
+                        label,
+                        f"{exported['export_ns'] / 1e6:,.0f}",
+                        format_size(exported["peak_bytes"]),
+                        f"{size / 2**20:,.2f} MiB",
+                        f"{load_ms:,.1f}",
+                        f"{call_ms:,.2f}",
+                        format_size(median(r["peak_bytes"] for r in loads)),
+                        f"{median(r['peak_bytes'] for r in loads) / nbytes:.2f}",
+                        f"{median(r['import_ns'] for r in loads) / 1e6:,.0f}",
+                    ]
+                )
                 print(f"  {format_size(nbytes)} {label}: done", file=sys.stderr, flush=True)
-    print(table(
-        ["weights", "route", "export ms", "export peak", "artifact", "load ms", "1st call ms",
-         "load peak RSS", "RSS / weights", "imports ms"],
-        rows,
-        ["<", "<"] + [">"] * 8,
-    ))
+    print(
+        table(
+            [
+                "weights",
+                "route",
+                "export ms",
+                "export peak",
+                "artifact",
+                "load ms",
+                "1st call ms",
+                "load peak RSS",
+                "RSS / weights",
+                "imports ms",
+            ],
+            rows,
+            ["<", "<"] + [">"] * 8,
+        )
+    )
     return 0
 
 
@@ -283,8 +310,11 @@ def main(argv=None) -> int:
 # --read-all: every weight is read by the first call
 
 READ_ALL_SIZES = ["256MiB", "1GiB"]
-ZERO_COPY, INLINE, CONST_LOADER = ("tvm_partial (zero_copy=True)", "tvm_partial (zero_copy=False)",
-                                   "TVM const_loader")
+ZERO_COPY, INLINE, CONST_LOADER = (
+    "tvm_partial (zero_copy=True)",
+    "tvm_partial (zero_copy=False)",
+    "TVM const_loader",
+)
 
 
 def read_all_routes():
@@ -325,8 +355,14 @@ def read_all_checks(results: dict) -> dict:
         }
     copying = [INLINE, CONST_LOADER]
     all_values = {load["value_hex"] for label in [ZERO_COPY, *copying] for load in results[label]["loads"]}
-    return {"expected": expected, "routes": per_route, "identical": len(all_values) == 1
-            and all(per_route[label]["result"] and per_route[label]["weights"] for label in [ZERO_COPY, *copying])}
+    return {
+        "expected": expected,
+        "routes": per_route,
+        "identical": len(all_values) == 1
+        and all(
+            per_route[label]["result"] and per_route[label]["weights"] for label in [ZERO_COPY, *copying]
+        ),
+    }
 
 
 def _med(result: dict, key: str) -> float:
@@ -343,17 +379,28 @@ def read_all_targets(nbytes: int, results: dict, checks: dict) -> list:
     zc, cl = results[ZERO_COPY], results[CONST_LOADER]
     med = _med
     rows = [
-        ("peak RSS added by the load, before the first call <= 0.10 x weights",
-         med(zc, "load_peak_bytes") / nbytes, 0.10),
-        ("peak RSS after a first call reading every weight <= 1.10 x weights",
-         med(zc, "call_peak_bytes") / nbytes, 1.10),
+        (
+            "peak RSS added by the load, before the first call <= 0.10 x weights",
+            med(zc, "load_peak_bytes") / nbytes,
+            0.10,
+        ),
+        (
+            "peak RSS after a first call reading every weight <= 1.10 x weights",
+            med(zc, "call_peak_bytes") / nbytes,
+            1.10,
+        ),
         ("load time <= 0.20 x const_loader's", med(zc, "load_ns") / med(cl, "load_ns"), 0.20),
         ("export time <= 1.00 x const_loader's", zc["export"]["export_ns"] / cl["export"]["export_ns"], 1.00),
         ("artifact size <= 1.01 x weights", zc["size"] / nbytes, 1.01),
     ]
     out = [(text, _ratio(ratio), ratio <= limit) for text, ratio, limit in rows]
-    out.append(("results bitwise identical to inline and const_loader",
-                "yes" if checks["identical"] else "no", checks["identical"]))
+    out.append(
+        (
+            "results bitwise identical to inline and const_loader",
+            "yes" if checks["identical"] else "no",
+            checks["identical"],
+        )
+    )
     return out
 
 
@@ -364,8 +411,10 @@ def read_all_context(results: dict) -> list:
     both = (med(zc, "load_ns") + med(zc, "first_call_ns")) / (med(cl, "load_ns") + med(cl, "first_call_ns"))
     return [
         ("load + 1st call, against const_loader's", _ratio(both)),
-        ("1st call / 2nd call (the 1st maps every page)",
-         _ratio(med(zc, "first_call_ns") / med(zc, "second_call_ns"))),
+        (
+            "1st call / 2nd call (the 1st maps every page)",
+            _ratio(med(zc, "first_call_ns") / med(zc, "second_call_ns")),
+        ),
     ]
 
 
@@ -374,53 +423,79 @@ def main_read_all(args) -> int:
     repeats = args.repeats or (1 if args.quick else 3)
     print(machine())
     print("load average at start: " + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
-    print(f"weights: float32, small integers; kernel: out = x * sum(w) + b (float64 sum, exact); load figures: "
-          f"median of {repeats} fresh processes; RSS: above the process after `import numpy, tvm, tvm_partial`",
-          flush=True)
+    print(
+        f"weights: float32, small integers; kernel: out = x * sum(w) + b (float64 sum, exact); load figures: "
+        f"median of {repeats} fresh processes; RSS: above the process after `import numpy, tvm, tvm_partial`",
+        flush=True,
+    )
     rows, verdicts, context, notes = [], [], [], []
     with tempfile.TemporaryDirectory(prefix="tvm-partial-bench-") as tmp:
         for nbytes in sizes:
             results = measure_read_all(nbytes, repeats, tmp)
             checks = read_all_checks(results)
             for label, r in results.items():
+
                 def med(key, r=r):
                     return _med(r, key)
 
                 ok = checks["routes"][label]
-                rows.append([
-                    format_size(nbytes), label,
-                    f"{r['export']['export_ns'] / 1e6:,.0f}",
-                    format_size(r["export"]["peak_bytes"]),
-                    f"{r['size'] / 2**20:,.2f} MiB",
-                    f"{med('load_ns') / 1e6:,.1f}",
-                    format_size(med("load_peak_bytes")),
-                    f"{med('load_peak_bytes') / nbytes:.2f}",
-                    f"{med('first_call_ns') / 1e6:,.1f}",
-                    f"{med('second_call_ns') / 1e6:,.1f}",
-                    format_size(med("call_peak_bytes")),
-                    f"{med('call_peak_bytes') / nbytes:.2f}",
-                    format_size(max(med("anon_after_bytes"), 0)),
-                    format_size(max(med("file_after_bytes"), 0)),
-                    "exact" if ok["result"] and ok["weights"] else "MISMATCH",
-                ])
+                rows.append(
+                    [
+                        format_size(nbytes),
+                        label,
+                        f"{r['export']['export_ns'] / 1e6:,.0f}",
+                        format_size(r["export"]["peak_bytes"]),
+                        f"{r['size'] / 2**20:,.2f} MiB",
+                        f"{med('load_ns') / 1e6:,.1f}",
+                        format_size(med("load_peak_bytes")),
+                        f"{med('load_peak_bytes') / nbytes:.2f}",
+                        f"{med('first_call_ns') / 1e6:,.1f}",
+                        f"{med('second_call_ns') / 1e6:,.1f}",
+                        format_size(med("call_peak_bytes")),
+                        f"{med('call_peak_bytes') / nbytes:.2f}",
+                        format_size(max(med("anon_after_bytes"), 0)),
+                        format_size(max(med("file_after_bytes"), 0)),
+                        "exact" if ok["result"] and ok["weights"] else "MISMATCH",
+                    ]
+                )
                 if not (ok["result"] and ok["weights"]):
-                    notes.append(f"{format_size(nbytes)} {label}: results {ok['values']}, expected "
-                                 f"{checks['expected']!r}; weights hash {'equal' if ok['weights'] else 'differs'}")
+                    notes.append(
+                        f"{format_size(nbytes)} {label}: results {ok['values']}, expected "
+                        f"{checks['expected']!r}; weights hash {'equal' if ok['weights'] else 'differs'}"
+                    )
             verdicts.append(read_all_targets(nbytes, results, checks))
             context.append(read_all_context(results))
-    print(table(
-        ["weights", "route", "export ms", "export peak", "artifact", "load ms", "load peak RSS", "/ weights",
-         "1st call ms", "2nd call ms", "peak RSS after 1st call", "/ weights", "anon after", "file after",
-         "result, weights"],
-        rows,
-        ["<", "<"] + [">"] * 13,
-    ))
-    print("columns: export peak: the exporting Python process alone (not the compiler, assembler and linker "
-          "it runs), above what it held before exporting;\n"
-          "peak RSS at load and after the 1st call; anon / file after: RssAnon and RssFile above the start, "
-          "after the 1st call;\n"
-          "result, weights: 'exact' when every result equals numpy's exact sum bit for bit and the loaded "
-          "weights hash as the exported ones")
+    print(
+        table(
+            [
+                "weights",
+                "route",
+                "export ms",
+                "export peak",
+                "artifact",
+                "load ms",
+                "load peak RSS",
+                "/ weights",
+                "1st call ms",
+                "2nd call ms",
+                "peak RSS after 1st call",
+                "/ weights",
+                "anon after",
+                "file after",
+                "result, weights",
+            ],
+            rows,
+            ["<", "<"] + [">"] * 13,
+        )
+    )
+    print(
+        "columns: export peak: the exporting Python process alone (not the compiler, assembler and linker "
+        "it runs), above what it held before exporting;\n"
+        "peak RSS at load and after the 1st call; anon / file after: RssAnon and RssFile above the start, "
+        "after the 1st call;\n"
+        "result, weights: 'exact' when every result equals numpy's exact sum bit for bit and the loaded "
+        "weights hash as the exported ones"
+    )
     for note in notes:
         print("MISMATCH: " + note)
     print("\ntargets of the zero-copy route (ratios: zero-copy figure / reference)")

@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Per-call cost of a kernel that returns its output (``partial(..., outputs="result")``) from
 Python, beside the two ways to call a destination-passing kernel directly.
 
@@ -46,6 +48,7 @@ def conv_kernel():
 
 def variants(exe, tensors, arrays):
     import tvm
+
     import tvm_partial
 
     f = exe["main"]
@@ -79,7 +82,7 @@ def measure(rows, calls: int, repeats: int):
     try:
         for rep in range(repeats):
             order = list(range(len(rows)))
-            order = order[rep % len(rows):] + order[:rep % len(rows)]
+            order = order[rep % len(rows) :] + order[: rep % len(rows)]
             for i in order:
                 fn = rows[i][1]
                 start = time.perf_counter_ns()
@@ -94,15 +97,21 @@ def measure(rows, calls: int, repeats: int):
 
 def report(title, rows, ns, calls, repeats) -> dict:
     direct = ns[0]
-    print(f"\n{title}: {repeats} repeats x {calls:,} calls (a Python lambda around each call is in every row)")
-    body = [[label, f"{v:,.0f}", f"{(v - direct) / 1000:+.2f}", f"{v / direct:.2f}"]
-            for (label, _), v in zip(rows, ns)]
+    print(
+        f"\n{title}: {repeats} repeats x {calls:,} calls (a Python lambda around each call is in every row)"
+    )
+    body = [
+        [label, f"{v:,.0f}", f"{(v - direct) / 1000:+.2f}", f"{v / direct:.2f}"]
+        for (label, _), v in zip(rows, ns)
+    ]
     print(table(["variant", "median ns/call", "vs direct (us)", "vs direct"], body))
     return {label: v for (label, _), v in zip(rows, ns)}
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="few calls: check that it runs, not for figures")
     parser.add_argument("--calls", type=int, help="calls per repeat, tiny kernel (default 50,000)")
     parser.add_argument("--conv-calls", type=int, help="calls per repeat, conv2d (default 2,000)")
@@ -115,20 +124,34 @@ def main(argv=None) -> int:
     print(machine())
     print("load average at start: " + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
     rows = variants(*tiny_kernel())
-    tiny = report("tiny kernel, out = x * w + b, shape (1,)", rows, measure(rows, tiny_calls, repeats),
-                  tiny_calls, repeats)
+    tiny = report(
+        "tiny kernel, out = x * w + b, shape (1,)",
+        rows,
+        measure(rows, tiny_calls, repeats),
+        tiny_calls,
+        repeats,
+    )
     rows = variants(*conv_kernel())
-    report("conv2d + bias (1, 3, 32, 32) * (8, 3, 3, 3) -> (1, 8, 30, 30)", rows,
-           measure(rows, conv_calls, repeats), conv_calls, repeats)
+    report(
+        "conv2d + bias (1, 3, 32, 32) * (8, 3, 3, 3) -> (1, 8, 30, 30)",
+        rows,
+        measure(rows, conv_calls, repeats),
+        conv_calls,
+        repeats,
+    )
 
     ret = tiny["returning partial: out = g(x)"]
     checks = [
-        ("returning partial / (empty + direct) <= 0.25 (tiny kernel)",
-         f"{ret / tiny['tvm.runtime.empty + direct f(x, w, b, out)']:.2f}",
-         ret / tiny["tvm.runtime.empty + direct f(x, w, b, out)"] <= 0.25),
-        ("returning partial - preallocated direct <= 1 us (tiny kernel)",
-         f"{(ret - tiny['direct f(x, w, b, out), out preallocated']) / 1000:+.2f} us",
-         ret - tiny["direct f(x, w, b, out), out preallocated"] <= 1000),
+        (
+            "returning partial / (empty + direct) <= 0.25 (tiny kernel)",
+            f"{ret / tiny['tvm.runtime.empty + direct f(x, w, b, out)']:.2f}",
+            ret / tiny["tvm.runtime.empty + direct f(x, w, b, out)"] <= 0.25,
+        ),
+        (
+            "returning partial - preallocated direct <= 1 us (tiny kernel)",
+            f"{(ret - tiny['direct f(x, w, b, out), out preallocated']) / 1000:+.2f} us",
+            ret - tiny["direct f(x, w, b, out), out preallocated"] <= 1000,
+        ),
     ]
     print()
     for text, value, holds in checks:

@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """A Relax model with its weights, shipped three ways, side by side (docs/benchmarks.md):
 
 - BindParams: weights folded in at compile time (`relax.transform.BindParams`), one .so;
@@ -128,9 +130,17 @@ def run(size: int, folder: str) -> dict:
         else:  # BindParams: the weights are part of the compiled code
             export(w2, f"{folder}/new.so")
         new_set_s = time.perf_counter() - t0
-        proc = subprocess.run([sys.executable, "-c", _CHILD, kind, path, path + ".npz", f"{folder}/x.npy",
-                               f"{folder}/ref.npy"], capture_output=True, text=True, check=True)
-        out[kind] = {"export_s": export_s, "new_weight_set_s": new_set_s, **json.loads(proc.stdout.splitlines()[-1])}
+        proc = subprocess.run(
+            [sys.executable, "-c", _CHILD, kind, path, path + ".npz", f"{folder}/x.npy", f"{folder}/ref.npy"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        out[kind] = {
+            "export_s": export_s,
+            "new_weight_set_s": new_set_s,
+            **json.loads(proc.stdout.splitlines()[-1]),
+        }
         for leftover in (path, path + ".npz", f"{folder}/new.so", f"{folder}/new.so.npz"):
             if os.path.exists(leftover):
                 os.remove(leftover)
@@ -142,23 +152,29 @@ def main() -> None:
     parser.add_argument("--sizes", nargs="+", default=["256MiB"])
     parser.add_argument("--quick", action="store_true", help="a smoke run: 16 MiB")
     args = parser.parse_args()
-    for text in (["16MiB"] if args.quick else args.sizes):
+    for text in ["16MiB"] if args.quick else args.sizes:
         with tempfile.TemporaryDirectory(prefix="bench_relax_") as folder:
             res = run(_size(text), folder)
         mib = 2**20
         print(f"\n{text} of weights")
-        print(f"{'':12} {'export s':>9} {'new set s':>10} {'load->1st s':>12} {'held MiB':>9} {'peak MiB':>9}  equal")
+        print(
+            f"{'':12} {'export s':>9} {'new set s':>10} {'load->1st s':>12} {'held MiB':>9} {'peak MiB':>9}  equal"
+        )
         for kind, r in res.items():
-            print(f"{kind:12} {r['export_s']:9.2f} {r['new_weight_set_s']:10.2f} {r['load_to_first_s']:12.3f} "
-                  f"{r['held'] / mib:9.1f} {r['peak'] / mib:9.1f}  {r['equal']}")
+            print(
+                f"{kind:12} {r['export_s']:9.2f} {r['new_weight_set_s']:10.2f} {r['load_to_first_s']:12.3f} "
+                f"{r['held'] / mib:9.1f} {r['peak'] / mib:9.1f}  {r['equal']}"
+            )
         tp = res["tvm-partial"]
         best_load = min(res["bindparams"]["load_to_first_s"], res["tutorial"]["load_to_first_s"])
         best_peak = min(res["bindparams"]["peak"], res["tutorial"]["peak"])
         size = _size(text)
-        print(f"targets: load->1st {tp['load_to_first_s'] / best_load:.2f}x (<= 0.5x), "
-              f"peak {tp['peak'] / best_peak:.2f}x (<= 0.6x), held {100 * tp['held'] / size:.1f}% (<= 5%), "
-              f"new set {res['bindparams']['new_weight_set_s'] / tp['new_weight_set_s']:.1f}x faster than "
-              "recompiling (>= 10x)")
+        print(
+            f"targets: load->1st {tp['load_to_first_s'] / best_load:.2f}x (<= 0.5x), "
+            f"peak {tp['peak'] / best_peak:.2f}x (<= 0.6x), held {100 * tp['held'] / size:.1f}% (<= 5%), "
+            f"new set {res['bindparams']['new_weight_set_s'] / tp['new_weight_set_s']:.1f}x faster than "
+            "recompiling (>= 10x)"
+        )
 
 
 if __name__ == "__main__":

@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Scale-out over TVM RPC: N requests spread over 1, 2 and 4 local rpc_servers behind one tracker,
 all running the same self-contained tvm-partial artifact (weights inside).
 
@@ -20,14 +22,14 @@ from pathlib import Path
 
 import numpy as np
 import tvm
-from _common import machine, median, table
 from tvm import rpc, te
 
 import tvm_partial
+from _common import machine, median, table
 
 # The tests' launcher: servers on 127.0.0.1, free ports, bounded waits, killed on exit.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from rpc_helpers import HOST, tracker_with_servers  # noqa: E402
+from rpc_helpers import HOST, tracker_with_servers
 
 KEY = "bench"
 
@@ -42,8 +44,7 @@ def build(folder: Path, m: int, k: int, n: int) -> tuple:
     rng = np.random.default_rng(0)
     wv, xv = (rng.integers(-4, 5, s).astype("float32") for s in ((k, n), (m, k)))
     path = folder / "model.so"
-    tvm_partial.export_library(tvm_partial.partial(exe, w=wv, signature=[x, w, y]), path,
-                               self_contained=True)
+    tvm_partial.export_library(tvm_partial.partial(exe, w=wv, signature=[x, w, y]), path, self_contained=True)
     return path, xv, xv @ wv
 
 
@@ -98,11 +99,16 @@ def main() -> None:
                 seconds = median([timed(clients[:count], args.requests) for _ in range(args.repeats)])
                 rate = args.requests / seconds
                 base = base or rate
-                rows.append([f"{count} server{'s' if count > 1 else ''}", f"{seconds * 1e3:.0f} ms",
-                             f"{rate:.1f}", f"{rate / base:.2f}x"])
+                rows.append(
+                    [
+                        f"{count} server{'s' if count > 1 else ''}",
+                        f"{seconds * 1e3:.0f} ms",
+                        f"{rate:.1f}",
+                        f"{rate / base:.2f}x",
+                    ]
+                )
     print(f"# {machine()}")
-    print(f"# {args.requests} requests of y = x @ w, x {m}x{k}, w {k}x{n} bound; "
-          f"median of {args.repeats}")
+    print(f"# {args.requests} requests of y = x @ w, x {m}x{k}, w {k}x{n} bound; median of {args.repeats}")
     print(table(["servers", "time", "requests/s", "vs 1 server"], rows))
 
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Weights in safetensors files beside the code, against re-exporting (issue 13).
 
 Per weight size, side by side in one run: ``np.save`` of the weights (the floor: one write),
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -85,8 +86,10 @@ def measure(nbytes: int, tmp: Path) -> dict:
     w = te.placeholder((count,), "float32", name="weights")
     x = te.placeholder((4,), "float32", name="x")
     y = te.compute((4,), lambda i: w[i * (count // 4)] + x[i], name="y")
-    exe = tvm.compile(tvm.IRModule({"main": te.create_prim_func([x, w, y]).with_attr("global_symbol", "main")}),
-                      target="llvm")
+    exe = tvm.compile(
+        tvm.IRModule({"main": te.create_prim_func([x, w, y]).with_attr("global_symbol", "main")}),
+        target="llvm",
+    )
     weights = tvm.runtime.empty((count,), "float32")
     view = np.from_dlpack(weights)
     view[:] = np.float32(1.5)
@@ -96,16 +99,28 @@ def measure(nbytes: int, tmp: Path) -> dict:
     out["save_weights"] = _timed(lambda: tvm_partial.save_weights(pm, tmp / "w.safetensors"))
     out["export"] = _timed(lambda: tvm_partial.export_library(pm, tmp / "model.so"))
     out["artifact_bytes"] = (tmp / "model.so").stat().st_size
-    out["export_ext"] = _timed(lambda: tvm_partial.export_library(pm, tmp / "ext.so", weights_file=tmp / "ext.safetensors"))
+    out["export_ext"] = _timed(
+        lambda: tvm_partial.export_library(pm, tmp / "ext.so", weights_file=tmp / "ext.safetensors")
+    )
     out["ext_bytes"] = (tmp / "ext.so").stat().st_size
     out["weights_bytes"] = (tmp / "w.safetensors").stat().st_size
-    del pm, weights, view
-    proc = subprocess.run([sys.executable, "-c", _LOAD, str(tmp / "model.so"), str(tmp / "w.safetensors"),
-                           str(tmp / "ext.so")],
-                          capture_output=True, text=True, check=True)
+    pm = weights = view = None  # drop the references before the loading subprocess
+    proc = subprocess.run(
+        [sys.executable, "-c", _LOAD, str(tmp / "model.so"), str(tmp / "w.safetensors"), str(tmp / "ext.so")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     out.update(json.loads(proc.stdout.strip().splitlines()[-1]))
-    procs = [subprocess.Popen([sys.executable, "-c", _SHARE, str(tmp / "w.safetensors")], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _SHARE, str(tmp / "w.safetensors")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     for p in procs:
         assert p.stdout.readline().strip() == "ready"
     shares = []
@@ -122,7 +137,9 @@ def measure(nbytes: int, tmp: Path) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", nargs="+", default=["256MiB", "1GiB"], help="weight sizes")
     parser.add_argument("--quick", action="store_true", help="16 MiB only")
     args = parser.parse_args(argv)
@@ -133,21 +150,72 @@ def main(argv=None) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             r = measure(parse_size(size), Path(tmp))
         mib = 2**20
-        rows.append([size, f"{r['np.save']:.2f}", f"{r['save_weights']:.2f}", f"{r['save_weights'] / r['np.save']:.2f}",
-                     f"{r['export']:.2f}", f"{r['export'] / r['np.save']:.2f}", f"{r['artifact_bytes'] / mib:.1f}",
-                     f"{r['weights_bytes'] / mib:.1f}", f"{r['load_s'] * 1e3:.1f}", f"{r['held'] / mib:.1f}",
-                     f"{r['swap_s'] * 1e3:.1f}", f"{r['swap_held'] / mib:.1f}", f"{r['swap_s'] / r['export']:.4f}"])
-        ext_rows.append([size, f"{r['export_ext']:.2f}", f"{r['export_ext'] / r['np.save']:.2f}",
-                         f"{r['ext_bytes'] / 1024:.0f}", f"{r['ext_load_s'] * 1e3:.1f}", f"{r['ext_held'] / mib:.1f}"])
-        shares.append([size] + [f"{rss / mib:.0f} / {pss / mib:.0f} ({pss / rss:.2f}); process {trss / mib:.0f} / {tpss / mib:.0f}"
-                                for rss, pss, trss, tpss in r["share"]])
-    print(table(["weights", "export, weights_file= s", "/np.save", "library KiB", "load ms", "load RSS MiB"], ext_rows))
+        rows.append(
+            [
+                size,
+                f"{r['np.save']:.2f}",
+                f"{r['save_weights']:.2f}",
+                f"{r['save_weights'] / r['np.save']:.2f}",
+                f"{r['export']:.2f}",
+                f"{r['export'] / r['np.save']:.2f}",
+                f"{r['artifact_bytes'] / mib:.1f}",
+                f"{r['weights_bytes'] / mib:.1f}",
+                f"{r['load_s'] * 1e3:.1f}",
+                f"{r['held'] / mib:.1f}",
+                f"{r['swap_s'] * 1e3:.1f}",
+                f"{r['swap_held'] / mib:.1f}",
+                f"{r['swap_s'] / r['export']:.4f}",
+            ]
+        )
+        ext_rows.append(
+            [
+                size,
+                f"{r['export_ext']:.2f}",
+                f"{r['export_ext'] / r['np.save']:.2f}",
+                f"{r['ext_bytes'] / 1024:.0f}",
+                f"{r['ext_load_s'] * 1e3:.1f}",
+                f"{r['ext_held'] / mib:.1f}",
+            ]
+        )
+        shares.append(
+            [size]
+            + [
+                f"{rss / mib:.0f} / {pss / mib:.0f} ({pss / rss:.2f}); process {trss / mib:.0f} / {tpss / mib:.0f}"
+                for rss, pss, trss, tpss in r["share"]
+            ]
+        )
+    print(
+        table(
+            ["weights", "export, weights_file= s", "/np.save", "library KiB", "load ms", "load RSS MiB"],
+            ext_rows,
+        )
+    )
     print()
-    print(table(["weights", "np.save s", "save_weights s", "/np.save", "export s", "/np.save", "artifact MiB",
-                 "weights file MiB", "load ms", "load RSS MiB", "swap ms", "swap RSS MiB", "swap/export"], rows))
+    print(
+        table(
+            [
+                "weights",
+                "np.save s",
+                "save_weights s",
+                "/np.save",
+                "export s",
+                "/np.save",
+                "artifact MiB",
+                "weights file MiB",
+                "load ms",
+                "load RSS MiB",
+                "swap ms",
+                "swap RSS MiB",
+                "swap/export",
+            ],
+            rows,
+        )
+    )
     print()
-    print("two processes mapping one weights file, all read: the file's mappings Rss / Pss MiB (Pss/Rss); "
-          "the whole process (smaps_rollup) Rss / Pss MiB")
+    print(
+        "two processes mapping one weights file, all read: the file's mappings Rss / Pss MiB (Pss/Rss); "
+        "the whole process (smaps_rollup) Rss / Pss MiB"
+    )
     print(table(["weights", "process 1", "process 2"], shares))
     return 0
 

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 # Configure, build and run the C++ per-call benchmark (benchmarks/cpp/bench_closure.cc).
 #   benchmarks/run_cpp.sh [calls_per_sample] [repeats]
 # BENCH=bench_outputs runs benchmarks/cpp/bench_outputs.cc instead (the cost of returned outputs).

@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 # CMake package of tvm-partial, installed inside the Python package:
 #   find_package(tvm_partial CONFIG REQUIRED)   # tvm_partial_DIR=$(python -m tvm_partial.config --cmakedir)
 #   target_link_libraries(app PRIVATE tvm_partial::tvm_partial)

@@ -1,3 +1,5 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
 /*!
  * \file bindings.cc
  * \brief Validation, sorting and merging of bindings (position -> value).
@@ -20,8 +22,7 @@ void SortAndCheckUnique(BoundList* list, const std::string& who) {
             [](const auto& a, const auto& b) { return a.first < b.first; });
   for (size_t i = 1; i < list->size(); ++i) {
     if ((*list)[i].first == (*list)[i - 1].first) {
-      TVM_FFI_THROW(ValueError) << who << ": position " << (*list)[i].first
-                                << " is bound twice";
+      TVM_FFI_THROW(ValueError) << who << ": position " << (*list)[i].first << " is bound twice";
     }
   }
 }
@@ -107,7 +108,8 @@ BoundList Merge(const BoundList& inner, const BoundList& outer, const std::strin
   return merged;
 }
 
-ffi::Array<ffi::String> MergeNames(const BoundList& inner, const ffi::Array<ffi::String>& inner_names,
+ffi::Array<ffi::String> MergeNames(const BoundList& inner,
+                                   const ffi::Array<ffi::String>& inner_names,
                                    const ffi::Array<ffi::String>& outer_names) {
   if (!inner_names.empty() || outer_names.empty()) return inner_names;
   ffi::Array<ffi::String> names;

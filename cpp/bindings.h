@@ -1,3 +1,5 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
 /*!
  * \file bindings.h
  * \brief Internal: validated, sorted bindings and how two levels of bindings merge.
@@ -16,7 +18,8 @@
 namespace tvm_partial {
 namespace detail {
 
-/*! \brief The most arguments one call carries (the FFI counts them in an int32_t), bound included. */
+/*! \brief The most arguments one call carries (the FFI counts them in an int32_t), bound included.
+ */
 constexpr int64_t kMaxCallArgs = INT32_MAX;
 /*! \brief The largest position a call can reach: position p needs p + 1 arguments in all. */
 constexpr int64_t kMaxPosition = kMaxCallArgs - 1;
@@ -56,7 +59,8 @@ BoundList Merge(const BoundList& inner, const BoundList& outer, const std::strin
  *        when `outer_names` names the inner partial's arguments, those with "arg<i>" for the
  *        positions `inner` binds; else empty.
  */
-ffi::Array<ffi::String> MergeNames(const BoundList& inner, const ffi::Array<ffi::String>& inner_names,
+ffi::Array<ffi::String> MergeNames(const BoundList& inner,
+                                   const ffi::Array<ffi::String>& inner_names,
                                    const ffi::Array<ffi::String>& outer_names);
 
 /*! \brief Whether `f` is a partial function made by this copy of the code. */

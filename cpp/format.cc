@@ -1,34 +1,36 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
 /*!
  * \file format.cc
  * \brief Writer and bounds-checked reader of the partial module format (see format.h).
  */
 #include "format.h"
 
-#include "hash.h"
-#include "payload_region.h"
-#include "weights_file.h"
-
-#include <tvm_partial/partial_apply.h>
-
 #include <tvm/ffi/container/shape.h>
 #include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/dtype.h>
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/function.h>
+#include <tvm_partial/partial_apply.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <memory>
 #include <cstring>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
+#include "hash.h"
+#include "payload_region.h"
+#include "weights_file.h"
+
 // The format is little-endian and written with plain memcpy of integers.
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "tvm-partial's format needs a little-endian host");
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "tvm-partial's format needs a little-endian host");
 
 namespace tvm_partial {
 namespace format {
@@ -39,8 +41,8 @@ constexpr char kMagic[8] = {'T', 'V', 'M', 'P', 'A', 'R', 'T', 'L'};
 constexpr char kRegionMagic[8] = {'T', 'V', 'M', 'P', 'R', 'E', 'G', 'N'};
 constexpr uint32_t kFlagExternalPayloads = 1;  // payloads live in a region of the library file
 constexpr uint32_t kFlagWeightsFile = 2;       // ... of a safetensors file beside it (with flag 1)
-constexpr size_t kHeaderSize = 40;     // magic, version, flags, total, metadata size, hash
-constexpr size_t kHashedHeader = 32;   // the header bytes covered by the metadata hash
+constexpr size_t kHeaderSize = 40;             // magic, version, flags, total, metadata size, hash
+constexpr size_t kHashedHeader = 32;           // the header bytes covered by the metadata hash
 constexpr uint32_t kMaxNdim = 64;
 #ifdef TVM_PARTIAL_FUZZING
 // A coverage-guided fuzzer cannot get past a checksum; the fuzz build checks everything else.
@@ -61,7 +63,9 @@ uint64_t MetadataHash(const char* blob, size_t meta_size) {
   return h.Final();
 }
 
-size_t AlignUp(size_t n) { return (n + kPayloadAlignment - 1) / kPayloadAlignment * kPayloadAlignment; }
+size_t AlignUp(size_t n) {
+  return (n + kPayloadAlignment - 1) / kPayloadAlignment * kPayloadAlignment;
+}
 
 // ---------------------------------------------------------------------------------------------
 class Writer {
@@ -88,19 +92,32 @@ class Writer {
 
 const char* DeviceName(int32_t device_type) {
   switch (device_type) {
-    case kDLCPU: return "cpu";
-    case kDLCUDA: return "cuda";
-    case kDLCUDAHost: return "cuda_host";
-    case kDLOpenCL: return "opencl";
-    case kDLVulkan: return "vulkan";
-    case kDLMetal: return "metal";
-    case kDLROCM: return "rocm";
-    case kDLROCMHost: return "rocm_host";
-    case kDLCUDAManaged: return "cuda_managed";
-    case kDLOneAPI: return "oneapi";
-    case kDLWebGPU: return "webgpu";
-    case kDLHexagon: return "hexagon";
-    default: return nullptr;
+    case kDLCPU:
+      return "cpu";
+    case kDLCUDA:
+      return "cuda";
+    case kDLCUDAHost:
+      return "cuda_host";
+    case kDLOpenCL:
+      return "opencl";
+    case kDLVulkan:
+      return "vulkan";
+    case kDLMetal:
+      return "metal";
+    case kDLROCM:
+      return "rocm";
+    case kDLROCMHost:
+      return "rocm_host";
+    case kDLCUDAManaged:
+      return "cuda_managed";
+    case kDLOneAPI:
+      return "oneapi";
+    case kDLWebGPU:
+      return "webgpu";
+    case kDLHexagon:
+      return "hexagon";
+    default:
+      return nullptr;
   }
 }
 
@@ -136,12 +153,12 @@ bool IsValidUtf8(const char* data, size_t size) {
       n = 1;
     } else if (c >= 0xE0 && c <= 0xEF) {
       n = 2;
-      if (c == 0xE0) lo = 0xA0;        // overlong
-      if (c == 0xED) hi = 0x9F;        // surrogates
+      if (c == 0xE0) lo = 0xA0;  // overlong
+      if (c == 0xED) hi = 0x9F;  // surrogates
     } else if (c >= 0xF0 && c <= 0xF4) {
       n = 3;
-      if (c == 0xF0) lo = 0x90;        // overlong
-      if (c == 0xF4) hi = 0x8F;        // past U+10FFFF
+      if (c == 0xF0) lo = 0x90;  // overlong
+      if (c == 0xF4) hi = 0x8F;  // past U+10FFFF
     } else {
       return false;
     }
@@ -202,8 +219,10 @@ std::string ShapeProblem(const int64_t* shape, size_t ndim, DLDataType dtype, ui
       return "the shape's element count overflows";
     }
   }
-  const uint64_t elem_bytes = static_cast<uint64_t>(dtype.bits / 8) * static_cast<uint16_t>(dtype.lanes);
-  if (__builtin_mul_overflow(nonzero, elem_bytes, bytes) || *bytes > static_cast<uint64_t>(INT64_MAX)) {
+  const uint64_t elem_bytes =
+      static_cast<uint64_t>(dtype.bits / 8) * static_cast<uint16_t>(dtype.lanes);
+  if (__builtin_mul_overflow(nonzero, elem_bytes, bytes) ||
+      *bytes > static_cast<uint64_t>(INT64_MAX)) {
     return "the shape's byte size overflows";
   }
   if (empty) *bytes = 0;
@@ -280,10 +299,12 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
   std::vector<Pending> tensors;
   Writer w;
   w.str().append(kMagic, sizeof(kMagic));
-  const bool with_outputs = std::any_of(functions.begin(), functions.end(),
-                                        [](const FunctionRecord& fn) { return !fn.outputs.empty(); });
+  const bool with_outputs =
+      std::any_of(functions.begin(), functions.end(),
+                  [](const FunctionRecord& fn) { return !fn.outputs.empty(); });
   w.Put<uint32_t>(with_outputs ? kVersion : kVersionNoOutputs);
-  w.Put<uint32_t>(region ? (kFlagExternalPayloads | (region->weights_file.empty() ? 0 : kFlagWeightsFile)) : 0);
+  w.Put<uint32_t>(
+      region ? (kFlagExternalPayloads | (region->weights_file.empty() ? 0 : kFlagWeightsFile)) : 0);
   w.Put<uint64_t>(0);  // total size, patched
   w.Put<uint64_t>(0);  // metadata size, patched
   w.Put<uint64_t>(0);  // metadata hash, patched
@@ -350,8 +371,8 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
           uint64_t shape_bytes = 0;
           if (problem.empty()) problem = ShapeProblem(t->shape, t->ndim, t->dtype, &shape_bytes);
           if (!problem.empty()) {
-            TVM_FFI_THROW(ValueError) << "cannot save function '" << fn.name << "' position "
-                                      << index << ": " << problem;
+            TVM_FFI_THROW(ValueError)
+                << "cannot save function '" << fn.name << "' position " << index << ": " << problem;
           }
           w.Put<uint8_t>(kTensor);
           w.PutStr(ffi::DLDataTypeToString(t->dtype));
@@ -410,7 +431,8 @@ void WriteRegion(const std::vector<FunctionRecord>& functions, const ExternalReg
   std::vector<ffi::Tensor> tensors;
   for (const FunctionRecord& fn : functions) {
     for (const auto& [index, value] : fn.bound) {
-      if (value.type_index() == ffi::TypeIndex::kTVMFFITensor) tensors.push_back(value.cast<ffi::Tensor>());
+      if (value.type_index() == ffi::TypeIndex::kTVMFFITensor)
+        tensors.push_back(value.cast<ffi::Tensor>());
     }
   }
   size_t end = kRegionHeaderSize;
@@ -541,7 +563,8 @@ struct Parsed {
   TVM_FFI_UNREACHABLE();
 }
 
-uint64_t CheckedByteSize(const std::vector<int64_t>& shape, DLDataType dtype, const std::string& where) {
+uint64_t CheckedByteSize(const std::vector<int64_t>& shape, DLDataType dtype,
+                         const std::string& where) {
   uint64_t bytes = 0;
   std::string problem = ShapeProblem(shape.data(), shape.size(), dtype, &bytes);
   if (!problem.empty()) Corrupt(where + ": " + problem);
@@ -602,8 +625,7 @@ Parsed Parse(const char* data, size_t size) {
   }
   if (out.version == 0) Corrupt("format version 0 is invalid");
   uint32_t flags = header.Get<uint32_t>("flags");
-  if ((flags & ~(kFlagExternalPayloads | kFlagWeightsFile)) != 0 ||
-      flags == kFlagWeightsFile) {
+  if ((flags & ~(kFlagExternalPayloads | kFlagWeightsFile)) != 0 || flags == kFlagWeightsFile) {
     Corrupt("unknown flags " + std::to_string(flags));
   }
   out.external = (flags & kFlagExternalPayloads) != 0;
@@ -637,13 +659,15 @@ Parsed Parse(const char* data, size_t size) {
       }
     }
     if (out.symbol.rfind(kRegionSymbolPrefix, 0) != 0) {
-      Corrupt("payload region symbol '" + out.symbol + "' does not start with " + kRegionSymbolPrefix);
+      Corrupt("payload region symbol '" + out.symbol + "' does not start with " +
+              kRegionSymbolPrefix);
     }
     if (size != meta_end) Corrupt("data after the metadata of a blob whose payloads are external");
     limit = out.region_size;
   }
   uint32_t num_functions = r.GetCount("function count", 12);
-  size_t expected_offset = out.external ? kRegionHeaderSize : AlignUp(meta_end);  // canonical layout
+  size_t expected_offset =
+      out.external ? kRegionHeaderSize : AlignUp(meta_end);  // canonical layout
   size_t payload_end = out.external ? kRegionHeaderSize : meta_end;
   std::unordered_set<std::string> seen;  // function names so far: duplicates in O(1) each
   seen.reserve(num_functions);
@@ -660,8 +684,8 @@ Parsed Parse(const char* data, size_t size) {
     for (uint32_t b = 0; b < num_bound; ++b) {
       ParsedValue v;
       v.index = r.Get<int64_t>("position");
-      const std::string where = "function '" + std::string(fn.name) + "' position " +
-                                std::to_string(v.index);
+      const std::string where =
+          "function '" + std::string(fn.name) + "' position " + std::to_string(v.index);
       if (v.index <= last_index) Corrupt(where + " is negative or out of order");
       if (v.index > detail::kMaxPosition) {
         Corrupt(where + " cannot be reached: a call passes at most " +
@@ -674,16 +698,24 @@ Parsed Parse(const char* data, size_t size) {
       }
       v.kind = r.Get<uint8_t>("value kind");
       switch (v.kind) {
-        case kNone: v.scalar = nullptr; break;
-        case kInt: v.scalar = r.Get<int64_t>("int value"); break;
-        case kFloat: v.scalar = r.Get<double>("float value"); break;
+        case kNone:
+          v.scalar = nullptr;
+          break;
+        case kInt:
+          v.scalar = r.Get<int64_t>("int value");
+          break;
+        case kFloat:
+          v.scalar = r.Get<double>("float value");
+          break;
         case kBool: {
           uint8_t b8 = r.Get<uint8_t>("bool value");
           if (b8 > 1) Corrupt(where + ": bool value " + std::to_string(b8));
           v.scalar = b8 == 1;
           break;
         }
-        case kStr: v.scalar = ffi::String(r.GetStr("str value")); break;
+        case kStr:
+          v.scalar = ffi::String(r.GetStr("str value"));
+          break;
         case kTensor: {
           TensorMeta& t = v.tensor;
           std::string dtype = r.GetStr("tensor dtype");
@@ -701,23 +733,26 @@ Parsed Parse(const char* data, size_t size) {
           std::string problem = TensorProblem(t.dtype, t.device_type, t.device_id);
           if (!problem.empty()) Corrupt(where + ": " + problem);
           uint32_t ndim = r.Get<uint32_t>("tensor ndim");
-          if (ndim > kMaxNdim) Corrupt(where + ": ndim " + std::to_string(ndim) + " exceeds " + std::to_string(kMaxNdim));
+          if (ndim > kMaxNdim)
+            Corrupt(where + ": ndim " + std::to_string(ndim) + " exceeds " +
+                    std::to_string(kMaxNdim));
           for (uint32_t i = 0; i < ndim; ++i) t.shape.push_back(r.Get<int64_t>("tensor shape"));
           t.nbytes = r.Get<uint64_t>("tensor byte length");
           t.offset = r.Get<uint64_t>("tensor payload offset");
           t.hash = r.Get<uint64_t>("tensor payload hash");
           uint64_t expected_bytes = CheckedByteSize(t.shape, t.dtype, where);
           if (t.nbytes != expected_bytes) {
-            Corrupt(where + ": byte length " + std::to_string(t.nbytes) + " does not match its shape and dtype (" +
-                    std::to_string(expected_bytes) + ")");
+            Corrupt(where + ": byte length " + std::to_string(t.nbytes) +
+                    " does not match its shape and dtype (" + std::to_string(expected_bytes) + ")");
           }
           if (t.offset != expected_offset) {
-            Corrupt(where + ": payload offset " + std::to_string(t.offset) + " is not the expected " +
-                    std::to_string(expected_offset));
+            Corrupt(where + ": payload offset " + std::to_string(t.offset) +
+                    " is not the expected " + std::to_string(expected_offset));
           }
           if (t.offset > limit || t.nbytes > limit - t.offset) {
             Corrupt(where + ": payload of " + std::to_string(t.nbytes) + " bytes at offset " +
-                    std::to_string(t.offset) + " runs past the end (" + std::to_string(limit) + " bytes)");
+                    std::to_string(t.offset) + " runs past the end (" + std::to_string(limit) +
+                    " bytes)");
           }
           for (size_t pad = payload_end; !out.external && pad < t.offset; ++pad) {
             if (data[pad] != 0) Corrupt("non-zero padding byte at " + std::to_string(pad));
@@ -734,8 +769,9 @@ Parsed Parse(const char* data, size_t size) {
     if (out.version >= 2) ReadOutputs(&r, &fn, num_names);
     out.functions.push_back(std::move(fn));
   }
-  if (out.version >= 2 && std::all_of(out.functions.begin(), out.functions.end(),
-                                      [](const ParsedFunction& fn) { return fn.outputs.empty(); })) {
+  if (out.version >= 2 &&
+      std::all_of(out.functions.begin(), out.functions.end(),
+                  [](const ParsedFunction& fn) { return fn.outputs.empty(); })) {
     Corrupt("format version 2 without outputs (such data is written as version 1)");
   }
   if (r.left() != 0) Corrupt(std::to_string(r.left()) + " unread bytes at the end of the metadata");
@@ -787,7 +823,8 @@ ffi::Tensor Materialise(const TensorMeta& t, const char* payload, const std::str
                                 << ", which does not exist in this process";
   }
   ffi::Tensor out = AlignedEmpty(ffi::Shape(t.shape), t.dtype, device);
-  (*copy)(out, const_cast<void*>(static_cast<const void*>(payload)), static_cast<int64_t>(t.nbytes));
+  (*copy)(out, const_cast<void*>(static_cast<const void*>(payload)),
+          static_cast<int64_t>(t.nbytes));
   return out;
 }
 
@@ -821,15 +858,17 @@ std::vector<FunctionRecord> Decode(const char* data, size_t size) {
       for (const ParsedFunction& fn : parsed.functions) {
         for (const ParsedValue& v : fn.values) {
           if (v.kind != kTensor) continue;
-          spans.push_back({v.tensor.offset, v.tensor.offset + v.tensor.nbytes,
-                           "function '" + std::string(fn.name) + "' position " + std::to_string(v.index)});
+          spans.push_back(
+              {v.tensor.offset, v.tensor.offset + v.tensor.nbytes,
+               "function '" + std::string(fn.name) + "' position " + std::to_string(v.index)});
         }
       }
       weights::CheckHeader(path, spans);
       if (!matches(mapped.data)) {
-        TVM_FFI_THROW(ValueError) << "weights file " << path << " was not written with this artifact "
-                                  << "(its region header does not match the metadata): export again, "
-                                  << "or load(path, weights_file=...) to bind other weights";
+        TVM_FFI_THROW(ValueError)
+            << "weights file " << path << " was not written with this artifact "
+            << "(its region header does not match the metadata): export again, "
+            << "or load(path, weights_file=...) to bind other weights";
       }
     }
     payloads = mapped.data;
@@ -840,7 +879,8 @@ std::vector<FunctionRecord> Decode(const char* data, size_t size) {
     rec.outputs = fn.outputs;
     for (ParsedValue& v : fn.values) {
       if (v.kind == kTensor) {
-        std::string where = "function '" + std::string(fn.name) + "' position " + std::to_string(v.index);
+        std::string where =
+            "function '" + std::string(fn.name) + "' position " + std::to_string(v.index);
         rec.bound.emplace_back(v.index, Materialise(v.tensor, payloads + v.tensor.offset, where,
                                                     parsed.external ? &mapped : nullptr));
       } else {

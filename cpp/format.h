@@ -1,3 +1,5 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
 /*!
  * \file format.h
  * \brief Internal: the serialisation format of a partial module (`SaveToBytes`).

@@ -1,3 +1,5 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
 /*!
  * \file hash.cc
  * \brief The format's 64-bit multiply-rotate hash (see hash.h).

@@ -1,3 +1,5 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
 /*!
  * \file hash.h
  * \brief Internal: the 64-bit payload and metadata hash of the partial module format.

@@ -1,3 +1,5 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
 /*!
  * \file library_file.cc
  * \brief Which file a loaded library module's code came from, so a partial module loaded from an

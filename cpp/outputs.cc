@@ -1,3 +1,5 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
 /*!
  * \file outputs.cc
  * \brief Outputs a partial allocates per call and returns: checks, merging, the call's plan, and
@@ -217,11 +219,13 @@ Outputs OutputsFromAny(const ffi::Any& raw, const std::string& who) {
   Outputs outputs;
   if (raw == nullptr) return outputs;
   auto list = raw.try_cast<ffi::Array<ffi::Any>>();
-  const char* expected = "outputs must be a list of [position, dtype, [[arg or -1, axis or extent], ...]]";
+  const char* expected =
+      "outputs must be a list of [position, dtype, [[arg or -1, axis or extent], ...]]";
   if (!list.has_value()) TVM_FFI_THROW(TypeError) << who << ": " << expected;
   for (const ffi::Any& item : *list) {
     auto entry = item.try_cast<ffi::Array<ffi::Any>>();
-    if (!entry.has_value() || entry->size() != 3) TVM_FFI_THROW(TypeError) << who << ": " << expected;
+    if (!entry.has_value() || entry->size() != 3)
+      TVM_FFI_THROW(TypeError) << who << ": " << expected;
     auto position = (*entry)[0].try_cast<int64_t>();
     auto dtype = (*entry)[1].try_cast<ffi::String>();
     auto dims = (*entry)[2].try_cast<ffi::Array<ffi::Array<int64_t>>>();
@@ -317,8 +321,8 @@ void OutputPlan::ThrowSource(const Spec& spec, size_t d, const DLTensor* t,
     ThrowDim(spec, d, source + " has no argument to read: " + std::to_string(num_args) + " given");
   }
   if (t == nullptr) {
-    TVM_FFI_THROW(TypeError) << name_ << "(): output " << Label(spec.position) << " dimension "
-                             << d << " " << source << ": the argument is not a tensor";
+    TVM_FFI_THROW(TypeError) << name_ << "(): output " << Label(spec.position) << " dimension " << d
+                             << " " << source << ": the argument is not a tensor";
   }
   if (dim.axis >= t->ndim) {
     ThrowDim(spec, d, source + ": the argument has ndim " + std::to_string(t->ndim));
@@ -347,9 +351,10 @@ ffi::Shape OutputPlan::ResolveShape(const Spec& spec, const TVMFFIAny* caller,
     extents[d] = extent;
   }
   int64_t bits;
-  if (__builtin_mul_overflow(numel, static_cast<int64_t>(spec.dtype.bits) * spec.dtype.lanes, &bits)) {
-    TVM_FFI_THROW(ValueError) << name_ << "(): output " << Label(spec.position) << " of "
-                              << numel << " elements overflows 64 bits in bytes";
+  if (__builtin_mul_overflow(numel, static_cast<int64_t>(spec.dtype.bits) * spec.dtype.lanes,
+                             &bits)) {
+    TVM_FFI_THROW(ValueError) << name_ << "(): output " << Label(spec.position) << " of " << numel
+                              << " elements overflows 64 bits in bytes";
   }
   if (spec.shape.has_value()) return *spec.shape;
   return ffi::Shape(extents, extents + spec.dims.size());

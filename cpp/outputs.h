@@ -1,3 +1,5 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
 /*!
  * \file outputs.h
  * \brief Internal: outputs that a partial allocates per call and returns (`partial(...,
@@ -53,7 +55,8 @@ void MergeLevels(const BoundList& inner_bound, const Outputs& inner_outputs,
                  const ffi::Array<ffi::String>& inner_names, BoundList* bound,
                  ffi::Array<ffi::String>* names, Outputs* outputs, const std::string& who);
 
-/*! \brief Outputs from what Python passes: [[position, dtype, [[arg or -1, axis or extent]...]]...]. */
+/*! \brief Outputs from what Python passes: [[position, dtype, [[arg or -1, axis or
+ * extent]...]]...]. */
 Outputs OutputsFromAny(const ffi::Any& raw, const std::string& who);
 /*! \brief For introspection: [{"position", "dtype", "shape": [extent | [arg, axis]]}]. */
 ffi::Array<ffi::Any> OutputsToAny(const Outputs& outputs);
@@ -84,16 +87,17 @@ class OutputPlan {
     int32_t axis;
   };
   struct Spec {
-    int64_t position;       // in the wrapped function (for messages)
+    int64_t position;  // in the wrapped function (for messages)
     DLDataType dtype;
     std::vector<Dim> dims;
     ffi::Optional<ffi::Shape> shape;  // set when every dimension is static: reused by each call
   };
 
   ffi::Shape ResolveShape(const Spec& spec, const TVMFFIAny* caller, int32_t num_args) const;
-  [[noreturn]] TVM_FFI_NO_INLINE void ThrowDim(const Spec& spec, size_t d, const std::string& what) const;
+  [[noreturn]] TVM_FFI_NO_INLINE void ThrowDim(const Spec& spec, size_t d,
+                                               const std::string& what) const;
   [[noreturn]] TVM_FFI_NO_INLINE void ThrowSource(const Spec& spec, size_t d, const DLTensor* t,
-                                                 int32_t num_args) const;
+                                                  int32_t num_args) const;
   std::string Label(int64_t position) const;
 
   std::vector<Spec> specs_;

@@ -1,3 +1,5 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
 /*!
  * \file partial_apply.cc
  * \brief The partial function: a closure holding bound arguments by position, and its globals
@@ -51,8 +53,8 @@ class PartialFunctionObj final : public ffi::FunctionObj {
     if (!outputs_.empty()) AddOutputSlots();
     num_bound_ = static_cast<int32_t>(positions_.size());  // bound values and outputs
     last_position_ = positions_.empty() ? -1 : positions_.back();
-    expected_args_ = param_names_.empty() ? -1
-                                          : static_cast<int64_t>(param_names_.size()) - num_bound_;
+    expected_args_ =
+        param_names_.empty() ? -1 : static_cast<int64_t>(param_names_.size()) - num_bound_;
     // Valid caller counts form one range [min_args_, min_args_ + arg_span_], so the call checks
     // with a single unsigned comparison. With names, the count is exact (and the bound positions
     // were checked against the names); without, the call must reach the last bound position and
@@ -273,13 +275,13 @@ class PartialFunctionObj final : public ffi::FunctionObj {
   std::vector<int64_t> positions_;  // sorted bound positions
   std::vector<TVMFFIAny> views_;    // non-owning views of bound_ values, same order
   int32_t num_bound_;
-  int64_t last_position_;  // largest bound position, -1 when none
-  int64_t expected_args_;  // caller argument count when the signature is known, else -1
-  uint32_t min_args_;      // fewest caller arguments a call may pass
-  uint32_t arg_span_;      // how many more it may pass (0 when the signature is known)
+  int64_t last_position_;         // largest bound position, -1 when none
+  int64_t expected_args_;         // caller argument count when the signature is known, else -1
+  uint32_t min_args_;             // fewest caller arguments a call may pass
+  uint32_t arg_span_;             // how many more it may pass (0 when the signature is known)
   uint8_t source_[kGatherSlots];  // slot s of a short call: 0 = caller argument, 1 = bound value
   uint8_t index_[kGatherSlots];   // ... and its index among the caller arguments or views_
-  int32_t num_outputs_ = 0;            // outputs_.size()
+  int32_t num_outputs_ = 0;       // outputs_.size()
   std::vector<int32_t> output_slots_;  // slot in views_ of each output, in outputs_ order
   detail::OutputPlan plan_;            // shapes, dtypes and device of the outputs
 };
@@ -388,7 +390,8 @@ void PartialApplyPacked(ffi::PackedArgs args, ffi::Any* rv) {
 }  // namespace
 
 TVM_FFI_STATIC_INIT_BLOCK() {
-  detail::RegisterGlobalOnce("runtime.PartialApply", ffi::Function::FromPacked(&PartialApplyPacked));
+  detail::RegisterGlobalOnce("runtime.PartialApply",
+                             ffi::Function::FromPacked(&PartialApplyPacked));
 }
 
 }  // namespace tvm_partial

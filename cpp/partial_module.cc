@@ -1,3 +1,5 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
 /*!
  * \file partial_module.cc
  * \brief The `partial_apply` module kind: a module with bindings for some of its functions,
@@ -36,9 +38,12 @@ class PartialModuleObj final : public ffi::ModuleObj {
  public:
   /*! \param functions Bindings per function; `wrapped` becomes the first import (null: added later
    *         by the library loader, which rebuilds the import tree after LoadFromBytes). */
-  PartialModuleObj(std::vector<format::FunctionRecord> functions, ffi::Optional<ffi::Module> wrapped,
+  PartialModuleObj(std::vector<format::FunctionRecord> functions,
+                   ffi::Optional<ffi::Module> wrapped,
                    std::optional<format::ExternalRegion> external = std::nullopt)
-      : functions_(std::move(functions)), index_(IndexByName(functions_)), external_(std::move(external)) {
+      : functions_(std::move(functions)),
+        index_(IndexByName(functions_)),
+        external_(std::move(external)) {
     if (wrapped.has_value()) imports_.push_back(*wrapped);
   }
 
@@ -87,7 +92,8 @@ class PartialModuleObj final : public ffi::ModuleObj {
     return it == index_.end() ? nullptr : &functions_[it->second];
   }
 
-  /*! \brief Name -> position in `functions`; names are unique (the loader and the merge ensure it). */
+  /*! \brief Name -> position in `functions`; names are unique (the loader and the merge ensure it).
+   */
   static std::unordered_map<std::string, size_t> IndexByName(
       const std::vector<format::FunctionRecord>& functions) {
     std::unordered_map<std::string, size_t> index;
@@ -121,8 +127,9 @@ ffi::Module MakePartialModule(ffi::Module mod, std::vector<format::FunctionRecor
   // The compiled code the bindings will apply to (a partial module's wrapped module; absent for
   // one restored from bytes alone, whose functions are checked at lookup).
   ffi::Optional<ffi::Module> code = inner == nullptr ? ffi::Optional<ffi::Module>(mod)
-                                    : inner->HasWrapped() ? ffi::Optional<ffi::Module>(inner->Wrapped())
-                                                          : ffi::Optional<ffi::Module>();
+                                    : inner->HasWrapped()
+                                        ? ffi::Optional<ffi::Module>(inner->Wrapped())
+                                        : ffi::Optional<ffi::Module>();
   for (const format::FunctionRecord& r : functions) {
     if (code.has_value() && !(*code)->GetFunction(r.name, /*query_imports=*/true).has_value()) {
       TVM_FFI_THROW(AttributeError) << "PartialApplyModule: the module (" << (*code)->kind()
@@ -164,7 +171,8 @@ ffi::Module MakePartialModule(ffi::Module mod, std::vector<format::FunctionRecor
 format::FunctionRecord MakeRecord(const ffi::String& name,
                                   const ffi::Map<ffi::String, ffi::Array<ffi::String>>& names,
                                   BoundList bound, Outputs outputs = {}) {
-  format::FunctionRecord r{name, names.Get(name).value_or(ffi::Array<ffi::String>()), std::move(bound)};
+  format::FunctionRecord r{name, names.Get(name).value_or(ffi::Array<ffi::String>()),
+                           std::move(bound)};
   // Checked here against this level's bindings (as given); merged with an inner module's later.
   r.outputs = std::move(outputs);
   if (!r.outputs.empty()) {
@@ -216,8 +224,9 @@ ffi::Module PartialApplyModule(ffi::Module mod, ffi::Map<ffi::String, Bindings> 
                                ffi::Map<ffi::String, ffi::Array<ffi::String>> param_names) {
   std::vector<format::FunctionRecord> functions;
   for (const auto& [name, bound] : bindings) {
-    functions.push_back(MakeRecord(
-        name, param_names, detail::FromBindings(bound, "PartialApplyModule('" + std::string(name) + "')")));
+    functions.push_back(
+        MakeRecord(name, param_names,
+                   detail::FromBindings(bound, "PartialApplyModule('" + std::string(name) + "')")));
   }
   return MakePartialModule(std::move(mod), std::move(functions));
 }
@@ -288,7 +297,8 @@ void PartialApplyModulePacked(ffi::PackedArgs args, ffi::Any* rv) {
     names = args[2].cast<ffi::Map<ffi::String, ffi::Array<ffi::String>>>();
   }
   ffi::Map<ffi::String, ffi::Any> outputs;
-  if (args.size() > 3 && args[3] != nullptr) outputs = args[3].cast<ffi::Map<ffi::String, ffi::Any>>();
+  if (args.size() > 3 && args[3] != nullptr)
+    outputs = args[3].cast<ffi::Map<ffi::String, ffi::Any>>();
   std::vector<format::FunctionRecord> functions;
   for (const auto& [name, bound] : *raw) {
     const std::string who = "PartialApplyModule('" + std::string(name) + "')";
@@ -330,10 +340,11 @@ TVM_FFI_STATIC_INIT_BLOCK() {
       "tvm_partial.WithExternalPayloads",
       ffi::Function::FromTyped([](ffi::Module mod, ffi::String symbol, int64_t link) {
         PartialModuleObj* pm = AsPartialModule(mod);
-        if (pm == nullptr) TVM_FFI_THROW(TypeError) << "WithExternalPayloads: not a partial_apply module";
+        if (pm == nullptr)
+          TVM_FFI_THROW(TypeError) << "WithExternalPayloads: not a partial_apply module";
         if (std::string(symbol).rfind(format::kRegionSymbolPrefix, 0) != 0) {
-          TVM_FFI_THROW(ValueError) << "WithExternalPayloads: the symbol must start with "
-                                    << format::kRegionSymbolPrefix;
+          TVM_FFI_THROW(ValueError)
+              << "WithExternalPayloads: the symbol must start with " << format::kRegionSymbolPrefix;
         }
         format::ExternalRegion region{std::string(symbol), static_cast<uint64_t>(link)};
         ffi::Optional<ffi::Module> wrapped;
@@ -344,40 +355,48 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   // library's region then holds only the region header; `weights_file` is relative to its folder.
   detail::RegisterGlobalOnce(
       "tvm_partial.WithExternalWeights",
-      ffi::Function::FromTyped([](ffi::Module mod, ffi::String symbol, int64_t link, ffi::String weights_file) {
-        PartialModuleObj* pm = AsPartialModule(mod);
-        if (pm == nullptr) TVM_FFI_THROW(TypeError) << "WithExternalWeights: not a partial_apply module";
-        if (std::string(symbol).rfind(format::kRegionSymbolPrefix, 0) != 0) {
-          TVM_FFI_THROW(ValueError) << "WithExternalWeights: the symbol must start with "
-                                    << format::kRegionSymbolPrefix;
-        }
-        if (weights_file.empty()) TVM_FFI_THROW(ValueError) << "WithExternalWeights: empty weights file name";
-        format::ExternalRegion region{std::string(symbol), static_cast<uint64_t>(link), std::string(weights_file)};
-        ffi::Optional<ffi::Module> wrapped;
-        if (pm->HasWrapped()) wrapped = pm->Wrapped();
-        return ffi::Module(ffi::make_object<PartialModuleObj>(pm->functions_, wrapped, region));
-      }));
+      ffi::Function::FromTyped(
+          [](ffi::Module mod, ffi::String symbol, int64_t link, ffi::String weights_file) {
+            PartialModuleObj* pm = AsPartialModule(mod);
+            if (pm == nullptr)
+              TVM_FFI_THROW(TypeError) << "WithExternalWeights: not a partial_apply module";
+            if (std::string(symbol).rfind(format::kRegionSymbolPrefix, 0) != 0) {
+              TVM_FFI_THROW(ValueError) << "WithExternalWeights: the symbol must start with "
+                                        << format::kRegionSymbolPrefix;
+            }
+            if (weights_file.empty())
+              TVM_FFI_THROW(ValueError) << "WithExternalWeights: empty weights file name";
+            format::ExternalRegion region{std::string(symbol), static_cast<uint64_t>(link),
+                                          std::string(weights_file)};
+            ffi::Optional<ffi::Module> wrapped;
+            if (pm->HasWrapped()) wrapped = pm->Wrapped();
+            return ffi::Module(ffi::make_object<PartialModuleObj>(pm->functions_, wrapped, region));
+          }));
   detail::RegisterGlobalOnce(
       "tvm_partial.WritePayloadRegion",
       ffi::Function::FromTyped([](ffi::Module mod, ffi::String path, int64_t lead) {
         PartialModuleObj* pm = AsPartialModule(mod);
         if (pm == nullptr || !pm->external_) {
-          TVM_FFI_THROW(TypeError) << "WritePayloadRegion: needs a module from WithExternalPayloads";
+          TVM_FFI_THROW(TypeError)
+              << "WritePayloadRegion: needs a module from WithExternalPayloads";
         }
         if (lead < 0 || lead % static_cast<int64_t>(format::kPayloadAlignment) != 0) {
-          TVM_FFI_THROW(ValueError) << "WritePayloadRegion: lead must be a multiple of 64, got " << lead;
+          TVM_FFI_THROW(ValueError)
+              << "WritePayloadRegion: lead must be a multiple of 64, got " << lead;
         }
-        format::WriteRegion(pm->functions_, *pm->external_, std::string(path), static_cast<size_t>(lead));
+        format::WriteRegion(pm->functions_, *pm->external_, std::string(path),
+                            static_cast<size_t>(lead));
       }));
   detail::RegisterGlobalOnce("tvm_partial.SaveToBytes", ffi::Function::FromTyped([](ffi::Module m) {
                                return m->SaveToBytes();
                              }));
-  detail::RegisterGlobalOnce("tvm_partial.DescribeBytes", ffi::Function::FromTyped([](ffi::Bytes b) {
-                               return format::Describe(b.data(), b.size());
-                             }));
-  detail::RegisterGlobalOnce("tvm_partial.ResealForTesting", ffi::Function::FromTyped([](ffi::Bytes b) {
-                               return ffi::Bytes(format::ResealForTesting(std::string(b.data(), b.size())));
-                             }));
+  detail::RegisterGlobalOnce(
+      "tvm_partial.DescribeBytes",
+      ffi::Function::FromTyped([](ffi::Bytes b) { return format::Describe(b.data(), b.size()); }));
+  detail::RegisterGlobalOnce(
+      "tvm_partial.ResealForTesting", ffi::Function::FromTyped([](ffi::Bytes b) {
+        return ffi::Bytes(format::ResealForTesting(std::string(b.data(), b.size())));
+      }));
 }
 
 }  // namespace tvm_partial

@@ -1,3 +1,5 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
 /*!
  * \file payload_region.cc
  * \brief Locating zero-copy payload regions in loaded libraries (ELF platforms).
@@ -21,8 +23,8 @@ namespace {
 /*! \brief A loaded object as dl_iterate_phdr reports it, copied out of the callback. */
 struct Candidate {
   std::string name;
-  ElfW(Addr) base;                 // dlpi_addr: where its segments are relocated to
-  std::vector<ElfW(Phdr)> loads;   // its PT_LOAD program headers
+  ElfW(Addr) base;                // dlpi_addr: where its segments are relocated to
+  std::vector<ElfW(Phdr)> loads;  // its PT_LOAD program headers
 };
 
 // Runs with the loader's lock held: no dlopen, dlsym or dlclose here (another thread's dlopen
@@ -61,7 +63,7 @@ bool Defines(const Candidate& c, const char* symbol, Match* match) {
   }
   const char* address = static_cast<const char*>(dlsym(handle, symbol));
   if (address != nullptr) {
-    for (const ElfW(Phdr)& ph : c.loads) {
+    for (const ElfW(Phdr) & ph : c.loads) {
       const char* start = reinterpret_cast<const char*>(c.base + ph.p_vaddr);
       if (address < start || address >= start + ph.p_memsz) continue;
       match->handle = handle;
@@ -103,8 +105,9 @@ MappedRegion Find(const std::string& symbol, size_t size) {
   if (search.file_offset > file_size || size > file_size - search.file_offset ||
       search.file_offset + size > search.segment_file_end) {
     TVM_FFI_THROW(ValueError) << "corrupted partial_apply data: the payload region of " << size
-                              << " bytes at file offset " << search.file_offset << " runs past the end of "
-                              << search.library << " (" << file_size << " bytes); the file is truncated";
+                              << " bytes at file offset " << search.file_offset
+                              << " runs past the end of " << search.library << " (" << file_size
+                              << " bytes); the file is truncated";
   }
   out.data = search.address;
   out.size = size;

@@ -1,3 +1,5 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
 /*!
  * \file payload_region.h
  * \brief Internal: finding a zero-copy payload region inside a loaded library.
@@ -21,13 +23,14 @@ namespace region {
 struct MappedRegion {
   const char* data = nullptr;
   size_t size = 0;
-  std::string library;            // the file it is mapped from
+  std::string library;              // the file it is mapped from
   std::shared_ptr<void> keepalive;  // a reference to the library (dlclose on release)
 };
 
 /*!
  * \brief Find `symbol` among the loaded libraries (the most recently loaded wins) and check that
- *        the file holds all `size` bytes of it (a truncated file would fault when a page is touched).
+ *        the file holds all `size` bytes of it (a truncated file would fault when a page is
+ * touched).
  * \throws RuntimeError when no loaded library has the symbol; ValueError for a truncated file.
  */
 MappedRegion Find(const std::string& symbol, size_t size);

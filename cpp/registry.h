@@ -1,3 +1,5 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
 /*!
  * \file registry.h
  * \brief Internal: registration of globals when the code is loaded more than once (the installed
@@ -39,7 +41,8 @@ inline void RegisterGlobalOnce(const char* name, ::tvm::ffi::Function func) noex
 #else
     if (existing.has_value()) {
       ffi::Optional<ffi::Function> embedded = ffi::Function::GetGlobal(marker);
-      if (!embedded.has_value() || !embedded.value().same_as(existing.value())) return;  // not an embedded copy's
+      if (!embedded.has_value() || !embedded.value().same_as(existing.value()))
+        return;  // not an embedded copy's
     }
     ffi::Function::SetGlobal(name, std::move(func), /*can_override=*/existing.has_value());
 #endif

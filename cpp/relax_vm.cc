@@ -1,3 +1,5 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
 /*!
  * \file relax_vm.cc
  * \brief The `partial_apply_vm` module kind: a Relax VM executable together with the device(s) and
@@ -50,16 +52,32 @@ struct VMDevice {
 std::string DeviceName(int32_t type, int32_t id) {
   const char* name = nullptr;
   switch (type) {
-    case kDLCPU: name = "cpu"; break;
-    case kDLCUDA: name = "cuda"; break;
-    case kDLCUDAHost: name = "cuda_host"; break;
-    case kDLOpenCL: name = "opencl"; break;
-    case kDLVulkan: name = "vulkan"; break;
-    case kDLMetal: name = "metal"; break;
-    case kDLROCM: name = "rocm"; break;
-    default: break;
+    case kDLCPU:
+      name = "cpu";
+      break;
+    case kDLCUDA:
+      name = "cuda";
+      break;
+    case kDLCUDAHost:
+      name = "cuda_host";
+      break;
+    case kDLOpenCL:
+      name = "opencl";
+      break;
+    case kDLVulkan:
+      name = "vulkan";
+      break;
+    case kDLMetal:
+      name = "metal";
+      break;
+    case kDLROCM:
+      name = "rocm";
+      break;
+    default:
+      break;
   }
-  return (name ? std::string(name) : "device type " + std::to_string(type)) + ":" + std::to_string(id);
+  return (name ? std::string(name) : "device type " + std::to_string(type)) + ":" +
+         std::to_string(id);
 }
 
 void CheckDevices(const std::vector<VMDevice>& devices, const char* who) {
@@ -68,10 +86,12 @@ void CheckDevices(const std::vector<VMDevice>& devices, const char* who) {
                               << " devices, got " << devices.size();
   }
   for (const VMDevice& d : devices) {
-    if (d.type < 1 || d.type > kMaxDeviceType || d.id < 0 || (d.allocator != 1 && d.allocator != 2)) {
+    if (d.type < 1 || d.type > kMaxDeviceType || d.id < 0 ||
+        (d.allocator != 1 && d.allocator != 2)) {
       TVM_FFI_THROW(ValueError) << who << ": bad device record (type " << d.type << ", id " << d.id
-                                << ", allocator " << d.allocator << "); device types are DLPack's (1 to "
-                                << kMaxDeviceType << "), ids >= 0, allocators 1 (naive) or 2 (pooled)";
+                                << ", allocator " << d.allocator
+                                << "); device types are DLPack's (1 to " << kMaxDeviceType
+                                << "), ids >= 0, allocators 1 (naive) or 2 (pooled)";
     }
   }
 }
@@ -150,7 +170,8 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
                                      "restored from bytes alone)";
     }
     ffi::Module exe = imports_[0].cast<ffi::Module>();
-    ffi::Optional<ffi::Function> load = exe->GetFunction("vm_load_executable", /*query_imports=*/false);
+    ffi::Optional<ffi::Function> load =
+        exe->GetFunction("vm_load_executable", /*query_imports=*/false);
     if (!load.has_value()) {
       TVM_FFI_THROW(TypeError) << "partial_apply_vm: the wrapped module (" << exe->kind()
                                << ") is not a Relax VM executable";
@@ -205,7 +226,8 @@ ffi::Module MakeRelaxVMModule(ffi::Module executable, ffi::Array<ffi::Array<int6
   std::vector<VMDevice> records;
   for (const ffi::Array<int64_t>& d : devices) {
     if (d.size() != 3) TVM_FFI_THROW(ValueError) << who << ": each device is [type, id, allocator]";
-    records.push_back({static_cast<int32_t>(d[0]), static_cast<int32_t>(d[1]), static_cast<int32_t>(d[2])});
+    records.push_back(
+        {static_cast<int32_t>(d[0]), static_cast<int32_t>(d[1]), static_cast<int32_t>(d[2])});
   }
   CheckDevices(records, who);
   return ffi::Module(ffi::make_object<RelaxVMModuleObj>(std::move(records), executable));
@@ -214,7 +236,8 @@ ffi::Module MakeRelaxVMModule(ffi::Module executable, ffi::Array<ffi::Array<int6
 }  // namespace
 
 TVM_FFI_STATIC_INIT_BLOCK() {
-  detail::RegisterGlobalOnce("tvm_partial.RelaxVMModule", ffi::Function::FromTyped(MakeRelaxVMModule));
+  detail::RegisterGlobalOnce("tvm_partial.RelaxVMModule",
+                             ffi::Function::FromTyped(MakeRelaxVMModule));
   detail::RegisterGlobalOnce("ffi.Module.load_from_bytes.partial_apply_vm",
                              ffi::Function::FromTyped(RelaxVMModuleObj::LoadFromBytes));
 }

@@ -1,3 +1,5 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
 /*!
  * \file verify.cc
  * \brief Hashing payloads where they lie in a file, for `tvm_partial.verify`: a payload is read in
@@ -54,8 +56,8 @@ int64_t HashFileRange(const ffi::String& path, int64_t offset, int64_t size) {
       if (std::ferror(file.get())) {
         TVM_FFI_THROW(RuntimeError) << "reading " << path << " failed: " << std::strerror(errno);
       }
-      TVM_FFI_THROW(ValueError) << path << " is truncated: " << size << " bytes at offset " << offset
-                                << " run past the end of the file";
+      TVM_FFI_THROW(ValueError) << path << " is truncated: " << size << " bytes at offset "
+                                << offset << " run past the end of the file";
     }
     hasher.Update(buffer.data(), got);
     left -= got;

@@ -1,3 +1,5 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
 /*!
  * \file weights_file.h
  * \brief Internal: mapping the safetensors weights file of an artifact exported with

@@ -1,3 +1,5 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
 /*!
  * \file fuzz_loader.cc
  * \brief libFuzzer target: arbitrary bytes through the registered loader
@@ -19,7 +21,8 @@
 namespace ffi = tvm::ffi;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const ffi::Function load = *ffi::Function::GetGlobal("ffi.Module.load_from_bytes.partial_apply");
+  static const ffi::Function load =
+      *ffi::Function::GetGlobal("ffi.Module.load_from_bytes.partial_apply");
   static const ffi::Function save = *ffi::Function::GetGlobal("tvm_partial.SaveToBytes");
   static const ffi::Function describe = *ffi::Function::GetGlobal("tvm_partial.DescribeBytes");
   ffi::Bytes input(reinterpret_cast<const char*>(data), size);

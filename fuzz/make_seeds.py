@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Write seed inputs for the loader fuzzer: real partial_apply blobs of every value kind."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """CUDA checks, for a machine with an NVIDIA GPU (CI has none; run by hand, results in the notes).
 
     python scripts/cuda_check.py [FOLDER]
@@ -29,8 +31,11 @@ def _load_runtime() -> None:
         return
     except ImportError:
         pass
-    for pattern in ("/usr/local/cuda/lib64/libcudart.so.13*", "/usr/local/cuda*/lib*/libcudart.so.13*",
-                    *[p + "/nvidia/*/lib/libcudart.so.13*" for p in sys.path if p]):
+    for pattern in (
+        "/usr/local/cuda/lib64/libcudart.so.13*",
+        "/usr/local/cuda*/lib*/libcudart.so.13*",
+        *[p + "/nvidia/*/lib/libcudart.so.13*" for p in sys.path if p],
+    ):
         found = sorted(glob.glob(pattern))
         if found:
             ctypes.CDLL(found[0], ctypes.RTLD_GLOBAL)
@@ -117,11 +122,16 @@ check("CUDA kernel through a partial module == numpy (bitwise)", np.array_equal(
 
 blob = tvm_partial.save_to_bytes(pm)
 info = _lib.describe_bytes(blob)
-check("saved bindings record cuda:0", [str(x["device"]) for x in info["functions"][0]["bindings"]] == ["cuda:0", "cuda:0"])
+check(
+    "saved bindings record cuda:0",
+    [str(x["device"]) for x in info["functions"][0]["bindings"]] == ["cuda:0", "cuda:0"],
+)
 loaded = tvm_partial.load_from_bytes(blob, lib)
 back = tvm_partial.bindings(loaded)["main"]
-check("loaded constants back on cuda:0 with the same bytes",
-      all(str(back[i].device) == "cuda:0" and np.array_equal(host(back[i]), v) for i, v in ((1, b), (2, c))))
+check(
+    "loaded constants back on cuda:0 with the same bytes",
+    all(str(back[i].device) == "cuda:0" and np.array_equal(host(back[i]), v) for i, v in ((1, b), (2, c))),
+)
 out3 = _lib.aligned_copy(np.zeros(1024, "float32"), CUDA)
 loaded(da, out3)
 check("reloaded partial module == numpy (bitwise)", np.array_equal(host(out3), expected))

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 # Fuzz the partial_apply loader with libFuzzer (+ AddressSanitizer, UndefinedBehaviorSanitizer).
 #   scripts/fuzz.sh [SECONDS] [PYTHON]     default: 60 seconds, python3 with tvm-partial installed
 # Needs clang and libclang-rt-dev (Debian: apt-get install clang libclang-rt-14-dev).

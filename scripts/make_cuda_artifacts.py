@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Build what scripts/cuda_check.py needs into FOLDER (default gpu/): a CUDA kernel library and
 TVM's runtime libraries (for a GPU machine without the full tvm package). Needs nvcc here.
 
@@ -9,7 +11,7 @@ import shutil
 import sys
 
 import tvm
-import tvm.support.nvcc  # noqa: F401  (registers the CUDA compiler callback: cubin, not source)
+import tvm.support.nvcc
 from tvm import te
 
 FOLDER = sys.argv[1] if len(sys.argv) > 1 else "gpu"

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 # The whole test suite against an AddressSanitizer + UndefinedBehaviorSanitizer build of the
 # extension (gcc's runtimes, preloaded into Python and every process the tests start).
 #   scripts/sanitize.sh [pytest args...]

@@ -1,11 +1,13 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Session fixtures: kernels compile once (TVM's CPU LLVM target)."""
 
 from __future__ import annotations
 
 import pytest
-from helpers import compile_te
 from tvm import te
 
+from helpers import compile_te
 from tvm_partial import demo
 
 

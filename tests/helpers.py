@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Helpers shared by the tests: kernels, numpy data, subprocess runners."""
 
 from __future__ import annotations
@@ -36,8 +38,13 @@ def run_python(code: str, *args: str, env: dict | None = None, timeout: int = 30
     """Run code in a fresh interpreter (what could crash the process runs there)."""
     full_env = dict(os.environ)
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], capture_output=True,
-                          text=True, env=full_env, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+    )
 
 
 def run_json(code: str, *args: str, env: dict | None = None):

@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Local TVM RPC servers and trackers for the tests: 127.0.0.1 only, free ports, bounded waits,
 stopped in every case (each runs in its own process group, killed with it)."""
 
@@ -24,8 +26,13 @@ def free_port() -> int:
 def _start(module: str, *args: str, env: dict | None = None) -> subprocess.Popen:
     full_env = dict(os.environ)
     full_env.update(env or {})
-    return subprocess.Popen([sys.executable, "-m", module, *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env=full_env, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", module, *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=full_env,
+        start_new_session=True,
+    )
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -57,8 +64,9 @@ def _listening(port: int) -> bool:
 def rpc_server(env: dict | None = None):
     """-> the port of a running ``tvm.exec.rpc_server`` (no tracker)."""
     port = free_port()
-    proc = _start("tvm.exec.rpc_server", "--host", HOST, "--port", str(port), "--port-end",
-                  str(port + 1), env=env)
+    proc = _start(
+        "tvm.exec.rpc_server", "--host", HOST, "--port", str(port), "--port-end", str(port + 1), env=env
+    )
     try:
         _wait_until(lambda: _listening(port), "rpc_server", [proc])
         yield port
@@ -72,15 +80,29 @@ def tracker_with_servers(count: int, key: str = "partial", env: dict | None = No
     from tvm import rpc
 
     port = free_port()
-    procs = [_start("tvm.exec.rpc_tracker", "--host", HOST, "--port", str(port), "--port-end",
-                    str(port + 1))]
+    procs = [_start("tvm.exec.rpc_tracker", "--host", HOST, "--port", str(port), "--port-end", str(port + 1))]
     try:
         _wait_until(lambda: _listening(port), "rpc_tracker", procs)
         for _ in range(count):
             server_port = free_port()
-            procs.append(_start("tvm.exec.rpc_server", "--host", HOST, "--port", str(server_port),
-                                "--port-end", str(server_port + 1), "--tracker", f"{HOST}:{port}",
-                                "--key", key, "--custom-addr", HOST, env=env))
+            procs.append(
+                _start(
+                    "tvm.exec.rpc_server",
+                    "--host",
+                    HOST,
+                    "--port",
+                    str(server_port),
+                    "--port-end",
+                    str(server_port + 1),
+                    "--tracker",
+                    f"{HOST}:{port}",
+                    "--key",
+                    key,
+                    "--custom-addr",
+                    HOST,
+                    env=env,
+                )
+            )
 
         def registered():
             info = rpc.connect_tracker(HOST, port).summary()["queue_info"]

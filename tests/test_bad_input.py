@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Bad input to partial() and to the closures: a clear, typed error naming the argument."""
 
 from __future__ import annotations
@@ -6,9 +8,9 @@ import numpy as np
 import pytest
 import tvm
 import tvm_ffi
-from helpers import tensor
 
 import tvm_partial
+from helpers import tensor
 from tvm_partial import demo
 
 W = np.zeros(demo.SHAPES["weights"], "float32")
@@ -53,13 +55,17 @@ def test_index_past_signature(conv):
 
 def test_unknown_name(conv):
     exe, tensors, _, _ = conv
-    with pytest.raises(TypeError, match=r"main\(\) has no parameter 'bais'; its parameters are data, weights, bias, result"):
+    with pytest.raises(
+        TypeError, match=r"main\(\) has no parameter 'bais'; its parameters are data, weights, bias, result"
+    ):
         tvm_partial.partial(exe["main"], signature=tensors, bais=B)
 
 
 def test_bound_by_index_and_by_name(conv):
     exe, tensors, _, _ = conv
-    with pytest.raises(TypeError, match=r"parameter 'weights' \(position 1\) is bound both by index and by name"):
+    with pytest.raises(
+        TypeError, match=r"parameter 'weights' \(position 1\) is bound both by index and by name"
+    ):
         tvm_partial.partial(exe["main"], {1: W}, signature=tensors, weights=W)
 
 
@@ -70,7 +76,10 @@ def test_by_name_without_signature(conv):
 
 def test_dtype_mismatch(conv):
     exe, tensors, _, _ = conv
-    with pytest.raises(TypeError, match=r"parameter 'weights' \(position 1\): dtype float64 does not match weights: Tensor\[\(8, 3, 3, 3\), float32\]"):
+    with pytest.raises(
+        TypeError,
+        match=r"parameter 'weights' \(position 1\): dtype float64 does not match weights: Tensor\[\(8, 3, 3, 3\), float32\]",
+    ):
         tvm_partial.partial(exe["main"], signature=tensors, weights=W.astype("float64"))
 
 
@@ -82,7 +91,10 @@ def test_dtype_mismatch_tvm_tensor(conv):
 
 def test_shape_mismatch(conv):
     exe, tensors, _, _ = conv
-    with pytest.raises(ValueError, match=r"parameter 'bias' \(position 2\): shape \(4,\) does not match bias: Tensor\[\(8\), float32\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"parameter 'bias' \(position 2\): shape \(4,\) does not match bias: Tensor\[\(8\), float32\]",
+    ):
         tvm_partial.partial(exe["main"], signature=tensors, bias=np.zeros(4, "float32"))
 
 
@@ -94,7 +106,9 @@ def test_tensor_for_scalar_and_scalar_for_tensor(conv):
 
 def test_bound_position_past_the_end(conv):
     g = tvm_partial.partial(conv[0]["main"], {2: B, 3: W})  # no signature: checked at call time
-    with pytest.raises(IndexError, match=r"bound index 3 is past the end of the call \(1 given \+ 2 bound = 3 arguments\)"):
+    with pytest.raises(
+        IndexError, match=r"bound index 3 is past the end of the call \(1 given \+ 2 bound = 3 arguments\)"
+    ):
         g(tensor(X))
 
 
@@ -110,7 +124,9 @@ def test_argument_count_with_signature(conv, count):
 
 @pytest.mark.parametrize("target", [42, "main", None, np.zeros(3)])
 def test_target_not_callable(target):
-    with pytest.raises(TypeError, match=r"partial\(\) needs a function or a module to bind, got \w+, which is not callable"):
+    with pytest.raises(
+        TypeError, match=r"partial\(\) needs a function or a module to bind, got \w+, which is not callable"
+    ):
         tvm_partial.partial(target, {0: 1})
 
 
@@ -130,7 +146,9 @@ def test_bad_signature_type(conv):
 
 
 def test_bindings_of_a_plain_function(conv):
-    with pytest.raises(TypeError, match=r"PartialApplyBindings: expected a partial function or a partial_apply module"):
+    with pytest.raises(
+        TypeError, match=r"PartialApplyBindings: expected a partial function or a partial_apply module"
+    ):
         tvm_partial.bindings(conv[0]["main"])
 
 
@@ -152,8 +170,10 @@ def test_relax_vm_executable_is_bound_in_a_virtual_machine():
 
 def test_outer_index_named_as_given(conv):
     """A partial of a partial: a bad position is reported in the caller's terms, not merged ones."""
-    exe, tensors, inputs, _ = conv
+    exe, tensors, _inputs, _ = conv
     g = tvm_partial.partial(exe["main"], signature=tensors, weights=W, bias=B)
     apply = tvm_ffi.get_global_func("runtime.PartialApply")
-    with pytest.raises(IndexError, match=r"main: bound index 2 is out of range for a function of 2 parameters"):
+    with pytest.raises(
+        IndexError, match=r"main: bound index 2 is out of range for a function of 2 parameters"
+    ):
         apply(g, {2: B}, "main", ["data", "result"])

@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """The benchmark scripts still run (quick mode): figures are for docs/benchmarks.md, not asserted."""
 
 from __future__ import annotations
@@ -11,16 +13,24 @@ import pytest
 BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
-@pytest.mark.parametrize("script,expected", [
-    ("bench_call.py", "partial / direct"),
-    ("bench_load.py", "tvm_partial (zero_copy=True)"),
-    ("bench_outputs.py", "returning partial: out = g(x)"),
-    ("bench_rpc.py", "vs 1 server"),  # starts a tracker and two rpc_servers on 127.0.0.1: ~20 s
-    ("bench_relax.py", "targets: load->1st"),
-    ("bench_weights.py", "two processes mapping one weights file"),
-])
+@pytest.mark.parametrize(
+    "script,expected",
+    [
+        ("bench_call.py", "partial / direct"),
+        ("bench_load.py", "tvm_partial (zero_copy=True)"),
+        ("bench_outputs.py", "returning partial: out = g(x)"),
+        ("bench_rpc.py", "vs 1 server"),  # starts a tracker and two rpc_servers on 127.0.0.1: ~20 s
+        ("bench_relax.py", "targets: load->1st"),
+        ("bench_weights.py", "two processes mapping one weights file"),
+    ],
+)
 def test_benchmark_runs(script, expected):
-    proc = subprocess.run([sys.executable, str(BENCH / script), "--quick"], capture_output=True, text=True,
-                          timeout=600, cwd=BENCH)
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / script), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=BENCH,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert expected in proc.stdout

@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Binding by name reaches the parameter the user named, or is refused (DESIGN.md "Binding rules").
 
 Signature given again on top of a partial, ambiguous names, names that are also options of
@@ -14,10 +16,10 @@ import numpy as np
 import pytest
 import tvm
 import tvm_ffi
-from helpers import compile_te, ints, run_json, tensor
 from tvm import te
 
 import tvm_partial
+from helpers import compile_te, ints, run_json, tensor
 from tvm_partial import _lib, demo
 
 _view = tvm_ffi.get_global_func("runtime.TVMTensorCreateView")
@@ -58,8 +60,11 @@ def test_signature_again_integer_positions_count_free_arguments(conv):
     # The tensor is checked against the parameter the position reaches (bias), named in the error.
     with pytest.raises(ValueError, match=r"parameter 'bias' \(position 2; free argument 1 of the partial\)"):
         tvm_partial.partial(g1, {1: np.zeros(3, "float32")}, signature=tensors)
-    with pytest.raises(IndexError, match=r"bound index 3 is out of range: the partial of main\(\) takes 3 "
-                                         r"free arguments \(data, bias, result\)"):
+    with pytest.raises(
+        IndexError,
+        match=r"bound index 3 is out of range: the partial of main\(\) takes 3 "
+        r"free arguments \(data, bias, result\)",
+    ):
         tvm_partial.partial(g1, {3: b}, signature=tensors)
 
 
@@ -74,8 +79,11 @@ def test_signature_again_on_partial_without_recorded_names(conv):
         g2(tensor(inputs["data"]))
     # A signature too short for what the partial binds cannot be the original's: refused.
     g3 = tvm_partial.partial(echo, {5: "bound"})
-    with pytest.raises(ValueError, match=r"signature= has 3 parameters \(a, b, c\), but the partial already "
-                                         r"binds position 5"):
+    with pytest.raises(
+        ValueError,
+        match=r"signature= has 3 parameters \(a, b, c\), but the partial already "
+        r"binds position 5",
+    ):
         tvm_partial.partial(g3, signature=["a", "b", "c"], a=1)
 
 
@@ -87,10 +95,15 @@ def test_signature_again_refusals(conv):
     with pytest.raises(TypeError, match=r"parameter 'weights' \(position 1\) of main\(\) is already bound"):
         tvm_partial.partial(g1, weights=inputs["weights"])  # recorded names, no signature= given
     # A signature of the free arguments only is not the original's full list: refused, not guessed.
-    with pytest.raises(ValueError, match=r"signature= has 3 parameters \(data, bias, result\), but the "
-                                         r"partial records 4 for main\(\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"signature= has 3 parameters \(data, bias, result\), but the "
+        r"partial records 4 for main\(\)",
+    ):
         tvm_partial.partial(g1, signature=["data", "bias", "result"], bias=inputs["bias"])
-    with pytest.raises(ValueError, match=r"signature= names position 2 'result', but the partial records 'bias'"):
+    with pytest.raises(
+        ValueError, match=r"signature= names position 2 'result', but the partial records 'bias'"
+    ):
         tvm_partial.partial(g1, signature=["data", "weights", "result", "bias"], bias=inputs["bias"])
 
 
@@ -106,8 +119,9 @@ def test_signature_again_on_partial_module_exports_and_loads(conv, tmp_path):
     assert np.array_equal(run_conv(loaded, inputs), expected)
     assert np.array_equal(tvm_partial.bindings(loaded)["main"][2].numpy(), inputs["bias"])
     # Without recorded names, by position first, then by name with the full signature.
-    pm3 = tvm_partial.partial(tvm_partial.partial(exe, {2: inputs["bias"]}), signature=tensors,
-                              weights=inputs["weights"])
+    pm3 = tvm_partial.partial(
+        tvm_partial.partial(exe, {2: inputs["bias"]}), signature=tensors, weights=inputs["weights"]
+    )
     restored = tvm_partial.load_from_bytes(tvm_partial.save_to_bytes(pm3), exe)
     assert np.array_equal(run_conv(restored, inputs), expected)
 
@@ -118,8 +132,10 @@ def test_ambiguous_name_refused_unique_names_still_bind():
     out = te.compute((8,), lambda i: a[i] * 2.0 + b[i], name="out")
     assert a.op.name == b.op.name == "placeholder"
     f = compile_te([a, b, out])["main"]
-    message = (r"parameter name 'placeholder' is ambiguous: main\(\) has it at positions 0, 1; "
-               r"bind by position instead")
+    message = (
+        r"parameter name 'placeholder' is ambiguous: main\(\) has it at positions 0, 1; "
+        r"bind by position instead"
+    )
     with pytest.raises(TypeError, match=message):
         tvm_partial.partial(f, signature=[a, b, out], placeholder=ints(8))
     with pytest.raises(TypeError, match=message):
@@ -137,8 +153,11 @@ def test_parameter_named_device_binds_through_the_mapping():
     device = te.placeholder((4,), "float32", name="device")
     y = te.compute((4,), lambda i: x[i] + device[i], name="y")
     f = compile_te([x, device, y])["main"]
-    with pytest.raises(TypeError, match=r'device is both a parameter of main\(\) and an option of partial\(\): '
-                                        r'bind it as partial\(f, \{"device": value\}, \.\.\.\)'):
+    with pytest.raises(
+        TypeError,
+        match=r"device is both a parameter of main\(\) and an option of partial\(\): "
+        r'bind it as partial\(f, \{"device": value\}, \.\.\.\)',
+    ):
         tvm_partial.partial(f, signature=[x, device, y], device=np.ones(4, "float32"))
     with pytest.raises(TypeError, match="device is both a parameter"):  # None too: never guessed
         tvm_partial.partial(f, signature=[x, device, y], device=None)
@@ -151,7 +170,9 @@ def test_parameter_named_device_binds_through_the_mapping():
 @pytest.mark.parametrize("option", ["function", "outputs", "device"])
 def test_option_names_as_parameters(option):
     sig = ["x", option, "y"]
-    with pytest.raises(TypeError, match=rf'{option} is both a parameter of main\(\) and an option of partial\(\)'):
+    with pytest.raises(
+        TypeError, match=rf"{option} is both a parameter of main\(\) and an option of partial\(\)"
+    ):
         tvm_partial.partial(echo, signature=sig, **{option: 5})
     g = tvm_partial.partial(echo, {option: 5, 2: "y"}, signature=sig)
     assert list(g(1)) == [1, 5, "y"]
@@ -160,8 +181,11 @@ def test_option_names_as_parameters(option):
 
 def test_parameter_named_signature_on_a_partial_with_names():
     g1 = tvm_partial.partial(echo, {0: "x"}, signature=["x", "signature", "y"])
-    with pytest.raises(TypeError, match=r'signature is both a parameter of main\(\) and an option of partial\(\): '
-                                        r'bind it as partial\(f, \{"signature": value\}'):
+    with pytest.raises(
+        TypeError,
+        match=r"signature is both a parameter of main\(\) and an option of partial\(\): "
+        r'bind it as partial\(f, \{"signature": value\}',
+    ):
         tvm_partial.partial(g1, signature=np.ones(2, "float32"))
     g2 = tvm_partial.partial(g1, {"signature": 7})
     assert list(g2("y")) == ["x", 7, "y"]
@@ -174,7 +198,9 @@ def test_options_still_work():
         tvm_partial.partial(echo, signature=["a", "b"], outputs="b")
     with pytest.raises(TypeError, match=r"function= must be the name of a function \(str\), got int"):
         tvm_partial.partial(echo, {0: 1}, function=3)
-    with pytest.raises(TypeError, match=r"parameter 'a' is bound twice: as a key of the mapping and as a keyword"):
+    with pytest.raises(
+        TypeError, match=r"parameter 'a' is bound twice: as a key of the mapping and as a keyword"
+    ):
         tvm_partial.partial(echo, {"a": 1}, signature=["a", "b"], a=2)
     with pytest.raises(TypeError, match=r"bound key 1.5 is not an integer position or a parameter name"):
         tvm_partial.partial(echo, {1.5: 1})
@@ -252,7 +278,9 @@ def test_bfloat16_numpy_array_bound_bitwise(copy_bf16):
     out = tvm.runtime.empty((8,), "bfloat16")
     g(tvm.runtime.empty((8,), "bfloat16"), out)
     assert raw_bytes(out) == raw_bytes(held)
-    assert raw_bytes(out) == ((np.arange(-8, 8, dtype="float32") / 7).astype(ml_dtypes.bfloat16)[::2]).tobytes()
+    assert (
+        raw_bytes(out) == ((np.arange(-8, 8, dtype="float32") / 7).astype(ml_dtypes.bfloat16)[::2]).tobytes()
+    )
     with pytest.raises(TypeError, match=r"parameter 'w' \(position 1\): dtype float8_e4m3fn does not match"):
         tvm_partial.partial(f, signature=sig, w=np.zeros(8, ml_dtypes.float8_e4m3fn))
 
@@ -261,12 +289,16 @@ def test_float8_bound_and_sub_byte_refused():
     values = np.array([0.5, -1.0, 2.0, 448.0], ml_dtypes.float8_e4m3fn)
     held = tvm_partial.bindings(tvm_partial.partial(echo, {0: values}))[0]
     assert str(held.dtype) == "float8_e4m3fn" and raw_bytes(held) == values.tobytes()
-    with pytest.raises(TypeError, match=r"cannot bind position 0: numpy stores dtype int4 in 8 bits per element, TVM in 4"):
+    with pytest.raises(
+        TypeError, match=r"cannot bind position 0: numpy stores dtype int4 in 8 bits per element, TVM in 4"
+    ):
         tvm_partial.partial(echo, {0: np.zeros(4, ml_dtypes.int4)})
 
 
 # -- 5. out of memory while binding ------------------------------------------------------------------------
-@pytest.mark.parametrize("raised", [RuntimeError("out of memory allocating a tensor of 64 bytes"), MemoryError()])
+@pytest.mark.parametrize(
+    "raised", [RuntimeError("out of memory allocating a tensor of 64 bytes"), MemoryError()]
+)
 def test_allocation_failure_is_a_memory_error(scale16, monkeypatch, raised):
     f, sig = scale16
 
@@ -274,8 +306,11 @@ def test_allocation_failure_is_a_memory_error(scale16, monkeypatch, raised):
         raise raised
 
     monkeypatch.setattr(_lib, "aligned_copy", fail)
-    with pytest.raises(MemoryError, match=r"cannot bind parameter 'w' \(position 1\): out of memory copying "
-                                          r"64 bytes into an aligned tensor"):
+    with pytest.raises(
+        MemoryError,
+        match=r"cannot bind parameter 'w' \(position 1\): out of memory copying "
+        r"64 bytes into an aligned tensor",
+    ):
         tvm_partial.partial(f, signature=sig, w=np.zeros(16, "float32"))
     misaligned = tvm_ffi.from_dlpack(np.zeros(17, "float32")[1:])
     with pytest.raises(MemoryError, match=r"position 1: out of memory copying 64 bytes"):
@@ -300,7 +335,8 @@ def no_abort_on_failed_allocation() -> dict:
 
 def test_real_allocation_failure_in_subprocess():
     """A 64 GiB tensor (a zero-stride view of 4 bytes) under an address-space limit: MemoryError."""
-    result = run_json("""
+    result = run_json(
+        """
         import json, resource
         import numpy as np
         import tvm_ffi, tvm_partial
@@ -314,7 +350,9 @@ def test_real_allocation_failure_in_subprocess():
             print(json.dumps(["bound", ""]))
         except Exception as err:
             print(json.dumps([type(err).__name__, str(err)]))
-        """, env=no_abort_on_failed_allocation())
+        """,
+        env=no_abort_on_failed_allocation(),
+    )
     assert result[0] == "MemoryError", result
     assert "cannot bind parameter 'w' (position 0): out of memory copying 68719476736 bytes" in result[1]
 
@@ -331,10 +369,13 @@ def test_names_from_the_partial_keep_its_function_name():
 
 def test_unreachable_position_refused_before_any_copy(monkeypatch):
     """A position no call can reach is refused before the value is converted (no wasted copy)."""
+
     def no_copy(*_):
         raise AssertionError("the value was converted before its position was checked")
 
     monkeypatch.setattr(tvm_partial.partial.__globals__["_lib"], "aligned_copy", no_copy)
     for position in (2**31 - 1, 2**31, 2**63 - 1, 2**64):
-        with pytest.raises(IndexError, match=rf"bound index {position} cannot be reached: .* positions go up to 2147483646"):
+        with pytest.raises(
+            IndexError, match=rf"bound index {position} cannot be reached: .* positions go up to 2147483646"
+        ):
             tvm_partial.partial(echo, {position: np.ones(4, "float32")})

@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """The tvm-partial command, run as a user would."""
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ import tvm_partial
 
 
 def cli(*args: str, timeout: int = 300):
-    return subprocess.run([sys.executable, "-m", "tvm_partial", *args], capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "tvm_partial", *args], capture_output=True, text=True, timeout=timeout
+    )
 
 
 @pytest.fixture(scope="module")
@@ -27,11 +30,21 @@ def demo_run(tmp_path_factory):
 def test_demo_passes_and_prints_table(demo_run):
     proc, out = demo_run
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    for row in ("direct f(x, w, b, out)", "tvm_partial g(x, out)", "Python lambda", "functools.partial",
-                "empty + direct f(...)", "tvm_partial out = g(x)"):
+    for row in (
+        "direct f(x, w, b, out)",
+        "tvm_partial g(x, out)",
+        "Python lambda",
+        "functools.partial",
+        "empty + direct f(...)",
+        "tvm_partial out = g(x)",
+    ):
         assert re.search(rf"^{re.escape(row)}\s+\d+\.\d+\s+\d+\.\d+x$", proc.stdout, flags=re.M), proc.stdout
-    for check in ("partial == numpy (bitwise)", "partial == direct call (bitwise)",
-                  "out = conv(data) == numpy (bitwise)", "reloaded in a fresh process == numpy (bitwise)"):
+    for check in (
+        "partial == numpy (bitwise)",
+        "partial == direct call (bitwise)",
+        "out = conv(data) == numpy (bitwise)",
+        "reloaded in a fresh process == numpy (bitwise)",
+    ):
         assert f"[ok] {check}" in proc.stdout
     assert "FAIL" not in proc.stdout
     assert (out / "conv2d_bias.so").exists()
@@ -42,11 +55,16 @@ def test_demo_relax(tmp_path, self_contained):
     proc = cli("demo", "--relax", "--out", str(tmp_path), *(["--self-contained"] if self_contained else []))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     where = "without tvm-partial" if self_contained else "in a fresh process"
-    for check in ("Relax partial == numpy (bitwise)", "Relax partial == direct VM call (bitwise)",
-                  f"Relax model reloaded {where} == numpy (bitwise)"):
+    for check in (
+        "Relax partial == numpy (bitwise)",
+        "Relax partial == direct VM call (bitwise)",
+        f"Relax model reloaded {where} == numpy (bitwise)",
+    ):
         assert f"[ok] {check}" in proc.stdout, proc.stdout
     assert "bound 1 fc1.weight: tensor float32[32x16]" in proc.stdout
-    assert "Relax model: its VirtualMachine is created at first use on cpu:0 (pooled allocator)" in proc.stdout
+    assert (
+        "Relax model: its VirtualMachine is created at first use on cpu:0 (pooled allocator)" in proc.stdout
+    )
     assert (tmp_path / "relax_mlp.so").exists()
 
 
@@ -75,8 +93,9 @@ def test_inspect_json(demo_run):
     (fn,) = info["functions"]
     assert fn["name"] == "main" and fn["free"] == ["data", "result"]
     assert fn["param_names"] == ["data", "weights", "bias", "result"]
-    assert [(b["index"], b["name"], b["dtype"], b["shape"], b["device"], b["bytes"]) for b in fn["bindings"]] == [
-        (1, "weights", "float32", [8, 3, 3, 3], "cpu:0", 864), (2, "bias", "float32", [8], "cpu:0", 32)]
+    assert [
+        (b["index"], b["name"], b["dtype"], b["shape"], b["device"], b["bytes"]) for b in fn["bindings"]
+    ] == [(1, "weights", "float32", [8, 3, 3, 3], "cpu:0", 864), (2, "bias", "float32", [8], "cpu:0", 32)]
 
 
 def test_inspect_shows_outputs(tmp_path):
@@ -85,13 +104,17 @@ def test_inspect_shows_outputs(tmp_path):
     n = te.var("n", "int64")
     x = te.placeholder((n, 4), "float32", name="x")
     y = te.compute((n, 4), lambda i, j: x[i, j] * 2.0, name="y")
-    pm = tvm_partial.partial(tvm.compile(te.create_prim_func([x, y]), target="llvm"), signature=[x, y], outputs="y")
+    pm = tvm_partial.partial(
+        tvm.compile(te.create_prim_func([x, y]), target="llvm"), signature=[x, y], outputs="y"
+    )
     tvm_partial.export_library(pm, tmp_path / "o.so")
     proc = cli("inspect", str(tmp_path / "o.so"))
     assert "tvm-partial format version 2" in proc.stdout and "function main(x)" in proc.stdout
     assert "output 1 y: tensor float32[x.shape[0]x4], allocated per call and returned" in proc.stdout
     info = json.loads(cli("inspect", str(tmp_path / "o.so"), "--json").stdout)
-    assert info["functions"][0]["outputs"] == [{"index": 1, "name": "y", "dtype": "float32", "shape": ["x.shape[0]", 4]}]
+    assert info["functions"][0]["outputs"] == [
+        {"index": 1, "name": "y", "dtype": "float32", "shape": ["x.shape[0]", 4]}
+    ]
     assert info["functions"][0]["free"] == ["x"]
 
 
@@ -133,9 +156,16 @@ def test_inspect_not_a_library(tmp_path):
 def test_console_script_installed():
     import shutil
 
-    script = shutil.which("tvm-partial") or str(__import__("pathlib").Path(sys.executable).parent / "tvm-partial")
+    script = shutil.which("tvm-partial") or str(
+        __import__("pathlib").Path(sys.executable).parent / "tvm-partial"
+    )
     proc = subprocess.run([script, "--help"], capture_output=True, text=True)
-    assert proc.returncode == 0 and "demo" in proc.stdout and "inspect" in proc.stdout and "verify" in proc.stdout
+    assert (
+        proc.returncode == 0
+        and "demo" in proc.stdout
+        and "inspect" in proc.stdout
+        and "verify" in proc.stdout
+    )
 
 
 def test_verify_and_inspect_say_what_was_checked(demo_run):
@@ -143,12 +173,14 @@ def test_verify_and_inspect_say_what_was_checked(demo_run):
     text = cli("inspect", str(out / "conv2d_bias.so")).stdout
     assert "  payload hashes: not checked (run tvm-partial verify)" in text
     proc = cli("verify", str(out / "conv2d_bias.so"))
-    assert proc.returncode == 0 and "intact: 2 payloads, 896 bytes, match their recorded hashes" in proc.stdout
-
+    assert (
+        proc.returncode == 0 and "intact: 2 payloads, 896 bytes, match their recorded hashes" in proc.stdout
+    )
 
 
 def test_version():
-    proc = subprocess.run([sys.executable, "-m", "tvm_partial", "--version"], capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tvm_partial", "--version"], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == f"tvm-partial {tvm_partial.__version__}"

@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """``find_package(tvm_partial)``: the docs/deploy.md snippet gets libtvm_runtime without being told
 (an empty TVM_RUNTIME_LIBRARY linked a program that crashed in its first parallel kernel), or
 configuring fails with a message that says what to pass."""
@@ -23,12 +25,27 @@ file(WRITE "${CMAKE_BINARY_DIR}/runtime.txt" "${TVM_RUNTIME_LIBRARY}")
 
 def _configure(tmp_path, *defines: str):
     (tmp_path / "CMakeLists.txt").write_text(_PROJECT)
-    cmakedir = subprocess.run([sys.executable, "-m", "tvm_partial.config", "--cmakedir"], capture_output=True,
-                              text=True, check=True).stdout.strip()
-    ffidir = subprocess.run([sys.executable, "-m", "tvm_ffi.config", "--cmakedir"], capture_output=True,
-                            text=True, check=True).stdout.strip()
-    return subprocess.run(["cmake", "-S", str(tmp_path), "-B", str(tmp_path / "build"), f"-Dtvm_partial_DIR={cmakedir}",
-                           f"-Dtvm_ffi_DIR={ffidir}", *defines], capture_output=True, text=True, timeout=120)
+    cmakedir = subprocess.run(
+        [sys.executable, "-m", "tvm_partial.config", "--cmakedir"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    ffidir = subprocess.run(
+        [sys.executable, "-m", "tvm_ffi.config", "--cmakedir"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    return subprocess.run(
+        [
+            "cmake",
+            "-S",
+            str(tmp_path),
+            "-B",
+            str(tmp_path / "build"),
+            f"-Dtvm_partial_DIR={cmakedir}",
+            f"-Dtvm_ffi_DIR={ffidir}",
+            *defines,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_runtime_library_found(tmp_path):
@@ -47,5 +64,7 @@ def test_runtime_library_missing_fails_at_configure(tmp_path):
     python.chmod(0o755)
     proc = _configure(tmp_path, f"-DPython_EXECUTABLE={python}")
     assert proc.returncode != 0
-    assert "tvm_partial: cannot find libtvm_runtime" in proc.stderr and "-DTVM_RUNTIME_LIBRARY=" in proc.stderr
+    assert (
+        "tvm_partial: cannot find libtvm_runtime" in proc.stderr and "-DTVM_RUNTIME_LIBRARY=" in proc.stderr
+    )
     assert not (tmp_path / "build" / "runtime.txt").exists()

@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Deployment: self-contained artifacts, loading where the extension is not registered, and the
 C++ example (examples/cpp_deploy/run.py). Whatever loads an artifact runs in a fresh process."""
 
@@ -12,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tvm
-from helpers import run_json
 from tvm import te
 from tvm.support import cc
 
 import tvm_partial
+from helpers import run_json
 from tvm_partial import config, demo, export
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,41 +87,57 @@ def test_self_contained_artifact_inspects_like_the_default(artifacts):
 
 
 def test_self_contained_loads_with_tvm_alone(artifacts):
-    result = run_json(PRELUDE + """
+    result = run_json(
+        PRELUDE
+        + """
 lib = load("a_sc.so")
 print(json.dumps({"kind": lib.kind, "ok": call(lib, "expected_a.npy"),
                   "imported": sorted(m for m in sys.modules if m.startswith("tvm_partial"))}))
-""", str(artifacts), env=NO_AUTOLOAD)
+""",
+        str(artifacts),
+        env=NO_AUTOLOAD,
+    )
     assert result == {"kind": "partial_apply", "ok": True, "imported": []}
 
 
 def test_default_artifact_without_the_extension_names_the_missing_loader(artifacts):
-    result = run_json(PRELUDE + """
+    result = run_json(
+        PRELUDE
+        + """
 try:
     load("a.so")
     print(json.dumps({"error": None}))
 except Exception as err:
     print(json.dumps({"type": type(err).__name__, "error": str(err)}))
-""", str(artifacts), env=NO_AUTOLOAD)
+""",
+        str(artifacts),
+        env=NO_AUTOLOAD,
+    )
     assert result == {"type": "RuntimeError", "error": LOADER_MISSING}
     # docs/deploy.md quotes the message and says what to do about it.
     assert LOADER_MISSING in (ROOT / "docs" / "deploy.md").read_text()
 
 
 def test_extension_first_then_self_contained_artifacts(artifacts):
-    result = run_json(PRELUDE + """
+    result = run_json(
+        PRELUDE
+        + """
 import tvm_partial
 a_sc, b_sc, a = load("a_sc.so"), load("b_sc.so"), load("a.so")
 print(json.dumps({"ok": [call(a_sc, "expected_a.npy"), call(b_sc, "expected_b.npy"), call(a, "expected_a.npy")],
                   "bound": sorted(int(i) for i in tvm_partial.bindings(a_sc)["main"])}))
-""", str(artifacts))
+""",
+        str(artifacts),
+    )
     assert result == {"ok": [True, True, True], "bound": [1, 2]}
 
 
 def test_self_contained_first_then_the_extension(artifacts):
     # The artifact's copy registered the globals first; importing tvm_partial takes them over
     # (cpp/registry.h), and what the artifact's copy made keeps working.
-    result = run_json(PRELUDE + """
+    result = run_json(
+        PRELUDE
+        + """
 a_sc = load("a_sc.so")
 first = call(a_sc, "expected_a.npy")
 import tvm_partial
@@ -137,20 +155,30 @@ print(json.dumps({"ok": [first, call(a, "expected_a.npy"), call(b_sc, "expected_
                   "wrapped": sorted(int(i) for i in tvm_partial.bindings(g)),
                   "module_bound": sorted(int(i) for i in tvm_partial.bindings(a)["main"]),
                   "foreign": foreign}))
-""", str(artifacts), env=NO_AUTOLOAD)
-    assert result["foreign"].endswith("made by another copy of tvm-partial, such as the one inside a "
-                                      "self-contained artifact, whose bindings this copy cannot read)")
+""",
+        str(artifacts),
+        env=NO_AUTOLOAD,
+    )
+    assert result["foreign"].endswith(
+        "made by another copy of tvm-partial, such as the one inside a "
+        "self-contained artifact, whose bindings this copy cannot read)"
+    )
     del result["foreign"]
     assert result == {"ok": [True, True, True, True], "wrapped": [1], "module_bound": [1, 2]}
 
 
 def test_two_self_contained_artifacts_in_one_process(artifacts):
-    result = run_json(PRELUDE + """
+    result = run_json(
+        PRELUDE
+        + """
 a_sc, b_sc = load("a_sc.so"), load("b_sc.so")
 ok = [call(a_sc, "expected_a.npy"), call(b_sc, "expected_b.npy"), call(a_sc, "expected_a.npy")]
 ok.append(call(load("a.so"), "expected_a.npy"))   # the loader an artifact registered serves all
 print(json.dumps({"ok": ok, "imported": sorted(m for m in sys.modules if m.startswith("tvm_partial"))}))
-""", str(artifacts), env=NO_AUTOLOAD)
+""",
+        str(artifacts),
+        env=NO_AUTOLOAD,
+    )
     assert result == {"ok": [True, True, True, True], "imported": []}
 
 
@@ -164,8 +192,9 @@ def test_self_contained_link_options(tmp_path):
         cc.create_shared(output, objects, **kwargs)
 
     addons = []
-    tvm_partial.export_library(pm, tmp_path / "x.so", self_contained=True, fcompile=fcompile,
-                               addons=addons, options="-O2")
+    tvm_partial.export_library(
+        pm, tmp_path / "x.so", self_contained=True, fcompile=fcompile, addons=addons, options="-O2"
+    )
     assert str(export.embed_object()) in seen["objects"]
     assert seen["options"] == ["-O2", "-Wl,-z,nodelete"]
     assert addons == []  # TVM appends to the list it gets: the caller's stays untouched
@@ -188,8 +217,12 @@ def _missing_cpp_tools() -> str | None:
 
 @pytest.mark.skipif(_missing_cpp_tools() is not None, reason=f"C++ example: {_missing_cpp_tools()}")
 def test_cpp_deploy_example(tmp_path):
-    proc = subprocess.run([sys.executable, str(ROOT / "examples" / "cpp_deploy" / "run.py"),
-                           "--build-dir", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "cpp_deploy" / "run.py"), "--build-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     assert [line for line in lines if line.startswith("[")] == [

@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Disco: a ProcessSession whose workers load the same partial artifact and call it (docs/rpc.md).
 
 TVM 0.27 imports ``tvm.runtime.disco`` before ``libtvm_runtime_extra`` (disco's C++ runtime) is
@@ -12,13 +14,16 @@ import importlib.util
 import os
 
 import pytest
+
 from helpers import run_json
 
 LIB = os.path.join(os.path.dirname(importlib.util.find_spec("tvm").origin), "lib")
 
 
-@pytest.mark.skipif(not os.path.exists(os.path.join(LIB, "libtvm_runtime_extra.so")),
-                    reason="this TVM wheel has no libtvm_runtime_extra (no disco)")
+@pytest.mark.skipif(
+    not os.path.exists(os.path.join(LIB, "libtvm_runtime_extra.so")),
+    reason="this TVM wheel has no libtvm_runtime_extra (no disco)",
+)
 def test_two_disco_workers_load_and_call_one_artifact(tmp_path):
     result = run_json(
         """
@@ -56,7 +61,10 @@ def test_two_disco_workers_load_and_call_one_artifact(tmp_path):
                               "worker1": worker1.numpy().tobytes().hex()}))
         finally:
             sess.shutdown()
-        """, str(tmp_path), LIB)
+        """,
+        str(tmp_path),
+        LIB,
+    )
     assert result["local"] == result["expected"]
     assert result["worker0"] == result["local"]
     assert result["worker1"] == result["local"]

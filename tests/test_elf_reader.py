@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """The Python ELF reader (``tvm_partial._elf``) on malformed files: ``inspect``, ``verify`` and
 ``check_complete`` either succeed or raise ``ValueError`` saying what is wrong; never another
 exception (``struct.error``, ``IndexError``, ``OverflowError``, ...), a crash or a hang.
@@ -14,9 +16,9 @@ import os
 
 import numpy as np
 import pytest
-from helpers import run_json
 
 import tvm_partial
+from helpers import run_json
 from tvm_partial import _elf
 
 CASES = int(os.environ.get("TVM_PARTIAL_ELF_FUZZ_CASES", "1000"))
@@ -39,9 +41,9 @@ def _targets(path) -> list:
     """[(start, end)] byte ranges of the structures the reader walks."""
     data = path.read_bytes()
     elf = _elf.ElfFile(data, str(path))
-    shoff, = elf.unpack(_elf._U64, 0x28, "")
+    (shoff,) = elf.unpack(_elf._U64, 0x28, "")
     shentsize, shnum = elf.unpack(_elf._U16x2, 0x3A, "")
-    phoff, = elf.unpack(_elf._U64, 0x20, "")
+    (phoff,) = elf.unpack(_elf._U64, 0x20, "")
     phentsize, phnum = elf.unpack(_elf._U16x2, 0x36, "")
     ranges = [(0, 64), (shoff, shoff + shentsize * shnum), (phoff, phoff + phentsize * phnum)]
     for s in elf.sections():
@@ -50,7 +52,7 @@ def _targets(path) -> list:
             ranges += [(s.offset, s.offset + s.size), (strtab.offset, strtab.offset + strtab.size)]
     blob_at, _ = elf.symbol(_elf.BLOB_SYMBOL)
     ranges.append((blob_at, blob_at + 96))  # the blob's length, the module list, the first kind
-    partial = [m for m in elf.embedded_modules() if m.kind == "partial_apply"][0]
+    partial = next(m for m in elf.embedded_modules() if m.kind == "partial_apply")
     ranges.append((partial.offset - 8, partial.offset + 48))  # its length and the format header
     region = tvm_partial.inspect(path)["region"]
     if region is not None:
@@ -104,8 +106,14 @@ print(json.dumps({"outcomes": outcomes, "unexpected": unexpected[:10]}))
 def test_mutated_artifacts_give_value_errors_only(artifacts, kind, tmp_path):
     import json
 
-    result = run_json(_FUZZ, str(artifacts[kind]), str(tmp_path), str(CASES), str(SEED),
-                      json.dumps(_targets(artifacts[kind])))
+    result = run_json(
+        _FUZZ,
+        str(artifacts[kind]),
+        str(tmp_path),
+        str(CASES),
+        str(SEED),
+        json.dumps(_targets(artifacts[kind])),
+    )
     assert result["unexpected"] == [], result
     # Both outcomes happen: the mutations reach the checks, and harmless ones still read.
     assert result["outcomes"]["ValueError"] > CASES // 4 and result["outcomes"]["ok"] > CASES // 4, result
@@ -115,20 +123,20 @@ def test_known_malformations(artifacts, tmp_path):
     """Each structure the reader walks, broken on purpose: a ValueError naming the problem."""
     data = artifacts["zero"].read_bytes()
     elf = _elf.ElfFile(data, "x")
-    shoff, = elf.unpack(_elf._U64, 0x28, "")
+    (shoff,) = elf.unpack(_elf._U64, 0x28, "")
     blob_at, _ = elf.symbol(_elf.BLOB_SYMBOL)
 
     def broken(at: int, value: bytes) -> str:
         path = tmp_path / f"case{at}.so"
-        path.write_bytes(data[:at] + value + data[at + len(value):])
+        path.write_bytes(data[:at] + value + data[at + len(value) :])
         return str(path)
 
     cases = [
-        (broken(0x28, (2**63).to_bytes(8, "little")), "section table"),            # section headers far away
-        (broken(0x3A, (1).to_bytes(2, "little")), "section header entries"),      # entry size 1
+        (broken(0x28, (2**63).to_bytes(8, "little")), "section table"),  # section headers far away
+        (broken(0x3A, (1).to_bytes(2, "little")), "section header entries"),  # entry size 1
         (broken(blob_at, (2**64 - 1).to_bytes(8, "little")), "embedded module blob"),  # blob length
-        (broken(blob_at + 8, (2**62).to_bytes(8, "little")), "import index count"),    # a count that cannot fit
-        (broken(0x20, (2**63).to_bytes(8, "little")), "program headers"),         # program headers far away
+        (broken(blob_at + 8, (2**62).to_bytes(8, "little")), "import index count"),  # a count that cannot fit
+        (broken(0x20, (2**63).to_bytes(8, "little")), "program headers"),  # program headers far away
     ]
     for path, message in cases[:4]:
         for check in (tvm_partial.inspect, tvm_partial.verify):

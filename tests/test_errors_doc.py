@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """docs/errors.md, row by row: each bad input gives the documented error type and message."""
 
 from __future__ import annotations
@@ -12,16 +14,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tvm_ffi
-from helpers import run_json, tensor
 from tvm import te
 
 import tvm_partial
 import tvm_partial.remote
+from helpers import run_json, tensor
 from tvm_partial import demo
 
 ROOT = Path(__file__).resolve().parent.parent
-ROWS = re.findall(r"^\| (\w+) \| ([^|]+?) \| `([^`]+)`[^|]*\| [^|]+ \|$",
-                  (ROOT / "docs" / "errors.md").read_text(), flags=re.M)
+ROWS = re.findall(
+    r"^\| (\w+) \| ([^|]+?) \| `([^`]+)`[^|]*\| [^|]+ \|$",
+    (ROOT / "docs" / "errors.md").read_text(),
+    flags=re.M,
+)
 W = np.zeros(demo.SHAPES["weights"], "float32")
 B = np.zeros(demo.SHAPES["bias"], "float32")
 X = np.zeros(demo.SHAPES["data"], "float32")
@@ -34,23 +39,28 @@ def _blob(ctx):
 
 def _in_subprocess(code: str, *args: str, env: dict | None = None) -> None:
     """Run `code` in a fresh process; re-raise its error here (type and message)."""
-    result = run_json(f"""
+    result = run_json(
+        f"""
         import json, sys
         try:
-{''.join('            ' + line + chr(10) for line in code.strip().splitlines())}
+{"".join("            " + line + chr(10) for line in code.strip().splitlines())}
             print(json.dumps(None))
         except Exception as err:
             print(json.dumps([type(err).__name__, str(err)]))
-        """, *args, env={"TVM_DEVICE_BACKEND_AUTOLOAD": "0", **(env or {})})
+        """,
+        *args,
+        env={"TVM_DEVICE_BACKEND_AUTOLOAD": "0", **(env or {})},
+    )
     if result is not None:
-        raise {"RuntimeError": RuntimeError, "ValueError": ValueError,
-               "MemoryError": MemoryError}.get(result[0], Exception)(result[1])
+        raise {"RuntimeError": RuntimeError, "ValueError": ValueError, "MemoryError": MemoryError}.get(
+            result[0], Exception
+        )(result[1])
 
 
 def _with_device(ctx, device_type: int) -> bytes:
     blob = _blob(ctx)
     at = blob.find(b"float32") + len(b"float32")
-    moved = blob[:at] + struct.pack("<i", device_type) + blob[at + 4:]
+    moved = blob[:at] + struct.pack("<i", device_type) + blob[at + 4 :]
     return bytes(tvm_ffi.get_global_func("tvm_partial.ResealForTesting")(moved))
 
 
@@ -64,33 +74,46 @@ CASES = {
     "negative position": lambda c: tvm_partial.partial(c["f"], {-1: W}),
     "position that is not an int": lambda c: tvm_partial.partial(c["f"], {1.5: W}),
     "position past the signature": lambda c: tvm_partial.partial(c["f"], {4: W}, signature=c["sig"]),
-    "one parameter bound by index and by name": lambda c: tvm_partial.partial(c["f"], {1: W}, signature=c["sig"], weights=W),
+    "one parameter bound by index and by name": lambda c: tvm_partial.partial(
+        c["f"], {1: W}, signature=c["sig"], weights=W
+    ),
     "name that is not a parameter": lambda c: tvm_partial.partial(c["f"], signature=c["sig"], bais=B),
     "by name without a signature": lambda c: tvm_partial.partial(c["f"], weights=W),
-    "tensor of the wrong dtype": lambda c: tvm_partial.partial(c["f"], signature=c["sig"], weights=W.astype("float64")),
-    "tensor of the wrong static shape": lambda c: tvm_partial.partial(c["f"], signature=c["sig"], bias=np.zeros(4, "float32")),
+    "tensor of the wrong dtype": lambda c: tvm_partial.partial(
+        c["f"], signature=c["sig"], weights=W.astype("float64")
+    ),
+    "tensor of the wrong static shape": lambda c: tvm_partial.partial(
+        c["f"], signature=c["sig"], bias=np.zeros(4, "float32")
+    ),
     "scalar for a tensor parameter": lambda c: tvm_partial.partial(c["f"], signature=c["sig"], bias=1.0),
     "value of an unsupported type": lambda c: tvm_partial.partial(c["f"], {1: {"a": 1}}),
     "target that is not callable": lambda c: tvm_partial.partial(42, {0: 1}),
     "module function that does not exist": lambda c: tvm_partial.partial(c["exe"], {1: 1.0}, function="nope"),
     "too few arguments for a bound position": lambda c: tvm_partial.partial(c["f"], {2: B, 3: W})(tensor(X)),
-    "wrong argument count, signature known": lambda c: tvm_partial.partial(c["f"], signature=c["sig"], weights=W, bias=B)(
-        tensor(X), tensor(X), tensor(X)),
+    "wrong argument count, signature known": lambda c: tvm_partial.partial(
+        c["f"], signature=c["sig"], weights=W, bias=B
+    )(tensor(X), tensor(X), tensor(X)),
     "a bound value that cannot be serialised": lambda c: tvm_partial.save_to_bytes(
-        tvm_partial.partial(c["exe"], {1: tvm_ffi.convert(lambda: 0)})),
+        tvm_partial.partial(c["exe"], {1: tvm_ffi.convert(lambda: 0)})
+    ),
     "bytes that are not partial_apply data": lambda c: load_from_bytes(b"\0" * 64),
     "truncated data": lambda c: load_from_bytes(_blob(c)[:-1]),
     "corrupted data": lambda c: load_from_bytes(_blob(c)[:60] + b"\x55" + _blob(c)[61:]),
-    "data from a newer tvm-partial": lambda c: load_from_bytes(_blob(c)[:8] + struct.pack("<I", 3) + _blob(c)[12:]),
+    "data from a newer tvm-partial": lambda c: load_from_bytes(
+        _blob(c)[:8] + struct.pack("<I", 3) + _blob(c)[12:]
+    ),
     "a tensor's device is missing": lambda c: _in_subprocess(
         "import tvm, tvm_partial, tvm_ffi\n"
         "tvm_ffi.get_global_func('ffi.Module.load_from_bytes.partial_apply')(bytes.fromhex(sys.argv[1]))",
-        _with_device(c, 8).hex()),
+        _with_device(c, 8).hex(),
+    ),
     "a normal artifact where the extension is not registered": lambda c: _in_subprocess(
-        "import tvm\ntvm.runtime.load_module(sys.argv[1])", c["artifact"]),
+        "import tvm\ntvm.runtime.load_module(sys.argv[1])", c["artifact"]
+    ),
     "a library cut short (an interrupted copy)": lambda c: tvm_partial.load(c["truncated"]),
     "a zero-copy payload region altered": lambda c: _in_subprocess(
-        "import tvm, tvm_partial\ntvm_partial.load(sys.argv[1])", c["altered"]),
+        "import tvm, tvm_partial\ntvm_partial.load(sys.argv[1])", c["altered"]
+    ),
     "zero-copy metadata without its library": lambda c: tvm_partial.load_from_bytes(c["external_blob"]),
     "a position that is not bound": lambda c: tvm_partial.rebind(c["pm"], {0: X}),
     "a function without bindings": lambda c: tvm_partial.rebind(c["pm"], {1: W}, function="other"),
@@ -98,22 +121,28 @@ CASES = {
     "`tvm-partial inspect` on a library without bindings": lambda c: _cli("inspect", c["plain"]),
     "`tvm-partial inspect` on a file that is not a library": lambda c: _cli("inspect", c["text"]),
     "a value of another kind than the one bound": lambda c: tvm_partial.rebind(
-        tvm_partial.partial(c["exe"], {1: W}), {1: 1.0}),
+        tvm_partial.partial(c["exe"], {1: W}), {1: 1.0}
+    ),
     "a module restored from bytes without its code": lambda c: tvm_partial.rebind(
-        tvm_partial.load_from_bytes(_blob(c)), {1: B}),
+        tvm_partial.load_from_bytes(_blob(c)), {1: B}
+    ),
     "a loaded artifact rebound with values that no longer fit its file": lambda c: _export_longer_string(c),
     "`tvm-partial verify` on a file cut short": lambda c: _cli("verify", c["truncated"]),
-    "an output that is also bound": lambda c: tvm_partial.partial(c["f"], signature=c["sig"],
-                                                                result=np.zeros(demo.SHAPES["result"], "float32"),
-                                                                outputs="result"),
+    "an output that is also bound": lambda c: tvm_partial.partial(
+        c["f"], signature=c["sig"], result=np.zeros(demo.SHAPES["result"], "float32"), outputs="result"
+    ),
     "outputs without dtypes and shapes": lambda c: tvm_partial.partial(
-        c["f"], signature=["data", "weights", "bias", "result"], outputs="result"),
+        c["f"], signature=["data", "weights", "bias", "result"], outputs="result"
+    ),
     "an output dimension no input gives": lambda c: tvm_partial.partial(
-        c["sym"]["free_m"], signature=c["sym"]["free_m_sig"], outputs="y"),
+        c["sym"]["free_m"], signature=c["sym"]["free_m_sig"], outputs="y"
+    ),
     "an output dimension that is an expression": lambda c: tvm_partial.partial(
-        c["sym"]["twice"], signature=c["sym"]["twice_sig"], outputs="y"),
+        c["sym"]["twice"], signature=c["sym"]["twice_sig"], outputs="y"
+    ),
     "inputs that make an output's size overflow": lambda c: tvm_partial.partial(
-        c["sym"]["outer"], signature=c["sym"]["outer_sig"], outputs="y")(_huge(2**40)),
+        c["sym"]["outer"], signature=c["sym"]["outer_sig"], outputs="y"
+    )(_huge(2**40)),
     "an output too large for memory": lambda c: _in_subprocess(
         "import numpy as np, tvm, tvm_ffi, tvm_partial\n"
         "from tvm import te\n"
@@ -122,17 +151,25 @@ CASES = {
         "y = te.compute((n,), lambda i: x[i], name='y')\n"
         "g = tvm_partial.partial(tvm.compile(te.create_prim_func([x, y]), target='llvm')['main'], signature=[x, y], "
         "outputs='y')\n"
-        "g(tvm_ffi.from_dlpack(np.lib.stride_tricks.as_strided(np.zeros(1, 'float32'), shape=(2**55,), strides=(0,))))"),
+        "g(tvm_ffi.from_dlpack(np.lib.stride_tricks.as_strided(np.zeros(1, 'float32'), shape=(2**55,), strides=(0,))))"
+    ),
     "a non-tensor where an output's extent is read": lambda c: tvm_partial.partial(
-        c["sym"]["outer"], signature=c["sym"]["outer_sig"], outputs="y")(3),
+        c["sym"]["outer"], signature=c["sym"]["outer_sig"], outputs="y"
+    )(3),
     "a name that two parameters share": lambda c: tvm_partial.partial(
-        c["f"], signature=[te.placeholder((1,)), te.placeholder((1,))], placeholder=W),
+        c["f"], signature=[te.placeholder((1,)), te.placeholder((1,))], placeholder=W
+    ),
     "a keyword that is also an option of partial()": lambda c: tvm_partial.partial(
-        c["f"], signature=["x", "device", "y"], device=W),
+        c["f"], signature=["x", "device", "y"], device=W
+    ),
     "a name the partial already binds": lambda c: tvm_partial.partial(
-        tvm_partial.partial(c["f"], signature=c["sig"], weights=W), weights=W),
+        tvm_partial.partial(c["f"], signature=c["sig"], weights=W), weights=W
+    ),
     "`signature=` on a partial that is not the original's full list": lambda c: tvm_partial.partial(
-        tvm_partial.partial(c["f"], signature=c["sig"], weights=W), signature=["data", "bias", "result"], bias=B),
+        tvm_partial.partial(c["f"], signature=c["sig"], weights=W),
+        signature=["data", "bias", "result"],
+        bias=B,
+    ),
     "a tensor whose aligned copy cannot be allocated": lambda c: _in_subprocess(
         "import resource, numpy as np, tvm_ffi, tvm_partial\n"
         "vm = next(int(l.split()[1]) * 1024 for l in open('/proc/self/status') if l.startswith('VmSize:'))\n"
@@ -140,46 +177,68 @@ CASES = {
         "huge = np.lib.stride_tricks.as_strided(np.ones(1, 'float32'), shape=(1 << 34,), strides=(0,))\n"
         "tvm_partial.partial(tvm_ffi.convert(lambda *a: 0), {0: huge}, signature=['w', 'x'])",
         # under AddressSanitizer (scripts/sanitize.sh) a failed allocation aborts unless told not to
-        env={"ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":allocator_may_return_null=1"}),
+        env={"ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":allocator_may_return_null=1"},
+    ),
     "position that no call can reach": lambda c: tvm_partial.partial(c["f"], {2**31: B}),
     "partial of a partial whose position lands past any call": lambda c: tvm_partial.partial(
-        tvm_partial.partial(c["f"], {0: X}), {2**31 - 2: B}),
-    "a tensor the format cannot hold": lambda c: tvm_partial.save_to_bytes(tvm_partial.partial(c["exe"], {1: c["int4"]})),
+        tvm_partial.partial(c["f"], {0: X}), {2**31 - 2: B}
+    ),
+    "a tensor the format cannot hold": lambda c: tvm_partial.save_to_bytes(
+        tvm_partial.partial(c["exe"], {1: c["int4"]})
+    ),
     "data the writer never writes (crafted or damaged)": lambda c: load_from_bytes(_with_device_id(c, 1)),
     # device type 1 + (session 0 + 1) * 128: the CPU of RPC session 0 (no server needed to refuse it)
     "`device=` of an RPC session for a module of this process": lambda c: tvm_partial.partial(
-        c["exe"], {1: W}, device=tvm_ffi.device(129, 0)),
+        c["exe"], {1: W}, device=tvm_ffi.device(129, 0)
+    ),
     # the server's error as TVM's RPC layer re-raises it (tests/test_rpc.py runs a real server)
-    "a default artifact on an RPC server without tvm-partial (`tvm_partial.remote.load_module`)": lambda c:
-        tvm_partial.remote.load_module(_ServerWithoutTvmPartial(), "model.so"),
+    "a default artifact on an RPC server without tvm-partial (`tvm_partial.remote.load_module`)": lambda c: (
+        tvm_partial.remote.load_module(_ServerWithoutTvmPartial(), "model.so")
+    ),
     "a Relax signature= of another function": lambda c: tvm_partial.partial(
-        c["relax_exe"], signature=["x", "y"], y=1.0),
+        c["relax_exe"], signature=["x", "y"], y=1.0
+    ),
     "a bound relax.VirtualMachine exported": lambda c: tvm_partial.export_library(
         tvm_partial.partial(__import__("tvm").relax.VirtualMachine(c["relax_exe"], __import__("tvm").cpu())),
-        "never-written.so"),
-    "a Relax model whose device is not present": lambda c: tvm_ffi.get_global_func("tvm_partial.RelaxVMModule")(
-        c["relax_exe"].mod, [[2, 99, 2], [1, 0, 2]])["main"],
+        "never-written.so",
+    ),
+    "a Relax model whose device is not present": lambda c: tvm_ffi.get_global_func(
+        "tvm_partial.RelaxVMModule"
+    )(c["relax_exe"].mod, [[2, 99, 2], [1, 0, 2]])["main"],
     "a Relax executable compiled for another device": lambda c: tvm_partial.partial(
-        c["relax_exe"], device=tvm_ffi.device("cuda", 0)),
-    "a weights file that does not exist": lambda c: tvm_partial.open_weights(Path(c["artifact"]).parent / "none.safetensors"),
+        c["relax_exe"], device=tvm_ffi.device("cuda", 0)
+    ),
+    "a weights file that does not exist": lambda c: tvm_partial.open_weights(
+        Path(c["artifact"]).parent / "none.safetensors"
+    ),
     "a weights file cut short": lambda c: tvm_partial.open_weights(_weights_file(c, "cut")),
-    "a weights file of another model": lambda c: tvm_partial.load(c["artifact_wb"], weights_file=_weights_file(c, "partial")),
+    "a weights file of another model": lambda c: tvm_partial.load(
+        c["artifact_wb"], weights_file=_weights_file(c, "partial")
+    ),
     "a tensor of another dtype or shape in the weights file": lambda c: tvm_partial.load(
-        c["artifact_wb"], weights_file=_weights_file(c, "float64")),
-    "a weights file whose JSON header is malformed": lambda c: tvm_partial.open_weights(_weights_file(c, "json")),
+        c["artifact_wb"], weights_file=_weights_file(c, "float64")
+    ),
+    "a weights file whose JSON header is malformed": lambda c: tvm_partial.open_weights(
+        _weights_file(c, "json")
+    ),
     "a weights file whose tensors overlap": lambda c: tvm_partial.open_weights(_weights_file(c, "overlap")),
-    "`verify` of a weights file that records no hashes": lambda c: tvm_partial.verify(_weights_file(c, "foreign")),
+    "`verify` of a weights file that records no hashes": lambda c: tvm_partial.verify(
+        _weights_file(c, "foreign")
+    ),
     "an artifact whose weights file is missing": lambda c: _in_subprocess(
-        "import tvm_partial\ntvm_partial.load(sys.argv[1])", _external_artifact(c, "missing")),
+        "import tvm_partial\ntvm_partial.load(sys.argv[1])", _external_artifact(c, "missing")
+    ),
     "the weights file of another export beside an artifact": lambda c: _in_subprocess(
-        "import tvm_partial\ntvm_partial.load(sys.argv[1])", _external_artifact(c, "other")),
+        "import tvm_partial\ntvm_partial.load(sys.argv[1])", _external_artifact(c, "other")
+    ),
 }
 
 
 class _ServerWithoutTvmPartial:
     def load_module(self, path):
-        raise RuntimeError("Library binary was created using {partial_apply} but a loader of that name "
-                           "is not registered.")
+        raise RuntimeError(
+            "Library binary was created using {partial_apply} but a loader of that name is not registered."
+        )
 
 
 def _external_artifact(ctx, kind: str) -> str:
@@ -203,24 +262,28 @@ def _weights_file(ctx, kind: str) -> Path:
     good = Path(ctx["artifact"]).parent / "good.safetensors"
     tvm_partial.save_weights(ctx["pm"], good)
     raw = good.read_bytes()
-    n, = struct.unpack_from("<Q", raw)
-    header = json.loads(raw[8:8 + n])
+    (n,) = struct.unpack_from("<Q", raw)
+    header = json.loads(raw[8 : 8 + n])
     if kind == "cut":
         path.write_bytes(raw[:-50])
     elif kind == "partial":
         tvm_partial.save_weights(tvm_partial.partial(ctx["exe"], signature=ctx["sig"], weights=W), path)
     elif kind == "float64":
-        tvm_partial.save_weights(tvm_partial.partial(ctx["exe"], {1: W, 2: B.astype("float64")},
-                                                     signature=["data", "weights", "bias", "result"]), path)
+        tvm_partial.save_weights(
+            tvm_partial.partial(
+                ctx["exe"], {1: W, 2: B.astype("float64")}, signature=["data", "weights", "bias", "result"]
+            ),
+            path,
+        )
     elif kind == "json":
         path.write_bytes(raw[:8] + b"[" + raw[9:])  # the header no longer parses
     elif kind == "overlap":
         header["main/bias"]["data_offsets"] = [0, 32]
         text = json.dumps(header).encode()
-        path.write_bytes(struct.pack("<Q", len(text)) + text + raw[8 + n:])
+        path.write_bytes(struct.pack("<Q", len(text)) + text + raw[8 + n :])
     elif kind == "foreign":
         text = json.dumps({k: v for k, v in header.items() if k != "__metadata__"}).encode()
-        path.write_bytes(struct.pack("<Q", len(text)) + text + raw[8 + n:])
+        path.write_bytes(struct.pack("<Q", len(text)) + text + raw[8 + n :])
     return path
 
 
@@ -233,7 +296,9 @@ def _export_longer_string(ctx) -> None:
 
 def _huge(n: int):
     """A tensor of n float32 elements that takes 4 bytes (stride 0): a shape, no memory."""
-    return tvm_ffi.from_dlpack(np.lib.stride_tricks.as_strided(np.zeros(1, "float32"), shape=(n,), strides=(0,)))
+    return tvm_ffi.from_dlpack(
+        np.lib.stride_tricks.as_strided(np.zeros(1, "float32"), shape=(n,), strides=(0,))
+    )
 
 
 def _symbolic_kernels() -> dict:
@@ -244,8 +309,10 @@ def _symbolic_kernels() -> dict:
     x = te.placeholder((n,), "float32", name="x")
     kernels = {
         "free_m": [x, te.compute((m,), lambda i: x[0], name="y")],
-        "twice": [x32 := te.placeholder((te.var("n"),), "float32", name="x"),
-                  te.compute((x32.shape[0] * 2,), lambda i: x32[i // 2], name="y")],
+        "twice": [
+            x32 := te.placeholder((te.var("n"),), "float32", name="x"),
+            te.compute((x32.shape[0] * 2,), lambda i: x32[i // 2], name="y"),
+        ],
         "outer": [x, te.compute((n, n), lambda i, j: x[i] * x[j], name="y")],
     }
     out = {}
@@ -258,7 +325,7 @@ def _symbolic_kernels() -> dict:
 def _with_device_id(ctx, device_id: int) -> bytes:
     blob = _blob(ctx)
     at = blob.find(b"float32") + len(b"float32") + 4
-    moved = blob[:at] + struct.pack("<i", device_id) + blob[at + 4:]
+    moved = blob[:at] + struct.pack("<i", device_id) + blob[at + 4 :]
     return bytes(tvm_ffi.get_global_func("tvm_partial.ResealForTesting")(moved))
 
 
@@ -276,7 +343,9 @@ def ctx(conv, tmp_path_factory):
     exe, tensors, inputs, _ = conv
     folder = tmp_path_factory.mktemp("errors")
     artifact, plain, text = folder / "partial.so", folder / "plain.so", folder / "notes.txt"
-    tvm_partial.export_library(tvm_partial.partial(exe, signature=tensors, weights=inputs["weights"]), artifact)
+    tvm_partial.export_library(
+        tvm_partial.partial(exe, signature=tensors, weights=inputs["weights"]), artifact
+    )
     exe.export_library(str(plain))
     text.write_text("not a library")
     pm = tvm_partial.partial(exe, signature=tensors, weights=inputs["weights"], bias=inputs["bias"])
@@ -285,15 +354,27 @@ def ctx(conv, tmp_path_factory):
     data = zero.read_bytes()
     region = data.find(b"TVMPREGN")
     (folder / "truncated.so").write_bytes(data[: region + 100])
-    (folder / "altered.so").write_bytes(data[:region] + b"X" + data[region + 1:])
+    (folder / "altered.so").write_bytes(data[:region] + b"X" + data[region + 1 :])
     from tvm_partial import zero_copy
 
     external_blob = tvm_partial.save_to_bytes(zero_copy.prepare(pm, folder)[0])
     tvm_partial.export_library(pm, folder / "partial_wb.so")
-    return {"artifact_wb": str(folder / "partial_wb.so"), "pm": pm, "truncated": str(folder / "truncated.so"), "altered": str(folder / "altered.so"),
-            "external_blob": external_blob, "exe": exe, "f": exe["main"], "sig": tensors, "relax_exe": tvm.compile(Identity, target="llvm"),
-            "artifact": str(artifact), "plain": str(plain), "text": str(text), "sym": _symbolic_kernels(),
-            "int4": tvm.runtime.empty((4,), "int4")}
+    return {
+        "artifact_wb": str(folder / "partial_wb.so"),
+        "pm": pm,
+        "truncated": str(folder / "truncated.so"),
+        "altered": str(folder / "altered.so"),
+        "external_blob": external_blob,
+        "exe": exe,
+        "f": exe["main"],
+        "sig": tensors,
+        "relax_exe": tvm.compile(Identity, target="llvm"),
+        "artifact": str(artifact),
+        "plain": str(plain),
+        "text": str(text),
+        "sym": _symbolic_kernels(),
+        "int4": tvm.runtime.empty((4,), "int4"),
+    }
 
 
 def test_every_documented_row_has_a_case():

@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """The partial_apply format: layout, and refusal of every kind of malformed input.
 
 Everything that feeds bad bytes to the loader runs in a subprocess, so a crash fails the test.
@@ -12,9 +14,9 @@ import numpy as np
 import pytest
 import tvm
 import tvm_ffi
-from helpers import run_json
 
 import tvm_partial
+from helpers import run_json
 
 load_from_bytes = tvm_ffi.get_global_func("ffi.Module.load_from_bytes.partial_apply")
 reseal = tvm_ffi.get_global_func("tvm_partial.ResealForTesting")
@@ -28,8 +30,13 @@ def _s(text) -> bytes:
 
 def tensor_entry(index, dtype="float32", shape=(4,), nbytes=None, offset=None, device=(1, 0), hash_=0):
     nbytes = 4 * int(np.prod(shape)) if nbytes is None else nbytes
-    return (struct.pack("<qB", index, 5) + _s(dtype) + struct.pack("<iiI", *device, len(shape))
-            + b"".join(struct.pack("<q", d) for d in shape) + struct.pack("<QQQ", nbytes, offset or 0, hash_))
+    return (
+        struct.pack("<qB", index, 5)
+        + _s(dtype)
+        + struct.pack("<iiI", *device, len(shape))
+        + b"".join(struct.pack("<q", d) for d in shape)
+        + struct.pack("<QQQ", nbytes, offset or 0, hash_)
+    )
 
 
 def make_blob(functions, version=1, flags=0, payload=b"", meta_extra=b"", count=None):
@@ -55,7 +62,9 @@ def refusal(blob: bytes) -> str:
             print(json.dumps({"error": None}))
         except Exception as err:
             print(json.dumps({"error": f"{type(err).__name__}: {err}"}))
-        """, blob.hex())
+        """,
+        blob.hex(),
+    )
     assert result["error"] is not None, "malformed input was accepted"
     return result["error"]
 
@@ -81,9 +90,8 @@ def test_payload_is_64_byte_aligned(affine4):
 
 @pytest.fixture(scope="module")
 def small_blob():
-    from tvm import te
-
     import tvm
+    from tvm import te
 
     x = te.placeholder((4,), "float32", name="x")
     w = te.placeholder((4,), "float32", name="w")
@@ -118,7 +126,9 @@ def test_every_prefix_and_every_flipped_byte_refused(small_blob):
             except Exception as err:
                 wrong_kind.append([what, where, type(err).__name__ + ": " + str(err)])
         print(json.dumps({"cases": cases, "accepted": accepted, "wrong_kind": wrong_kind}))
-        """, small_blob.hex())
+        """,
+        small_blob.hex(),
+    )
     assert result["cases"] == 3 * len(small_blob)
     assert result["accepted"] == []
     assert result["wrong_kind"] == []
@@ -126,91 +136,251 @@ def test_every_prefix_and_every_flipped_byte_refused(small_blob):
 
 CRAFTED = [
     ("wrong magic", lambda: b"NOTPARTL" + make_blob([])[8:], r"bad magic"),
-    ("future version", lambda: make_blob([], version=3), r"format version 3, newer than this tvm-partial reads \(2\); upgrade"),
+    (
+        "future version",
+        lambda: make_blob([], version=3),
+        r"format version 3, newer than this tvm-partial reads \(2\); upgrade",
+    ),
     ("version zero", lambda: make_blob([], version=0), r"format version 0 is invalid"),
     ("unknown flags", lambda: make_blob([], flags=4), r"unknown flags 4"),
     ("too short", lambda: b"TVMPARTL\x01", r"truncated: 9 bytes is shorter than the 40-byte header"),
-    ("truncated", lambda: make_blob([("main", [], [tensor_entry(1, offset=128)])], payload=b"\0" * 44)[:-3],
-     r"size mismatch: the header says \d+ bytes, got \d+ \(truncated\)"),
+    (
+        "truncated",
+        lambda: make_blob([("main", [], [tensor_entry(1, offset=128)])], payload=b"\0" * 44)[:-3],
+        r"size mismatch: the header says \d+ bytes, got \d+ \(truncated\)",
+    ),
     ("bad checksum", lambda: make_blob([])[:-1] + b"\x01", r"metadata checksum mismatch"),
-    ("function count past the end", lambda: make_blob([], count=0xFFFFFFFF), r"function count 4294967295 cannot fit"),
-    ("name length past the end", lambda: make_blob([], count=1, meta_extra=struct.pack("<I", 1000) + b"\0" * 8),
-     r"function name at byte 48 needs 1000 bytes, 8 left"),
-    ("binding count past the end", lambda: make_blob([("main", [], [])], meta_extra=b"")[:0] or make_blob(
-        [], count=1, meta_extra=_s("main") + struct.pack("<II", 0, 10**6)), r"binding count 1000000 cannot fit"),
-    ("parameter name count past the end", lambda: make_blob(
-        [], count=1, meta_extra=_s("main") + struct.pack("<I", 0x7FFFFFFF)), r"parameter name count 2147483647 cannot fit"),
-    ("unknown value kind", lambda: make_blob([("main", [], [struct.pack("<qB", 0, 9)])]), r"position 0: unknown value kind 9"),
-    ("bad bool", lambda: make_blob([("main", [], [struct.pack("<qBB", 0, 3, 7)])]), r"position 0: bool value 7"),
-    ("negative position", lambda: make_blob([("main", [], [struct.pack("<qB", -1, 0)])]), r"position -1 is negative or out of order"),
-    ("duplicate position", lambda: make_blob([("main", [], [struct.pack("<qB", 2, 0), struct.pack("<qB", 2, 0)])]),
-     r"position 2 is negative or out of order"),
-    ("position past the parameters", lambda: make_blob([("main", ["x"], [struct.pack("<qB", 1, 0)])]),
-     r"position 1 is past its 1 parameters"),
-    ("duplicate function", lambda: make_blob([("main", [], []), ("main", [], [])]), r"function 'main' appears twice"),
-    ("unknown dtype", lambda: make_blob([("main", [], [tensor_entry(0, dtype="float33x")])]), r"unknown dtype|invalid dtype"),
-    ("invalid device", lambda: make_blob([("main", [], [tensor_entry(0, device=(99, 0))])]), r"invalid device device_type 99:0"),
-    ("ndim too large", lambda: make_blob([("main", [], [tensor_entry(0, shape=(1,) * 65, nbytes=4)])]), r"ndim 65 exceeds 64"),
-    ("negative dimension", lambda: make_blob([("main", [], [tensor_entry(0, shape=(-1,), nbytes=0)])]), r"negative dimension -1"),
-    ("shape byte size overflows", lambda: make_blob([("main", [], [tensor_entry(0, shape=(2**62, 2**62), nbytes=0)])]),
-     r"element count overflows|byte size overflows"),
-    ("shape bits overflow", lambda: make_blob([("main", [], [tensor_entry(0, shape=(2**62,), nbytes=0)])]), r"byte size overflows"),
-    ("byte length mismatch", lambda: make_blob([("main", [], [tensor_entry(0, nbytes=12)])]),
-     r"byte length 12 does not match its shape and dtype \(16\)"),
-    ("payload offset not canonical", lambda: make_blob([("main", [], [tensor_entry(0, offset=4096)])]),
-     r"payload offset 4096 is not the expected \d+"),
-    ("payload past the end", lambda: make_blob([("main", [], [tensor_entry(0, offset=128)])]),
-     r"payload of 16 bytes at offset 128 runs past the end"),
-    ("trailing metadata", lambda: make_blob([], meta_extra=b"\0\0\0"), r"3 unread bytes at the end of the metadata"),
-    ("bytes after the last payload", lambda: make_blob([], payload=b"\0" * 5), r"5 bytes after the last payload"),
-    ("metadata size past the end", lambda: bytes(make_blob([])[:24]) + struct.pack("<Q", 10**9) + make_blob([])[32:],
-     r"metadata of 1000000000 bytes runs past the end"),
+    (
+        "function count past the end",
+        lambda: make_blob([], count=0xFFFFFFFF),
+        r"function count 4294967295 cannot fit",
+    ),
+    (
+        "name length past the end",
+        lambda: make_blob([], count=1, meta_extra=struct.pack("<I", 1000) + b"\0" * 8),
+        r"function name at byte 48 needs 1000 bytes, 8 left",
+    ),
+    (
+        "binding count past the end",
+        lambda: (
+            make_blob([("main", [], [])], meta_extra=b"")[:0]
+            or make_blob([], count=1, meta_extra=_s("main") + struct.pack("<II", 0, 10**6))
+        ),
+        r"binding count 1000000 cannot fit",
+    ),
+    (
+        "parameter name count past the end",
+        lambda: make_blob([], count=1, meta_extra=_s("main") + struct.pack("<I", 0x7FFFFFFF)),
+        r"parameter name count 2147483647 cannot fit",
+    ),
+    (
+        "unknown value kind",
+        lambda: make_blob([("main", [], [struct.pack("<qB", 0, 9)])]),
+        r"position 0: unknown value kind 9",
+    ),
+    (
+        "bad bool",
+        lambda: make_blob([("main", [], [struct.pack("<qBB", 0, 3, 7)])]),
+        r"position 0: bool value 7",
+    ),
+    (
+        "negative position",
+        lambda: make_blob([("main", [], [struct.pack("<qB", -1, 0)])]),
+        r"position -1 is negative or out of order",
+    ),
+    (
+        "duplicate position",
+        lambda: make_blob([("main", [], [struct.pack("<qB", 2, 0), struct.pack("<qB", 2, 0)])]),
+        r"position 2 is negative or out of order",
+    ),
+    (
+        "position past the parameters",
+        lambda: make_blob([("main", ["x"], [struct.pack("<qB", 1, 0)])]),
+        r"position 1 is past its 1 parameters",
+    ),
+    (
+        "duplicate function",
+        lambda: make_blob([("main", [], []), ("main", [], [])]),
+        r"function 'main' appears twice",
+    ),
+    (
+        "unknown dtype",
+        lambda: make_blob([("main", [], [tensor_entry(0, dtype="float33x")])]),
+        r"unknown dtype|invalid dtype",
+    ),
+    (
+        "invalid device",
+        lambda: make_blob([("main", [], [tensor_entry(0, device=(99, 0))])]),
+        r"invalid device device_type 99:0",
+    ),
+    (
+        "ndim too large",
+        lambda: make_blob([("main", [], [tensor_entry(0, shape=(1,) * 65, nbytes=4)])]),
+        r"ndim 65 exceeds 64",
+    ),
+    (
+        "negative dimension",
+        lambda: make_blob([("main", [], [tensor_entry(0, shape=(-1,), nbytes=0)])]),
+        r"negative dimension -1",
+    ),
+    (
+        "shape byte size overflows",
+        lambda: make_blob([("main", [], [tensor_entry(0, shape=(2**62, 2**62), nbytes=0)])]),
+        r"element count overflows|byte size overflows",
+    ),
+    (
+        "shape bits overflow",
+        lambda: make_blob([("main", [], [tensor_entry(0, shape=(2**62,), nbytes=0)])]),
+        r"byte size overflows",
+    ),
+    (
+        "byte length mismatch",
+        lambda: make_blob([("main", [], [tensor_entry(0, nbytes=12)])]),
+        r"byte length 12 does not match its shape and dtype \(16\)",
+    ),
+    (
+        "payload offset not canonical",
+        lambda: make_blob([("main", [], [tensor_entry(0, offset=4096)])]),
+        r"payload offset 4096 is not the expected \d+",
+    ),
+    (
+        "payload past the end",
+        lambda: make_blob([("main", [], [tensor_entry(0, offset=128)])]),
+        r"payload of 16 bytes at offset 128 runs past the end",
+    ),
+    (
+        "trailing metadata",
+        lambda: make_blob([], meta_extra=b"\0\0\0"),
+        r"3 unread bytes at the end of the metadata",
+    ),
+    (
+        "bytes after the last payload",
+        lambda: make_blob([], payload=b"\0" * 5),
+        r"5 bytes after the last payload",
+    ),
+    (
+        "metadata size past the end",
+        lambda: bytes(make_blob([])[:24]) + struct.pack("<Q", 10**9) + make_blob([])[32:],
+        r"metadata of 1000000000 bytes runs past the end",
+    ),
 ]
 
 # What the loader accepted before issue 10 although no call could use it or the writer would not
 # write it (accepted blobs must re-save to bytes that load). Also kept as fuzz regression inputs.
-_UNREACHABLE = r"cannot be reached: a call passes at most 2147483647 arguments, so positions go up to 2147483646"
+_UNREACHABLE = (
+    r"cannot be reached: a call passes at most 2147483647 arguments, so positions go up to 2147483646"
+)
 STRICT = [
-    ("position INT32_MAX", lambda: make_blob([("main", [], [struct.pack("<qB", 2**31 - 1, 0)])]),
-     r"position 2147483647 " + _UNREACHABLE),
-    ("position 2**31", lambda: make_blob([("main", [], [struct.pack("<qB", 2**31, 0)])]),
-     r"position 2147483648 " + _UNREACHABLE),
-    ("position 2**63-1", lambda: make_blob([("main", [], [struct.pack("<qB", 2**63 - 1, 1) + struct.pack("<q", 5)])]),
-     r"position 9223372036854775807 " + _UNREACHABLE),
-    ("dtype lanes 65535", lambda: make_blob([("main", [], [tensor_entry(0, dtype="float32x65535")])]),
-     r"dtype 'float32x65535' is not written as the writer writes it \('float32'\)"),
-    ("dtype with one lane spelled out", lambda: make_blob([("main", [], [tensor_entry(0, dtype="float32x1")])]),
-     r"dtype 'float32x1' is not written as the writer writes it \('float32'\)"),
-    ("scalable vector dtype", lambda: make_blob([("main", [], [tensor_entry(0, dtype="float32xvscalex4")])]),
-     r"dtype with -4 lanes cannot be stored"),
-    ("handle dtype", lambda: make_blob([("main", [], [tensor_entry(0, dtype="handle", nbytes=32)])]),
-     r"a dtype of type code 3 cannot be stored"),
-    ("sub-byte dtype", lambda: make_blob([("main", [], [tensor_entry(0, dtype="int4", nbytes=2)])]),
-     r"dtype 'int4' has 4 bits per element; only whole bytes can be stored"),
-    ("sub-byte float dtype", lambda: make_blob([("main", [], [tensor_entry(0, dtype="float4_e2m1fn", nbytes=2)])]),
-     r"a dtype of type code 17 cannot be stored"),
-    ("lanes missing from the byte length", lambda: make_blob([("main", [], [tensor_entry(0, dtype="float32x4", nbytes=16)])]),
-     r"byte length 16 does not match its shape and dtype \(64\)"),
-    ("shape overflows around a zero", lambda: make_blob([("main", [], [tensor_entry(0, shape=(2**62, 0, 2**62), nbytes=0)])]),
-     r"element count overflows"),
-    ("empty shape whose bytes overflow", lambda: make_blob([("main", [], [tensor_entry(0, shape=(0, 2**62), nbytes=0)])]),
-     r"byte size overflows"),
-    ("negative dimension beside a zero", lambda: make_blob([("main", [], [tensor_entry(0, shape=(0, -3), nbytes=0)])]),
-     r"negative dimension -3"),
-    ("cpu device id 1", lambda: make_blob([("main", [], [tensor_entry(0, device=(1, 1))])]), r"invalid device cpu:1"),
-    ("negative device id", lambda: make_blob([("main", [], [tensor_entry(0, device=(2, -1))])]), r"invalid device cuda:-1"),
-    ("absurd device id", lambda: make_blob([("main", [], [tensor_entry(0, device=(2, 2**31 - 1))])]),
-     r"invalid device cuda:2147483647"),
-    ("function name not UTF-8", lambda: make_blob([(b"ma\xffin", [], [])]), r"function name at byte 48 is not valid UTF-8"),
-    ("parameter name not UTF-8", lambda: make_blob([("main", [b"\xc3\x28"], [])]), r"parameter name at byte \d+ is not valid UTF-8"),
-    ("string value not UTF-8", lambda: make_blob([("main", [], [struct.pack("<qB", 0, 4) + _s(b"\xe2\x82")])]),
-     r"str value at byte \d+ is not valid UTF-8"),
-    ("overlong UTF-8", lambda: make_blob([("main", [], [struct.pack("<qB", 0, 4) + _s(b"\xc0\xaf")])]),
-     r"str value at byte \d+ is not valid UTF-8"),
-    ("UTF-8 surrogate", lambda: make_blob([("main", [], [struct.pack("<qB", 0, 4) + _s(b"\xed\xa0\x80")])]),
-     r"str value at byte \d+ is not valid UTF-8"),
-    ("UTF-8 past U+10FFFF", lambda: make_blob([("main", [], [struct.pack("<qB", 0, 4) + _s(b"\xf4\x90\x80\x80")])]),
-     r"str value at byte \d+ is not valid UTF-8"),
+    (
+        "position INT32_MAX",
+        lambda: make_blob([("main", [], [struct.pack("<qB", 2**31 - 1, 0)])]),
+        r"position 2147483647 " + _UNREACHABLE,
+    ),
+    (
+        "position 2**31",
+        lambda: make_blob([("main", [], [struct.pack("<qB", 2**31, 0)])]),
+        r"position 2147483648 " + _UNREACHABLE,
+    ),
+    (
+        "position 2**63-1",
+        lambda: make_blob([("main", [], [struct.pack("<qB", 2**63 - 1, 1) + struct.pack("<q", 5)])]),
+        r"position 9223372036854775807 " + _UNREACHABLE,
+    ),
+    (
+        "dtype lanes 65535",
+        lambda: make_blob([("main", [], [tensor_entry(0, dtype="float32x65535")])]),
+        r"dtype 'float32x65535' is not written as the writer writes it \('float32'\)",
+    ),
+    (
+        "dtype with one lane spelled out",
+        lambda: make_blob([("main", [], [tensor_entry(0, dtype="float32x1")])]),
+        r"dtype 'float32x1' is not written as the writer writes it \('float32'\)",
+    ),
+    (
+        "scalable vector dtype",
+        lambda: make_blob([("main", [], [tensor_entry(0, dtype="float32xvscalex4")])]),
+        r"dtype with -4 lanes cannot be stored",
+    ),
+    (
+        "handle dtype",
+        lambda: make_blob([("main", [], [tensor_entry(0, dtype="handle", nbytes=32)])]),
+        r"a dtype of type code 3 cannot be stored",
+    ),
+    (
+        "sub-byte dtype",
+        lambda: make_blob([("main", [], [tensor_entry(0, dtype="int4", nbytes=2)])]),
+        r"dtype 'int4' has 4 bits per element; only whole bytes can be stored",
+    ),
+    (
+        "sub-byte float dtype",
+        lambda: make_blob([("main", [], [tensor_entry(0, dtype="float4_e2m1fn", nbytes=2)])]),
+        r"a dtype of type code 17 cannot be stored",
+    ),
+    (
+        "lanes missing from the byte length",
+        lambda: make_blob([("main", [], [tensor_entry(0, dtype="float32x4", nbytes=16)])]),
+        r"byte length 16 does not match its shape and dtype \(64\)",
+    ),
+    (
+        "shape overflows around a zero",
+        lambda: make_blob([("main", [], [tensor_entry(0, shape=(2**62, 0, 2**62), nbytes=0)])]),
+        r"element count overflows",
+    ),
+    (
+        "empty shape whose bytes overflow",
+        lambda: make_blob([("main", [], [tensor_entry(0, shape=(0, 2**62), nbytes=0)])]),
+        r"byte size overflows",
+    ),
+    (
+        "negative dimension beside a zero",
+        lambda: make_blob([("main", [], [tensor_entry(0, shape=(0, -3), nbytes=0)])]),
+        r"negative dimension -3",
+    ),
+    (
+        "cpu device id 1",
+        lambda: make_blob([("main", [], [tensor_entry(0, device=(1, 1))])]),
+        r"invalid device cpu:1",
+    ),
+    (
+        "negative device id",
+        lambda: make_blob([("main", [], [tensor_entry(0, device=(2, -1))])]),
+        r"invalid device cuda:-1",
+    ),
+    (
+        "absurd device id",
+        lambda: make_blob([("main", [], [tensor_entry(0, device=(2, 2**31 - 1))])]),
+        r"invalid device cuda:2147483647",
+    ),
+    (
+        "function name not UTF-8",
+        lambda: make_blob([(b"ma\xffin", [], [])]),
+        r"function name at byte 48 is not valid UTF-8",
+    ),
+    (
+        "parameter name not UTF-8",
+        lambda: make_blob([("main", [b"\xc3\x28"], [])]),
+        r"parameter name at byte \d+ is not valid UTF-8",
+    ),
+    (
+        "string value not UTF-8",
+        lambda: make_blob([("main", [], [struct.pack("<qB", 0, 4) + _s(b"\xe2\x82")])]),
+        r"str value at byte \d+ is not valid UTF-8",
+    ),
+    (
+        "overlong UTF-8",
+        lambda: make_blob([("main", [], [struct.pack("<qB", 0, 4) + _s(b"\xc0\xaf")])]),
+        r"str value at byte \d+ is not valid UTF-8",
+    ),
+    (
+        "UTF-8 surrogate",
+        lambda: make_blob([("main", [], [struct.pack("<qB", 0, 4) + _s(b"\xed\xa0\x80")])]),
+        r"str value at byte \d+ is not valid UTF-8",
+    ),
+    (
+        "UTF-8 past U+10FFFF",
+        lambda: make_blob([("main", [], [struct.pack("<qB", 0, 4) + _s(b"\xf4\x90\x80\x80")])]),
+        r"str value at byte \d+ is not valid UTF-8",
+    ),
 ]
 CRAFTED += STRICT
 
@@ -232,7 +402,7 @@ def test_missing_device_named(small_blob):
     # Move the bound tensor to Metal, which never exists on this platform.
     at = small_blob.find(_s("float32")) + len(_s("float32"))
     assert struct.unpack_from("<ii", small_blob, at) == (1, 0)
-    moved = bytes(reseal(small_blob[:at] + struct.pack("<i", 8) + small_blob[at + 4:]))
+    moved = bytes(reseal(small_blob[:at] + struct.pack("<i", 8) + small_blob[at + 4 :]))
     message = refusal(moved)
     assert message.startswith("RuntimeError: "), message
     assert "function 'main' position 1 was bound on device metal:0" in message, message
@@ -240,7 +410,9 @@ def test_missing_device_named(small_blob):
 
 FIXED_POINTS = {
     "last reachable position": lambda: make_blob([("main", [], [struct.pack("<qB", 2**31 - 2, 0)])]),
-    "unicode names and strings": lambda: make_blob([("f\u00e9", ["\u4e2d", "\U0001F600"], [struct.pack("<qB", 1, 4) + _s("\u00ff\U0010FFFF")])]),
+    "unicode names and strings": lambda: make_blob(
+        [("f\u00e9", ["\u4e2d", "\U0001f600"], [struct.pack("<qB", 1, 4) + _s("\u00ff\U0010ffff")])]
+    ),
     "many functions": lambda: make_blob([(f"f{i}", [], [struct.pack("<qBq", i, 1, i)]) for i in range(300)]),
 }
 
@@ -251,8 +423,17 @@ def test_accepted_blobs_resave_identically(name):
     assert tvm_partial.save_to_bytes(load_from_bytes(blob)) == blob
 
 
-@pytest.mark.parametrize("dtype,shape", [("float32x4", (3,)), ("bool", (5,)), ("float8_e4m3fn", (7,)),
-                                         ("bfloat16", (2, 3)), ("int8", (0, 4)), ("uint16", (2,))])
+@pytest.mark.parametrize(
+    "dtype,shape",
+    [
+        ("float32x4", (3,)),
+        ("bool", (5,)),
+        ("float8_e4m3fn", (7,)),
+        ("bfloat16", (2, 3)),
+        ("int8", (0, 4)),
+        ("uint16", (2,)),
+    ],
+)
 def test_tensor_dtypes_round_trip(dtype, shape, affine4):
     """Tensors of every dtype the writer writes load back and re-save to the same bytes."""
     exe, _ = affine4
@@ -271,9 +452,11 @@ def test_tensor_dtypes_round_trip(dtype, shape, affine4):
 def test_writer_refuses_what_the_loader_refuses(affine4):
     """A tensor the format cannot hold is refused at save time, so nothing unloadable is written."""
     exe, _ = affine4
-    values = [(tvm.runtime.empty((4,), "int4"), "4 bits per element"),
-              (tvm.runtime.empty((4,), "handle"), "type code 3"),
-              (np.ones(4, "complex64"), "type code 5")]  # tvm-ffi cannot parse the name it writes
+    values = [
+        (tvm.runtime.empty((4,), "int4"), "4 bits per element"),
+        (tvm.runtime.empty((4,), "handle"), "type code 3"),
+        (np.ones(4, "complex64"), "type code 5"),
+    ]  # tvm-ffi cannot parse the name it writes
     for value, match in values:
         pm = tvm_partial.partial(exe, {1: value})
         with pytest.raises(ValueError, match=f"cannot save function 'main' position 1: .*{match}"):

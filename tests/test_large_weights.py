@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Zero-copy artifacts past 2 GiB (issue 13): the payloads link into a large data section.
 
 The 3 GiB test writes about 6 GiB to disk (the payload object, then the artifact) and removes it
@@ -14,17 +16,17 @@ import shutil
 import numpy as np
 import pytest
 import tvm
-from helpers import compile_te, run_json
 from tvm import te
 
 import tvm_partial
+from helpers import compile_te, run_json
 from tvm_partial import _elf
 
 GIB = 2**30
-SIZE = 3 * GIB + 4096            # past 2 GiB and past 3 GiB: the case that failed to link in .data
-COUNT = SIZE // 4                # float32 weights
-STRIDE = 1 << 20                 # one sample per 4 MiB
-SAMPLES = (COUNT - 1) // STRIDE + 2   # the last sample reads the last weight
+SIZE = 3 * GIB + 4096  # past 2 GiB and past 3 GiB: the case that failed to link in .data
+COUNT = SIZE // 4  # float32 weights
+STRIDE = 1 << 20  # one sample per 4 MiB
+SAMPLES = (COUNT - 1) // STRIDE + 2  # the last sample reads the last weight
 
 
 def _room(path) -> bool:
@@ -42,8 +44,10 @@ def test_large_section_on_x86_64():
     assert _elf.payload_section(183) == (b".data.tvm_partial_payload", 0x3)
 
 
-@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64") or not os.uname().sysname == "Linux",
-                    reason="the large data section is x86-64 Linux")
+@pytest.mark.skipif(
+    platform.machine().lower() not in ("x86_64", "amd64") or not os.uname().sysname == "Linux",
+    reason="the large data section is x86-64 Linux",
+)
 def test_zero_copy_past_3_gib_default_settings(tmp_path):
     if not _room(tmp_path):
         pytest.skip("needs 10 GiB of free disk and 7 GiB of available memory")
@@ -51,14 +55,14 @@ def test_zero_copy_past_3_gib_default_settings(tmp_path):
     x = te.placeholder((SAMPLES,), "float32", name="x")
     y = te.compute((SAMPLES,), lambda i: w[tvm.tirx.min(i * STRIDE, COUNT - 1)] + x[i], name="y")
     exe = compile_te([x, w, y])
-    weights = tvm.runtime.empty((COUNT,), "float32")   # 64-byte aligned: bound without a copy
+    weights = tvm.runtime.empty((COUNT,), "float32")  # 64-byte aligned: bound without a copy
     view = np.from_dlpack(weights)
     view[::STRIDE] = np.arange(1, SAMPLES, dtype="float32")  # the rest stays zero pages
     view[-1] = -7.0
     lib = tmp_path / "big.so"
     try:
         pm = tvm_partial.partial(exe, weights=weights, signature=[x, w, y])
-        tvm_partial.export_library(pm, lib)   # default settings: zero-copy by size
+        tvm_partial.export_library(pm, lib)  # default settings: zero-copy by size
         del pm, weights, view
         info = tvm_partial.inspect(lib)
         assert info["payloads"].startswith("region ") and info["constant_bytes"] == COUNT * 4
@@ -78,7 +82,10 @@ def test_zero_copy_past_3_gib_default_settings(tmp_path):
             out = tvm.runtime.empty((n,), "float32")
             lib(x, out)
             print(json.dumps({"out": out.numpy().tolist(), "held": held}))
-            """, str(lib), str(SAMPLES))
+            """,
+            str(lib),
+            str(SAMPLES),
+        )
     finally:
         lib.unlink(missing_ok=True)
     sampled = np.append(np.arange(1, SAMPLES, dtype="float32"), np.float32(-7.0))

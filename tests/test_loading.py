@@ -1,10 +1,11 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Loading the code more than once never aborts the process (guarded registrations)."""
 
 from __future__ import annotations
 
-from helpers import run_json
-
 import tvm_partial.config
+from helpers import run_json
 
 
 def test_second_copy_of_the_library_loads(tmp_path):
@@ -19,7 +20,9 @@ def test_second_copy_of_the_library_loads(tmp_path):
         after = tvm_ffi.get_global_func("runtime.PartialApply")
         g = tvm_partial.partial(tvm_ffi.convert(lambda a, b: a + b), {1: 2})
         print(json.dumps({"same": before.same_as(after), "value": g(40)}))
-        """, str(copy))
+        """,
+        str(copy),
+    )
     assert result == {"same": True, "value": 42}  # the first registration stays in charge
 
 
@@ -28,7 +31,9 @@ def test_import_order_tvm_partial_first():
         """
         import json, tvm_partial, tvm, tvm_ffi
         print(json.dumps(tvm_ffi.get_global_func("ffi.Module.load_from_bytes.partial_apply") is not None))
-        """, env={"TVM_DEVICE_BACKEND_AUTOLOAD": "0"})
+        """,
+        env={"TVM_DEVICE_BACKEND_AUTOLOAD": "0"},
+    )
     assert result is True
 
 
@@ -38,11 +43,14 @@ def test_plain_import_tvm_registers_through_entry_point():
         import json, sys, tvm, tvm_ffi
         print(json.dumps([tvm_ffi.get_global_func("runtime.PartialApply", allow_missing=True) is not None,
                           "tvm_partial" in sys.modules]))
-        """)
+        """
+    )
     assert result == [True, True]
     off = run_json(
         """
         import json, tvm, tvm_ffi
         print(json.dumps(tvm_ffi.get_global_func("runtime.PartialApply", allow_missing=True) is not None))
-        """, env={"TVM_DEVICE_BACKEND_AUTOLOAD": "0"})
+        """,
+        env={"TVM_DEVICE_BACKEND_AUTOLOAD": "0"},
+    )
     assert off is False

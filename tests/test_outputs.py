@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Kernels that return their outputs: ``partial(..., outputs="result")`` and ``out = conv(data)``."""
 
 from __future__ import annotations
@@ -5,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import tvm
-from helpers import compile_te, ints, run_json, run_python, tensor
 from tvm import te
 
 import tvm_partial
+from helpers import compile_te, ints, run_json, tensor
 
 
 @pytest.fixture(scope="module")
@@ -33,13 +35,14 @@ def scale_n():
 def _conv_partial(conv, target="function", **extra):
     exe, tensors, inputs, _ = conv
     f = exe["main"] if target == "function" else exe
-    return tvm_partial.partial(f, signature=tensors, weights=inputs["weights"], bias=inputs["bias"],
-                               outputs="result", **extra)
+    return tvm_partial.partial(
+        f, signature=tensors, weights=inputs["weights"], bias=inputs["bias"], outputs="result", **extra
+    )
 
 
 @pytest.mark.parametrize("target", ["function", "module"])
 def test_forum_conv_returns_its_output(conv, target):
-    exe, tensors, inputs, expected = conv
+    exe, _tensors, inputs, expected = conv
     g = _conv_partial(conv, target)
     data = tensor(inputs["data"])
     out = g(data)  # the forum's `output = wrapped(data)`
@@ -49,7 +52,6 @@ def test_forum_conv_returns_its_output(conv, target):
     assert out.shape == expected.shape and str(out.dtype) == "float32"
     assert np.array_equal(out.numpy(), expected)
     assert out.numpy().tobytes() == direct.numpy().tobytes()
-    assert tvm_partial.param_names(g if target == "function" else g)  # names recorded
     names = tvm_partial.param_names(g) if target == "function" else tvm_partial.param_names(g)["main"]
     assert names == ["data", "weights", "bias", "result"]
 
@@ -82,8 +84,9 @@ def test_two_outputs_in_the_order_given(sum_prod, order):
     first, second = result  # an ffi Array unpacks like a tuple
     want = {"s": a + b, "p": a * b, 2: a + b, 3: a * b}
     assert np.array_equal(first.numpy(), want[order[0]]) and np.array_equal(second.numpy(), want[order[1]])
-    assert [o["name"] for o in tvm_partial.outputs(g)] == [tensors[i].op.name if isinstance(i, int) else i
-                                                          for i in order]
+    assert [o["name"] for o in tvm_partial.outputs(g)] == [
+        tensors[i].op.name if isinstance(i, int) else i for i in order
+    ]
 
 
 def test_symbolic_dimension_read_from_the_input(scale_n):
@@ -132,8 +135,11 @@ def test_a_parameter_named_outputs_is_not_taken_as_the_option():
     x = te.placeholder((4,), "float32", name="x")
     out = te.compute((4,), lambda i: x[i] + 1.0, name="outputs")
     exe = compile_te([x, out])
-    with pytest.raises(TypeError, match=r"outputs is both a parameter of main\(\) and an option of partial\(\): "
-                                        r'bind it as partial\(f, \{"outputs": value\}'):
+    with pytest.raises(
+        TypeError,
+        match=r"outputs is both a parameter of main\(\) and an option of partial\(\): "
+        r'bind it as partial\(f, \{"outputs": value\}',
+    ):
         tvm_partial.partial(exe["main"], signature=[x, out], outputs=np.zeros(4, "float32"))
     result = tvm.runtime.empty((4,), "float32")
     g = tvm_partial.partial(exe["main"], {"outputs": result}, signature=[x, out])
@@ -168,7 +174,7 @@ def test_partial_of_partial_shifts_output_positions(sum_prod):
     exe, tensors = sum_prod
     a, b = ints(16, seed=6), ints(16, seed=7)
     g = tvm_partial.partial(exe["main"], signature=tensors, outputs="s")  # g(a, b, p) -> s
-    h = tvm_partial.partial(g, {0: a}, signature=tensors, outputs="p")     # h(b) -> (s, p)
+    h = tvm_partial.partial(g, {0: a}, signature=tensors, outputs="p")  # h(b) -> (s, p)
     assert [(o["position"], o["name"]) for o in tvm_partial.outputs(h)] == [(2, "s"), (3, "p")]
     s, p = h(tensor(b))
     assert np.array_equal(s.numpy(), a + b) and np.array_equal(p.numpy(), a * b)
@@ -178,12 +184,15 @@ def test_partial_of_partial_shifts_output_positions(sum_prod):
 
 
 def test_rebind_keeps_outputs(conv):
-    exe, tensors, inputs, _ = conv
+    _exe, _tensors, inputs, _ = conv
     pm = _conv_partial(conv, "module")
     weights = inputs["weights"] * 2
     pm2 = tvm_partial.rebind(pm, weights=weights)
     from tvm_partial import demo
-    assert np.array_equal(pm2(tensor(inputs["data"])).numpy(), demo.reference(inputs["data"], weights, inputs["bias"]))
+
+    assert np.array_equal(
+        pm2(tensor(inputs["data"])).numpy(), demo.reference(inputs["data"], weights, inputs["bias"])
+    )
 
 
 def test_export_and_load_in_a_fresh_process_returns_the_output(conv, tmp_path):
@@ -192,7 +201,8 @@ def test_export_and_load_in_a_fresh_process_returns_the_output(conv, tmp_path):
     tvm_partial.export_library(pm, tmp_path / "conv.so")
     np.save(tmp_path / "data.npy", inputs["data"])
     np.save(tmp_path / "expected.npy", expected)
-    result = run_json("""
+    result = run_json(
+        """
         import json, sys, numpy as np, tvm
         lib = tvm.runtime.load_module(sys.argv[1] + "/conv.so")
         data = tvm.runtime.tensor(np.load(sys.argv[1] + "/data.npy"))
@@ -201,7 +211,9 @@ def test_export_and_load_in_a_fresh_process_returns_the_output(conv, tmp_path):
         print(json.dumps({"equal": bool(np.array_equal(out.numpy(), np.load(sys.argv[1] + "/expected.npy"))),
                           "aligned": out.data_ptr() % 64 == 0,
                           "outputs": tvm_partial.outputs(lib)["main"][0]["name"]}))
-        """, str(tmp_path))
+        """,
+        str(tmp_path),
+    )
     assert result == {"equal": True, "aligned": True, "outputs": "result"}
 
 
@@ -209,19 +221,23 @@ def test_zero_copy_export_with_outputs(conv, tmp_path):
     _, _, inputs, expected = conv
     tvm_partial.export_library(_conv_partial(conv, "module"), tmp_path / "zc.so", zero_copy=True)
     np.save(tmp_path / "data.npy", inputs["data"])
-    result = run_json("""
+    result = run_json(
+        """
         import json, sys, numpy as np, tvm, tvm_partial
         lib = tvm_partial.load(sys.argv[1] + "/zc.so")
         out = lib(tvm.runtime.tensor(np.load(sys.argv[1] + "/data.npy")))
         version = tvm_partial.inspect(sys.argv[1] + "/zc.so")["format_version"]
         print(json.dumps({"out": out.numpy().ravel().tolist(), "version": version}))
-        """, str(tmp_path))
+        """,
+        str(tmp_path),
+    )
     assert result["version"] == 2
     assert np.array_equal(np.asarray(result["out"], "float32"), expected.ravel())
 
 
 # ---------------------------------------------------------------------------------------------
 # Bad input
+
 
 def test_output_that_is_not_a_parameter(conv):
     with pytest.raises(TypeError, match=r"main\(\) has no parameter 'out'"):
@@ -231,8 +247,9 @@ def test_output_that_is_not_a_parameter(conv):
 def test_output_that_is_also_bound(conv):
     exe, tensors, inputs, expected = conv
     with pytest.raises(ValueError, match=r"output 'result' \(position 3\) is also bound"):
-        tvm_partial.partial(exe["main"], signature=tensors, result=np.zeros(expected.shape, "float32"),
-                            outputs="result")
+        tvm_partial.partial(
+            exe["main"], signature=tensors, result=np.zeros(expected.shape, "float32"), outputs="result"
+        )
     g = tvm_partial.partial(exe["main"], signature=tensors, weights=inputs["weights"])
     with pytest.raises(TypeError, match=r"output 'weights' \(position 1\) is already bound"):
         tvm_partial.partial(g, signature=tensors, outputs="weights")
@@ -268,11 +285,17 @@ def test_dimension_no_input_carries_refused_at_bind_time(scale_n):
 def test_call_with_a_non_tensor_or_wrong_ndim_at_the_referenced_argument(scale_n):
     exe, tensors = scale_n
     g = tvm_partial.partial(exe["main"], signature=tensors, outputs="y")  # g(x, c) -> y
-    with pytest.raises(TypeError, match=r"output 'y' \(position 2\) dimension 0 \(axis 0 of argument "
-                                        r"'x' \(position 0\)\): the argument is not a tensor"):
+    with pytest.raises(
+        TypeError,
+        match=r"output 'y' \(position 2\) dimension 0 \(axis 0 of argument "
+        r"'x' \(position 0\)\): the argument is not a tensor",
+    ):
         g(5, tensor(ints(3)))
-    with pytest.raises(ValueError, match=r"dimension 0 \(axis 0 of argument 'x' \(position 0\)\): "
-                                         r"the argument has ndim 0"):
+    with pytest.raises(
+        ValueError,
+        match=r"dimension 0 \(axis 0 of argument 'x' \(position 0\)\): "
+        r"the argument has ndim 0",
+    ):
         g(tvm.runtime.tensor(np.float32(1.0)), tensor(ints(3)))
 
 
@@ -292,8 +315,9 @@ def test_overflowing_output_size_refused():
         except Exception as err:
             print(json.dumps({"error": type(err).__name__ + ": " + str(err)}))
         """)
-    assert result["error"].startswith("ValueError: main(): output 'y' (position 1) dimension 1 makes the "
-                                      "element count overflow 64 bits"), result
+    assert result["error"].startswith(
+        "ValueError: main(): output 'y' (position 1) dimension 1 makes the element count overflow 64 bits"
+    ), result
 
 
 def test_out_of_memory_is_an_error_not_a_crash():
@@ -312,8 +336,10 @@ def test_out_of_memory_is_an_error_not_a_crash():
         except Exception as err:
             print(json.dumps({"error": type(err).__name__ + ": " + str(err)}))
         """)
-    assert result["error"].startswith("RuntimeError: main(): cannot allocate output 'y' (position 1): out of "
-                                      "memory allocating a tensor of 144115188075855872 bytes"), result
+    assert result["error"].startswith(
+        "RuntimeError: main(): cannot allocate output 'y' (position 1): out of "
+        "memory allocating a tensor of 144115188075855872 bytes"
+    ), result
 
 
 def test_bad_output_positions_from_the_ffi(conv):

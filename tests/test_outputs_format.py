@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Format version 2: the outputs of each function (cpp/format.h), written only when some function
 has outputs. Crafted corruption of every new field is refused; loading runs in a subprocess."""
 
@@ -9,10 +11,10 @@ import struct
 import numpy as np
 import pytest
 import tvm_ffi
-from helpers import compile_te, ints, run_json, tensor
 from tvm import te
 
 import tvm_partial
+from helpers import compile_te, ints, run_json, tensor
 
 reseal = tvm_ffi.get_global_func("tvm_partial.ResealForTesting")
 F32 = "float32"
@@ -26,8 +28,12 @@ def _s(text: str) -> bytes:
 
 def output_entry(position, dtype=F32, dims=((-1, 16),)):
     """dims: (source, value): source -1 for a static extent, else (argument position, axis)."""
-    return (struct.pack("<q", position) + _s(dtype) + struct.pack("<I", len(dims))
-            + b"".join(struct.pack("<qq", source, value) for source, value in dims))
+    return (
+        struct.pack("<q", position)
+        + _s(dtype)
+        + struct.pack("<I", len(dims))
+        + b"".join(struct.pack("<qq", source, value) for source, value in dims)
+    )
 
 
 def int_entry(position, value=7):
@@ -41,7 +47,9 @@ def make_blob(functions, version=2, meta_extra=b"", output_count=None):
         meta += _s(name) + struct.pack("<I", len(names)) + b"".join(_s(n) for n in names)
         meta += struct.pack("<I", len(entries)) + b"".join(entries)
         if version >= 2:
-            meta += struct.pack("<I", len(outputs) if output_count is None else output_count) + b"".join(outputs)
+            meta += struct.pack("<I", len(outputs) if output_count is None else output_count) + b"".join(
+                outputs
+            )
     meta += meta_extra
     header = b"TVMPARTL" + struct.pack("<IIQQQ", version, 0, 40 + len(meta), len(meta), 0)
     return bytes(reseal(header + meta))
@@ -71,7 +79,7 @@ def test_python_writer_matches_cpp_encoder(affine4, scale_n):
 
 
 def test_without_outputs_the_blob_stays_version_1(affine4):
-    exe, tensors = affine4
+    exe, _tensors = affine4
     data = tvm_partial.save_to_bytes(tvm_partial.partial(exe, {1: 2}))
     assert struct.unpack_from("<I", data, 8)[0] == 1
     assert data == make_blob([("main", [], [int_entry(1, 2)], [])], version=1)
@@ -103,36 +111,96 @@ def _main(entries=(), outputs=(), names=ABCO):
 
 
 CRAFTED = [
-    ("output also bound", make_blob(_main([int_entry(3)], [output_entry(3)])), r"output position 3 is also bound"),
-    ("output twice", make_blob(_main(outputs=[output_entry(3), output_entry(3)])), r"output position 3 is given twice"),
-    ("output past the parameters", make_blob(_main(outputs=[output_entry(4)])),
-     r"output position 4 is past its 4 parameters"),
-    ("negative output position", make_blob(_main(outputs=[output_entry(-1)])), r"output position -1 is out of range"),
-    ("huge output position", make_blob(_main(outputs=[output_entry(2**40)], names=[])),
-     r"output position 1099511627776 is out of range"),
-    ("reference to a bound position", make_blob(_main([int_entry(0)], [output_entry(3, dims=((0, 0),))])),
-     r"output position 3 dimension 0 refers to axis 0 of position 0, which is bound"),
-    ("reference to an output", make_blob(_main(outputs=[output_entry(3, dims=((2, 0),)), output_entry(2)])),
-     r"dimension 0 refers to axis 0 of position 2, which is an output"),
-    ("reference past the parameters", make_blob(_main(outputs=[output_entry(3, dims=((9, 0),))])),
-     r"refers to axis 0 of position 9, past the 4 parameters"),
-    ("axis out of range", make_blob(_main(outputs=[output_entry(3, dims=((0, 64),))])),
-     r"refers to axis 64 of position 0, which no call can have"),
-    ("negative axis", make_blob(_main(outputs=[output_entry(3, dims=((0, -1),))])), r"refers to axis -1 of position 0"),
-    ("bad source", make_blob(_main(outputs=[output_entry(3, dims=((-2, 4),))])), r"refers to axis 4 of position -2"),
-    ("negative extent", make_blob(_main(outputs=[output_entry(3, dims=((-1, -5),))])),
-     r"dimension 0 has the negative extent -5"),
-    ("unknown dtype", make_blob(_main(outputs=[output_entry(3, dtype="float33x")])),
-     r"unknown dtype 'float33x'|invalid dtype"),
-    ("ndim too large", make_blob(_main(outputs=[output_entry(3, dims=((-1, 1),) * 65)])), r"ndim 65 exceeds 64"),
-    ("output count past the end", make_blob(_main(outputs=[output_entry(3)]), output_count=10**6),
-     r"output count 1000000 cannot fit"),
-    ("dimension cut short", make_blob(
-        _main(outputs=[]), output_count=1, meta_extra=struct.pack("<q", 3) + _s(F32) + struct.pack("<Iq", 1, -1)),
-     r"output dimension value at byte \d+ needs 8 bytes, 0 left"),
+    (
+        "output also bound",
+        make_blob(_main([int_entry(3)], [output_entry(3)])),
+        r"output position 3 is also bound",
+    ),
+    (
+        "output twice",
+        make_blob(_main(outputs=[output_entry(3), output_entry(3)])),
+        r"output position 3 is given twice",
+    ),
+    (
+        "output past the parameters",
+        make_blob(_main(outputs=[output_entry(4)])),
+        r"output position 4 is past its 4 parameters",
+    ),
+    (
+        "negative output position",
+        make_blob(_main(outputs=[output_entry(-1)])),
+        r"output position -1 is out of range",
+    ),
+    (
+        "huge output position",
+        make_blob(_main(outputs=[output_entry(2**40)], names=[])),
+        r"output position 1099511627776 is out of range",
+    ),
+    (
+        "reference to a bound position",
+        make_blob(_main([int_entry(0)], [output_entry(3, dims=((0, 0),))])),
+        r"output position 3 dimension 0 refers to axis 0 of position 0, which is bound",
+    ),
+    (
+        "reference to an output",
+        make_blob(_main(outputs=[output_entry(3, dims=((2, 0),)), output_entry(2)])),
+        r"dimension 0 refers to axis 0 of position 2, which is an output",
+    ),
+    (
+        "reference past the parameters",
+        make_blob(_main(outputs=[output_entry(3, dims=((9, 0),))])),
+        r"refers to axis 0 of position 9, past the 4 parameters",
+    ),
+    (
+        "axis out of range",
+        make_blob(_main(outputs=[output_entry(3, dims=((0, 64),))])),
+        r"refers to axis 64 of position 0, which no call can have",
+    ),
+    (
+        "negative axis",
+        make_blob(_main(outputs=[output_entry(3, dims=((0, -1),))])),
+        r"refers to axis -1 of position 0",
+    ),
+    (
+        "bad source",
+        make_blob(_main(outputs=[output_entry(3, dims=((-2, 4),))])),
+        r"refers to axis 4 of position -2",
+    ),
+    (
+        "negative extent",
+        make_blob(_main(outputs=[output_entry(3, dims=((-1, -5),))])),
+        r"dimension 0 has the negative extent -5",
+    ),
+    (
+        "unknown dtype",
+        make_blob(_main(outputs=[output_entry(3, dtype="float33x")])),
+        r"unknown dtype 'float33x'|invalid dtype",
+    ),
+    (
+        "ndim too large",
+        make_blob(_main(outputs=[output_entry(3, dims=((-1, 1),) * 65)])),
+        r"ndim 65 exceeds 64",
+    ),
+    (
+        "output count past the end",
+        make_blob(_main(outputs=[output_entry(3)]), output_count=10**6),
+        r"output count 1000000 cannot fit",
+    ),
+    (
+        "dimension cut short",
+        make_blob(
+            _main(outputs=[]),
+            output_count=1,
+            meta_extra=struct.pack("<q", 3) + _s(F32) + struct.pack("<Iq", 1, -1),
+        ),
+        r"output dimension value at byte \d+ needs 8 bytes, 0 left",
+    ),
     ("version 2 without outputs", make_blob(_main()), r"format version 2 without outputs"),
-    ("outputs in a version 1 blob", make_blob(_main(), version=1, meta_extra=struct.pack("<I", 1) + output_entry(3)),
-     r"unread bytes at the end of the metadata"),
+    (
+        "outputs in a version 1 blob",
+        make_blob(_main(), version=1, meta_extra=struct.pack("<I", 1) + output_entry(3)),
+        r"unread bytes at the end of the metadata",
+    ),
 ]
 
 
@@ -150,7 +218,9 @@ def test_crafted_corruption_refused():
             except Exception as err:
                 out.append(f"{type(err).__name__}: {err}")
         print(json.dumps(out))
-        """, *(blob.hex() for _, blob, _ in CRAFTED))
+        """,
+        *(blob.hex() for _, blob, _ in CRAFTED),
+    )
     for (name, _, match), message in zip(CRAFTED, result):
         assert message is not None, f"{name}: accepted"
         assert message.startswith("ValueError: corrupted partial_apply data: "), f"{name}: {message}"
@@ -159,7 +229,9 @@ def test_crafted_corruption_refused():
 
 def test_every_prefix_and_flipped_byte_of_a_version_2_blob_refused(scale_n):
     exe, tensors = scale_n
-    blob = tvm_partial.save_to_bytes(tvm_partial.partial(exe, signature=tensors, c=np.ones(3, F32), outputs="y"))
+    blob = tvm_partial.save_to_bytes(
+        tvm_partial.partial(exe, signature=tensors, c=np.ones(3, F32), outputs="y")
+    )
     result = run_json(
         """
         import json, sys, tvm_ffi, tvm_partial
@@ -181,20 +253,27 @@ def test_every_prefix_and_flipped_byte_of_a_version_2_blob_refused(scale_n):
             except Exception as err:
                 bad.append(type(err).__name__ + ": " + str(err))
         print(json.dumps({"cases": len(variants), "bad": bad}))
-        """, blob.hex())
+        """,
+        blob.hex(),
+    )
     assert result == {"cases": 2 * len(blob), "bad": []}
 
 
 def test_loaded_artifact_returns_its_output_from_python(scale_n, tmp_path):
     exe, tensors = scale_n
     c = ints(3, seed=9)
-    tvm_partial.export_library(tvm_partial.partial(exe, signature=tensors, c=c, outputs="y"), tmp_path / "s.so")
+    tvm_partial.export_library(
+        tvm_partial.partial(exe, signature=tensors, c=c, outputs="y"), tmp_path / "s.so"
+    )
     x = ints((5, 3), seed=10)
     np.save(tmp_path / "x.npy", x)
-    result = run_json("""
+    result = run_json(
+        """
         import json, sys, numpy as np, tvm
         lib = tvm.runtime.load_module(sys.argv[1] + "/s.so")
         y = lib(tvm.runtime.tensor(np.load(sys.argv[1] + "/x.npy")))
         print(json.dumps(y.numpy().tolist()))
-        """, str(tmp_path))
+        """,
+        str(tmp_path),
+    )
     assert np.array_equal(np.asarray(result, F32), x * np.float32(2) + c)

@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """runtime.PartialApply and partial() on functions: values, semantics, lifetime, threads."""
 
 from __future__ import annotations
@@ -10,10 +12,10 @@ import numpy as np
 import pytest
 import tvm
 import tvm_ffi
-from helpers import affine4_ref, compile_te, ints, tensor
 from tvm import te
 
 import tvm_partial
+from helpers import affine4_ref, compile_te, ints, tensor
 from tvm_partial import demo
 
 
@@ -32,14 +34,16 @@ def test_forum_case_bitwise(conv):
 
 
 def test_bound_by_index_equals_by_name(conv):
-    exe, tensors, inputs, expected = conv
+    exe, _tensors, inputs, expected = conv
     by_index = tvm_partial.partial(exe["main"], {1: inputs["weights"], 2: inputs["bias"]})
     out = tvm.runtime.empty(demo.SHAPES["result"], "float32")
     by_index(tensor(inputs["data"]), out)
     assert np.array_equal(out.numpy(), expected)
 
 
-@pytest.mark.parametrize("positions", [(0,), (1,), (2,), (0, 1), (0, 2), (1, 2), (0, 1, 2), (3,), (0, 3), (2, 3)])
+@pytest.mark.parametrize(
+    "positions", [(0,), (1,), (2,), (0, 1), (0, 2), (1, 2), (0, 1, 2), (3,), (0, 3), (2, 3)]
+)
 def test_any_positions(affine4, positions):
     exe, _ = affine4
     f = exe["main"]
@@ -120,7 +124,9 @@ def test_relax_vm_function():
     @tvm.script.ir_module
     class Affine:
         @R.function
-        def main(x: R.Tensor((2, 3), "float32"), w: R.Tensor((2, 3), "float32"), b: R.Tensor((2, 3), "float32")):
+        def main(
+            x: R.Tensor((2, 3), "float32"), w: R.Tensor((2, 3), "float32"), b: R.Tensor((2, 3), "float32")
+        ):
             return R.add(R.multiply(x, w), b)
 
     vm = relax.VirtualMachine(tvm.compile(Affine, target="llvm"), tvm.cpu())
@@ -141,8 +147,8 @@ def test_partial_of_partial_flattens(affine4):
     f = exe["main"]
     a, b, c = (ints(16, seed=s) for s in range(3))
     ta, tb, tc = tensor(a), tensor(b), tensor(c)
-    g1 = tvm_partial.partial(f, {1: tb})        # g1(a, c, out)
-    g2 = tvm_partial.partial(g1, {1: tc})       # position 1 of g1 is c
+    g1 = tvm_partial.partial(f, {1: tb})  # g1(a, c, out)
+    g2 = tvm_partial.partial(g1, {1: tc})  # position 1 of g1 is c
     single = tvm_partial.partial(f, {1: tb, 2: tc})
     assert set(tvm_partial.bindings(g2)) == {1, 2}  # one level, positions of f
     assert tvm_partial.bindings(g2)[1].same_as(tb) and tvm_partial.bindings(g2)[2].same_as(tc)
@@ -230,7 +236,7 @@ def test_bound_tensor_released_with_partial(affine4):
     exe, _ = affine4
     storage = np.zeros(16 + 64, "float32")
     offset = (-storage.ctypes.data % 64) // 4
-    view = storage[offset:offset + 16]  # 64-byte aligned: bound by reference, not copied
+    view = storage[offset : offset + 16]  # 64-byte aligned: bound by reference, not copied
     view[:] = ints(16, seed=5)
     alive = weakref.ref(view)
     bound = tvm_ffi.from_dlpack(view)
@@ -285,7 +291,7 @@ def test_misaligned_tvm_tensor_is_copied_aligned(affine4):
     exe, _ = affine4
     raw = np.zeros(64, "float32")
     start = next(i for i in range(16) if (raw.ctypes.data + 4 * i) % 64 != 0)
-    view = raw[start:start + 16]
+    view = raw[start : start + 16]
     view[:] = ints(16, seed=4)
     misaligned = tvm_ffi.from_dlpack(view)
     assert misaligned.data_ptr() % 64 != 0
@@ -312,7 +318,9 @@ def test_prim_func_and_names_as_signature(conv):
     prim_func = te.create_prim_func(tensors)
     out = tvm.runtime.empty(demo.SHAPES["result"], "float32")
     for signature in (prim_func, ["data", "weights", "bias", "result"]):
-        g = tvm_partial.partial(exe["main"], signature=signature, weights=inputs["weights"], bias=inputs["bias"])
+        g = tvm_partial.partial(
+            exe["main"], signature=signature, weights=inputs["weights"], bias=inputs["bias"]
+        )
         out.copyfrom(np.zeros(demo.SHAPES["result"], "float32"))
         g(tensor(inputs["data"]), out)
         assert np.array_equal(out.numpy(), expected)

@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Partial modules: calling, merging, SaveToBytes round trips, export and reload elsewhere."""
 
 from __future__ import annotations
@@ -9,10 +11,10 @@ import numpy as np
 import pytest
 import tvm
 import tvm_ffi
-from helpers import affine4_ref, compile_te, ints, run_json, tensor
 from tvm import te
 
 import tvm_partial
+from helpers import affine4_ref, ints, run_json, tensor
 from tvm_partial import demo
 
 _view = tvm_ffi.get_global_func("runtime.TVMTensorCreateView")
@@ -149,7 +151,9 @@ def test_roundtrip_every_value_kind(affine4):
 def test_unserialisable_value_refused_at_save(affine4, tmp_path):
     exe, _ = affine4
     pm = tvm_partial.partial(exe, {1: tvm_ffi.convert(lambda: 0)})
-    with pytest.raises(TypeError, match=r"cannot save function 'main' position 1: a bound ffi.Function cannot be serialised"):
+    with pytest.raises(
+        TypeError, match=r"cannot save function 'main' position 1: a bound ffi.Function cannot be serialised"
+    ):
         tvm_partial.save_to_bytes(pm)
     target = tmp_path / "refused.so"
     with pytest.raises(TypeError, match=r"cannot save function 'main' position 1"):
@@ -212,7 +216,9 @@ def test_export_and_reload_in_fresh_process(conv, tmp_path, imports):
     np.save(tmp_path / "data.npy", inputs["data"])
     direct = tvm.runtime.empty(demo.SHAPES["result"], "float32")
     exe["main"](tensor(inputs["data"]), tensor(inputs["weights"]), tensor(inputs["bias"]), direct)
-    got = run_json(_RELOAD.format(imports=imports, shape=demo.SHAPES["result"]), str(lib), str(tmp_path / "data.npy"))
+    got = run_json(
+        _RELOAD.format(imports=imports, shape=demo.SHAPES["result"]), str(lib), str(tmp_path / "data.npy")
+    )
     assert got["kind"] == "partial_apply" and got["imports"] == ["library"]
     result = np.array(got["result"], "float32")
     assert np.array_equal(result, direct.numpy())
@@ -222,7 +228,9 @@ def test_export_and_reload_in_fresh_process(conv, tmp_path, imports):
 def test_three_functions_after_reload(three_functions, tmp_path):
     w = np.full(8, 3, "float32")
     b = np.full(8, 5, "float32")
-    pm = tvm_partial.partial(tvm_partial.partial(three_functions, {1: w}, function="f1"), {1: b}, function="f2")
+    pm = tvm_partial.partial(
+        tvm_partial.partial(three_functions, {1: w}, function="f1"), {1: b}, function="f2"
+    )
     lib = tmp_path / "three.so"
     tvm_partial.export_library(pm, lib)
     x = ints(8)
@@ -240,7 +248,9 @@ def test_three_functions_after_reload(three_functions, tmp_path):
             results[name] = out.numpy().tolist()
         print(json.dumps(results))
         """,
-        str(lib), str(tmp_path / "x.npy"))
+        str(lib),
+        str(tmp_path / "x.npy"),
+    )
     assert np.array_equal(np.array(got["f1"], "float32"), x * w)
     assert np.array_equal(np.array(got["f2"], "float32"), x + b)
     assert np.array_equal(np.array(got["f3"], "float32"), -x)

@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Property-based differential test: partial() against a small pure-Python model of partial application.
 
 Hypothesis draws a kernel arity, parameter names (repeats and option names included), a chain of
@@ -16,18 +18,17 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Optional
 
 import numpy as np
 import pytest
 import tvm
 import tvm_ffi
-from helpers import compile_te
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from tvm import te
 
 import tvm_partial
+from helpers import compile_te
 
 _SCALE = int(os.environ.get("TVM_PARTIAL_HYPOTHESIS_EXAMPLES", "0"))
 
@@ -40,8 +41,13 @@ def bounded(default: int):
     """Hypothesis settings: no example database in the repository, no per-example deadline; the
     bounded CI run draws the same examples every time (a landing never hangs on a lucky draw),
     a longer run (TVM_PARTIAL_HYPOTHESIS_EXAMPLES) draws new ones."""
-    return settings(max_examples=examples(default), deadline=None, database=None, derandomize=not _SCALE,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    return settings(
+        max_examples=examples(default),
+        deadline=None,
+        database=None,
+        derandomize=not _SCALE,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
 
 
 echo = tvm_ffi.convert(lambda *args: list(args))  # a pure function: what reached which position
@@ -58,9 +64,9 @@ class Model:
     arity: int
     names: list  # the original's full parameter list (what signature= describes)
     bound: dict = field(default_factory=dict)  # original position -> token
-    recorded: Optional[list] = None
+    recorded: list | None = None
 
-    def step(self, sig_given: bool, keyed: dict, named: dict, keywords: set) -> Optional[tuple]:
+    def step(self, sig_given: bool, keyed: dict, named: dict, keywords: set) -> tuple | None:
         """Apply one partial() step; -> (expected error type, why), or None (and the new state)."""
         sig = self.names if sig_given else self.recorded
         if sig_given and self.recorded is None and self.bound and max(self.bound) >= self.arity:
@@ -135,7 +141,9 @@ def draw_step(data, model: Model, tokens, kernel: bool):
     free_count = max(model.arity - len(model.bound), 0)
     if kernel and not (sig_given or model.recorded):
         # No count check at bind time: keep the kernel's calls at its arity.
-        positions = st.lists(st.integers(0, free_count - 1), max_size=2, unique=True) if free_count else st.just([])
+        positions = (
+            st.lists(st.integers(0, free_count - 1), max_size=2, unique=True) if free_count else st.just([])
+        )
     else:
         past_end = data.draw(st.integers(0, 7), label="positions past the end") == 5
         top = free_count + 1 if past_end else free_count - 1
@@ -144,8 +152,9 @@ def draw_step(data, model: Model, tokens, kernel: bool):
     sig = model.names if sig_given else model.recorded
     chosen = []
     if sig is not None or data.draw(st.integers(0, 11), label="names without a signature") == 7:
-        chosen = data.draw(st.lists(st.sampled_from(sorted(set(model.names))), max_size=2, unique=True),
-                           label="names")
+        chosen = data.draw(
+            st.lists(st.sampled_from(sorted(set(model.names))), max_size=2, unique=True), label="names"
+        )
         if data.draw(st.integers(0, 15), label="an unknown name") == 7:
             chosen.append("zz")
     named, keywords = {}, set()
@@ -214,8 +223,12 @@ def kernels():
     built = {}
     for n in ARITIES:
         inputs = [te.placeholder((1,), "int64", name=f"p{i}") for i in range(n - 1)]
-        out = te.compute((1,), lambda j: sum(p[j] * (BASE ** i) for i, p in enumerate(inputs)), name=f"p{n - 1}")
-        built[n] = (compile_te(inputs + [out]), inputs + [out])
+        out = te.compute(
+            (1,),
+            lambda j, inputs=inputs: sum(p[j] * (BASE**i) for i, p in enumerate(inputs)),
+            name=f"p{n - 1}",
+        )
+        built[n] = (compile_te([*inputs, out]), [*inputs, out])
     return built
 
 
@@ -261,7 +274,7 @@ def check_kernel_chain(data, kernels, module: bool):
     held = tvm_partial.bindings(target)
     held = held.get("main", {}) if module else held
     out_tensor = held[arity - 1] if arity - 1 in model.bound else args[free.index(arity - 1)]
-    expected_out = sum(received[i] * BASE ** i for i in range(arity - 1))
+    expected_out = sum(received[i] * BASE**i for i in range(arity - 1))
     assert int(out_tensor.numpy()[0]) == expected_out
 
 

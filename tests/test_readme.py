@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """The README's commands and snippets are what CI runs."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Relax models as targets: bound by (dotted) parameter names, exported with their weights as one
 artifact, loaded in a fresh process; results bitwise equal to the direct VM call."""
 
@@ -7,19 +9,23 @@ import numpy as np
 import pytest
 import tvm
 import tvm_ffi
-from helpers import ints, run_json
 from tvm import relax
 from tvm.script import ir as I
 from tvm.script import relax as R
 
 import tvm_partial
+from helpers import ints, run_json
 
 
 @I.ir_module
 class MLP:
     @R.function
-    def main(x: R.Tensor((2, 8), "float32"), w1: R.Tensor((8, 16), "float32"), b1: R.Tensor((16,), "float32"),
-             w2: R.Tensor((16, 4), "float32")):
+    def main(
+        x: R.Tensor((2, 8), "float32"),
+        w1: R.Tensor((8, 16), "float32"),
+        b1: R.Tensor((16,), "float32"),
+        w2: R.Tensor((16, 4), "float32"),
+    ):
         with R.dataflow():
             h = R.nn.relu(R.add(R.matmul(x, w1), b1))
             y = R.matmul(h, w2)
@@ -63,8 +69,9 @@ def test_two_functions_bound_differently(mlp):
     pm = tvm_partial.partial(exe, device=tvm.cpu(), **PARAMS)
     pm = tvm_partial.partial(pm, function="shifted", s=s)
     np.testing.assert_array_equal(pm["shifted"](tvm.runtime.tensor(X)).numpy(), _direct(vm, "shifted", X, s))
-    np.testing.assert_array_equal(pm(tvm.runtime.tensor(X)).numpy(),
-                                  _direct(vm, "main", X, PARAMS["w1"], PARAMS["b1"], PARAMS["w2"]))
+    np.testing.assert_array_equal(
+        pm(tvm.runtime.tensor(X)).numpy(), _direct(vm, "main", X, PARAMS["w1"], PARAMS["b1"], PARAMS["w2"])
+    )
 
 
 def test_relax_signature_checks_dtype_and_shape(mlp):
@@ -77,8 +84,11 @@ def test_relax_signature_checks_dtype_and_shape(mlp):
 
 def test_signature_of_another_function_refused(mlp):
     exe, vm = mlp
-    with pytest.raises(ValueError, match=r"signature= has parameters \(x, s\), but the Relax function "
-                                         r"main\(\) has \(x, w1, b1, w2\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"signature= has parameters \(x, s\), but the Relax function "
+        r"main\(\) has \(x, w1, b1, w2\)",
+    ):
         tvm_partial.partial(exe, signature=MLP["shifted"], s=np.zeros(8, "float32"))
     with pytest.raises(ValueError, match=r"but the Relax function main\(\)"):
         tvm_partial.partial(vm, signature=MLP["shifted"], s=np.zeros(8, "float32"))
@@ -95,8 +105,11 @@ def test_unknown_parameter_and_function_refused(mlp):
 def test_virtual_machine_partial_refuses_export_clearly(mlp, tmp_path):
     _, vm = mlp
     pm = tvm_partial.partial(vm, **PARAMS)
-    with pytest.raises(TypeError, match=r"binds a relax.VirtualMachine, which cannot be saved; bind the "
-                                        r"executable instead"):
+    with pytest.raises(
+        TypeError,
+        match=r"binds a relax.VirtualMachine, which cannot be saved; bind the "
+        r"executable instead",
+    ):
         tvm_partial.export_library(pm, tmp_path / "vm.so")
     assert not list(tmp_path.iterdir())
 
@@ -111,8 +124,14 @@ def test_missing_device_named_at_first_use(mlp):
 
 def test_vm_record_loader_refuses_bad_bytes():
     load = tvm_ffi.get_global_func("ffi.Module.load_from_bytes.partial_apply_vm")
-    for bad in (b"", b"TVMPAVM1", b"TVMPAVM1\x01\x00\x00\x00", b"XXXXXXXX" + bytes(16),
-                b"TVMPAVM1\x01\x00\x00\x00" + bytes(12), b"TVMPAVM1\xff\xff\xff\xff" + bytes(12)):
+    for bad in (
+        b"",
+        b"TVMPAVM1",
+        b"TVMPAVM1\x01\x00\x00\x00",
+        b"XXXXXXXX" + bytes(16),
+        b"TVMPAVM1\x01\x00\x00\x00" + bytes(12),
+        b"TVMPAVM1\xff\xff\xff\xff" + bytes(12),
+    ):
         with pytest.raises(ValueError, match=r"partial_apply_vm loader"):
             load(bad)
 
@@ -139,8 +158,9 @@ def test_export_load_in_fresh_process(mlp, tmp_path, self_contained):
     env = {"TVM_DEVICE_BACKEND_AUTOLOAD": "0"} if self_contained else None
     got = run_json(_LOAD_AND_CALL, str(path), str(tmp_path / "x.npy"), "main", "shifted", env=env)
     assert got["kinds"] == ["partial_apply", "partial_apply_vm"]
-    np.testing.assert_array_equal(np.array(got["main"], "float32"),
-                                  _direct(vm, "main", X, PARAMS["w1"], PARAMS["b1"], PARAMS["w2"]))
+    np.testing.assert_array_equal(
+        np.array(got["main"], "float32"), _direct(vm, "main", X, PARAMS["w1"], PARAMS["b1"], PARAMS["w2"])
+    )
     np.testing.assert_array_equal(np.array(got["shifted"], "float32"), _direct(vm, "shifted", X, s))
 
 
@@ -149,8 +169,9 @@ def test_loaded_executable_is_a_target(mlp, tmp_path):
     exe.export_library(str(tmp_path / "exe.so"))
     loaded = tvm.runtime.load_module(str(tmp_path / "exe.so"))
     pm = tvm_partial.partial(loaded, device=tvm.cpu(), **PARAMS)
-    np.testing.assert_array_equal(pm(tvm.runtime.tensor(X)).numpy(),
-                                  _direct(vm, "main", X, PARAMS["w1"], PARAMS["b1"], PARAMS["w2"]))
+    np.testing.assert_array_equal(
+        pm(tvm.runtime.tensor(X)).numpy(), _direct(vm, "main", X, PARAMS["w1"], PARAMS["b1"], PARAMS["w2"])
+    )
 
 
 @pytest.fixture(scope="module")
@@ -167,7 +188,9 @@ def nn_model():
             return self.fc2(nn.relu(self.fc1(x)))
 
     mod, specs = Net().export_tvm(spec={"forward": {"x": nn.spec.Tensor((2, 8), "float32")}})
-    params = {name: ints([int(d) for d in p.shape], seed=i, low=-3, high=4) for i, (name, p) in enumerate(specs)}
+    params = {
+        name: ints([int(d) for d in p.shape], seed=i, low=-3, high=4) for i, (name, p) in enumerate(specs)
+    }
     return tvm.compile(mod, target="llvm"), params, mod
 
 
@@ -206,6 +229,7 @@ def test_frontend_nn_dotted_names_export_rebind_verify(nn_model, tmp_path):
 
 def test_zero_copy_weights_stay_in_the_file_until_first_call(tmp_path):
     """32 MiB of weights: mapped from the artifact, not read at load; the call gives the VM's result."""
+
     @I.ir_module
     class Big:
         @R.function
@@ -223,7 +247,8 @@ def test_zero_copy_weights_stay_in_the_file_until_first_call(tmp_path):
     assert tvm_partial.inspect(path)["payloads"].startswith("region")
     np.save(tmp_path / "x.npy", x)
     np.save(tmp_path / "ref.npy", x @ w)
-    got = run_json("""
+    got = run_json(
+        """
         import json, sys, numpy as np, tvm
         def rss():
             return int(next(l for l in open("/proc/self/status") if l.startswith("VmRSS")).split()[1]) * 1024
@@ -233,7 +258,11 @@ def test_zero_copy_weights_stay_in_the_file_until_first_call(tmp_path):
         held = rss() - before
         out = m(x).numpy()
         print(json.dumps({"held": held, "equal": bool(np.array_equal(out, np.load(sys.argv[3])))}))
-    """, str(path), str(tmp_path / "x.npy"), str(tmp_path / "ref.npy"))
+    """,
+        str(path),
+        str(tmp_path / "x.npy"),
+        str(tmp_path / "ref.npy"),
+    )
     assert got["equal"]
     assert got["held"] < 8 * 2**20, got  # 32 MiB of weights, left in the file until the call
 
@@ -241,18 +270,26 @@ def test_zero_copy_weights_stay_in_the_file_until_first_call(tmp_path):
     tvm_partial.export_library(tvm_partial.rebind(loaded, w=w * 2), tmp_path / "new.so")
     assert tvm_partial.inspect(tmp_path / "new.so")["payloads"].startswith("region")
     np.save(tmp_path / "ref2.npy", x @ (w * 2))
-    got = run_json("""
+    got = run_json(
+        """
         import json, sys, numpy as np, tvm
         out = tvm.runtime.load_module(sys.argv[1])(tvm.runtime.tensor(np.load(sys.argv[2]))).numpy()
         print(json.dumps(bool(np.array_equal(out, np.load(sys.argv[3])))))
-    """, str(tmp_path / "new.so"), str(tmp_path / "x.npy"), str(tmp_path / "ref2.npy"))
+    """,
+        str(tmp_path / "new.so"),
+        str(tmp_path / "x.npy"),
+        str(tmp_path / "ref2.npy"),
+    )
     assert got
 
 
 def test_executable_for_another_target_refused(mlp):
     exe, _ = mlp
-    with pytest.raises(ValueError, match=r"the Relax executable was compiled for the CPU only, but device= "
-                                         r"is cuda:0"):
+    with pytest.raises(
+        ValueError,
+        match=r"the Relax executable was compiled for the CPU only, but device= "
+        r"is cuda:0",
+    ):
         tvm_partial.partial(exe, device=tvm.cuda(0), **PARAMS)
 
 
@@ -264,7 +301,8 @@ def test_artifact_for_a_missing_device_loads_and_names_it_at_first_use(mlp, tmp_
     vm = tvm_ffi.get_global_func("tvm_partial.RelaxVMModule")(exe.mod, [[2, 99, 2], [1, 0, 2]])
     path = tmp_path / "cuda99.so"
     tvm_partial.export_library(_lib.partial_apply_module(vm, {}), path)
-    got = run_json("""
+    got = run_json(
+        """
         import json, sys, tvm
         m = tvm.runtime.load_module(sys.argv[1])
         kinds = [m.kind] + [i.kind for i in m.imports]
@@ -274,7 +312,9 @@ def test_artifact_for_a_missing_device_loads_and_names_it_at_first_use(mlp, tmp_
         except Exception as err:
             error = [type(err).__name__, str(err)]
         print(json.dumps({"kinds": kinds, "error": error}))
-    """, str(path))
+    """,
+        str(path),
+    )
     assert got["kinds"] == ["partial_apply", "partial_apply_vm"]
     assert got["error"][0] == "RuntimeError"
     assert "runs on cuda:99, which is not present here" in got["error"][1]
@@ -289,7 +329,7 @@ def test_vm_record_loader_every_truncation_and_byte_flip(mlp):
     assert good[:8] == b"TVMPAVM1" and len(good) == 12 + 12  # one device: cpu:0, pooled
     assert load(good).kind == "partial_apply_vm"
     variants = [good[:n] for n in range(len(good))] + [good + b"\0"]
-    variants += [good[:i] + bytes([good[i] ^ 0xFF]) + good[i + 1:] for i in range(len(good))]
+    variants += [good[:i] + bytes([good[i] ^ 0xFF]) + good[i + 1 :] for i in range(len(good))]
     for data in variants:
         try:
             assert load(data).kind == "partial_apply_vm"
@@ -302,12 +342,17 @@ def test_dtype_and_shape_checked_without_signature(mlp, nn_model, tmp_path):
     exe, _ = mlp
     exe.export_library(str(tmp_path / "exe.so"))
     for target in (exe, tvm.runtime.load_module(str(tmp_path / "exe.so"))):
-        with pytest.raises(ValueError, match=r"cannot bind parameter 'b1' \(position 2\): shape \(3,\) does "
-                                             r"not match b1: Tensor\[\(16\), float32\]"):
+        with pytest.raises(
+            ValueError,
+            match=r"cannot bind parameter 'b1' \(position 2\): shape \(3,\) does "
+            r"not match b1: Tensor\[\(16\), float32\]",
+        ):
             tvm_partial.partial(target, b1=np.zeros(3, "float32"))
         with pytest.raises(TypeError, match=r"parameter 'w2' \(position 3\): dtype float64 does not match"):
             tvm_partial.partial(target, w2=np.zeros((16, 4)))
-        with pytest.raises(TypeError, match=r"parameter 'w1' \(position 1\): float given for tensor parameter"):
+        with pytest.raises(
+            TypeError, match=r"parameter 'w1' \(position 1\): float given for tensor parameter"
+        ):
             tvm_partial.partial(target, w1=1.0)
     pm = tvm_partial.partial(exe, **PARAMS)
     with pytest.raises(ValueError, match=r"cannot bind parameter 's' \(position 1\): shape \(7,\)"):
@@ -316,8 +361,11 @@ def test_dtype_and_shape_checked_without_signature(mlp, nn_model, tmp_path):
     # shapes come from signature=irmodule at bind time; without it, the kernels refuse at the call.
     nn_exe, params, nn_mod = nn_model
     transposed = {**params, "fc1.weight": params["fc1.weight"].T.copy()}
-    with pytest.raises(ValueError, match=r"parameter 'fc1.weight' \(position 1\): shape \(8, 16\) does not "
-                                         r"match fc1.weight: Tensor\[\(16, 8\), float32\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"parameter 'fc1.weight' \(position 1\): shape \(8, 16\) does not "
+        r"match fc1.weight: Tensor\[\(16, 8\), float32\]",
+    ):
         tvm_partial.partial(nn_exe, signature=nn_mod, function="forward", **transposed)
     unchecked = tvm_partial.partial(nn_exe, function="forward", **transposed)
     with pytest.raises(ValueError, match=r"fc1.weight"):

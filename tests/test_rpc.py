@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """TVM RPC: artifacts run on an ``rpc_server``; partials of remote modules (docs/rpc.md).
 
 Every server listens on 127.0.0.1 on a free port and is killed at the end of its fixture. The
@@ -13,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tvm
-from helpers import affine4_ref, ints, run_json, tensor
-from rpc_helpers import HOST, rpc_server, tracker_with_servers
 from tvm import rpc
 
 import tvm_partial
+from helpers import affine4_ref, ints, run_json, tensor
+from rpc_helpers import HOST, rpc_server, tracker_with_servers
 from tvm_partial import remote as tp_remote
 
 pytest.importorskip("cloudpickle")  # TVM's RPC server needs cloudpickle, psutil and tornado
@@ -98,10 +100,15 @@ def test_plain_artifact_on_a_server_without_tvm_partial_names_the_loader(files):
 
 
 def _check_plain_refused(session, name):
-    with pytest.raises(Exception, match=r"created using \{partial_apply\} but a loader of that name is not registered"):
+    with pytest.raises(
+        Exception, match=r"created using \{partial_apply\} but a loader of that name is not registered"
+    ):
         session.load_module(name)
-    with pytest.raises(RuntimeError, match=r"ffi\.Module\.load_from_bytes\.partial_apply.*"
-                       r"self_contained=True.*install tvm-partial") as info:
+    with pytest.raises(
+        RuntimeError,
+        match=r"ffi\.Module\.load_from_bytes\.partial_apply.*"
+        r"self_contained=True.*install tvm-partial",
+    ) as info:
         tp_remote.load_module(session, name)
     assert "partial_apply" in str(info.value.__cause__)
 
@@ -112,7 +119,8 @@ def test_remote_module_binds_numpy_by_name_on_the_session_device(session, files,
     pm = tvm_partial.partial(mod, b=B, c=C, signature=tensors)  # no device=
     bound = tvm_partial.bindings(pm)["main"]
     assert {tp_remote.device_session(t.device) for t in bound.values()} == {
-        tp_remote.device_session(session.cpu())}
+        tp_remote.device_session(session.cpu())
+    }
     dev = session.cpu()
     out = tvm.runtime.empty((16,), "float32", dev)
     pm["main"](tvm.runtime.tensor(A, dev), out)
@@ -138,18 +146,26 @@ def test_remote_module_outputs_are_allocated_on_the_remote_device(session, files
 def test_remote_module_refuses_values_of_this_process(session, files, affine4):
     _, tensors = affine4
     mod = _upload(session, files["code"])
-    with pytest.raises(ValueError, match=r"parameter 'b' \(position 1\).*lives in this process.*"
-                       "module runs in RPC session"):
+    with pytest.raises(
+        ValueError,
+        match=r"parameter 'b' \(position 1\).*lives in this process.*"
+        "module runs in RPC session",
+    ):
         tvm_partial.partial(mod, b=tensor(B), signature=tensors)
-    with pytest.raises(ValueError, match=r"device=cpu:0: the module runs in RPC session \d+.*remote\.cpu\(\)"):
+    with pytest.raises(
+        ValueError, match=r"device=cpu:0: the module runs in RPC session \d+.*remote\.cpu\(\)"
+    ):
         tvm_partial.partial(mod, b=B, signature=tensors, device=tvm.cpu())
 
 
 def test_export_of_a_remote_partial_is_refused_with_what_to_do(session, files, affine4, tmp_path):
     _, tensors = affine4
     pm = tvm_partial.partial(_upload(session, files["code"]), b=B, c=C, signature=tensors)
-    with pytest.raises(ValueError, match=r"export_library: this module wraps a module of an RPC "
-                       r"session.*bind the compiled module locally.*remote\.upload"):
+    with pytest.raises(
+        ValueError,
+        match=r"export_library: this module wraps a module of an RPC "
+        r"session.*bind the compiled module locally.*remote\.upload",
+    ):
         tvm_partial.export_library(pm, tmp_path / "x.so")
     with pytest.raises(ValueError, match="save_to_bytes: this module wraps a module of an RPC session"):
         tvm_partial.save_to_bytes(pm)
@@ -172,12 +188,17 @@ def test_tracker_spreads_sessions_over_two_servers(files, affine4):
         # a tensor of one session cannot be read by the other's module, nor by a local one
         code = _upload(second, files["code"])
         foreign = tvm.runtime.tensor(B, first.cpu())
-        with pytest.raises(ValueError, match=r"parameter 'b'.*lives in RPC session \d+.*module runs in "
-                           r"RPC session \d+"):
+        with pytest.raises(
+            ValueError,
+            match=r"parameter 'b'.*lives in RPC session \d+.*module runs in "
+            r"RPC session \d+",
+        ):
             tvm_partial.partial(code, b=foreign, signature=tensors)
         with pytest.raises(ValueError, match=r"lives in RPC session \d+.*module runs in this process"):
             tvm_partial.partial(affine4[0], b=foreign, signature=tensors)
-        with pytest.raises(ValueError, match=r"device=cpu:0 of RPC session \d+: the module runs in RPC session \d+"):
+        with pytest.raises(
+            ValueError, match=r"device=cpu:0 of RPC session \d+: the module runs in RPC session \d+"
+        ):
             tvm_partial.partial(code, b=B, signature=tensors, device=first.cpu())
 
 
@@ -222,7 +243,10 @@ def test_server_killed_mid_call_raises_within_the_timeout(tmp_path):
             except Exception as err:
                 error = f"{type(err).__name__}: {err}"
             print(json.dumps({"error": error, "seconds": time.monotonic() - start}))
-        """, str(tmp_path), str(Path(__file__).parent))
+        """,
+        str(tmp_path),
+        str(Path(__file__).parent),
+    )
     assert result["error"] is not None, "the call returned although its server was killed"
     assert 1.5 <= result["seconds"] < 60, result  # in flight when killed; the error came promptly
 
@@ -234,8 +258,7 @@ def _affine_relax():
     @tvm.script.ir_module
     class Affine:
         @R.function
-        def main(x: R.Tensor((16,), "float32"), w: R.Tensor((16,), "float32"),
-                 b: R.Tensor((16,), "float32")):
+        def main(x: R.Tensor((16,), "float32"), w: R.Tensor((16,), "float32"), b: R.Tensor((16,), "float32")):
             return R.add(R.multiply(x, w), b)
 
     return Affine

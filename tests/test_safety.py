@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Memory safety, hangs and loader strictness (issue 10): unreachable positions, merges near
 2**63, the loader lock, registrations by embedded copies, huge function tables.
 
@@ -13,10 +15,10 @@ import numpy as np
 import pytest
 import tvm
 import tvm_ffi
-from helpers import affine4_ref, ints, run_json, run_python, tensor
 from test_format import make_blob
 
 import tvm_partial
+from helpers import affine4_ref, ints, run_json, run_python, tensor
 
 partial_apply = tvm_ffi.get_global_func("runtime.PartialApply")
 load_from_bytes = tvm_ffi.get_global_func("ffi.Module.load_from_bytes.partial_apply")
@@ -25,8 +27,10 @@ UNREACHABLE = [2**31 - 1, 2**31, 2**32, 2**62, 2**63 - 1]
 
 
 def _unreachable(position: int) -> str:
-    return (rf"bound index {position} cannot be reached: a call passes at most 2147483647 arguments, "
-            r"so positions go up to 2147483646")
+    return (
+        rf"bound index {position} cannot be reached: a call passes at most 2147483647 arguments, "
+        r"so positions go up to 2147483646"
+    )
 
 
 @pytest.mark.parametrize("position", UNREACHABLE)
@@ -48,8 +52,11 @@ def test_last_reachable_position_binds_and_checks_the_call():
     f = tvm_ffi.get_global_func("ffi.String")
     g = partial_apply(f, {2**31 - 2: "x"})
     assert sorted(tvm_partial.bindings(g)) == [2**31 - 2]
-    with pytest.raises(IndexError, match=r"bound index 2147483646 is past the end of the call "
-                                         r"\(1 given \+ 1 bound = 2 arguments\)"):
+    with pytest.raises(
+        IndexError,
+        match=r"bound index 2147483646 is past the end of the call "
+        r"\(1 given \+ 1 bound = 2 arguments\)",
+    ):
         g("a")
 
 
@@ -96,7 +103,9 @@ def test_merge_near_2_63_is_refused_without_hanging():
         message = results[f"{kind} {2**31 - 2}"]
         assert __import__("re").search(
             rf"IndexError: {who}: bound index 2147483646 of the partial lands at position 2147483647 of the "
-            r"function it wraps, which no call can reach", message), message
+            r"function it wraps, which no call can reach",
+            message,
+        ), message
         assert results[f"{kind} {2**31 - 3}"] == [0, 2**31 - 2]
 
 
@@ -114,6 +123,7 @@ def test_merge_is_linear_in_the_bindings():
 
 # ---------------------------------------------------------------------------------------------
 # Loading: unreachable positions in a blob; function tables of 200,000 entries.
+
 
 @pytest.mark.parametrize("position", [2**31 - 1, 2**31, 2**63 - 1])
 def test_unreachable_position_refused_by_the_loader(position):
@@ -165,12 +175,15 @@ def test_200k_functions_load_and_describe_in_linear_time():
     assert result["functions"] == 200_000 and result["last"] == "f199999"
     assert result["resaved"] is True
     assert result["merged"] == [200_001, [0, 2]]  # free argument 1 is position 2
-    assert result["errors"] == ["corrupted partial_apply data: function 'f123' appears twice",
-                                "corrupted partial_apply data: function 'f199999' appears twice"]
+    assert result["errors"] == [
+        "corrupted partial_apply data: function 'f123' appears twice",
+        "corrupted partial_apply data: function 'f199999' appears twice",
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
 # Zero-copy loads while other threads dlopen and dlclose (the loader lock).
+
 
 @pytest.fixture(scope="module")
 def zero_copy_artifacts(tmp_path_factory):
@@ -301,8 +314,13 @@ def test_installed_library_takes_over_from_an_embedded_copy(self_contained):
     x = np.arange(8, dtype="float32")
     assert result == {
         "embedded_served_first": True,
-        "taken_over": ["runtime.PartialApply", "runtime.PartialApplyModule", "runtime.PartialApplyBindings",
-                       "tvm_partial.IsPartial", "ffi.Module.load_from_bytes.partial_apply"],
+        "taken_over": [
+            "runtime.PartialApply",
+            "runtime.PartialApplyModule",
+            "runtime.PartialApplyBindings",
+            "tvm_partial.IsPartial",
+            "ffi.Module.load_from_bytes.partial_apply",
+        ],
         "is_partial": [True, True, True],
         "bindings": [1],
         "artifact": (x * 2).tolist(),
@@ -311,10 +329,14 @@ def test_installed_library_takes_over_from_an_embedded_copy(self_contained):
 
 
 def test_embedded_copy_loaded_after_the_installed_library_does_not_override(self_contained):
-    result = run_json("""
+    result = run_json(
+        """
 import json, os, sys, tvm, tvm_ffi, tvm_partial
 before = tvm_ffi.get_global_func("runtime.PartialApply")
 tvm.runtime.load_module(os.path.join(sys.argv[1], "sc.so"))
 print(json.dumps(tvm_ffi.get_global_func("runtime.PartialApply").same_as(before)))
-""", str(self_contained), env={"TVM_DEVICE_BACKEND_AUTOLOAD": "0"})
+""",
+        str(self_contained),
+        env={"TVM_DEVICE_BACKEND_AUTOLOAD": "0"},
+    )
     assert result is True

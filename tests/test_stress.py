@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Concurrency and leaks: many threads on one partial, binding while calling, flat memory."""
 
 from __future__ import annotations
@@ -6,9 +8,9 @@ import threading
 
 import numpy as np
 import tvm
-from helpers import affine4_ref, ints, run_json, tensor
 
 import tvm_partial
+from helpers import affine4_ref, ints, run_json, tensor
 
 THREADS = 16
 CALLS = 10_000
@@ -131,7 +133,8 @@ def test_memory_flat_over_100k_partials_and_1k_module_loads():
             g = tvm_partial.partial(f, {1: t})
         del t, g; gc.collect()
         print(json.dumps({"before_kib": before, "after_kib": after, "released": alive() is None}))
-        """)
+        """
+    )
     assert result["released"]
     # 100,000 partials and 1,000 loads of a 1 MiB constant: growth stays under 16 MiB.
     assert result["after_kib"] - result["before_kib"] < 16 * 1024, result

@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """``verify`` / ``tvm-partial verify``: every payload checked against its recorded hash, wherever
 it lies (inline in the embedded blob, or in the zero-copy region of the file)."""
 
@@ -15,8 +17,9 @@ import tvm_partial
 
 
 def cli(*args: str):
-    return subprocess.run([sys.executable, "-m", "tvm_partial", *args], capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "tvm_partial", *args], capture_output=True, text=True, timeout=300
+    )
 
 
 @pytest.fixture(scope="module")
@@ -37,12 +40,19 @@ def test_intact_artifact_verifies(artifacts, kind):
     report = tvm_partial.verify(artifacts[kind])
     assert report["intact"] and report["damaged"] == [] and report["checked"] == 2 and report["bytes"] == 896
     assert [(p["function"], p["index"], p["name"], p["bytes"]) for p in report["payloads"]] == [
-        ("main", 1, "weights", 864), ("main", 2, "bias", 32)]
-    assert all(p["placement"] == ("inline" if kind == "inline" else tvm_partial.inspect(artifacts[kind])["payloads"])
-               for p in report["payloads"])
+        ("main", 1, "weights", 864),
+        ("main", 2, "bias", 32),
+    ]
+    assert all(
+        p["placement"] == ("inline" if kind == "inline" else tvm_partial.inspect(artifacts[kind])["payloads"])
+        for p in report["payloads"]
+    )
     proc = cli("verify", str(artifacts[kind]))
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == f"{artifacts[kind]}: intact: 2 payloads, 896 bytes, match their recorded hashes"
+    assert (
+        proc.stdout.strip()
+        == f"{artifacts[kind]}: intact: 2 payloads, 896 bytes, match their recorded hashes"
+    )
 
 
 @pytest.mark.parametrize("kind", ["inline", "zero"])
@@ -61,8 +71,10 @@ def test_flipped_payload_byte_is_found(artifacts, kind, tmp_path):
 
     proc = cli("verify", str(bad))
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert f"{bad}: DAMAGED: function 'main' position 1 (weights): 864 bytes at file offset " \
-           f"{weights['file_offset']}" in proc.stdout
+    assert (
+        f"{bad}: DAMAGED: function 'main' position 1 (weights): 864 bytes at file offset "
+        f"{weights['file_offset']}" in proc.stdout
+    )
     assert "1 of 2 payloads damaged" in proc.stdout and "bias" not in proc.stdout
     assert json.loads(cli("verify", str(bad), "--json").stdout)["damaged"][0]["index"] == 1
     text = cli("inspect", str(bad)).stdout
@@ -86,7 +98,10 @@ def test_missing_and_foreign_files_one_line(tmp_path):
     for command in ("verify", "inspect"):
         proc = cli(command, str(tmp_path / "missing.so"))
         assert proc.returncode == 2
-        assert proc.stderr == f"tvm-partial {command}: cannot read {tmp_path / 'missing.so'}: No such file or directory\n"
+        assert (
+            proc.stderr
+            == f"tvm-partial {command}: cannot read {tmp_path / 'missing.so'}: No such file or directory\n"
+        )
     (tmp_path / "notes.txt").write_text("hello")
     proc = cli("verify", str(tmp_path / "notes.txt"))
     assert proc.returncode == 2 and "not a tvm-partial artifact: not an ELF shared library" in proc.stderr
@@ -103,7 +118,9 @@ def test_large_payload_hashed_in_chunks(affine4, tmp_path):
     assert report["intact"] and [p["bytes"] for p in report["payloads"]] == [big.size, 5]
     hash_range = tvm_ffi.get_global_func("tvm_partial.HashFileRange")
     at = report["payloads"][0]["file_offset"]
-    assert hash_range(str(tmp_path / "big.so"), at, big.size) != hash_range(str(tmp_path / "big.so"), at, big.size - 1)
+    assert hash_range(str(tmp_path / "big.so"), at, big.size) != hash_range(
+        str(tmp_path / "big.so"), at, big.size - 1
+    )
     with pytest.raises(ValueError, match="run past the end of the file"):
         hash_range(str(tmp_path / "big.so"), at, 2**40)
 
@@ -113,11 +130,14 @@ def test_damaged_metadata_names_the_file(artifacts, tmp_path):
     from tvm_partial import _elf
 
     data = bytearray(artifacts["inline"].read_bytes())
-    blob = [m for m in _elf.ElfFile(bytes(data), "x").embedded_modules() if m.kind == "partial_apply"][0]
+    blob = next(m for m in _elf.ElfFile(bytes(data), "x").embedded_modules() if m.kind == "partial_apply")
     data[blob.offset + 60] ^= 0xFF  # inside the metadata
     bad = tmp_path / "meta.so"
     bad.write_bytes(bytes(data))
     for command in ("verify", "inspect"):
         proc = cli(command, str(bad))
         assert proc.returncode == 2
-        assert proc.stderr == f"tvm-partial {command}: {bad}: corrupted partial_apply data: metadata checksum mismatch\n"
+        assert (
+            proc.stderr
+            == f"tvm-partial {command}: {bad}: corrupted partial_apply data: metadata checksum mismatch\n"
+        )

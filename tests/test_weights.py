@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Weights in safetensors files: save_weights, open_weights, load(..., weights_file=) (issue 13)."""
 
 from __future__ import annotations
@@ -8,12 +10,12 @@ import struct
 import numpy as np
 import pytest
 import tvm
-from helpers import affine4_ref, compile_te, ints
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tvm import te
 
 import tvm_partial
+from helpers import affine4_ref, compile_te, ints
 from tvm_partial import weights as W
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
@@ -36,8 +38,8 @@ def _run(pm, a):
 
 def _header(path):
     raw = path.read_bytes()
-    n, = struct.unpack_from("<Q", raw)
-    return raw, json.loads(raw[8:8 + n]), 8 + n
+    (n,) = struct.unpack_from("<Q", raw)
+    return raw, json.loads(raw[8 : 8 + n]), 8 + n
 
 
 def test_save_weights_read_by_safetensors(kernel, tmp_path):
@@ -53,7 +55,10 @@ def test_save_weights_read_by_safetensors(kernel, tmp_path):
     assert start % 64 == 0
     for key in ("main/b", "main/c"):
         assert (start + header[key]["data_offsets"][0]) % 64 == 0
-    assert json.loads(header["__metadata__"]["tvm_partial.bindings"]) == {"main/b": ["main", 1], "main/c": ["main", 2]}
+    assert json.loads(header["__metadata__"]["tvm_partial.bindings"]) == {
+        "main/b": ["main", 1],
+        "main/c": ["main", 2],
+    }
 
 
 def test_open_weights_binds_without_copying(kernel, tmp_path):
@@ -112,19 +117,29 @@ def _rewrite(path, header: dict, data: bytes = b""):
 
 
 def test_swap_refuses_another_model(kernel, tmp_path):
-    pm, path = _saved(kernel, tmp_path)
+    pm, _path = _saved(kernel, tmp_path)
     other = tmp_path / "other.safetensors"
     safetensors_numpy.save_file({"main/b": np.zeros(N, "float32")}, str(other))
     with pytest.raises(ValueError, match=r"other.safetensors lacks tensor 'main/c'"):
         W.swap_weights(pm, other)
-    safetensors_numpy.save_file({"main/b": np.zeros(N, "float32"), "main/c": np.zeros(N, "float32"),
-                                 "main/x": np.zeros(1, "float32")}, str(other))
+    safetensors_numpy.save_file(
+        {
+            "main/b": np.zeros(N, "float32"),
+            "main/c": np.zeros(N, "float32"),
+            "main/x": np.zeros(1, "float32"),
+        },
+        str(other),
+    )
     with pytest.raises(ValueError, match=r"tensor 'main/x' is not a tensor the module binds"):
         W.swap_weights(pm, other)
-    safetensors_numpy.save_file({"main/b": np.zeros(N, "float64"), "main/c": np.zeros(N, "float32")}, str(other))
+    safetensors_numpy.save_file(
+        {"main/b": np.zeros(N, "float64"), "main/c": np.zeros(N, "float32")}, str(other)
+    )
     with pytest.raises(ValueError, match=r"tensor 'main/b' is float64\[21\], the module binds float32\[21\]"):
         W.swap_weights(pm, other)
-    safetensors_numpy.save_file({"main/b": np.zeros(N + 1, "float32"), "main/c": np.zeros(N, "float32")}, str(other))
+    safetensors_numpy.save_file(
+        {"main/b": np.zeros(N + 1, "float32"), "main/c": np.zeros(N, "float32")}, str(other)
+    )
     with pytest.raises(ValueError, match=r"tensor 'main/b' is float32\[22\]"):
         W.swap_weights(pm, other)
 
@@ -133,12 +148,12 @@ def test_bad_files_refused(kernel, tmp_path):
     _, path = _saved(kernel, tmp_path)
     raw, header, start = _header(path)
     bad = tmp_path / "bad.safetensors"
-    with pytest.raises(FileNotFoundError, match="weights file .*missing.safetensors does not exist"):
+    with pytest.raises(FileNotFoundError, match=r"weights file .*missing\.safetensors does not exist"):
         tvm_partial.open_weights(tmp_path / "missing.safetensors")
-    bad.write_bytes(raw[:len(raw) - 80])
+    bad.write_bytes(raw[: len(raw) - 80])
     with pytest.raises(ValueError, match=r"tensor 'main/c': its data ends at byte .* the file is truncated"):
         tvm_partial.open_weights(bad)
-    bad.write_bytes(raw[:start - 5])
+    bad.write_bytes(raw[: start - 5])
     with pytest.raises(ValueError, match=r"bad.safetensors is truncated: its JSON header needs"):
         tvm_partial.open_weights(bad)
     bad.write_bytes(struct.pack("<Q", 2**62) + b"{}")
@@ -195,13 +210,19 @@ def test_verify_and_inspect_weights_file(kernel, tmp_path):
     assert info["payloads"] == "weights file" and info["constant_bytes"] == 2 * N * 4
     keys = {b["key"]: b for fn in info["functions"] for b in fn["bindings"]}
     assert set(keys) == {"main/b", "main/c"} and all(b["aligned"] for b in keys.values())
-    assert keys["main/c"]["index"] == 2 and keys["main/c"]["dtype"] == "float32" and keys["main/c"]["shape"] == [N]
+    assert (
+        keys["main/c"]["index"] == 2
+        and keys["main/c"]["dtype"] == "float32"
+        and keys["main/c"]["shape"] == [N]
+    )
     raw = bytearray(path.read_bytes())
     raw[keys["main/c"]["offset"] + 5] ^= 1
     path.write_bytes(bytes(raw))
     report = tvm_partial.verify(path)
     assert not report["intact"] and [p["key"] for p in report["damaged"]] == ["main/c"]
-    proc = subprocess.run([sys.executable, "-m", "tvm_partial", "verify", str(path)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tvm_partial", "verify", str(path)], capture_output=True, text=True
+    )
     assert proc.returncode == 1 and "DAMAGED: function 'main' position 2 (c)" in proc.stdout
     other = tmp_path / "plain.safetensors"
     safetensors_numpy.save_file({"w": np.zeros(3, "float32")}, str(other))
@@ -223,8 +244,12 @@ def test_dtypes_round_trip_byte_identical(tmp_path):
     import ml_dtypes
     import tvm_ffi
 
-    values = {0: np.arange(-3, 4, dtype="float32").astype(ml_dtypes.bfloat16), 1: np.array([True, False, True]),
-              2: np.arange(-5, 5, dtype="int8"), 3: np.zeros((0, 3), "float32")}
+    values = {
+        0: np.arange(-3, 4, dtype="float32").astype(ml_dtypes.bfloat16),
+        1: np.array([True, False, True]),
+        2: np.arange(-5, 5, dtype="int8"),
+        3: np.zeros((0, 3), "float32"),
+    }
     f = tvm_ffi.convert(lambda *args: 0)
     first, second = tmp_path / "first.safetensors", tmp_path / "second.safetensors"
     tvm_partial.save_weights(tvm_partial.partial(f, values), first)
@@ -237,7 +262,10 @@ def test_dtypes_round_trip_byte_identical(tmp_path):
     assert back["main/3"].shape == (0, 3)
     raw, header, start = _header(first)
     begin, end = header["main/0"]["data_offsets"]
-    assert header["main/0"]["dtype"] == "BF16" and raw[start + begin:start + end] == values[0].view("uint16").tobytes()
+    assert (
+        header["main/0"]["dtype"] == "BF16"
+        and raw[start + begin : start + end] == values[0].view("uint16").tobytes()
+    )
 
 
 # -- export_library(pm, path, weights_file=...): the payloads in a safetensors file beside the code
@@ -268,7 +296,7 @@ def external(kernel, tmp_path):
 def test_export_with_weights_file(external, tmp_path):
     from helpers import run_json
 
-    pm, lib, weights, b, c = external
+    _pm, lib, weights, b, c = external
     got = safetensors_numpy.load_file(str(weights))
     assert np.array_equal(got["main/b"], b) and np.array_equal(got["main/c"], c)
     assert lib.stat().st_size < 64 * 1024  # the code and metadata; the weights are in the file
@@ -281,9 +309,13 @@ def test_export_with_weights_file(external, tmp_path):
     import subprocess
     import sys
 
-    shown = subprocess.run([sys.executable, "-m", "tvm_partial", "inspect", str(lib)], capture_output=True, text=True)
-    assert shown.returncode == 0 and f"weights file model.safetensors ({weights}): present, matches this artifact" \
-        in shown.stdout, shown.stdout + shown.stderr
+    shown = subprocess.run(
+        [sys.executable, "-m", "tvm_partial", "inspect", str(lib)], capture_output=True, text=True
+    )
+    assert (
+        shown.returncode == 0
+        and f"weights file model.safetensors ({weights}): present, matches this artifact" in shown.stdout
+    ), shown.stdout + shown.stderr
     a = ints(N, seed=23)
     # Loaded in a fresh process: the file beside the library is mapped, the tensors are views of it.
     result = run_json(_LOAD_EXTERNAL, str(lib), json.dumps(a.tolist()))
@@ -301,7 +333,7 @@ def test_export_with_weights_file(external, tmp_path):
 def test_external_weights_swapped(external, tmp_path):
     from helpers import run_json
 
-    pm, lib, weights, b, c = external
+    pm, lib, _weights, _b, _c = external
     b2, c2 = ints(N, seed=24), ints(N, seed=25)
     tvm_partial.save_weights(tvm_partial.rebind(pm, b=b2, c=c2), tmp_path / "v2.safetensors")
     a = ints(N, seed=26)
@@ -312,21 +344,21 @@ def test_external_weights_swapped(external, tmp_path):
 def test_external_weights_bad_files(external, kernel, tmp_path):
     from helpers import run_python
 
-    pm, lib, weights, b, c = external
+    pm, lib, weights, _b, _c = external
     code = "import sys, tvm_partial\ntvm_partial.load(sys.argv[1])"
     good = weights.read_bytes()
-    weights.write_bytes(good[:-30])   # cut short
+    weights.write_bytes(good[:-30])  # cut short
     proc = run_python(code, str(lib))
     assert proc.returncode == 1 and "ValueError: weights file" in proc.stderr and "truncated" in proc.stderr
     with pytest.raises(ValueError, match="is truncated or was not written with this artifact"):
         tvm_partial.verify(lib)
-    weights.unlink()                  # missing
+    weights.unlink()  # missing
     proc = run_python(code, str(lib))
     assert proc.returncode == 1 and f"cannot open the weights file {weights}" in proc.stderr
-    with pytest.raises(ValueError, match="model.safetensors is missing"):
+    with pytest.raises(ValueError, match=r"model\.safetensors is missing"):
         tvm_partial.verify(lib)
     # The weights file of another export (same names, dtypes and shapes): refused, not silently used.
-    exe, sig = kernel
+    _exe, _sig = kernel
     tvm_partial.export_library(pm, tmp_path / "other.so", weights_file=weights)
     proc = run_python(code, str(lib))
     assert proc.returncode == 1 and "was not written with this artifact" in proc.stderr
@@ -345,17 +377,22 @@ def test_external_weights_header_checked_in_cpp(external):
     header, or one whose offsets disagree with the metadata, is refused naming the file."""
     from helpers import run_python
 
-    pm, lib, weights, b, c = external
+    _pm, lib, weights, _b, _c = external
     code = "import sys, tvm\ntvm.runtime.load_module(sys.argv[1])"
     good = weights.read_bytes()
-    n, = struct.unpack_from("<Q", good)
-    header = good[8:8 + n]
+    (n,) = struct.unpack_from("<Q", good)
+    header = good[8 : 8 + n]
     assert b'"data_offsets":[64,148]' in header
-    weights.write_bytes(good[:8] + header.replace(b'"data_offsets":[64,148]', b'"data_offsets":[64,147]') + good[8 + n:])
+    weights.write_bytes(
+        good[:8] + header.replace(b'"data_offsets":[64,148]', b'"data_offsets":[64,147]') + good[8 + n :]
+    )
     proc = run_python(code, str(lib))
-    assert proc.returncode == 1 and "has no tensor at data offsets [64, 148], where the metadata puts " \
-        "function 'main' position 1" in proc.stderr, proc.stderr[-2000:]
-    weights.write_bytes(good[:8] + b"[" + header[1:] + good[8 + n:])
+    assert (
+        proc.returncode == 1
+        and "has no tensor at data offsets [64, 148], where the metadata puts function 'main' position 1"
+        in proc.stderr
+    ), proc.stderr[-2000:]
+    weights.write_bytes(good[:8] + b"[" + header[1:] + good[8 + n :])
     proc = run_python(code, str(lib))
     assert proc.returncode == 1 and "malformed JSON header" in proc.stderr, proc.stderr[-2000:]
     weights.write_bytes(good)
@@ -368,7 +405,7 @@ def test_external_weights_loader_fuzz(external):
     the file cut): a ValueError or RuntimeError each time, never a crash (one fresh process)."""
     from helpers import run_json
 
-    pm, lib, weights, b, c = external
+    _pm, lib, weights, _b, _c = external
     result = run_json(
         """
         import json, os, random, struct, sys
@@ -398,17 +435,22 @@ def test_external_weights_loader_fuzz(external):
             except Exception as err:
                 kinds[type(err).__name__] = kinds.get(type(err).__name__, 0) + 1
         print(json.dumps(kinds))
-        """, str(lib), str(weights))
+        """,
+        str(lib),
+        str(weights),
+    )
     assert set(result) <= {"ValueError", "RuntimeError", "loaded"}, result
     assert result.get("ValueError", 0) > 100
 
 
 def test_export_with_weights_file_refusals(external, tmp_path):
-    pm, lib, weights, b, c = external
-    with pytest.raises(ValueError, match="zero_copy=False .* contradicts it"):
-        tvm_partial.export_library(pm, tmp_path / "x.so", weights_file=tmp_path / "x.safetensors", zero_copy=False)
+    pm, lib, _weights, b, _c = external
+    with pytest.raises(ValueError, match=r"zero_copy=False .* contradicts it"):
+        tvm_partial.export_library(
+            pm, tmp_path / "x.so", weights_file=tmp_path / "x.safetensors", zero_copy=False
+        )
     loaded = tvm_partial.load(lib)
-    with pytest.raises(ValueError, match="keeps its weights in the file model.safetensors; .*save_weights"):
+    with pytest.raises(ValueError, match=r"keeps its weights in the file model\.safetensors; .*save_weights"):
         tvm_partial.export_library(tvm_partial.rebind(loaded, b=b), tmp_path / "y.so")
     assert not (tmp_path / "x.so").exists() and not (tmp_path / "y.so").exists()
 

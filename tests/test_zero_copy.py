@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Zero-copy artifacts: payloads mapped from the library file, copy-on-write, weight updates."""
 
 from __future__ import annotations
@@ -8,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tvm
-from helpers import affine4_ref, ints, run_json, tensor
 
 import tvm_partial
+from helpers import affine4_ref, ints, run_json, tensor
 from tvm_partial import demo, zero_copy
 
 
@@ -47,7 +49,9 @@ def test_zero_copy_and_copying_artifacts_agree(exported):
     assert tvm_partial.inspect(folder / "copy.so")["payloads"] == "inline"
     results = {}
     for name in ("zero", "copy"):
-        got = run_json(_CALL.format(shape=demo.SHAPES["result"]), str(folder / f"{name}.so"), str(folder / "data.npy"))
+        got = run_json(
+            _CALL.format(shape=demo.SHAPES["result"]), str(folder / f"{name}.so"), str(folder / "data.npy")
+        )
         assert all(got["aligned"])
         results[name] = np.array(got["result"], "float32")
     assert np.array_equal(results["zero"], expected)
@@ -60,7 +64,9 @@ def test_auto_path_by_size(affine4, tmp_path):
     assert zero_copy.constant_bytes(small) == 64
     tvm_partial.export_library(small, tmp_path / "small.so")
     assert tvm_partial.inspect(tmp_path / "small.so")["payloads"] == "inline"
-    big = tvm_partial.partial(exe, {1: np.ones(16, "float32"), 2: np.ones(zero_copy.THRESHOLD_BYTES // 4, "float32")})
+    big = tvm_partial.partial(
+        exe, {1: np.ones(16, "float32"), 2: np.ones(zero_copy.THRESHOLD_BYTES // 4, "float32")}
+    )
     tvm_partial.export_library(big, tmp_path / "big.so")
     info = tvm_partial.inspect(tmp_path / "big.so")
     assert info["payloads"].startswith("region ") and info["constant_bytes"] == 64 + zero_copy.THRESHOLD_BYTES
@@ -88,7 +94,10 @@ def test_kernel_writes_bound_output_file_unchanged(affine4, tmp_path):
         lib(a)
         out = tvm_partial.bindings(lib)["main"][3]
         print(json.dumps(out.numpy().tolist()))
-        """, str(lib), str(a.tolist()))
+        """,
+        str(lib),
+        str(a.tolist()),
+    )
     assert np.array_equal(np.array(got, "float32"), affine4_ref(a, b, c))
     assert sha256(lib) == before
 
@@ -98,8 +107,9 @@ def test_in_place_update_and_rebind(affine4, tmp_path):
     b, c = ints(16, seed=1), ints(16, seed=2)
     for mode in (True, False):
         lib = tmp_path / f"w{mode}.so"
-        tvm_partial.export_library(tvm_partial.partial(exe, {1: b, 2: c}, signature=["a", "b", "c", "out"]),
-                                   lib, zero_copy=mode)
+        tvm_partial.export_library(
+            tvm_partial.partial(exe, {1: b, 2: c}, signature=["a", "b", "c", "out"]), lib, zero_copy=mode
+        )
         before = sha256(lib)
         got = run_json(
             """
@@ -115,7 +125,9 @@ def test_in_place_update_and_rebind(affine4, tmp_path):
             other(a, out); rebound = out.numpy().tolist()
             lib(a, out); original = out.numpy().tolist()
             print(json.dumps([first, updated, rebound, original]))
-            """, str(lib))
+            """,
+            str(lib),
+        )
         a = np.arange(16, dtype="float32")
         ten, hundred = np.full(16, 10, "float32"), np.full(16, 100, "float32")
         first, updated, rebound, original = (np.array(r, "float32") for r in got)
@@ -151,7 +163,9 @@ def _load_error(lib) -> str:
             print(json.dumps(None))
         except Exception as err:
             print(json.dumps(f"{type(err).__name__}: {err}"))
-        """, str(lib))
+        """,
+        str(lib),
+    )
     assert result is not None, "a damaged artifact loaded"
     return result
 
@@ -187,7 +201,10 @@ def test_metadata_without_its_library(affine4, tmp_path):
     pm = tvm_partial.partial(exe, {1: np.arange(16, dtype="float32")})
     ext = zero_copy.prepare(pm, tmp_path)[0]
     blob = tvm_partial.save_to_bytes(ext)
-    with pytest.raises(RuntimeError, match=r"live in the payload region __tvm_partial_payload_\w+ of its library, which is not loaded"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"live in the payload region __tvm_partial_payload_\w+ of its library, which is not loaded",
+    ):
         tvm_partial.load_from_bytes(blob)
 
 
@@ -206,7 +223,9 @@ def test_bound_view_keeps_the_library_loaded(affine4, tmp_path):
         del mod; gc.collect()
         mapped = any(sys.argv[1] in line for line in open("/proc/self/maps"))
         print(json.dumps({"values": held.numpy().tolist(), "mapped": mapped}))
-        """, str(lib))
+        """,
+        str(lib),
+    )
     assert got["mapped"]
     assert np.array_equal(np.array(got["values"], "float32"), b)
 
@@ -230,7 +249,10 @@ def test_object_writers_agree(affine4, tmp_path, monkeypatch, writer):
         out = tvm.runtime.empty((16,), "float32")
         lib(tvm.runtime.tensor(np.array(json.loads(sys.argv[2]), "float32")), out)
         print(json.dumps(out.numpy().tolist()))
-        """, str(lib), str(a.tolist()))
+        """,
+        str(lib),
+        str(a.tolist()),
+    )
     assert np.array_equal(np.array(got, "float32"), affine4_ref(a, b, c))
 
 
@@ -240,18 +262,24 @@ def test_inspect_checks_the_region(affine4, tmp_path):
 
     exe, _ = affine4
     lib = tmp_path / "r.so"
-    tvm_partial.export_library(tvm_partial.partial(exe, {1: np.arange(4096, dtype="float32")}), lib, zero_copy=True)
+    tvm_partial.export_library(
+        tvm_partial.partial(exe, {1: np.arange(4096, dtype="float32")}), lib, zero_copy=True
+    )
     info = tvm_partial.inspect(lib)
     region = info["region"]
     assert region["present"] and region["complete"] and region["bytes"] == 64 + 4096 * 4
-    assert lib.read_bytes()[region["file_offset"]:region["file_offset"] + 8] == b"TVMPREGN"
+    assert lib.read_bytes()[region["file_offset"] : region["file_offset"] + 8] == b"TVMPREGN"
 
     def cli(path):
-        return subprocess.run([sys.executable, "-m", "tvm_partial", "inspect", str(path)], capture_output=True, text=True)
+        return subprocess.run(
+            [sys.executable, "-m", "tvm_partial", "inspect", str(path)], capture_output=True, text=True
+        )
 
     text = cli(lib).stdout
-    assert f"payload region at file offset {region['file_offset']}, {region['bytes']} bytes " \
-           "(present, header intact, inside the file)" in text
+    assert (
+        f"payload region at file offset {region['file_offset']}, {region['bytes']} bytes "
+        "(present, header intact, inside the file)" in text
+    )
     assert "payload hashes: not checked (run tvm-partial verify)" in text and "complete" not in text
     data = bytearray(lib.read_bytes())
     data[region["file_offset"] + 16] ^= 1  # the region's size field
@@ -302,7 +330,9 @@ def test_load_rebind_export_library(conv, tmp_path, mode):
     np.save(tmp_path / "w.npy", new_weights)
     np.save(tmp_path / "x.npy", inputs["data"])
     loader = "tvm.runtime" if mode else "tvm_partial"
-    old, updated = run_json(_UPDATE, str(first), str(second), str(tmp_path / "w.npy"), str(tmp_path / "x.npy"), loader)
+    old, updated = run_json(
+        _UPDATE, str(first), str(second), str(tmp_path / "w.npy"), str(tmp_path / "x.npy"), loader
+    )
     want = demo.reference(data=inputs["data"], weights=new_weights, bias=np.zeros(8, "float32"))
     assert np.array_equal(np.array(old, "float32"), expected)
     assert np.array_equal(np.array(updated, "float32"), want)
@@ -321,7 +351,8 @@ def test_update_flow_refusals(affine4, tmp_path):
     pm = tvm_partial.partial(exe, {1: np.ones(16, "float32"), 2: "abc"})
     lib = tmp_path / "s.so"
     tvm_partial.export_library(pm, lib)
-    got = run_json("""
+    got = run_json(
+        """
         import json, os, sys
         import numpy as np, tvm_partial
         pm = tvm_partial.load(sys.argv[1])
@@ -343,12 +374,25 @@ def test_update_flow_refusals(affine4, tmp_path):
         except Exception as err:
             errors.append(f"{type(err).__name__}: {err}")
         print(json.dumps(errors))
-        """, str(lib), str(tmp_path / "new.so"), str(tmp_path / "third.so"))
+        """,
+        str(lib),
+        str(tmp_path / "new.so"),
+        str(tmp_path / "third.so"),
+    )
     longer, same_file, placement, options, replaced = got
-    assert replaced.startswith("ValueError: export_library:") and "has been replaced or removed since" in replaced
+    assert (
+        replaced.startswith("ValueError: export_library:")
+        and "has been replaced or removed since" in replaced
+    )
     assert not (tmp_path / "third.so").exists()
-    assert longer.startswith("ValueError: export_library: the updated bindings take") and "same lengths" in longer
-    assert same_file.startswith("ValueError: export_library:") and "is the file this module was loaded from" in same_file
+    assert (
+        longer.startswith("ValueError: export_library: the updated bindings take")
+        and "same lengths" in longer
+    )
+    assert (
+        same_file.startswith("ValueError: export_library:")
+        and "is the file this module was loaded from" in same_file
+    )
     assert placement.startswith("ValueError: export_library: zero_copy=True differs from")
     assert options.startswith("ValueError: export_library: options cannot apply to a module loaded from")
     assert tvm_partial.inspect(lib)["functions"][0]["bindings"][1]["value"] == "xyzw"  # new.so, renamed
@@ -363,7 +407,9 @@ def test_export_writes_a_new_file(affine4, tmp_path):
     old_bytes = lib.read_bytes()
     with open(lib, "rb") as held:
         inode = Path(lib).stat().st_ino
-        tvm_partial.export_library(tvm_partial.partial(exe, {1: np.full(16, 7, "float32")}), lib, zero_copy=True)
+        tvm_partial.export_library(
+            tvm_partial.partial(exe, {1: np.full(16, 7, "float32")}), lib, zero_copy=True
+        )
         assert Path(lib).stat().st_ino != inode
         assert held.read() == old_bytes
     assert tvm_partial.verify(lib)["intact"] and lib.read_bytes() != old_bytes
@@ -375,13 +421,19 @@ def test_rebind_refuses_another_kind(affine4):
     pm = tvm_partial.partial(exe, {1: np.ones(16, "float32"), 2: 2.5, 3: 4}, signature=["a", "b", "c", "out"])
     import tvm_ffi
 
-    with pytest.raises(TypeError, match=r"cannot rebind parameter 'b' \(position 1\): a tensor was bound there, got Function"):
+    with pytest.raises(
+        TypeError, match=r"cannot rebind parameter 'b' \(position 1\): a tensor was bound there, got Function"
+    ):
         tvm_partial.rebind(pm, b=tvm_ffi.convert(lambda: 0))
     with pytest.raises(TypeError, match=r"parameter 'b' \(position 1\): a tensor was bound there, got float"):
         tvm_partial.rebind(pm, b=1.0)
-    with pytest.raises(TypeError, match=r"parameter 'c' \(position 2\): a float was bound there, got a tensor"):
+    with pytest.raises(
+        TypeError, match=r"parameter 'c' \(position 2\): a float was bound there, got a tensor"
+    ):
         tvm_partial.rebind(pm, c=np.ones(16, "float32"))
-    with pytest.raises(TypeError, match=r"parameter 'out' \(position 3\): an int was bound there, got a float"):
+    with pytest.raises(
+        TypeError, match=r"parameter 'out' \(position 3\): an int was bound there, got a float"
+    ):
         tvm_partial.rebind(pm, out=1.5)
     with pytest.raises(TypeError, match=r"a float was bound there, got a str"):
         tvm_partial.rebind(pm, c="2.5")
@@ -396,7 +448,9 @@ def test_rebind_without_code_refused(affine4):
     blob = tvm_partial.save_to_bytes(tvm_partial.partial(exe, {1: np.ones(16, "float32")}))
     with pytest.raises(ValueError, match=r"wraps no compiled code .*load_from_bytes\(data, wrapped=exe\)"):
         tvm_partial.rebind(tvm_partial.load_from_bytes(blob), {1: np.zeros(16, "float32")})
-    restored = tvm_partial.rebind(tvm_partial.load_from_bytes(blob, wrapped=exe), {1: np.full(16, 2, "float32")})
+    restored = tvm_partial.rebind(
+        tvm_partial.load_from_bytes(blob, wrapped=exe), {1: np.full(16, 2, "float32")}
+    )
     assert np.array_equal(tvm_partial.bindings(restored)["main"][1].numpy(), np.full(16, 2, "float32"))
 
 
@@ -405,6 +459,8 @@ def test_loaded_plain_library_export_refused(affine4, tmp_path):
     exe, _ = affine4
     exe.export_library(str(tmp_path / "plain.so"))
     pm = tvm_partial.partial(tvm.runtime.load_module(str(tmp_path / "plain.so")), {1: 1.0})
-    with pytest.raises(ValueError, match=r"which TVM cannot export again, and it is not an intact tvm-partial artifact"):
+    with pytest.raises(
+        ValueError, match=r"which TVM cannot export again, and it is not an intact tvm-partial artifact"
+    ):
         tvm_partial.export_library(pm, tmp_path / "out.so")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.so"]

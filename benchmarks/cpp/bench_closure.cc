@@ -1,3 +1,5 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
 /*!
  * \file bench_closure.cc
  * \brief Per-call cost of tvm_partial::PartialApply with no Python in the loop.
@@ -11,8 +13,6 @@
 #include <tvm/ffi/c_api.h>
 #include <tvm_partial/partial_apply.h>
 
-#include "bench_common.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -20,6 +20,8 @@
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "bench_common.h"
 
 namespace ffi = ::tvm::ffi;
 
@@ -31,8 +33,8 @@ using bench::Sample;
 
 struct Row {
   std::string label;
-  bool target;  // counts for the <= 3 ns target (the C++ call path)
-  std::function<double(int64_t)> direct;   // runs a sample, returns ns/call
+  bool target;                            // counts for the <= 3 ns target (the C++ call path)
+  std::function<double(int64_t)> direct;  // runs a sample, returns ns/call
   std::function<double(int64_t)> partial;
 };
 
@@ -58,11 +60,12 @@ int main(int argc, char** argv) {
   ffi::Function g_c = tvm_partial::PartialApply(extern_c, wb);
   ffi::Function g_p = tvm_partial::PartialApply(packed, wb);
   // With recorded names the call also checks its argument count.
-  ffi::Function g_named =
-      tvm_partial::PartialApply(extern_c, wb, "main", ffi::Array<ffi::String>{"x", "w", "b", "out"});
+  ffi::Function g_named = tvm_partial::PartialApply(extern_c, wb, "main",
+                                                    ffi::Array<ffi::String>{"x", "w", "b", "out"});
   // Bound one at a time: flattened into one closure, so it should cost what g_c costs.
-  ffi::Function g_nested = tvm_partial::PartialApply(
-      tvm_partial::PartialApply(extern_c, tvm_partial::Bindings{{1, w}}), tvm_partial::Bindings{{1, b}});
+  ffi::Function g_nested =
+      tvm_partial::PartialApply(tvm_partial::PartialApply(extern_c, tvm_partial::Bindings{{1, w}}),
+                                tvm_partial::Bindings{{1, b}});
 
   ffi::AnyView args4[4] = {x, w, b, out};
   ffi::AnyView args2[2] = {x, out};
@@ -76,7 +79,8 @@ int main(int argc, char** argv) {
   // The C ABI entry point, as other languages (and tvm-ffi's Python binding) call a function.
   auto c_abi_call = [&](const ffi::Function& f, const ffi::AnyView* args, int n) {
     return [&f, args, n, &rv](int64_t calls) {
-      TVMFFIObjectHandle h = const_cast<ffi::FunctionObj*>(static_cast<const ffi::FunctionObj*>(f.get()));
+      TVMFFIObjectHandle h =
+          const_cast<ffi::FunctionObj*>(static_cast<const ffi::FunctionObj*>(f.get()));
       TVMFFIAny* a = reinterpret_cast<TVMFFIAny*>(const_cast<ffi::AnyView*>(args));
       TVMFFIAny* r = reinterpret_cast<TVMFFIAny*>(&rv);
       return Sample(calls, [&] {
@@ -123,7 +127,8 @@ int main(int argc, char** argv) {
 
   std::printf("no-op function of 4 arguments; partial binds 2 (positions 1, 2)\n");
   std::printf("median of %d repeats x %lld calls\n\n", repeats, static_cast<long long>(calls));
-  std::printf("%-34s %12s %12s %12s\n", "callee / call path", "direct ns", "partial ns", "extra ns");
+  std::printf("%-34s %12s %12s %12s\n", "callee / call path", "direct ns", "partial ns",
+              "extra ns");
   double worst = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
     const double d = Median(direct[i]), p = Median(partial[i]);

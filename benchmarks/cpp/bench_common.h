@@ -1,3 +1,5 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
 /*!
  * \file bench_common.h
  * \brief What the C++ benchmarks share: the cheapest callee, a median, and a timed loop.
@@ -29,7 +31,8 @@ double Sample(int64_t calls, Body&& body) {
   auto start = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < calls; ++i) body();
   auto stop = std::chrono::steady_clock::now();
-  return std::chrono::duration<double, std::nano>(stop - start).count() / static_cast<double>(calls);
+  return std::chrono::duration<double, std::nano>(stop - start).count() /
+         static_cast<double>(calls);
 }
 
 }  // namespace bench

@@ -1,3 +1,5 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
 /*!
  * \file bench_outputs.cc
  * \brief What allocating the output costs a partial that returns it, with no Python in the loop.
@@ -11,13 +13,13 @@
  */
 #include <tvm_partial/partial_apply.h>
 
-#include "bench_common.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
+
+#include "bench_common.h"
 
 namespace ffi = ::tvm::ffi;
 
@@ -48,8 +50,8 @@ int main(int argc, char** argv) {
   using tvm_partial::OutputDim;
   const std::vector<Case> cases = {
       {"static (1,)", {OutputDim::Static(1)}},
-      {"static (1, 8, 30, 30), 28.8 KB", {OutputDim::Static(1), OutputDim::Static(8),
-                                          OutputDim::Static(30), OutputDim::Static(30)}},
+      {"static (1, 8, 30, 30), 28.8 KB",
+       {OutputDim::Static(1), OutputDim::Static(8), OutputDim::Static(30), OutputDim::Static(30)}},
       {"(n,) with n read from x", {OutputDim::Of(0, 0)}},
   };
   std::printf("no-op f(x, w, b, out); partial binds w, b; median of %d repeats x %lld calls\n\n",

@@ -1,3 +1,5 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
 // Runs the conv2d + bias kernel of tvm_partial.demo from C++, with its weights and bias bound.
 //
 //   deploy ARTIFACT.so DATA.bin EXPECTED.bin

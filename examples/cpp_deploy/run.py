@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Build and run the C++ deployment example; the exit status is 0 when every check passed.
 
     python examples/cpp_deploy/run.py [--build-dir DIR]
@@ -58,8 +60,10 @@ def export_relax_mlp(build: Path) -> bool:
         bb.emit_func_output(y)
     exe = tvm.compile(bb.get(), target="llvm")
     rng = np.random.default_rng(0)
-    arrays = {n: rng.integers(-3, 4, size=s).astype("float32") for n, s in
-              (("x", (2, 8)), ("w1", (8, 16)), ("w2", (16, 4)))}
+    arrays = {
+        n: rng.integers(-3, 4, size=s).astype("float32")
+        for n, s in (("x", (2, 8)), ("w1", (8, 16)), ("w2", (16, 4)))
+    }
     direct = relax.VirtualMachine(exe, tvm.cpu())["main"](*(tvm.runtime.tensor(a) for a in arrays.values()))
     pm = tvm_partial.partial(exe, device=tvm.cpu(), w1=arrays["w1"], w2=arrays["w2"])
     tvm_partial.export_library(pm, build / "relax_mlp.so")
@@ -71,8 +75,12 @@ def export_relax_mlp(build: Path) -> bool:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--build-dir", type=Path, default=HERE / "build",
-                        help="CMake build folder, also holding the artifacts (default: build/ here)")
+    parser.add_argument(
+        "--build-dir",
+        type=Path,
+        default=HERE / "build",
+        help="CMake build folder, also holding the artifacts (default: build/ here)",
+    )
     build = parser.parse_args(argv).build_dir.resolve()
     build.mkdir(parents=True, exist_ok=True)
 
@@ -89,21 +97,35 @@ def main(argv=None) -> int:
     # Zero-copy (payloads mapped from the library file), forced here: these weights are small.
     tvm_partial.export_library(pm, build / "conv2d_bias_zero_copy.so", self_contained=True, zero_copy=True)
     # External weights: the code in the library, the weights in a safetensors file beside it.
-    tvm_partial.export_library(pm, build / "conv2d_bias_weights.so", self_contained=True,
-                               weights_file=build / "conv2d_bias_weights.safetensors")
+    tvm_partial.export_library(
+        pm,
+        build / "conv2d_bias_weights.so",
+        self_contained=True,
+        weights_file=build / "conv2d_bias_weights.safetensors",
+    )
     exe.export_library(str(build / "conv2d_bias_plain.so"))
     # The forum's calling convention: `out = main(data)`, the result allocated by each call.
-    returning = tvm_partial.partial(exe, signature=tensors, weights=inputs["weights"], bias=inputs["bias"],
-                                    outputs="result")
+    returning = tvm_partial.partial(
+        exe, signature=tensors, weights=inputs["weights"], bias=inputs["bias"], outputs="result"
+    )
     tvm_partial.export_library(returning, build / "conv2d_bias_returns.so", self_contained=True)
     for name, array in [*inputs.items(), ("expected", expected)]:
         array.tofile(build / f"{name}.bin")
     checks["Python: the Relax MLP partial == the direct VM call (bitwise)"] = export_relax_mlp(build)
 
-    for cmake in (["cmake", "-S", str(HERE), "-B", str(build), f"-Dtvm_partial_DIR={config.cmakedir()}",
-                   f"-DTVM_RUNTIME_LIBRARY={tvm.libinfo.find_libtvm_runtime()}",
-                   f"-DPython_EXECUTABLE={sys.executable}"],
-                  ["cmake", "--build", str(build)]):
+    for cmake in (
+        [
+            "cmake",
+            "-S",
+            str(HERE),
+            "-B",
+            str(build),
+            f"-Dtvm_partial_DIR={config.cmakedir()}",
+            f"-DTVM_RUNTIME_LIBRARY={tvm.libinfo.find_libtvm_runtime()}",
+            f"-DPython_EXECUTABLE={sys.executable}",
+        ],
+        ["cmake", "--build", str(build)],
+    ):
         proc = subprocess.run(cmake, capture_output=True, text=True)
         if proc.returncode != 0:
             print(f"$ {' '.join(cmake)}\n{proc.stdout}{proc.stderr}", file=sys.stderr)
@@ -123,33 +145,47 @@ def main(argv=None) -> int:
     weights, bias = str(build / "weights.bin"), str(build / "bias.bin")
     checks["deploy: artifact, loader from libtvm_partial"] = run("deploy", artifact, *data).returncode == 0
     checks["deploy: self-contained artifact"] = run("deploy", self_contained, *data).returncode == 0
-    checks["deploy --bind: plain library, bound in C++"] = run(
-        "deploy", "--bind", str(build / "conv2d_bias_plain.so"), weights, bias, *data).returncode == 0
-    checks["deploy_ffi_only: self-contained artifact, no tvm-partial"] = run(
-        "deploy_ffi_only", self_contained, *data).returncode == 0
+    checks["deploy --bind: plain library, bound in C++"] = (
+        run("deploy", "--bind", str(build / "conv2d_bias_plain.so"), weights, bias, *data).returncode == 0
+    )
+    checks["deploy_ffi_only: self-contained artifact, no tvm-partial"] = (
+        run("deploy_ffi_only", self_contained, *data).returncode == 0
+    )
     zero_copy = str(build / "conv2d_bias_zero_copy.so")
     checks["deploy: zero-copy self-contained artifact"] = run("deploy", zero_copy, *data).returncode == 0
-    checks["deploy_ffi_only: zero-copy self-contained artifact, no tvm-partial"] = run(
-        "deploy_ffi_only", zero_copy, *data).returncode == 0
+    checks["deploy_ffi_only: zero-copy self-contained artifact, no tvm-partial"] = (
+        run("deploy_ffi_only", zero_copy, *data).returncode == 0
+    )
     external = str(build / "conv2d_bias_weights.so")
-    checks["deploy: artifact with a safetensors weights file"] = run("deploy", external, *data).returncode == 0
-    checks["deploy_ffi_only: artifact with a safetensors weights file, no tvm-partial"] = run(
-        "deploy_ffi_only", external, *data).returncode == 0
+    checks["deploy: artifact with a safetensors weights file"] = (
+        run("deploy", external, *data).returncode == 0
+    )
+    checks["deploy_ffi_only: artifact with a safetensors weights file, no tvm-partial"] = (
+        run("deploy_ffi_only", external, *data).returncode == 0
+    )
     returns = str(build / "conv2d_bias_returns.so")
-    checks["deploy --returns: artifact with outputs, out = main(data)"] = run(
-        "deploy", "--returns", returns, *data).returncode == 0
-    checks["deploy --bind-returns: plain library, bound with an output in C++"] = run(
-        "deploy", "--bind-returns", str(build / "conv2d_bias_plain.so"), weights, bias, *data).returncode == 0
-    checks["deploy_ffi_only --returns: self-contained artifact with outputs"] = run(
-        "deploy_ffi_only", "--returns", returns, *data).returncode == 0
+    checks["deploy --returns: artifact with outputs, out = main(data)"] = (
+        run("deploy", "--returns", returns, *data).returncode == 0
+    )
+    checks["deploy --bind-returns: plain library, bound with an output in C++"] = (
+        run("deploy", "--bind-returns", str(build / "conv2d_bias_plain.so"), weights, bias, *data).returncode
+        == 0
+    )
+    checks["deploy_ffi_only --returns: self-contained artifact with outputs"] = (
+        run("deploy_ffi_only", "--returns", returns, *data).returncode == 0
+    )
     relax_data = [str(build / "relax_x.bin"), str(build / "relax_expected.bin")]
-    checks["deploy --relax: Relax model with its weights, y = main(x)"] = run(
-        "deploy", "--relax", str(build / "relax_mlp.so"), *relax_data).returncode == 0
-    checks["deploy_ffi_only --relax: self-contained Relax model, no tvm-partial"] = run(
-        "deploy_ffi_only", "--relax", str(build / "relax_mlp_self_contained.so"), *relax_data).returncode == 0
+    checks["deploy --relax: Relax model with its weights, y = main(x)"] = (
+        run("deploy", "--relax", str(build / "relax_mlp.so"), *relax_data).returncode == 0
+    )
+    checks["deploy_ffi_only --relax: self-contained Relax model, no tvm-partial"] = (
+        run("deploy_ffi_only", "--relax", str(build / "relax_mlp_self_contained.so"), *relax_data).returncode
+        == 0
+    )
     refused = run("deploy_ffi_only", artifact, *data)
     checks["deploy_ffi_only: plain artifact refused, loader not registered"] = (
-        refused.returncode == 2 and LOADER_MISSING in refused.stderr)
+        refused.returncode == 2 and LOADER_MISSING in refused.stderr
+    )
 
     print()
     for label, ok in checks.items():

@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """tvm-partial: partial application for Apache TVM runtime functions and modules.
 
 Bind weights and biases of a compiled kernel once; call it with the data alone, with no Python

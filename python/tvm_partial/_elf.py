@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Reading and writing the ELF files tvm-partial deals with: artifacts (to inspect, verify and
 check them before loading, and to find the bytes an update rewrites) and the relocatable object
 that carries a zero-copy payload region.
@@ -10,16 +12,16 @@ Only 64-bit little-endian ELF is read (the platforms tvm-partial exports zero-co
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 #: TVM's embedded module blob: u64 length, then the serialised module tree.
 BLOB_SYMBOL = b"__tvm_ffi__library_bin"
 
 _SHT_SYMTAB, _SHT_NOBITS, _SHT_DYNSYM = 2, 8, 11
 _PT_LOAD = 1
-_SYM = struct.Struct("<IBBHQQ")            # Elf64_Sym
-_SHDR = struct.Struct("<IIQQQQIIQQ")       # Elf64_Shdr
-_PHDR = struct.Struct("<IIQQQQQQ")         # Elf64_Phdr
+_SYM = struct.Struct("<IBBHQQ")  # Elf64_Sym
+_SHDR = struct.Struct("<IIQQQQIIQQ")  # Elf64_Shdr
+_PHDR = struct.Struct("<IIQQQQQQ")  # Elf64_Phdr
 
 
 class Section(NamedTuple):
@@ -37,8 +39,9 @@ class Section(NamedTuple):
 
 class Embedded(NamedTuple):
     """One module of TVM's embedded blob: its kind, and where its bytes lie in the file."""
+
     kind: str
-    offset: int   # file offset of the module's bytes (after their u64 length)
+    offset: int  # file offset of the module's bytes (after their u64 length)
     size: int
 
 
@@ -57,13 +60,15 @@ class ElfFile:
             raise ValueError(f"{path} is not a tvm-partial artifact: not an ELF shared library")
         if data[4] != 2 or data[5] != 1:
             raise ValueError(f"{path}: only 64-bit little-endian ELF libraries can be read")
-        self._sections: Optional[list] = None
+        self._sections: list | None = None
 
     # -- raw reads --------------------------------------------------------------------------
     def _need(self, offset: int, length: int, what: str) -> None:
         if offset < 0 or length < 0 or offset + length > self.size:
-            raise ValueError(f"{self.path} is truncated or damaged: {what} ({length} bytes at offset "
-                             f"{offset}) runs past the end of the file ({self.size} bytes)")
+            raise ValueError(
+                f"{self.path} is truncated or damaged: {what} ({length} bytes at offset "
+                f"{offset}) runs past the end of the file ({self.size} bytes)"
+            )
 
     def unpack(self, fmt: struct.Struct, offset: int, what: str) -> tuple:
         self._need(offset, fmt.size, what)
@@ -74,55 +79,64 @@ class ElfFile:
 
     def bytes_at(self, offset: int, length: int, what: str) -> bytes:
         self._need(offset, length, what)
-        return bytes(self.data[offset:offset + length])
+        return bytes(self.data[offset : offset + length])
 
     # -- tables -----------------------------------------------------------------------------
     def program_headers(self) -> list:
-        phoff, = self.unpack(_U64, 0x20, "the program header offset")
+        (phoff,) = self.unpack(_U64, 0x20, "the program header offset")
         phentsize, phnum = self.unpack(_U16x2, 0x36, "the program header count")
         if phnum == 0:
             return []
         if phentsize < _PHDR.size:
-            raise ValueError(f"{self.path} is damaged: program header entries of {phentsize} bytes "
-                             f"(ELF64 needs {_PHDR.size})")
+            raise ValueError(
+                f"{self.path} is damaged: program header entries of {phentsize} bytes "
+                f"(ELF64 needs {_PHDR.size})"
+            )
         self._need(phoff, phentsize * phnum, "its program headers")
         return [_PHDR.unpack_from(self.data, phoff + i * phentsize) for i in range(phnum)]
 
     def sections(self) -> list:
         if self._sections is None:
-            shoff, = self.unpack(_U64, 0x28, "the section header offset")
+            (shoff,) = self.unpack(_U64, 0x28, "the section header offset")
             shentsize, shnum = self.unpack(_U16x2, 0x3A, "the section header count")
             if shoff == 0 or shnum == 0:
-                raise ValueError(f"{self.path} has no ELF section table (stripped or damaged): "
-                                 "it cannot be read without loading it")
+                raise ValueError(
+                    f"{self.path} has no ELF section table (stripped or damaged): "
+                    "it cannot be read without loading it"
+                )
             if shentsize < _SHDR.size:
-                raise ValueError(f"{self.path} is damaged: section header entries of {shentsize} bytes "
-                                 f"(ELF64 needs {_SHDR.size})")
+                raise ValueError(
+                    f"{self.path} is damaged: section header entries of {shentsize} bytes "
+                    f"(ELF64 needs {_SHDR.size})"
+                )
             self._need(shoff, shentsize * shnum, "its ELF section table")
-            self._sections = [Section(*_SHDR.unpack_from(self.data, shoff + i * shentsize))
-                              for i in range(shnum)]
+            self._sections = [
+                Section(*_SHDR.unpack_from(self.data, shoff + i * shentsize)) for i in range(shnum)
+            ]
         return self._sections
 
-    def symbol(self, name: bytes) -> Optional[tuple]:
+    def symbol(self, name: bytes) -> tuple | None:
         """(file offset, size) of the defined symbol ``name``, or None when no table has it.
         The dynamic symbol table is searched first (exported symbols are there)."""
         sections = self.sections()
-        tables = sorted((s for s in sections if s.type in (_SHT_DYNSYM, _SHT_SYMTAB)),
-                        key=lambda s: s.type != _SHT_DYNSYM)
+        tables = sorted(
+            (s for s in sections if s.type in (_SHT_DYNSYM, _SHT_SYMTAB)), key=lambda s: s.type != _SHT_DYNSYM
+        )
         for table in tables:
             found = self._lookup(table, sections, name)
             if found is not None:
                 return found
         return None
 
-    def _lookup(self, table: Section, sections: list, name: bytes) -> Optional[tuple]:
+    def _lookup(self, table: Section, sections: list, name: bytes) -> tuple | None:
         if table.link >= len(sections):
-            raise ValueError(f"{self.path} is damaged: a symbol table links to section {table.link} "
-                             f"of {len(sections)}")
+            raise ValueError(
+                f"{self.path} is damaged: a symbol table links to section {table.link} of {len(sections)}"
+            )
         strtab = sections[table.link]
         self._need(table.offset, table.size, "a symbol table")
         self._need(strtab.offset, strtab.size, "a string table")
-        strings = bytes(self.data[strtab.offset:strtab.offset + strtab.size])
+        strings = bytes(self.data[strtab.offset : strtab.offset + strtab.size])
         wanted = set()  # string-table offsets where `name` is spelled out, NUL-terminated
         at = strings.find(name + b"\0")
         while at >= 0:
@@ -131,7 +145,7 @@ class ElfFile:
         if not wanted:
             return None
         count = table.size // _SYM.size
-        symbols = self.data[table.offset:table.offset + count * _SYM.size]
+        symbols = self.data[table.offset : table.offset + count * _SYM.size]
         for st_name, _info, _other, shndx, value, size in _SYM.iter_unpack(symbols):
             if st_name not in wanted or not 0 < shndx < len(sections):
                 continue  # another name, or undefined / absolute / special section
@@ -148,15 +162,19 @@ class ElfFile:
         """Raise ``ValueError`` if the file is shorter than its loadable segments say."""
         for p_type, _flags, p_offset, _vaddr, _paddr, p_filesz, _memsz, _align in self.program_headers():
             if p_type == _PT_LOAD and p_offset + p_filesz > self.size:
-                raise ValueError(f"{self.path} is truncated: its segments need {p_offset + p_filesz} "
-                                 f"bytes, the file has {self.size}; copy or export it again")
+                raise ValueError(
+                    f"{self.path} is truncated: its segments need {p_offset + p_filesz} "
+                    f"bytes, the file has {self.size}; copy or export it again"
+                )
 
     def embedded_modules(self) -> list:
         """[Embedded] of the modules TVM packed into ``__tvm_ffi__library_bin``."""
         found = self.symbol(BLOB_SYMBOL)
         if found is None:
-            raise ValueError(f"{self.path} is not a tvm-partial artifact: it embeds no partial_apply module "
-                             f"(no embedded modules at all: no {BLOB_SYMBOL.decode()} symbol)")
+            raise ValueError(
+                f"{self.path} is not a tvm-partial artifact: it embeds no partial_apply module "
+                f"(no embedded modules at all: no {BLOB_SYMBOL.decode()} symbol)"
+            )
         at, _ = found
         nbytes = self.u64(at, "the embedded module blob's length")
         self._need(at + 8, nbytes, "the embedded module blob")
@@ -174,8 +192,10 @@ def _parse_library_bin(elf: ElfFile, pos: int, end: int) -> list:
     def take(n: int, what: str) -> int:
         nonlocal pos
         if n < 0 or n > end - pos:
-            raise ValueError(f"{elf.path}: the embedded module blob is truncated or damaged: {what} "
-                             f"of {n} bytes at offset {pos} runs past its end")
+            raise ValueError(
+                f"{elf.path}: the embedded module blob is truncated or damaged: {what} "
+                f"of {n} bytes at offset {pos} runs past its end"
+            )
         start = pos
         pos += n
         return start
@@ -186,8 +206,10 @@ def _parse_library_bin(elf: ElfFile, pos: int, end: int) -> list:
     def count(what: str) -> int:
         n = u64(what)
         if n > (end - pos) // 8:
-            raise ValueError(f"{elf.path}: the embedded module blob is damaged: {what} {n} cannot fit "
-                             f"in its {end - pos} remaining bytes")
+            raise ValueError(
+                f"{elf.path}: the embedded module blob is damaged: {what} {n} cannot fit "
+                f"in its {end - pos} remaining bytes"
+            )
         return n
 
     indptr = [u64("an import index") for _ in range(count("the import index count"))]
@@ -196,7 +218,7 @@ def _parse_library_bin(elf: ElfFile, pos: int, end: int) -> list:
     modules = []
     for _ in range(max(len(indptr) - 1, 0)):
         n = u64("a module kind's length")
-        kind = bytes(elf.data[take(n, "a module kind"):pos]).decode("utf-8", "replace")
+        kind = bytes(elf.data[take(n, "a module kind") : pos]).decode("utf-8", "replace")
         if kind == "_lib":
             modules.append(Embedded(kind, pos, 0))
             continue
@@ -254,15 +276,18 @@ def finish_payload_object(f, symbol: str, machine: int, lead: int = 64) -> None:
     headers_at = f.tell()
     sections = [
         (0, 0, 0, 0, 0, 0, 0, 0, 0),
-        (1, section_flags, lead, size, 0, 0, 64, 0, name_at[1]),           # PROGBITS, WRITE|ALLOC
-        (2, 0, symtab_at, len(symtab), 3, 1, 8, 24, name_at[2]),            # SYMTAB -> .strtab
-        (3, 0, strtab_at, len(strtab), 0, 0, 1, 0, name_at[3]),             # STRTAB
-        (3, 0, shstrtab_at, len(shstrtab), 0, 0, 1, 0, name_at[4]),         # STRTAB (names)
-        (1, 0, shstrtab_at, 0, 0, 0, 1, 0, name_at[5]),                     # no executable stack
+        (1, section_flags, lead, size, 0, 0, 64, 0, name_at[1]),  # PROGBITS, WRITE|ALLOC
+        (2, 0, symtab_at, len(symtab), 3, 1, 8, 24, name_at[2]),  # SYMTAB -> .strtab
+        (3, 0, strtab_at, len(strtab), 0, 0, 1, 0, name_at[3]),  # STRTAB
+        (3, 0, shstrtab_at, len(shstrtab), 0, 0, 1, 0, name_at[4]),  # STRTAB (names)
+        (1, 0, shstrtab_at, 0, 0, 0, 1, 0, name_at[5]),  # no executable stack
     ]
     for sh_type, flags, offset, length, link, info, align, entsize, name in sections:
         f.write(_SHDR.pack(name, sh_type, flags, 0, offset, length, link, info, align, entsize))
     f.seek(0)
-    f.write(b"\x7fELF" + bytes([2, 1, 1, 0]) + bytes(8)                   # 64-bit, little-endian
-            + struct.pack("<HHIQQQIHHHHHH", 1, machine, 1, 0, 0, headers_at, 0, 64, 0, 0, 64,
-                          len(sections), 4))
+    f.write(
+        b"\x7fELF"
+        + bytes([2, 1, 1, 0])
+        + bytes(8)  # 64-bit, little-endian
+        + struct.pack("<HHIQQQIHHHHHH", 1, machine, 1, 0, 0, headers_at, 0, 64, 0, 0, 64, len(sections), 4)
+    )

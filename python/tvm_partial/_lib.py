@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Loading ``libtvm_partial.so``; the ``tvm.backends`` hook that loads it at ``import tvm``.
 
 Loading the library registers the globals ``runtime.PartialApply``, ``runtime.PartialApplyModule``,

@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """The ``tvm-partial`` command: ``demo`` (the forum case end to end), ``inspect`` and ``verify``
 (artifacts).
 
@@ -13,7 +15,6 @@ import json
 import sys
 from importlib import metadata
 
-
 #: Exit codes of ``inspect`` and ``verify``.
 EXIT_OK, EXIT_DAMAGED, EXIT_UNREADABLE = 0, 1, 2
 
@@ -23,15 +24,21 @@ def format_verify(report: dict) -> str:
     lines = []
     for p in report["damaged"]:
         name = f" ({p['name']})" if "name" in p else ""
-        lines.append(f"{report['path']}: DAMAGED: function {p['function']!r} position {p['index']}{name}: "
-                     f"{p['bytes']} bytes at file offset {p['file_offset']} ({p['placement']}) do not "
-                     "match their recorded hash")
+        lines.append(
+            f"{report['path']}: DAMAGED: function {p['function']!r} position {p['index']}{name}: "
+            f"{p['bytes']} bytes at file offset {p['file_offset']} ({p['placement']}) do not "
+            "match their recorded hash"
+        )
     if report["intact"]:
-        lines.append(f"{report['path']}: intact: {report['checked']} payloads, {report['bytes']} bytes, "
-                     "match their recorded hashes")
+        lines.append(
+            f"{report['path']}: intact: {report['checked']} payloads, {report['bytes']} bytes, "
+            "match their recorded hashes"
+        )
     else:
-        lines.append(f"{report['path']}: {len(report['damaged'])} of {report['checked']} payloads damaged; "
-                     "copy or export the artifact again")
+        lines.append(
+            f"{report['path']}: {len(report['damaged'])} of {report['checked']} payloads damaged; "
+            "copy or export the artifact again"
+        )
     return "\n".join(lines)
 
 
@@ -46,12 +53,21 @@ def format_inspect(info: dict) -> str:
         if not region["present"]:
             lines.append(f"  payload region {region['symbol']}: MISSING from the file")
         else:
-            state = "present, header intact, inside the file" if region["complete"] else "TRUNCATED OR DAMAGED"
-            lines.append(f"  payload region at file offset {region['file_offset']}, {region['bytes']} bytes ({state})")
+            state = (
+                "present, header intact, inside the file" if region["complete"] else "TRUNCATED OR DAMAGED"
+            )
+            lines.append(
+                f"  payload region at file offset {region['file_offset']}, {region['bytes']} bytes ({state})"
+            )
         weights = region.get("weights_file")
         if weights is not None:
-            state = ("MISSING" if not weights["present"] else "present, matches this artifact" if weights["complete"]
-                     else "TRUNCATED OR NOT WRITTEN WITH THIS ARTIFACT")
+            state = (
+                "MISSING"
+                if not weights["present"]
+                else "present, matches this artifact"
+                if weights["complete"]
+                else "TRUNCATED OR NOT WRITTEN WITH THIS ARTIFACT"
+            )
             lines.append(f"  weights file {weights['name']} ({weights['path']}): {state}")
     lines.append(f"  payload hashes: {info['payload_hashes']}")
     if info.get("relax_vm"):
@@ -78,21 +94,31 @@ def format_inspect(info: dict) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="tvm-partial", description=__doc__)
-    parser.add_argument("--version", action="version",
-                        version=f"tvm-partial {metadata.version('tvm-partial')}")
+    parser.add_argument(
+        "--version", action="version", version=f"tvm-partial {metadata.version('tvm-partial')}"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="bind, call, time, export and reload the forum's conv2d + bias")
     demo.add_argument("--out", help="folder to export the artifact to (default: a temporary one)")
     demo.add_argument("--calls", type=int, default=2000, help="calls per timing repeat (default 2000)")
-    demo.add_argument("--relax", action="store_true",
-                      help="a frontend.nn Relax model instead: bound by name, exported, reloaded")
-    demo.add_argument("--self-contained", action="store_true",
-                      help="link tvm-partial's loader into the artifact and reload it without the extension")
+    demo.add_argument(
+        "--relax",
+        action="store_true",
+        help="a frontend.nn Relax model instead: bound by name, exported, reloaded",
+    )
+    demo.add_argument(
+        "--self-contained",
+        action="store_true",
+        help="link tvm-partial's loader into the artifact and reload it without the extension",
+    )
     inspect = sub.add_parser("inspect", help="show what an exported artifact binds")
     inspect.add_argument("path", help="an exported library (.so)")
     inspect.add_argument("--json", action="store_true", help="print JSON instead of text")
-    verify = sub.add_parser("verify", help="check every payload of an artifact against its recorded hash "
-                                           "(exit 0: intact, 1: payloads changed, 2: unreadable or damaged)")
+    verify = sub.add_parser(
+        "verify",
+        help="check every payload of an artifact against its recorded hash "
+        "(exit 0: intact, 1: payloads changed, 2: unreadable or damaged)",
+    )
     verify.add_argument("path", help="an exported library (.so)")
     verify.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)

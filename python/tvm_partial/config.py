@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Where the installed C++ parts are: ``python -m tvm_partial.config --cmakedir`` and friends.
 
 Used by C++ projects: ``cmake -Dtvm_partial_DIR=$(python -m tvm_partial.config --cmakedir)``.
@@ -6,9 +8,8 @@ Used by C++ projects: ``cmake -Dtvm_partial_DIR=$(python -m tvm_partial.config -
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
-
 from importlib import metadata
+from pathlib import Path
 
 
 def libdir() -> Path:

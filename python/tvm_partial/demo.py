@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """The forum case end to end: a conv2d + bias kernel whose weights and bias are bound once.
 
 Used by ``tvm-partial demo``; the builders are also what the tests and benchmarks compile.
@@ -50,7 +52,9 @@ def build_conv2d_bias(dtype: str = "float32"):
 
 def sample_inputs(seed: int = 0, dtype: str = "float32") -> dict:
     rng = np.random.default_rng(seed)
-    return {name: rng.integers(-4, 5, size=SHAPES[name]).astype(dtype) for name in ("data", "weights", "bias")}
+    return {
+        name: rng.integers(-4, 5, size=SHAPES[name]).astype(dtype) for name in ("data", "weights", "bias")
+    }
 
 
 def reference(data: np.ndarray, weights: np.ndarray, bias: np.ndarray) -> np.ndarray:
@@ -80,8 +84,9 @@ np.save(sys.argv[3], out.numpy())
 """
 
 
-def run(out_dir: str | None = None, calls: int = 2000, repeats: int = 5, self_contained: bool = False,
-        echo=print) -> int:
+def run(
+    out_dir: str | None = None, calls: int = 2000, repeats: int = 5, self_contained: bool = False, echo=print
+) -> int:
     """The whole journey; returns the exit status (0 when every check passed)."""
     import tvm
 
@@ -123,7 +128,9 @@ def run(out_dir: str | None = None, calls: int = 2000, repeats: int = 5, self_co
     ]
     times = [(label, _median_ns(fn, calls, repeats)) for label, fn in rows]
     direct_ns = times[0][1]
-    echo(f"conv2d + bias {SHAPES['data']} * {SHAPES['weights']}: median per call over {repeats} x {calls} calls")
+    echo(
+        f"conv2d + bias {SHAPES['data']} * {SHAPES['weights']}: median per call over {repeats} x {calls} calls"
+    )
     echo(f"{'call':<26}{'us/call':>10}{'vs direct':>11}")
     for label, ns in times:
         echo(f"{label:<26}{ns / 1000:>10.2f}{ns / direct_ns:>10.2f}x")
@@ -141,8 +148,12 @@ def run(out_dir: str | None = None, calls: int = 2000, repeats: int = 5, self_co
         env = dict(os.environ)
         if self_contained:  # prove it: the fresh process never loads the extension
             env["TVM_DEVICE_BACKEND_AUTOLOAD"] = "0"
-        proc = subprocess.run([sys.executable, "-c", script, lib_path, os.path.join(folder, "data.npy"), out_path],
-                              capture_output=True, text=True, env=env)
+        proc = subprocess.run(
+            [sys.executable, "-c", script, lib_path, os.path.join(folder, "data.npy"), out_path],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
         reloaded_ok = proc.returncode == 0 and np.array_equal(np.load(out_path), expected)
         where = "without tvm-partial" if self_contained else "in a fresh process"
         checks[f"reloaded {where} == numpy (bitwise)"] = reloaded_ok

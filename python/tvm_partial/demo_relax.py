@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """``tvm-partial demo --relax``: a small ``frontend.nn`` model bound by its parameter names
 (``fc1.weight``...), exported with its weights as one library, loaded in a fresh process and
 checked against numpy and the direct VirtualMachine call."""
@@ -54,12 +56,15 @@ def run(out_dir: str | None = None, self_contained: bool = False, echo=print) ->
     exe, params, x = build()
     expected = reference(x, params)
     direct = relax.VirtualMachine(exe, tvm.cpu())["forward"](
-        tvm.runtime.tensor(x), *(tvm.runtime.tensor(v) for v in params.values())).numpy()
+        tvm.runtime.tensor(x), *(tvm.runtime.tensor(v) for v in params.values())
+    ).numpy()
     pm = partial(exe, function="forward", device=tvm.cpu(), **params)
     echo(f"bound forward({', '.join(param_names(pm)['forward'])}): free x")
     out = pm["forward"](tvm.runtime.tensor(x)).numpy()
-    checks = {"Relax partial == numpy (bitwise)": np.array_equal(out, expected),
-              "Relax partial == direct VM call (bitwise)": np.array_equal(out, direct)}
+    checks = {
+        "Relax partial == numpy (bitwise)": np.array_equal(out, expected),
+        "Relax partial == direct VM call (bitwise)": np.array_equal(out, direct),
+    }
     with tempfile.TemporaryDirectory() as tmp:
         folder = out_dir or tmp
         os.makedirs(folder, exist_ok=True)
@@ -70,13 +75,18 @@ def run(out_dir: str | None = None, self_contained: bool = False, echo=print) ->
         env = dict(os.environ)
         if self_contained:
             env["TVM_DEVICE_BACKEND_AUTOLOAD"] = "0"
-        proc = subprocess.run([sys.executable, "-c", _RELOAD, path, os.path.join(folder, "x.npy"), result],
-                              capture_output=True, text=True, env=env)
+        proc = subprocess.run(
+            [sys.executable, "-c", _RELOAD, path, os.path.join(folder, "x.npy"), result],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
         if proc.returncode != 0:
             echo(proc.stderr.strip())
         where = "without tvm-partial" if self_contained else "in a fresh process"
-        checks[f"Relax model reloaded {where} == numpy (bitwise)"] = (
-            proc.returncode == 0 and np.array_equal(np.load(result), expected))
+        checks[f"Relax model reloaded {where} == numpy (bitwise)"] = proc.returncode == 0 and np.array_equal(
+            np.load(result), expected
+        )
         echo(f"exported {path}" + ("" if out_dir else " (temporary; keep it with --out DIR)"))
         from .cli import format_inspect
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Exporting partial modules as one deploy library, loading them back, and inspecting artifacts."""
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import struct
 import tempfile
 from importlib import metadata
 from pathlib import Path
-from typing import Optional, Union
+from typing import Union
 
 import tvm_ffi
 
@@ -22,8 +24,15 @@ PathLike = Union[str, "os.PathLike[str]"]
 _EMBED_OBJECT = "tvm_partial_embed.o"
 
 
-def export_library(module, path: PathLike, *, self_contained: bool = False,
-                   zero_copy: Optional[bool] = None, weights_file: Optional[PathLike] = None, **kwargs) -> None:
+def export_library(
+    module,
+    path: PathLike,
+    *,
+    self_contained: bool = False,
+    zero_copy: bool | None = None,
+    weights_file: PathLike | None = None,
+    **kwargs,
+) -> None:
     """Export ``module`` (a partial module or any TVM module) and everything it imports into one
     shared library at ``path``: code and bound constants together.
 
@@ -55,36 +64,56 @@ def export_library(module, path: PathLike, *, self_contained: bool = False,
     if not hasattr(module, "export_library"):
         raise TypeError(f"export_library needs a tvm.runtime.Module, got {type(module).__name__}")
     _remote.refuse_export(module)
-    if isinstance(module, tvm_ffi.Module) and _lib.is_partial(module) and module.imports and \
-            module.imports[0].kind == "relax.VirtualMachine":
+    if (
+        isinstance(module, tvm_ffi.Module)
+        and _lib.is_partial(module)
+        and module.imports
+        and module.imports[0].kind == "relax.VirtualMachine"
+    ):
         raise TypeError(
             "export_library: this partial module binds a relax.VirtualMachine, which cannot be saved; "
             "bind the executable instead: tvm_partial.partial(exe, device=dev, ...) (what "
-            "tvm.compile returned), which records the device and creates the VM when loaded")
+            "tvm.compile returned), which records the device and creates the VM when loaded"
+        )
     if weights_file is not None:
         if not (isinstance(module, tvm_ffi.Module) and _lib.is_partial(module)):
             raise TypeError("export_library: weights_file= needs a partial module (tvm_partial.partial(...))")
         if zero_copy is False:
-            raise ValueError("export_library: weights_file= places the payloads in that file; zero_copy=False "
-                             "(payloads inside the library) contradicts it")
+            raise ValueError(
+                "export_library: weights_file= places the payloads in that file; zero_copy=False "
+                "(payloads inside the library) contradicts it"
+            )
         weights_path = os.path.abspath(os.fspath(weights_file))
-        if weights_path == os.path.abspath(path) or (os.path.exists(path) and os.path.exists(weights_path)
-                                                     and os.path.samefile(path, weights_path)):
-            raise ValueError(f"export_library: weights_file={os.fspath(weights_file)!r} is the library's own "
-                             "path; give the weights file a name of its own (e.g. model.safetensors)")
+        if weights_path == os.path.abspath(path) or (
+            os.path.exists(path) and os.path.exists(weights_path) and os.path.samefile(path, weights_path)
+        ):
+            raise ValueError(
+                f"export_library: weights_file={os.fspath(weights_file)!r} is the library's own "
+                "path; give the weights file a name of its own (e.g. model.safetensors)"
+            )
         if os.path.isdir(weights_path):
-            raise ValueError(f"export_library: weights_file={os.fspath(weights_file)!r} is a folder; name the "
-                             "file to write (e.g. model.safetensors)")
+            raise ValueError(
+                f"export_library: weights_file={os.fspath(weights_file)!r} is a folder; name the "
+                "file to write (e.g. model.safetensors)"
+            )
         if not os.path.isdir(os.path.dirname(weights_path)):
-            raise FileNotFoundError(f"export_library: the folder of weights_file={os.fspath(weights_file)!r} "
-                                    "does not exist; create it first")
-        if module.imports and module.imports[0].kind == "library" or _relax_loaded(module):
-            raise ValueError("export_library: weights_file= with a module loaded from an artifact is not "
-                             "supported: bind the compiled module with tvm_partial.partial() and export that")
+            raise FileNotFoundError(
+                f"export_library: the folder of weights_file={os.fspath(weights_file)!r} "
+                "does not exist; create it first"
+            )
+        if (module.imports and module.imports[0].kind == "library") or _relax_loaded(module):
+            raise ValueError(
+                "export_library: weights_file= with a module loaded from an artifact is not "
+                "supported: bind the compiled module with tvm_partial.partial() and export that"
+            )
     if isinstance(module, tvm_ffi.Module) and _lib.is_partial(module) and _relax_loaded(module):
         return _export_loaded(module, path, zero_copy=zero_copy, self_contained=self_contained, **kwargs)
-    if isinstance(module, tvm_ffi.Module) and _lib.is_partial(module) and module.imports and \
-            module.imports[0].kind == "library":
+    if (
+        isinstance(module, tvm_ffi.Module)
+        and _lib.is_partial(module)
+        and module.imports
+        and module.imports[0].kind == "library"
+    ):
         return _export_loaded(module, path, zero_copy=zero_copy, self_contained=self_contained, **kwargs)
     if kwargs.get("addons"):
         kwargs["addons"] = list(kwargs["addons"])  # TVM appends to the list: keep the caller's
@@ -100,8 +129,14 @@ def export_library(module, path: PathLike, *, self_contained: bool = False,
         return _export_with_weights_file(module, path, os.fspath(weights_file), **kwargs)
     with _new_file(path) as staged:
         with tempfile.TemporaryDirectory(prefix="tvm_partial_") as workdir:
-            if isinstance(module, tvm_ffi.Module) and _lib.is_partial(module) and (
-                    zero_copy or (zero_copy is None and _zero_copy.constant_bytes(module) >= _zero_copy.THRESHOLD_BYTES)):
+            if (
+                isinstance(module, tvm_ffi.Module)
+                and _lib.is_partial(module)
+                and (
+                    zero_copy
+                    or (zero_copy is None and _zero_copy.constant_bytes(module) >= _zero_copy.THRESHOLD_BYTES)
+                )
+            ):
                 module, payload_object = _zero_copy.prepare(module, Path(workdir))
                 kwargs["addons"] = [*(kwargs.get("addons") or []), os.fspath(payload_object)]
             module.export_library(staged, **kwargs)
@@ -115,8 +150,11 @@ def _code_of(module) -> tuple:
     executable = module.imports[0].imports[0]
     library = next(m for m in executable.imports if m.kind == "library")
     text = str(executable["as_text"]())
-    return library, [line[1:].split(" ", 1)[0] for line in text.splitlines()
-                     if line.startswith("@") and line.endswith(" packed_func;")]
+    return library, [
+        line[1:].split(" ", 1)[0]
+        for line in text.splitlines()
+        if line.startswith("@") and line.endswith(" packed_func;")
+    ]
 
 
 def _relax_loaded(module) -> bool:
@@ -133,7 +171,9 @@ def _export_with_weights_file(module, path: str, weights_file: str, **kwargs) ->
     name = os.path.relpath(os.path.abspath(weights_file), os.path.dirname(os.path.abspath(path)))
     with _new_file(path) as staged, _new_file(weights_file) as staged_weights:
         with tempfile.TemporaryDirectory(prefix="tvm_partial_") as workdir:
-            module, payload_object = _zero_copy.prepare_weights_file(module, Path(workdir), Path(staged_weights), name)
+            module, payload_object = _zero_copy.prepare_weights_file(
+                module, Path(workdir), Path(staged_weights), name
+            )
             kwargs["addons"] = [*(kwargs.get("addons") or []), os.fspath(payload_object)]
             module.export_library(staged, **kwargs)
 
@@ -175,10 +215,13 @@ def _export_loaded(module, path: str, *, zero_copy, self_contained, **kwargs) ->
         raise ValueError(
             f"export_library: {', '.join(options)} cannot apply to a module loaded from {source}: "
             "its export copies that library, code and link options as they are; bind the compiled "
-            "module again with tvm_partial.partial() to export with other options")
+            "module again with tvm_partial.partial() to export with other options"
+        )
     if os.path.exists(path) and os.path.samefile(path, source):
-        raise ValueError(f"export_library: {path} is the file this module was loaded from; write the "
-                         "updated artifact to a new path (a loaded artifact is never changed in place)")
+        raise ValueError(
+            f"export_library: {path} is the file this module was loaded from; write the "
+            "updated artifact to a new path (a loaded artifact is never changed in place)"
+        )
     with _mapped(source) as data:
         try:
             art = _Artifact(data, source)
@@ -186,12 +229,14 @@ def _export_loaded(module, path: str, *, zero_copy, self_contained, **kwargs) ->
             raise ValueError(
                 f"export_library: this module's code was loaded from {source}, which TVM cannot "
                 f"export again, and it is not an intact tvm-partial artifact to update ({err}); bind "
-                "the compiled module (what tvm.compile returned) and export that") from err
+                "the compiled module (what tvm.compile returned) and export that"
+            ) from err
         if art.weights_file is not None:
             raise ValueError(
                 f"export_library: {source} keeps its weights in the file {art.weights_file}; to ship new "
                 "weights for it, write them with tvm_partial.save_weights(module, path) and load it with "
-                "tvm_partial.load(artifact, weights_file=path)")
+                "tvm_partial.load(artifact, weights_file=path)"
+            )
         external = None
         if art.region is not None:
             _, region_at = art.placement()  # refuses a damaged region
@@ -201,14 +246,16 @@ def _export_loaded(module, path: str, *, zero_copy, self_contained, **kwargs) ->
             raise ValueError(
                 f"export_library: zero_copy={zero_copy} differs from {source}, whose payloads are "
                 f"{art.payloads.split(' ')[0]}; the updated artifact keeps that placement (bind the "
-                "compiled module again with tvm_partial.partial() to change it)")
+                "compiled module again with tvm_partial.partial() to change it)"
+            )
         blob = save_to_bytes(external if external is not None else module)
         if len(blob) != art.blob.size:
             raise ValueError(
                 f"export_library: the updated bindings take {len(blob)} bytes, the artifact {source} "
                 f"has room for {art.blob.size}: a loaded artifact is updated in a copy of its file, "
                 "which needs values of the same dtypes and shapes and strings of the same lengths; "
-                "bind the compiled module again with tvm_partial.partial() and export that")
+                "bind the compiled module again with tvm_partial.partial() and export that"
+            )
         blob_at = art.blob.offset
     with _new_file(path) as staged:
         if external is not None and region_at % 64 == 0:
@@ -216,9 +263,11 @@ def _export_loaded(module, path: str, *, zero_copy, self_contained, **kwargs) ->
             # file is copied around it, and the blob patched.
             _zero_copy.write_payload_region(external, staged, lead=region_at)
             if os.path.getsize(staged) - region_at != region_bytes:
-                raise ValueError(f"export_library: the updated payload region takes "
-                                 f"{os.path.getsize(staged) - region_at} bytes, {source} has {region_bytes}; "
-                                 "rebind keeps dtypes and shapes, or export from the compiled module")
+                raise ValueError(
+                    f"export_library: the updated payload region takes "
+                    f"{os.path.getsize(staged) - region_at} bytes, {source} has {region_bytes}; "
+                    "rebind keeps dtypes and shapes, or export from the compiled module"
+                )
             with open(source, "rb") as src, open(staged, "r+b") as out:
                 _copy_range(src, out, 0, region_at)
                 src.seek(region_at + region_bytes)
@@ -236,9 +285,11 @@ def _export_loaded(module, path: str, *, zero_copy, self_contained, **kwargs) ->
                     region_file = os.path.join(workdir, "payloads.bin")
                     _zero_copy.write_payload_region(external, region_file)
                     if os.path.getsize(region_file) != region_bytes:
-                        raise ValueError(f"export_library: the updated payload region takes "
-                                         f"{os.path.getsize(region_file)} bytes, {source} has {region_bytes}; "
-                                         "rebind keeps dtypes and shapes, or export from the compiled module")
+                        raise ValueError(
+                            f"export_library: the updated payload region takes "
+                            f"{os.path.getsize(region_file)} bytes, {source} has {region_bytes}; "
+                            "rebind keeps dtypes and shapes, or export from the compiled module"
+                        )
                     with open(staged, "r+b") as out, open(region_file, "rb") as region:
                         out.seek(region_at)
                         shutil.copyfileobj(region, out, 1 << 20)
@@ -270,9 +321,11 @@ def _source_file(library, functions: list) -> str:
         except ValueError:
             continue
     if found is None:
-        raise ValueError("export_library: cannot tell which file this module's code was loaded from "
-                         "(it has no bound function in the loaded library); bind the compiled module "
-                         "again with tvm_partial.partial() and export that")
+        raise ValueError(
+            "export_library: cannot tell which file this module's code was loaded from "
+            "(it has no bound function in the loaded library); bind the compiled module "
+            "again with tvm_partial.partial() and export that"
+        )
     path, address = str(found["path"]), int(found["address"]) & _U64_MASK
     mapping = _mapping_of(address)
     if mapping is not None:
@@ -282,13 +335,15 @@ def _source_file(library, functions: list) -> str:
         except OSError:
             st = None
         if st is None or st.st_ino != inode or (os.major(st.st_dev), os.minor(st.st_dev)) != device:
-            raise ValueError(f"export_library: {path}, which this module's code was loaded from, has been "
-                             "replaced or removed since; load the artifact again, or bind the compiled "
-                             "module again with tvm_partial.partial() and export that")
+            raise ValueError(
+                f"export_library: {path}, which this module's code was loaded from, has been "
+                "replaced or removed since; load the artifact again, or bind the compiled "
+                "module again with tvm_partial.partial() and export that"
+            )
     return path
 
 
-def _mapping_of(address: int) -> Optional[tuple]:
+def _mapping_of(address: int) -> tuple | None:
     """((major, minor), inode) of the file mapped at ``address`` (Linux), or None if unknown."""
     try:
         with open("/proc/self/maps") as maps:
@@ -334,7 +389,7 @@ def load_from_bytes(data: bytes, wrapped=None):
     return module
 
 
-def load(path: PathLike, weights_file: Optional[PathLike] = None):
+def load(path: PathLike, weights_file: PathLike | None = None):
     """Load an exported artifact; a partial module comes back as the root, callable as ``pm(...)``.
 
     With ``weights_file`` (a safetensors file such as ``save_weights`` writes) its tensors replace
@@ -349,7 +404,7 @@ def load(path: PathLike, weights_file: Optional[PathLike] = None):
     check_complete(path)
     module = tvm.runtime.load_module(path)
     if weights_file is not None:
-        from .weights import swap_weights  # noqa: PLC0415
+        from .weights import swap_weights
 
         module = swap_weights(module, weights_file)
     return module
@@ -375,7 +430,7 @@ def inspect(path: PathLike) -> dict:
     Raises ``ValueError`` when the file is not a tvm-partial artifact or is damaged.
     """
     path = os.fspath(path)
-    from . import weights as _weights  # noqa: PLC0415
+    from . import weights as _weights
 
     if _weights.is_weights_file(path):  # a safetensors weights file (save_weights)
         return _weights.inspect_weights(path)
@@ -393,7 +448,7 @@ def verify(path: PathLike) -> dict:
     or metadata is damaged, or it is cut short (a payload past the end of the file).
     """
     path = os.fspath(path)
-    from . import weights as _weights  # noqa: PLC0415
+    from . import weights as _weights
 
     if _weights.is_weights_file(path):  # a safetensors weights file (save_weights)
         return _weights.verify_weights(path)
@@ -414,15 +469,23 @@ def verify(path: PathLike) -> dict:
                 if source != path:
                     entry["weights_file"] = source
                 if entry["file_offset"] + entry["bytes"] > source_size:
-                    raise ValueError(f"{source} is truncated: the payload of function {entry['function']!r} "
-                                     f"position {entry['index']} needs {entry['file_offset'] + entry['bytes']} "
-                                     f"bytes, the file has {source_size}; copy or export it again")
+                    raise ValueError(
+                        f"{source} is truncated: the payload of function {entry['function']!r} "
+                        f"position {entry['index']} needs {entry['file_offset'] + entry['bytes']} "
+                        f"bytes, the file has {source_size}; copy or export it again"
+                    )
                 got = _hash_file_range(source, entry["file_offset"], entry["bytes"]) & _U64_MASK
                 entry["intact"] = got == int(b["hash"]) & _U64_MASK
                 payloads.append(entry)
     damaged = [p for p in payloads if not p["intact"]]
-    return {"path": path, "intact": not damaged, "checked": len(payloads),
-            "bytes": sum(p["bytes"] for p in payloads), "payloads": payloads, "damaged": damaged}
+    return {
+        "path": path,
+        "intact": not damaged,
+        "checked": len(payloads),
+        "bytes": sum(p["bytes"] for p in payloads),
+        "payloads": payloads,
+        "damaged": damaged,
+    }
 
 
 _U64_MASK = (1 << 64) - 1
@@ -461,11 +524,13 @@ class _Artifact:
         partial = [m for m in modules if m.kind == "partial_apply"]
         if not partial:
             kinds = ", ".join(m.kind for m in modules) or "none"
-            raise ValueError(f"{path} is not a tvm-partial artifact: it embeds no partial_apply module "
-                             f"(embedded modules: {kinds})")
+            raise ValueError(
+                f"{path} is not a tvm-partial artifact: it embeds no partial_apply module "
+                f"(embedded modules: {kinds})"
+            )
         self.blob = partial[0]
         try:
-            self.info = _lib.describe_bytes(bytes(data[self.blob.offset:self.blob.offset + self.blob.size]))
+            self.info = _lib.describe_bytes(bytes(data[self.blob.offset : self.blob.offset + self.blob.size]))
         except ValueError as err:  # the format's reader: say which file
             raise ValueError(f"{path}: {err}") from err
         self.payloads = str(self.info["payloads"])
@@ -479,7 +544,7 @@ class _Artifact:
             found = self.elf.symbol(symbol.encode())
             self.region = (symbol, *found) if found is not None else (symbol, None, None)
 
-    def region_state(self) -> Optional[dict]:
+    def region_state(self) -> dict | None:
         if self.region is None:
             return None
         symbol, offset, nbytes = self.region
@@ -487,15 +552,23 @@ class _Artifact:
         if offset is not None:
             data = self.elf.data
             size = int(self.info["region_size"])
-            header_ok = offset + 32 <= len(data) and data[offset:offset + 8] == _REGION_MAGIC and \
-                struct.unpack_from("<QQ", data, offset + 16) == (size, int(self.info["region_link"]) & _U64_MASK) \
+            header_ok = (
+                offset + 32 <= len(data)
+                and data[offset : offset + 8] == _REGION_MAGIC
+                and struct.unpack_from("<QQ", data, offset + 16)
+                == (size, int(self.info["region_link"]) & _U64_MASK)
                 and nbytes == (64 if self.weights_file is not None else size)
-            state.update(file_offset=offset, bytes=nbytes, complete=header_ok and offset + nbytes <= len(data))
+            )
+            state.update(
+                file_offset=offset, bytes=nbytes, complete=header_ok and offset + nbytes <= len(data)
+            )
             if self.weights_file is not None:
-                state["weights_file"] = self._weights_state(bytes(data[offset:offset + 64]) if header_ok else None)
+                state["weights_file"] = self._weights_state(
+                    bytes(data[offset : offset + 64]) if header_ok else None
+                )
         return state
 
-    def _weights_state(self, header: Optional[bytes]) -> dict:
+    def _weights_state(self, header: bytes | None) -> dict:
         """Whether the weights file is there and holds this export's region (header and size)."""
         path = self.payload_file
         state = {"path": path, "name": self.weights_file, "present": os.path.exists(path)}
@@ -506,9 +579,14 @@ class _Artifact:
                 start = 8 + int.from_bytes(head, "little") if len(head) == 8 else size + 1
                 f.seek(min(start, size))
                 region = f.read(64)
-            state.update(data_offset=start, bytes=size,
-                         complete=start % 64 == 0 and start + int(self.info["region_size"]) <= size
-                         and header is not None and region == header)
+            state.update(
+                data_offset=start,
+                bytes=size,
+                complete=start % 64 == 0
+                and start + int(self.info["region_size"]) <= size
+                and header is not None
+                and region == header,
+            )
         return state
 
     def placement(self) -> tuple:
@@ -520,22 +598,28 @@ class _Artifact:
         if not state["present"]:
             raise ValueError(f"{self.path} is damaged: its payload region {state['symbol']} is missing")
         if not state["complete"]:
-            raise ValueError(f"{self.path} is damaged or truncated: the header of its payload region "
-                             f"{state['symbol']} does not match its metadata, or the region runs past the "
-                             "end of the file; copy or export it again")
+            raise ValueError(
+                f"{self.path} is damaged or truncated: the header of its payload region "
+                f"{state['symbol']} does not match its metadata, or the region runs past the "
+                "end of the file; copy or export it again"
+            )
         if self.weights_file is not None:
             weights = state["weights_file"]
             if not weights["present"]:
-                raise ValueError(f"{self.path}: its weights file {weights['path']} is missing; copy it beside "
-                                 f"the library as {self.weights_file}")
+                raise ValueError(
+                    f"{self.path}: its weights file {weights['path']} is missing; copy it beside "
+                    f"the library as {self.weights_file}"
+                )
             if not weights["complete"]:
-                raise ValueError(f"{self.path}: its weights file {weights['path']} is truncated or was not "
-                                 "written with this artifact (its region header or size does not match)")
+                raise ValueError(
+                    f"{self.path}: its weights file {weights['path']} is truncated or was not "
+                    "written with this artifact (its region header or size does not match)"
+                )
             return f"weights file {self.weights_file}", weights["data_offset"]
         return f"region {state['symbol']}", state["file_offset"]
 
 
-def _relax_vm_info(art: "_Artifact", data) -> Optional[dict]:
+def _relax_vm_info(art: _Artifact, data) -> dict | None:
     """The Relax VM's devices recorded in the artifact (a Relax model), or None."""
     from .relax_vm import KIND, describe_record
 
@@ -543,7 +627,7 @@ def _relax_vm_info(art: "_Artifact", data) -> Optional[dict]:
     if not found:
         return None
     try:
-        return describe_record(bytes(data[found[0].offset:found[0].offset + found[0].size]))
+        return describe_record(bytes(data[found[0].offset : found[0].offset + found[0].size]))
     except ValueError as err:
         raise ValueError(f"{art.path}: {err}") from err
 
@@ -563,13 +647,15 @@ def _inspect(data, path: str) -> dict:
             bound.append(entry)
         outs = [_output_entry(o, names) for o in fn.get("outputs", [])]
         taken = {b["index"] for b in bound} | {o["index"] for o in outs}
-        functions.append({
-            "name": str(fn["name"]),
-            "param_names": names,
-            "free": [n for i, n in enumerate(names) if i not in taken],
-            "bindings": bound,
-            "outputs": outs,
-        })
+        functions.append(
+            {
+                "name": str(fn["name"]),
+                "param_names": names,
+                "free": [n for i, n in enumerate(names) if i not in taken],
+                "bindings": bound,
+                "outputs": outs,
+            }
+        )
     return {
         "path": path,
         "format_version": int(info["version"]),
@@ -586,14 +672,18 @@ def _inspect(data, path: str) -> dict:
 
 def _output_entry(spec, names: list) -> dict:
     """An output as inspect shows it: index, name, dtype, shape (an int, or "name.shape[axis]")."""
+
     def dim(d):
         if isinstance(d, int):
             return d
         arg, axis = int(d[0]), int(d[1])
         return f"{names[arg] if arg < len(names) else f'arg{arg}'}.shape[{axis}]"
 
-    entry = {"index": int(spec["position"]), "dtype": str(spec["dtype"]),
-             "shape": [dim(d) for d in spec["shape"]]}
+    entry = {
+        "index": int(spec["position"]),
+        "dtype": str(spec["dtype"]),
+        "shape": [dim(d) for d in spec["shape"]],
+    }
     if entry["index"] < len(names):
         entry["name"] = names[entry["index"]]
     return entry

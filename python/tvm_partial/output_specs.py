@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """``partial(..., outputs=...)``: parameters a partial allocates on each call and returns.
 
 TE and TIR kernels are destination-passing: ``main(data, weights, bias, result)`` writes
@@ -14,7 +16,6 @@ the shape of an input: each call reads it from that argument (resolved here, at 
 from __future__ import annotations
 
 import numbers
-from typing import Optional
 
 import tvm_ffi
 
@@ -35,8 +36,11 @@ def outputs(obj):
         listed = []
         for spec in specs:
             position = int(spec["position"])
-            entry = {"position": position, "dtype": str(spec["dtype"]),
-                     "shape": [int(d) if isinstance(d, int) else (int(d[0]), int(d[1])) for d in spec["shape"]]}
+            entry = {
+                "position": position,
+                "dtype": str(spec["dtype"]),
+                "shape": [int(d) if isinstance(d, int) else (int(d[0]), int(d[1])) for d in spec["shape"]],
+            }
             recorded = names.get(function, [])
             if position < len(recorded):
                 entry["name"] = recorded[position]
@@ -47,10 +51,17 @@ def outputs(obj):
 
 def raw(obj) -> dict:
     """``{function: specs}`` of a partial, in the form ``runtime.PartialApply*`` take."""
-    return {str(f): [[int(s["position"]), str(s["dtype"]),
-                      [[-1, int(d)] if isinstance(d, int) else [int(d[0]), int(d[1])] for d in s["shape"]]]
-                     for s in specs]
-            for f, specs in _outputs(obj).items()}
+    return {
+        str(f): [
+            [
+                int(s["position"]),
+                str(s["dtype"]),
+                [[-1, int(d)] if isinstance(d, int) else [int(d[0]), int(d[1])] for d in s["shape"]],
+            ]
+            for s in specs
+        ]
+        for f, specs in _outputs(obj).items()
+    }
 
 
 def taken_positions(obj, key: str) -> list:
@@ -62,7 +73,7 @@ def taken_positions(obj, key: str) -> list:
     return sorted(bound | outs)
 
 
-def resolve(spec, sig: Optional[Signature], taken: list) -> list:
+def resolve(spec, sig: Signature | None, taken: list) -> list:
     """``outputs=`` (a name, a position, or a list of them) -> specs for ``runtime.PartialApply``.
 
     Names and the references of symbolic dimensions resolve in ``sig`` (the original function's
@@ -75,8 +86,10 @@ def resolve(spec, sig: Optional[Signature], taken: list) -> list:
     if not items:
         return []
     if sig is None or any(p.kind is None for p in sig.params):
-        raise TypeError("outputs= needs a signature with dtypes and shapes (a PrimFunc or the TE "
-                        "tensor list given to te.create_prim_func) to allocate the outputs")
+        raise TypeError(
+            "outputs= needs a signature with dtypes and shapes (a PrimFunc or the TE "
+            "tensor list given to te.create_prim_func) to allocate the outputs"
+        )
     taken_set = set(taken)
     free = [i for i in range(len(sig.params)) if i not in taken_set]
     positions = []
@@ -84,12 +97,16 @@ def resolve(spec, sig: Optional[Signature], taken: list) -> list:
         if isinstance(item, str):
             full = sig.index_of(item)
             if full in taken_set:
-                raise TypeError(f"output {item!r} (position {full}) is already bound or an output of "
-                                "the partial given; it cannot become an output")
+                raise TypeError(
+                    f"output {item!r} (position {full}) is already bound or an output of "
+                    "the partial given; it cannot become an output"
+                )
         elif isinstance(item, numbers.Integral) and not isinstance(item, bool):
             if not 0 <= int(item) < len(free):
-                raise IndexError(f"output position {int(item)} is out of range: {sig.name}() takes "
-                                 f"{len(free)} arguments here")
+                raise IndexError(
+                    f"output position {int(item)} is out of range: {sig.name}() takes "
+                    f"{len(free)} arguments here"
+                )
             full = free[int(item)]
         else:
             raise TypeError(f"outputs= takes parameter names or positions, got {type(item).__name__}")
@@ -104,8 +121,10 @@ def resolve(spec, sig: Optional[Signature], taken: list) -> list:
     for full in positions:
         param = sig.params[full]
         if param.kind != "tensor" or param.dtype is None or param.dims is None:
-            raise TypeError(f"output {param.name!r} needs a tensor parameter with a known dtype and "
-                            f"shape; the signature has {param.describe()}")
+            raise TypeError(
+                f"output {param.name!r} needs a tensor parameter with a known dtype and "
+                f"shape; the signature has {param.describe()}"
+            )
         dims = []
         for axis, dim in enumerate(param.dims):
             if isinstance(dim, int):
@@ -113,14 +132,18 @@ def resolve(spec, sig: Optional[Signature], taken: list) -> list:
                 continue
             kind, text = dim
             if kind != "var":
-                raise ValueError(f"output {param.name!r} dimension {axis} is {text}: only static "
-                                 "extents and plain shape variables (n) can be allocated; give the "
-                                 "output a variable of its own or allocate it yourself")
+                raise ValueError(
+                    f"output {param.name!r} dimension {axis} is {text}: only static "
+                    "extents and plain shape variables (n) can be allocated; give the "
+                    "output a variable of its own or allocate it yourself"
+                )
             source = _find_source(sig, text, set(positions) | taken_set)
             if source is None:
-                raise ValueError(f"output {param.name!r} dimension {axis} is {text}, which no free "
-                                 f"input's shape has as a dimension of its own, so a call cannot "
-                                 f"tell its extent")
+                raise ValueError(
+                    f"output {param.name!r} dimension {axis} is {text}, which no free "
+                    f"input's shape has as a dimension of its own, so a call cannot "
+                    f"tell its extent"
+                )
             dims.append([local(source[0]), source[1]])
         specs.append([local(full), param.dtype, dims])
     return specs

@@ -1,18 +1,21 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """``partial()``: bind constant arguments of a TVM function or module, by position or by name."""
 
 from __future__ import annotations
 
 import numbers
 import re
-from typing import Any, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import tvm_ffi
 
 from . import _lib
 from . import output_specs as _outputs
-from . import remote as _remote
 from . import relax_vm as _relax
+from . import remote as _remote
 from .signature import Param, Signature, resolve
 
 #: Bound tensors are converted to (or must already be) contiguous and aligned to this many bytes.
@@ -27,8 +30,17 @@ OPTIONS = ("signature", "device", "function", "outputs")
 _UNSET = object()  # tells "option not given" from any value, None included
 
 
-def partial(target, bound: Optional[Mapping[Any, Any]] = None, /, *, signature=None, device=_UNSET,
-            function=_UNSET, outputs=None, **by_name):
+def partial(
+    target,
+    bound: Mapping[Any, Any] | None = None,
+    /,
+    *,
+    signature=None,
+    device=_UNSET,
+    function=_UNSET,
+    outputs=None,
+    **by_name,
+):
     """Bind constant arguments of ``target`` once; call the result with the remaining ones.
 
     Parameters
@@ -75,8 +87,9 @@ def partial(target, bound: Optional[Mapping[Any, Any]] = None, /, *, signature=N
     targets = view.positions(keyed, named)
     device = _device(None if device is _UNSET else device, default=None)
     if kind == "module":  # a remote module: its session's device by default; other sessions refused
-        device = _remote.placement(obj, device, [v for _, v in targets.values()],
-                                   [view.label(p, o) for p, (o, _) in targets.items()])
+        device = _remote.placement(
+            obj, device, [v for _, v in targets.values()], [view.label(p, o) for p, (o, _) in targets.items()]
+        )
     device = _device(device)
     values = {}
     for position, (original, value) in targets.items():
@@ -88,15 +101,17 @@ def partial(target, bound: Optional[Mapping[Any, Any]] = None, /, *, signature=N
         specs = _outputs.resolve(outputs, view.sig, sorted(view.bound))
         if kind == "function":
             return _lib.partial_apply(obj, values, view.closure_name, names, specs)
-        return _lib.partial_apply_module(obj, {fname: values}, {fname: names} if names else {},
-                                         {fname: specs})
+        return _lib.partial_apply_module(
+            obj, {fname: values}, {fname: names} if names else {}, {fname: specs}
+        )
     if kind == "function":
         return _lib.partial_apply(obj, values, view.closure_name, names)
     return _lib.partial_apply_module(obj, {fname: values}, {fname: names} if names else {})
 
 
-def rebind(module, bound: Optional[Mapping[int, Any]] = None, /, *, function: str = "main",
-           device=None, **by_name):
+def rebind(
+    module, bound: Mapping[int, Any] | None = None, /, *, function: str = "main", device=None, **by_name
+):
     """A new partial module over the same compiled code with other values at already-bound
     positions: ``rebind(pm, weights=new_w)``. No recompilation; O(number of bindings).
 
@@ -108,24 +123,34 @@ def rebind(module, bound: Optional[Mapping[int, Any]] = None, /, *, function: st
     if current is None:
         raise TypeError(f"rebind needs a partial module, got {type(module).__name__}")
     if function not in current:
-        raise KeyError(f"rebind: function {function!r} has no bindings (bound: {', '.join(current) or 'none'})")
+        raise KeyError(
+            f"rebind: function {function!r} has no bindings (bound: {', '.join(current) or 'none'})"
+        )
     names = param_names(module)
     sig = Signature(function, tuple(Param(n) for n in names[function])) if function in names else None
     if by_name and sig is None:
-        raise TypeError(f"rebind by name ({', '.join(by_name)}) needs recorded parameter names; "
-                        f"{function}() has none: rebind by position")
+        raise TypeError(
+            f"rebind by name ({', '.join(by_name)}) needs recorded parameter names; "
+            f"{function}() has none: rebind by position"
+        )
     if not module.imports:
         raise ValueError(
             "rebind: this partial module wraps no compiled code (it was restored from bytes alone); "
-            "give it its code when loading: tvm_partial.load_from_bytes(data, wrapped=exe)")
+            "give it its code when loading: tvm_partial.load_from_bytes(data, wrapped=exe)"
+        )
     new = _positions(bound, by_name, sig)
-    device = _device(_remote.placement(module, _device(device, default=None), list(new.values()),
-                                       [_label(i, sig) for i in new]))
+    device = _device(
+        _remote.placement(
+            module, _device(device, default=None), list(new.values()), [_label(i, sig) for i in new]
+        )
+    )
     replaced = dict(current[function])
     for index, value in new.items():
         if index not in replaced:
-            raise IndexError(f"rebind: position {index} of {function}() is not bound "
-                             f"(bound: {sorted(replaced)}); rebind replaces bound values")
+            raise IndexError(
+                f"rebind: position {index} of {function}() is not bound "
+                f"(bound: {sorted(replaced)}); rebind replaces bound values"
+            )
         name = sig.params[index].name if sig is not None else f"position {index}"
         replaced[index] = _rebound(replaced[index], value, name, _label(index, sig), device)
     current[function] = replaced
@@ -156,19 +181,24 @@ def _rebound(old, value, name: str, label: str, device):
         value = value.item()
     if isinstance(old, tvm_ffi.Tensor):
         if not (isinstance(value, (tvm_ffi.Tensor, np.ndarray)) or hasattr(value, "__dlpack__")):
-            raise TypeError(f"rebind: cannot rebind {label}: a tensor was bound there, got "
-                            f"{type(value).__name__}; pass a tensor of dtype {old.dtype} and shape "
-                            f"{tuple(old.shape)}")
+            raise TypeError(
+                f"rebind: cannot rebind {label}: a tensor was bound there, got "
+                f"{type(value).__name__}; pass a tensor of dtype {old.dtype} and shape "
+                f"{tuple(old.shape)}"
+            )
         return _convert(value, Param(name, "tensor", str(old.dtype), tuple(old.shape)), label, device)
     old_kind, new_kind = _kind_of(old), _kind_of(value)
     if old_kind == "float" and new_kind == "int":
         if float(value) != value:  # past 2**53 the float would not be the int given
-            raise ValueError(f"rebind: cannot rebind {label}: the int {value} has no exact float "
-                             "value; pass a float")
+            raise ValueError(
+                f"rebind: cannot rebind {label}: the int {value} has no exact float value; pass a float"
+            )
         value, new_kind = float(value), "float"
     if new_kind != old_kind:
-        raise TypeError(f"rebind: cannot rebind {label}: {_a(old_kind)} was bound there, got "
-                        f"{_a(new_kind)}; pass {_a(old_kind)}")
+        raise TypeError(
+            f"rebind: cannot rebind {label}: {_a(old_kind)} was bound there, got "
+            f"{_a(new_kind)}; pass {_a(old_kind)}"
+        )
     return value
 
 
@@ -176,8 +206,9 @@ def bindings(obj) -> dict:
     """What a partial holds: ``{position: value}`` for a partial function, ``{function:
     {position: value}}`` for a partial module. Tensors are the bound objects themselves."""
     raw = _lib.partial_apply_bindings(obj)
-    as_dict = {str(f): {int(i): str(v) if isinstance(v, str) else v for i, v in b.items()}
-               for f, b in raw.items()}
+    as_dict = {
+        str(f): {int(i): str(v) if isinstance(v, str) else v for i, v in b.items()} for f, b in raw.items()
+    }
     return as_dict[""] if isinstance(obj, tvm_ffi.Function) else as_dict
 
 
@@ -214,9 +245,7 @@ def _classify(target, device=None):
         return "module", target, None
     if callable(target):
         return "function", tvm_ffi.convert(target), None
-    raise TypeError(
-        f"partial() needs a function or a module to bind, got {type_name}, which is not callable"
-    )
+    raise TypeError(f"partial() needs a function or a module to bind, got {type_name}, which is not callable")
 
 
 class _TargetView:
@@ -228,7 +257,7 @@ class _TargetView:
     ``sig``; what the closure's C++ merge receives are positions among the free arguments.
     """
 
-    def __init__(self, sig: Optional[Signature], bound: frozenset, closure_name: Optional[str] = None):
+    def __init__(self, sig: Signature | None, bound: frozenset, closure_name: str | None = None):
         self.sig = sig
         self.bound = bound
         #: The name the closure reports in its errors ("" keeps the inner partial's).
@@ -236,7 +265,7 @@ class _TargetView:
         self.free = None if sig is None else [i for i in range(len(sig.params)) if i not in bound]
 
     @classmethod
-    def of(cls, obj, key: str, fname: str, signature, vm) -> "_TargetView":
+    def of(cls, obj, key: str, fname: str, signature, vm) -> _TargetView:
         bound, recorded = _already_bound(obj, key)
         hint = None
         if recorded is not None:
@@ -287,11 +316,13 @@ class _TargetView:
                 )
             position = self.free.index(original)
             if position in out:
-                raise TypeError(f"parameter {name!r} (position {original}) is bound both by index and by name")
+                raise TypeError(
+                    f"parameter {name!r} (position {original}) is bound both by index and by name"
+                )
             out[position] = (original, value)
         return out
 
-    def label(self, position: int, original: Optional[int]) -> str:
+    def label(self, position: int, original: int | None) -> str:
         if original is None:
             return f"position {position}"
         text = f"parameter {self.sig.params[original].name!r} (position {original}"
@@ -307,8 +338,10 @@ class _TargetView:
         names = ", ".join(self.free_names())
         if not self.bound:
             return f"{self.sig.name}() has {len(self.free)} parameters ({names})"
-        return (f"the partial of {self.sig.name}() takes {len(self.free)} free arguments ({names}); "
-                "integer positions count among them")
+        return (
+            f"the partial of {self.sig.name}() takes {len(self.free)} free arguments ({names}); "
+            "integer positions count among them"
+        )
 
 
 def _already_bound(obj, key: str):
@@ -339,8 +372,10 @@ def _check_against_recorded(sig: Signature, recorded: list, bound: frozenset) ->
 
 
 def _clash_message(option: str, function: str) -> str:
-    text = (f'{option} is both a parameter of {function}() and an option of partial(): bind it as '
-            f'partial(f, {{"{option}": value}}, ...)')
+    text = (
+        f"{option} is both a parameter of {function}() and an option of partial(): bind it as "
+        f'partial(f, {{"{option}": value}}, ...)'
+    )
     if option == "device":
         text += "; to place values on a device, bind tvm tensors already there"
     return text
@@ -350,8 +385,11 @@ def _refuse_option_clashes(view: _TargetView, device, function, outputs) -> None
     """A keyword that is an option AND a parameter of the signature: never guess which is meant."""
     if view.sig is None:
         return
-    given = {"device": device is not _UNSET, "function": function is not _UNSET,
-             "outputs": outputs is not None}
+    given = {
+        "device": device is not _UNSET,
+        "function": function is not _UNSET,
+        "outputs": outputs is not None,
+    }
     for option, was_given in given.items():
         if was_given and option in view.sig.names:
             raise TypeError(_clash_message(option, view.sig.name))
@@ -369,14 +407,18 @@ def _split_keys(bound) -> tuple:
             named[str(key)] = value
             continue
         if isinstance(key, bool) or not isinstance(key, numbers.Integral):
-            raise TypeError(f"bound key {key!r} is not an integer position or a parameter name "
-                            "(positions are ints >= 0, names are str)")
+            raise TypeError(
+                f"bound key {key!r} is not an integer position or a parameter name "
+                "(positions are ints >= 0, names are str)"
+            )
         index = int(key)
         if index < 0:
             raise ValueError(f"bound index {index} is negative; positions count from 0")
         if index > MAX_POSITION:  # refused before any value is converted (C++ checks it too)
-            raise IndexError(f"bound index {index} cannot be reached: a call passes at most "
-                             f"{MAX_POSITION + 1} arguments, so positions go up to {MAX_POSITION}")
+            raise IndexError(
+                f"bound index {index} cannot be reached: a call passes at most "
+                f"{MAX_POSITION + 1} arguments, so positions go up to {MAX_POSITION}"
+            )
         keyed[index] = value
     return keyed, named
 
@@ -389,7 +431,7 @@ def _merge_named(named: dict, by_name: dict) -> dict:
     return {**named, **by_name}
 
 
-def _positions(bound, by_name: dict, sig: Optional[Signature]) -> dict:
+def _positions(bound, by_name: dict, sig: Signature | None) -> dict:
     positions = {}
     for key, value in (bound or {}).items():
         if isinstance(key, bool) or not isinstance(key, numbers.Integral):
@@ -411,7 +453,7 @@ def _positions(bound, by_name: dict, sig: Optional[Signature]) -> dict:
     return positions
 
 
-def _label(index: int, sig: Optional[Signature]) -> str:
+def _label(index: int, sig: Signature | None) -> str:
     if sig is None:
         return f"position {index}"
     return f"parameter {sig.params[index].name!r} (position {index})"
@@ -425,7 +467,7 @@ def _device(device, default=("cpu", 0)):
     return device
 
 
-def _convert(value, param: Optional[Param], label: str, device):
+def _convert(value, param: Param | None, label: str, device):
     """Turn one bound value into what the closure holds, checking it against its parameter."""
     if isinstance(value, np.generic):
         value = value.item()
@@ -452,7 +494,7 @@ def _convert(value, param: Optional[Param], label: str, device):
     return tensor
 
 
-def _foreign_to_tensor(value, param: Optional[Param], label: str, device):
+def _foreign_to_tensor(value, param: Param | None, label: str, device):
     """A numpy array or DLPack tensor -> a contiguous, 64-byte-aligned tvm Tensor (a copy)."""
     source, extension = value, None
     if isinstance(value, np.ndarray):
@@ -473,7 +515,7 @@ def _foreign_to_tensor(value, param: Optional[Param], label: str, device):
     return tensor
 
 
-def _extension_dtype(dtype: np.dtype, label: str) -> Optional[str]:
+def _extension_dtype(dtype: np.dtype, label: str) -> str | None:
     """The TVM dtype of a numpy dtype that DLPack cannot carry (ml_dtypes: bfloat16, float8...),
     None for an ordinary dtype."""
     if dtype.kind != "V" or dtype.fields is not None or dtype.subdtype is not None:
@@ -481,7 +523,7 @@ def _extension_dtype(dtype: np.dtype, label: str) -> Optional[str]:
     name = str(dtype)
     try:
         tvm_dtype = tvm_ffi.dtype(name)
-    except Exception:  # noqa: BLE001 - any parse failure means TVM has no such dtype
+    except Exception:
         raise TypeError(f"cannot bind {label}: numpy dtype {name} has no TVM equivalent") from None
     if tvm_dtype.lanes != 1 or tvm_dtype.bits != dtype.itemsize * 8:
         raise TypeError(
@@ -504,19 +546,23 @@ def _create_view():
 #: the device allocators' "failed to allocate" / "out of memory", C++'s bad_alloc.
 _OUT_OF_MEMORY = re.compile(
     r"out of memory|\boom\b|bad_alloc|(cannot|could not|couldn't|failed to|unable to) allocate|"
-    r"allocation (failed|failure)", re.IGNORECASE)
+    r"allocation (failed|failure)",
+    re.IGNORECASE,
+)
 
 
 def _aligned_copy(source, device, value, label: str):
     try:
         return _lib.aligned_copy(source, device)
-    except Exception as err:  # noqa: BLE001 - sorted into memory and unusable tensors below
+    except Exception as err:
         if isinstance(err, MemoryError) or _OUT_OF_MEMORY.search(str(err)):
             raise MemoryError(
                 f"cannot bind {label}: out of memory copying {_size(value)} into an aligned tensor "
                 f"on {device} ({err}); free memory or bind a smaller tensor"
             ) from err
-        raise TypeError(f"cannot bind {label}: {type(value).__name__} is not a usable tensor ({err})") from err
+        raise TypeError(
+            f"cannot bind {label}: {type(value).__name__} is not a usable tensor ({err})"
+        ) from err
 
 
 def _size(value) -> str:
@@ -526,7 +572,7 @@ def _size(value) -> str:
             bits = tvm_ffi.dtype(str(value.dtype)).bits * tvm_ffi.dtype(str(value.dtype)).lanes
             return f"{int(np.prod(value.shape, dtype=np.int64)) * ((bits + 7) // 8)} bytes"
         return f"{int(value.nbytes)} bytes"
-    except Exception:  # noqa: BLE001 - a message detail; never hide the real error behind it
+    except Exception:
         return "a tensor of unknown size"
 
 
@@ -535,7 +581,7 @@ def _check_dtype(dtype: str, param: Param, label: str) -> None:
         raise TypeError(f"cannot bind {label}: dtype {dtype} does not match {param.describe()}")
 
 
-def _check_tensor(tensor, param: Optional[Param], label: str) -> None:
+def _check_tensor(tensor, param: Param | None, label: str) -> None:
     if param is None or param.kind is None:
         return
     if param.kind == "scalar":
@@ -548,11 +594,13 @@ def _check_tensor(tensor, param: Optional[Param], label: str) -> None:
         raise ValueError(f"cannot bind {label}: shape {shape} does not match {param.describe()}")
 
 
-def _check_scalar(value, param: Optional[Param], label: str) -> None:
+def _check_scalar(value, param: Param | None, label: str) -> None:
     if param is None or param.kind is None or value is None:
         return
     if param.kind == "tensor":
-        raise TypeError(f"cannot bind {label}: {type(value).__name__} given for tensor parameter {param.describe()}")
+        raise TypeError(
+            f"cannot bind {label}: {type(value).__name__} given for tensor parameter {param.describe()}"
+        )
     dtype = param.dtype or ""
     if dtype == "bool":
         ok = isinstance(value, bool)
@@ -563,4 +611,6 @@ def _check_scalar(value, param: Optional[Param], label: str) -> None:
     else:
         ok = True
     if not ok:
-        raise TypeError(f"cannot bind {label}: {type(value).__name__} {value!r} does not fit {param.describe()}")
+        raise TypeError(
+            f"cannot bind {label}: {type(value).__name__} {value!r} does not fit {param.describe()}"
+        )

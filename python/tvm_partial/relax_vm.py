@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Relax models as partial-module targets: a Relax executable runs in a VirtualMachine that the
 ``partial_apply_vm`` module (cpp/relax_vm.cc) creates on first use, on the device recorded at bind
 time, so a partial module over it serialises (code, devices and weights in one artifact)."""
@@ -5,7 +7,6 @@ time, so a partial module over it serialises (code, devices and weights in one a
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 import tvm_ffi
 
@@ -18,10 +19,12 @@ ALLOCATORS = {"naive": 1, "pooled": 2}
 _CPU = 1  # DLDeviceType kDLCPU
 
 
-def executable_module(target) -> Optional[tvm_ffi.Module]:
+def executable_module(target) -> tvm_ffi.Module | None:
     """The ``relax.VMExecutable`` module of ``target`` (what ``tvm.compile`` returns for a Relax
     IRModule, or ``tvm.runtime.load_module`` of an exported one), or None."""
-    mod = getattr(target, "mod", target) if type(target).__name__ in ("Executable", "VMExecutable") else target
+    mod = (
+        getattr(target, "mod", target) if type(target).__name__ in ("Executable", "VMExecutable") else target
+    )
     if isinstance(mod, tvm_ffi.Module) and mod.kind == "relax.VMExecutable":
         return mod
     return None
@@ -53,12 +56,14 @@ def check_target(executable: tvm_ffi.Module, device) -> None:
     if device_type == _CPU and kinds:
         raise ValueError(
             f"the Relax executable holds device code for {', '.join(sorted(kinds))}, but device= is {name}: "
-            "pass the device it was compiled for (device=tvm.cuda(0), ...), or compile for the CPU")
+            "pass the device it was compiled for (device=tvm.cuda(0), ...), or compile for the CPU"
+        )
     if device_type != _CPU and not any(_DEVICE_CODE[k] == device_type for k in kinds):
         compiled = ", ".join(sorted(kinds)) or "the CPU only"
         raise ValueError(
             f"the Relax executable was compiled for {compiled}, but device= is {name}: compile it for "
-            "that device's target, or bind it with device= where its code runs")
+            "that device's target, or bind it with device= where its code runs"
+        )
 
 
 def vm_module(executable: tvm_ffi.Module, device, memory: str = "pooled") -> tvm_ffi.Module:
@@ -78,7 +83,9 @@ def runs_relax(mod) -> bool:
     """Whether ``mod`` is a ``partial_apply_vm`` module or a partial module wrapping one."""
     if not isinstance(mod, tvm_ffi.Module):
         return False
-    return mod.kind == KIND or (mod.kind == "partial_apply" and bool(mod.imports) and mod.imports[0].kind == KIND)
+    return mod.kind == KIND or (
+        mod.kind == "partial_apply" and bool(mod.imports) and mod.imports[0].kind == KIND
+    )
 
 
 def signature_of(mod, name: str) -> Signature:
@@ -89,9 +96,10 @@ def signature_of(mod, name: str) -> Signature:
     call instead; ``signature=irmodule[name]`` checks it at bind time."""
     try:
         arity = int(mod["get_function_arity"](name))
-    except Exception as err:  # noqa: BLE001 - the VM's error for an unknown function varies
-        raise AttributeError(f"the Relax model has no function {name!r} ({err}); pick one with "
-                             "function=") from None
+    except Exception as err:
+        raise AttributeError(
+            f"the Relax model has no function {name!r} ({err}); pick one with function="
+        ) from None
     get_name = mod["get_function_param_name"]
     names = [str(get_name(name, i)) for i in range(arity)]
     known = _annotations(mod, name)
@@ -102,8 +110,10 @@ def signature_of(mod, name: str) -> Signature:
     return Signature(name, tuple(params))
 
 
-_CONTEXT = re.compile(r'ErrorContext\(fn=(?P<fn>[^,()]+), loc=param\[(?P<index>\d+)\], param=(?P<name>[^,()]+), '
-                      r'annotation=R\.Tensor\(\((?P<shape>[^()]*)\), dtype="(?P<dtype>\w+)"\)\)')
+_CONTEXT = re.compile(
+    r"ErrorContext\(fn=(?P<fn>[^,()]+), loc=param\[(?P<index>\d+)\], param=(?P<name>[^,()]+), "
+    r'annotation=R\.Tensor\(\((?P<shape>[^()]*)\), dtype="(?P<dtype>\w+)"\)\)'
+)
 
 
 def _annotations(mod, name: str) -> dict:
@@ -131,7 +141,8 @@ def check_signature_matches(sig: Signature, names: Signature) -> None:
         raise ValueError(
             f"signature= has parameters ({', '.join(sig.names)}), but the Relax function "
             f"{names.name}() has ({', '.join(names.names)}): pass that function's signature "
-            f"(irmodule[{names.name!r}]), or pick the function with function=")
+            f"(irmodule[{names.name!r}]), or pick the function with function="
+        )
 
 
 _ALLOCATOR_NAMES = {v: k for k, v in ALLOCATORS.items()}
@@ -148,9 +159,10 @@ def describe_record(data: bytes) -> dict:
         raise ValueError(f"malformed partial_apply_vm record: {len(data)} bytes for {count} devices")
     devices, allocators = [], []
     for i in range(count):
-        kind, index, allocator = (int.from_bytes(data[12 + 12 * i + 4 * k:16 + 12 * i + 4 * k], "little", signed=True)
-                                  for k in range(3))
+        kind, index, allocator = (
+            int.from_bytes(data[12 + 12 * i + 4 * k : 16 + 12 * i + 4 * k], "little", signed=True)
+            for k in range(3)
+        )
         devices.append(f"{_DEVICE_NAMES.get(kind, f'device type {kind}')}:{index}")
         allocators.append(_ALLOCATOR_NAMES.get(allocator, f"allocator {allocator}"))
     return {"devices": devices, "allocators": allocators}
-

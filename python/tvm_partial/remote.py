@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Partials of modules that live in a TVM RPC session (``remote.load_module(...)``).
 
 A device of an RPC session is encoded in its device type: ``type + (session index + 1) * 128``
@@ -8,7 +10,7 @@ another session, or local tensors, are refused at bind time: a remote function c
 
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 import tvm_ffi
 
@@ -16,7 +18,7 @@ import tvm_ffi
 RPC_SESS_MASK = 128
 
 
-def module_session(module) -> Optional[int]:
+def module_session(module) -> int | None:
     """The RPC session index of ``module`` or of a module it imports (a partial of a remote
     module), None for a module that runs in this process."""
     seen = set()
@@ -32,13 +34,13 @@ def module_session(module) -> Optional[int]:
     return None
 
 
-def device_session(device) -> Optional[int]:
+def device_session(device) -> int | None:
     """The RPC session index of ``device``, None for a device of this process."""
     kind = int(device.dlpack_device_type())
     return kind // RPC_SESS_MASK - 1 if kind >= RPC_SESS_MASK else None
 
 
-def _describe(session: Optional[int]) -> str:
+def _describe(session: int | None) -> str:
     return "this process" if session is None else f"RPC session {session}"
 
 
@@ -66,15 +68,22 @@ def placement(module, device, values: Iterable, labels: Iterable[str]):
                 f"cannot bind {label}: the tensor lives in {_describe(where)} "
                 f"({device_name(tensor.device)}), but the module runs in {_describe(session)}, which "
                 "cannot read it; "
-                + ("bind a tensor of the module's session (or a numpy array, copied there)"
-                   if session is not None else "bind it to a module loaded in that session, or bind "
-                   "tensor.numpy() here"))
+                + (
+                    "bind a tensor of the module's session (or a numpy array, copied there)"
+                    if session is not None
+                    else "bind it to a module loaded in that session, or bind tensor.numpy() here"
+                )
+            )
     if device is not None and device_session(device) != session:
         raise ValueError(
             f"device={device_name(device)}: the module runs in {_describe(session)}, which cannot read "
             "values placed there; "
-            + ("pass a device of that session (remote.cpu()) or leave device= out"
-               if session is not None else "pass a device of this process"))
+            + (
+                "pass a device of that session (remote.cpu()) or leave device= out"
+                if session is not None
+                else "pass a device of this process"
+            )
+        )
     if device is not None or session is None:
         return device
     if tensors:
@@ -91,7 +100,8 @@ def refuse_export(module, what: str = "export_library") -> None:
             "code and bound tensors live in the server's process and cannot be exported from here; "
             "bind the compiled module locally (tvm_partial.partial(exe, ...)), export that with "
             "tvm_partial.export_library(pm, 'model.so', self_contained=True), then "
-            "remote.upload('model.so') and remote.load_module('model.so')")
+            "remote.upload('model.so') and remote.load_module('model.so')"
+        )
 
 
 #: What TVM's loader registry is asked for when a tvm-partial artifact is loaded.
@@ -104,7 +114,7 @@ def load_module(session, path: str):
     ``self_contained=True``)."""
     try:
         return session.load_module(path)
-    except Exception as err:  # noqa: BLE001 - TVM's RPC layer re-raises the server's error
+    except Exception as err:
         if "partial_apply" not in str(err):
             raise
         raise RuntimeError(
@@ -112,4 +122,5 @@ def load_module(session, path: str):
             "(tvm-partial is not loaded in the server). Either export the artifact with "
             "tvm_partial.export_library(pm, path, self_contained=True), which carries its own "
             "loader, or install tvm-partial on the server (pip install tvm-partial; the tvm.backends "
-            "entry point loads it in rpc_server, unless TVM_DEVICE_BACKEND_AUTOLOAD=0)") from err
+            "entry point loads it in rpc_server, unless TVM_DEVICE_BACKEND_AUTOLOAD=0)"
+        ) from err

@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Parameter lists of the functions ``partial()`` binds: names, and dtype and shape where known.
 
 A signature comes from a tirx ``PrimFunc``, the TE tensor list given to ``te.create_prim_func``,
@@ -6,8 +8,9 @@ a Relax ``Function``, a Relax ``VirtualMachine`` (its parameter names), or a lis
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -16,14 +19,14 @@ class Param:
 
     name: str
     #: "tensor", "scalar" or None (unknown).
-    kind: Optional[str] = None
+    kind: str | None = None
     #: dtype string ("float32"), None when unknown.
-    dtype: Optional[str] = None
+    dtype: str | None = None
     #: static extents; None for a dynamic extent; the whole tuple None when unknown.
-    shape: Optional[tuple] = None
+    shape: tuple | None = None
     #: per dimension: an int (static), ("var", name) for a dimension that is exactly a shape
     #: variable, ("expr", text) for a compound expression; None when unknown.
-    dims: Optional[tuple] = field(default=None, compare=False)
+    dims: tuple | None = field(default=None, compare=False)
 
     def describe(self) -> str:
         """``x: Tensor[(1, 3, 8, 8), float32]`` or ``x``."""
@@ -94,8 +97,13 @@ def _param_from_var(var) -> Param:
     shape = getattr(ty, "shape", None)
     if shape is not None or type(ty).__name__ == "TensorType":
         values = getattr(shape, "values", None)
-        return Param(name, "tensor", str(ty.dtype), None if values is None else _static_dims(values),
-                     None if values is None else _symbolic_dims(values))
+        return Param(
+            name,
+            "tensor",
+            str(ty.dtype),
+            None if values is None else _static_dims(values),
+            None if values is None else _symbolic_dims(values),
+        )
     dtype = getattr(ty, "dtype", None)
     if dtype is not None and type(ty).__name__ == "PrimType":
         return Param(name, "scalar", str(dtype))
@@ -108,8 +116,15 @@ def _from_prim_func(func, name: str) -> Signature:
     for var in func.params:
         if buffer_map is not None and var in buffer_map:
             buf = buffer_map[var]
-            params.append(Param(str(buf.name), "tensor", str(buf.dtype), _static_dims(buf.shape),
-                                _symbolic_dims(buf.shape)))
+            params.append(
+                Param(
+                    str(buf.name),
+                    "tensor",
+                    str(buf.dtype),
+                    _static_dims(buf.shape),
+                    _symbolic_dims(buf.shape),
+                )
+            )
         else:
             params.append(_param_from_var(var))
     attrs = getattr(func, "attrs", None)
@@ -125,8 +140,15 @@ def _from_sequence(items: Sequence, name: str) -> Signature:
         if isinstance(item, str):
             params.append(Param(item))
         elif isinstance(item, te.Tensor):
-            params.append(Param(str(item.op.name), "tensor", str(item.dtype), _static_dims(item.shape),
-                                _symbolic_dims(item.shape)))
+            params.append(
+                Param(
+                    str(item.op.name),
+                    "tensor",
+                    str(item.dtype),
+                    _static_dims(item.shape),
+                    _symbolic_dims(item.shape),
+                )
+            )
         elif hasattr(item, "name") and hasattr(item, "ty"):
             params.append(_param_from_var(item))
         else:
@@ -141,7 +163,7 @@ def _from_vm(vm, name: str) -> Signature:
     return Signature(name, tuple(Param(str(vm._get_function_param_name(name, i))) for i in range(arity)))
 
 
-def resolve(signature: Any, name: str) -> Optional[Signature]:
+def resolve(signature: Any, name: str) -> Signature | None:
     """Turn what the user passed as ``signature=`` into a ``Signature`` (None stays None).
 
     ``name`` is the function's name for error messages and for picking a function out of a

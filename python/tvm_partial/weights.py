@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Weights in safetensors files: ``save_weights`` writes the bound tensors of a partial module,
 ``open_weights`` maps a file and gives its tensors to bind, without copying where their data is
 64-byte aligned.
@@ -17,7 +19,6 @@ import json
 import mmap
 import os
 from pathlib import Path
-from typing import Optional
 
 import numpy as np
 import tvm_ffi
@@ -26,10 +27,18 @@ from . import _lib
 
 #: safetensors dtype -> (TVM dtype, numpy dtype of the same bits that DLPack carries).
 _DTYPES = {
-    "F64": ("float64", "float64"), "F32": ("float32", "float32"), "F16": ("float16", "float16"),
-    "BF16": ("bfloat16", "uint16"), "I64": ("int64", "int64"), "I32": ("int32", "int32"),
-    "I16": ("int16", "int16"), "I8": ("int8", "int8"), "U64": ("uint64", "uint64"),
-    "U32": ("uint32", "uint32"), "U16": ("uint16", "uint16"), "U8": ("uint8", "uint8"),
+    "F64": ("float64", "float64"),
+    "F32": ("float32", "float32"),
+    "F16": ("float16", "float16"),
+    "BF16": ("bfloat16", "uint16"),
+    "I64": ("int64", "int64"),
+    "I32": ("int32", "int32"),
+    "I16": ("int16", "int16"),
+    "I8": ("int8", "int8"),
+    "U64": ("uint64", "uint64"),
+    "U32": ("uint32", "uint32"),
+    "U16": ("uint16", "uint16"),
+    "U8": ("uint8", "uint8"),
     "BOOL": ("bool", "bool"),
 }
 _BY_TVM = {tvm: st for st, (tvm, _) in _DTYPES.items()}
@@ -55,7 +64,7 @@ def save_weights(module, path) -> None:
     ``[function, position]`` (a partial function's tensors go under ``main/``), and ``tvm_partial.hashes``, each payload's hash (the format's 64-bit
     hash, 16 hex digits) that ``verify`` checks. Scalars and strings bound beside the tensors are not written.
     """
-    from .partial import bindings, param_names  # noqa: PLC0415 (partial imports tvm)
+    from .partial import bindings, param_names
 
     bound, names = bindings(module), param_names(module)
     if isinstance(module, tvm_ffi.Function):  # a partial function: its tensors go under main/
@@ -74,10 +83,16 @@ def save_weights(module, path) -> None:
     for key, _function, _position, tensor in entries:
         dtype = str(tensor.dtype)
         if dtype not in _BY_TVM:
-            raise TypeError(f"save_weights: {key} has dtype {dtype}, which safetensors cannot hold "
-                            f"(supported: {', '.join(sorted(_BY_TVM))})")
+            raise TypeError(
+                f"save_weights: {key} has dtype {dtype}, which safetensors cannot hold "
+                f"(supported: {', '.join(sorted(_BY_TVM))})"
+            )
         size = _nbytes(tensor)
-        header[key] = {"dtype": _BY_TVM[dtype], "shape": list(tensor.shape), "data_offsets": [offset, offset + size]}
+        header[key] = {
+            "dtype": _BY_TVM[dtype],
+            "shape": list(tensor.shape),
+            "data_offsets": [offset, offset + size],
+        }
         layout.append((key, tensor, offset, size))
         offset += size
         gap = -offset % _ALIGNMENT
@@ -86,6 +101,7 @@ def save_weights(module, path) -> None:
             header[pad_key] = {"dtype": "U8", "shape": [gap], "data_offsets": [offset, offset + gap]}
             layout.append((pad_key, None, offset, gap))
             offset += gap
+
     def encode(hashes: dict) -> bytes:
         header["__metadata__"] = {
             METADATA_FORMAT: "1",
@@ -110,8 +126,10 @@ def save_weights(module, path) -> None:
                     f.write(memoryview(_host_bytes(tensor)).cast("B"))
             f.flush()
             start = 8 + len(text)
-            hashes = {key: f"{_hash_file_range(str(tmp), start + header[key]['data_offsets'][0], _nbytes(t)) & _U64:016x}"
-                      for key, _f, _p, t in entries}
+            hashes = {
+                key: f"{_hash_file_range(str(tmp), start + header[key]['data_offsets'][0], _nbytes(t)) & _U64:016x}"
+                for key, _f, _p, t in entries
+            }
             final = encode(hashes)
             assert len(final) == len(text)
             f.seek(8)
@@ -146,9 +164,13 @@ def open_weights(path, function: str = "main") -> dict:
             name = key
         out[name] = _tensor(buffer, data_start + begin, end - begin, dtype, shape)
     if not out:
-        functions = sorted({k.partition("/")[0] for k in entries if "/" in k and not k.startswith(PADDING_PREFIX)})
-        raise ValueError(f"{path}: no weights for function {function!r} (functions in the file: "
-                         f"{', '.join(functions) or 'none'})")
+        functions = sorted(
+            {k.partition("/")[0] for k in entries if "/" in k and not k.startswith(PADDING_PREFIX)}
+        )
+        raise ValueError(
+            f"{path}: no weights for function {function!r} (functions in the file: "
+            f"{', '.join(functions) or 'none'})"
+        )
     return out
 
 
@@ -157,7 +179,7 @@ def swap_weights(module, path):
     file ``path`` (what ``load(artifact, weights_file=path)`` returns). The file must hold a tensor
     of the same dtype and shape for every bound tensor, under its key, and nothing else; no
     recompilation, no relinking: O(number of bindings) plus mapping the file."""
-    from .partial import bindings, param_names, rebind  # noqa: PLC0415
+    from .partial import bindings, param_names, rebind
 
     path = os.fspath(path)
     entries, _, _ = _read(path)
@@ -171,17 +193,23 @@ def swap_weights(module, path):
     given = {k for k in entries if not k.startswith(PADDING_PREFIX) and k != REGION_KEY}
     missing, extra = sorted(set(expected) - given), sorted(given - set(expected))
     if missing:
-        raise ValueError(f"weights file {path} lacks tensor {missing[0]!r} that the module binds"
-                         f"{f' (and {len(missing) - 1} more)' if len(missing) > 1 else ''}; "
-                         f"it holds the weights of another model")
+        raise ValueError(
+            f"weights file {path} lacks tensor {missing[0]!r} that the module binds"
+            f"{f' (and {len(missing) - 1} more)' if len(missing) > 1 else ''}; "
+            f"it holds the weights of another model"
+        )
     if extra:
-        raise ValueError(f"weights file {path}: tensor {extra[0]!r} is not a tensor the module binds "
-                         f"(it binds {', '.join(sorted(expected))}); it holds the weights of another model")
-    for key, (function, position, old) in expected.items():
+        raise ValueError(
+            f"weights file {path}: tensor {extra[0]!r} is not a tensor the module binds "
+            f"(it binds {', '.join(sorted(expected))}); it holds the weights of another model"
+        )
+    for key, (_function, _position, old) in expected.items():
         dtype, shape = entries[key][0], entries[key][1]
         if _DTYPES[dtype][0] != str(old.dtype) or tuple(shape) != tuple(old.shape):
-            raise ValueError(f"weights file {path}: tensor {key!r} is {_DTYPES[dtype][0]}{list(shape)}, "
-                             f"the module binds {old.dtype}{list(old.shape)} there")
+            raise ValueError(
+                f"weights file {path}: tensor {key!r} is {_DTYPES[dtype][0]}{list(shape)}, "
+                f"the module binds {old.dtype}{list(old.shape)} there"
+            )
     out = module
     for function in sorted({f for f, _, _ in expected.values()}):
         tensors = open_weights(path, function)
@@ -234,9 +262,17 @@ def _payloads(path: str, entries: dict, data_start: int, where: dict) -> list:
             function, index = loc
         else:
             function, index = key.partition("/")[0] if "/" in key else "", None
-        entry = {"key": key, "function": str(function), "index": index, "name": key.partition("/")[2] or key,
-                 "placement": "weights file", "dtype": _DTYPES[dtype][0], "shape": list(shape),
-                 "file_offset": data_start + begin, "bytes": end - begin}
+        entry = {
+            "key": key,
+            "function": str(function),
+            "index": index,
+            "name": key.partition("/")[2] or key,
+            "placement": "weights file",
+            "dtype": _DTYPES[dtype][0],
+            "shape": list(shape),
+            "file_offset": data_start + begin,
+            "bytes": end - begin,
+        }
         out.append(entry)
     return out
 
@@ -249,15 +285,35 @@ def inspect_weights(path) -> dict:
     functions: dict = {}
     for p in _payloads(path, entries, data_start, where):
         functions.setdefault(p["function"], []).append(
-            {"index": p["index"] if p["index"] is not None else p["key"], "name": p["name"], "kind": "tensor",
-             "dtype": p["dtype"], "shape": p["shape"], "device": "cpu:0", "bytes": p["bytes"],
-             "offset": p["file_offset"], "key": p["key"], "aligned": p["file_offset"] % _ALIGNMENT == 0})
-    return {"path": path, "format_version": "safetensors", "total_bytes": os.path.getsize(path),
-            "constant_bytes": sum(b["bytes"] for fn in functions.values() for b in fn),
-            "payloads": "weights file", "region": None,
-            "payload_hashes": ("recorded, not checked (run tvm-partial verify)" if hashes is not None
-                               else "none recorded (not written by tvm_partial.save_weights)"),
-            "functions": [{"name": f, "param_names": [], "free": [], "bindings": b} for f, b in functions.items()]}
+            {
+                "index": p["index"] if p["index"] is not None else p["key"],
+                "name": p["name"],
+                "kind": "tensor",
+                "dtype": p["dtype"],
+                "shape": p["shape"],
+                "device": "cpu:0",
+                "bytes": p["bytes"],
+                "offset": p["file_offset"],
+                "key": p["key"],
+                "aligned": p["file_offset"] % _ALIGNMENT == 0,
+            }
+        )
+    return {
+        "path": path,
+        "format_version": "safetensors",
+        "total_bytes": os.path.getsize(path),
+        "constant_bytes": sum(b["bytes"] for fn in functions.values() for b in fn),
+        "payloads": "weights file",
+        "region": None,
+        "payload_hashes": (
+            "recorded, not checked (run tvm-partial verify)"
+            if hashes is not None
+            else "none recorded (not written by tvm_partial.save_weights)"
+        ),
+        "functions": [
+            {"name": f, "param_names": [], "free": [], "bindings": b} for f, b in functions.items()
+        ],
+    }
 
 
 def verify_weights(path) -> dict:
@@ -267,8 +323,10 @@ def verify_weights(path) -> dict:
     path = os.fspath(path)
     entries, data_start, where, hashes = _metadata(path)
     if hashes is None:
-        raise ValueError(f"weights file {path} records no payload hashes (it was not written by "
-                         "tvm_partial.save_weights): its header is consistent, its bytes cannot be checked")
+        raise ValueError(
+            f"weights file {path} records no payload hashes (it was not written by "
+            "tvm_partial.save_weights): its header is consistent, its bytes cannot be checked"
+        )
     payloads = _payloads(path, entries, data_start, where)
     for p in payloads:
         recorded = hashes.get(p["key"])
@@ -276,8 +334,14 @@ def verify_weights(path) -> dict:
             raise ValueError(f"weights file {path}: tensor {p['key']!r} has no recorded hash")
         p["intact"] = f"{_hash_file_range(path, p['file_offset'], p['bytes']) & _U64:016x}" == recorded
     damaged = [p for p in payloads if not p["intact"]]
-    return {"path": path, "intact": not damaged, "checked": len(payloads),
-            "bytes": sum(p["bytes"] for p in payloads), "payloads": payloads, "damaged": damaged}
+    return {
+        "path": path,
+        "intact": not damaged,
+        "checked": len(payloads),
+        "bytes": sum(p["bytes"] for p in payloads),
+        "payloads": payloads,
+        "damaged": damaged,
+    }
 
 
 #: The key of the region header in a weights file written by ``export_library(weights_file=)``.
@@ -288,7 +352,7 @@ def write_region_file(external, path) -> None:
     """The safetensors file of an export with ``weights_file=``: its data is the payload region of
     ``external`` (a module from ``WithExternalWeights``), the region header as ``REGION_KEY`` and
     each payload under its key, at the offsets the metadata records; gaps as padding entries."""
-    from .partial import param_names  # noqa: PLC0415
+    from .partial import param_names
 
     info = _lib.describe_bytes(_lib.save_to_bytes(external))
     names = param_names(external)
@@ -302,24 +366,35 @@ def write_region_file(external, path) -> None:
             key = _key(function, int(b["index"]), names.get(function, []))
             dtype = str(b["dtype"])
             if dtype not in _BY_TVM:
-                raise TypeError(f"export_library: {key} has dtype {dtype}, which a safetensors weights file "
-                                f"cannot hold (supported: {', '.join(sorted(_BY_TVM))}); export without weights_file=")
+                raise TypeError(
+                    f"export_library: {key} has dtype {dtype}, which a safetensors weights file "
+                    f"cannot hold (supported: {', '.join(sorted(_BY_TVM))}); export without weights_file="
+                )
             begin = int(b["offset"])
             spans.append((begin, begin + int(b["bytes"])))
-            header[key] = {"dtype": _BY_TVM[dtype], "shape": [int(d) for d in b["shape"]],
-                           "data_offsets": [begin, begin + int(b["bytes"])]}
+            header[key] = {
+                "dtype": _BY_TVM[dtype],
+                "shape": [int(d) for d in b["shape"]],
+                "data_offsets": [begin, begin + int(b["bytes"])],
+            }
             where[key] = [function, int(b["index"])]
             hashes[key] = f"{int(b['hash']) & _U64:016x}"
     end = 64
     for begin, stop in sorted(spans):
         if begin > end:
-            header[f"{PADDING_PREFIX}{end}"] = {"dtype": "U8", "shape": [begin - end], "data_offsets": [end, begin]}
+            header[f"{PADDING_PREFIX}{end}"] = {
+                "dtype": "U8",
+                "shape": [begin - end],
+                "data_offsets": [end, begin],
+            }
         end = stop
     if int(info["region_size"]) != end:
         raise AssertionError("the region layout does not match its metadata")
-    header["__metadata__"] = {METADATA_FORMAT: "1",
-                              METADATA_BINDINGS: json.dumps(where, separators=(",", ":")),
-                              METADATA_HASHES: json.dumps(hashes, separators=(",", ":"))}
+    header["__metadata__"] = {
+        METADATA_FORMAT: "1",
+        METADATA_BINDINGS: json.dumps(where, separators=(",", ":")),
+        METADATA_HASHES: json.dumps(hashes, separators=(",", ":")),
+    }
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-(8 + len(text)) % _ALIGNMENT)
     _write_payload_region(external, os.fspath(path), 8 + len(text))
@@ -351,7 +426,8 @@ def _host_bytes(tensor) -> np.ndarray:
     dtype = str(tensor.dtype)
     carrier = _DTYPES[_BY_TVM[dtype]][1]
     if carrier != dtype:  # bfloat16: DLPack consumers refuse it; view the bits
-        from .partial import _create_view  # noqa: PLC0415
+        from .partial import _create_view
+
         tensor = _create_view()(tensor, tvm_ffi.Shape(tuple(tensor.shape)), carrier, 0)
     if tensor.device.dlpack_device_type() == 1 and tensor.is_contiguous():
         return np.ascontiguousarray(np.from_dlpack(tensor)).reshape(-1)
@@ -368,20 +444,27 @@ def _read(path: str):
     with f:
         size = os.fstat(f.fileno()).st_size
         if size < 8:
-            raise ValueError(f"weights file {path} is truncated: {size} bytes, not even a safetensors header length")
+            raise ValueError(
+                f"weights file {path} is truncated: {size} bytes, not even a safetensors header length"
+            )
         length = int.from_bytes(f.read(8), "little")
         if length > MAX_HEADER_BYTES:
-            raise ValueError(f"weights file {path}: its JSON header claims {length} bytes, more than "
-                             f"the {MAX_HEADER_BYTES} read; it is not a safetensors file or is damaged")
+            raise ValueError(
+                f"weights file {path}: its JSON header claims {length} bytes, more than "
+                f"the {MAX_HEADER_BYTES} read; it is not a safetensors file or is damaged"
+            )
         if 8 + length > size:
-            raise ValueError(f"weights file {path} is truncated: its JSON header needs {8 + length} bytes, "
-                             f"the file has {size}")
+            raise ValueError(
+                f"weights file {path} is truncated: its JSON header needs {8 + length} bytes, "
+                f"the file has {size}"
+            )
         raw = f.read(length)
         try:
             header = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as err:
-            raise ValueError(f"weights file {path}: malformed JSON header ({type(err).__name__}: "
-                             f"{str(err)[:200]})") from None
+            raise ValueError(
+                f"weights file {path}: malformed JSON header ({type(err).__name__}: {str(err)[:200]})"
+            ) from None
         if not isinstance(header, dict):
             raise ValueError(f"weights file {path}: the JSON header is not an object")
         data_start, data_size = 8 + length, size - 8 - length
@@ -404,32 +487,46 @@ def _entry(path: str, key: str, entry, data_size: int):
         raise ValueError(f"{where}: its header entry is not an object")
     dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
     if dtype not in _DTYPES:
-        raise ValueError(f"{where}: dtype {str(dtype)[:40]!r} is not one tvm-partial reads "
-                         f"({', '.join(sorted(_DTYPES))})")
-    if (not isinstance(shape, list) or len(shape) > 64
-            or not all(type(d) is int and 0 <= d < 2**63 for d in shape)):
+        raise ValueError(
+            f"{where}: dtype {str(dtype)[:40]!r} is not one tvm-partial reads ({', '.join(sorted(_DTYPES))})"
+        )
+    if (
+        not isinstance(shape, list)
+        or len(shape) > 64
+        or not all(type(d) is int and 0 <= d < 2**63 for d in shape)
+    ):
         raise ValueError(f"{where}: shape {str(shape)[:80]} is not a list of non-negative ints")
-    if (not isinstance(offsets, list) or len(offsets) != 2
-            or not all(type(o) is int and 0 <= o for o in offsets) or offsets[1] < offsets[0]):
-        raise ValueError(f"{where}: data_offsets {str(offsets)[:80]} is not [begin, end] with 0 <= begin <= end")
+    if (
+        not isinstance(offsets, list)
+        or len(offsets) != 2
+        or not all(type(o) is int and 0 <= o for o in offsets)
+        or offsets[1] < offsets[0]
+    ):
+        raise ValueError(
+            f"{where}: data_offsets {str(offsets)[:80]} is not [begin, end] with 0 <= begin <= end"
+        )
     begin, end = offsets
     count = 1
     for d in shape:
         count *= d
     expected = count * np.dtype(_DTYPES[dtype][1]).itemsize
     if end - begin != expected:
-        raise ValueError(f"{where}: data_offsets span {end - begin} bytes, its dtype {dtype} and shape "
-                         f"{shape} need {expected}")
+        raise ValueError(
+            f"{where}: data_offsets span {end - begin} bytes, its dtype {dtype} and shape "
+            f"{shape} need {expected}"
+        )
     if end > data_size:
-        raise ValueError(f"{where}: its data ends at byte {end} of the data, which has {data_size}: "
-                         "the file is truncated")
+        raise ValueError(
+            f"{where}: its data ends at byte {end} of the data, which has {data_size}: the file is truncated"
+        )
     return dtype, tuple(shape), begin, end
 
 
 def _tensor(buffer, offset: int, nbytes: int, dtype: str, shape: tuple):
     tvm_dtype, carrier = _DTYPES[dtype]
-    array = np.frombuffer(buffer, dtype=carrier, count=nbytes // np.dtype(carrier).itemsize,
-                          offset=offset).reshape(shape)
+    array = np.frombuffer(
+        buffer, dtype=carrier, count=nbytes // np.dtype(carrier).itemsize, offset=offset
+    ).reshape(shape)
     if offset % _ALIGNMENT == 0 and nbytes:
         tensor = tvm_ffi.from_dlpack(array)  # a view: the mapping lives as long as the tensor
     else:
@@ -437,7 +534,7 @@ def _tensor(buffer, offset: int, nbytes: int, dtype: str, shape: tuple):
         if not isinstance(tensor, tvm_ffi.Tensor):
             tensor = tvm_ffi.from_dlpack(tensor)
     if tvm_dtype != carrier:
-        from .partial import _create_view  # noqa: PLC0415
+        from .partial import _create_view
+
         tensor = _create_view()(tensor, tvm_ffi.Shape(shape), tvm_dtype, 0)
     return tensor
-

@@ -1,3 +1,5 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
 """Zero-copy exports: tensor payloads in a data section of the artifact, mapped at load time.
 
 The payloads leave the bytes TVM embeds for the module (which its loader copies twice more) and go
@@ -92,11 +94,15 @@ def _assemble(external, workdir: Path, symbol: str) -> Path:
     _write_payload_region(external, str(region), 0)
     large = platform.machine().lower() in ("x86_64", "amd64")  # see _elf.LARGE_PAYLOAD_SECTION
     section = (_elf.LARGE_PAYLOAD_SECTION if large else _elf.PAYLOAD_SECTION).decode()
-    (workdir / "payloads.S").write_text(_STUB.format(symbol=symbol, size=region.stat().st_size,
-                                                     section=section, flags="awl" if large else "aw"))
+    (workdir / "payloads.S").write_text(
+        _STUB.format(
+            symbol=symbol, size=region.stat().st_size, section=section, flags="awl" if large else "aw"
+        )
+    )
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or "cc"
-    proc = subprocess.run([compiler, "-c", "payloads.S", "-o", "payloads.o"], cwd=workdir,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [compiler, "-c", "payloads.S", "-o", "payloads.o"], cwd=workdir, capture_output=True, text=True
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"assembling the payload section with {compiler} failed:\n{proc.stderr}")
     region.unlink()  # now inside payloads.o
@@ -107,7 +113,7 @@ def prepare_weights_file(module, workdir: Path, weights_path: Path, name: str):
     """-> (the module to export, the object file to link in) for an export whose payloads go to
     the safetensors file ``weights_path`` (written here), recorded as ``name`` (relative to the
     library's folder). The library keeps only the region's 64-byte header, under its symbol."""
-    from . import weights as _weights  # noqa: PLC0415
+    from . import weights as _weights
 
     symbol = "__tvm_partial_payload_" + secrets.token_hex(8)
     external = _with_external_weights(module, symbol, secrets.randbits(63), name)

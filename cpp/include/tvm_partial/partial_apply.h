@@ -1,3 +1,5 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
 /*!
  * \file tvm_partial/partial_apply.h
  * \brief Partial application of TVM runtime functions and modules.
@@ -132,7 +134,8 @@ TVM_PARTIAL_API ffi::Map<ffi::String, ffi::Array<ffi::String>> PartialApplyParam
  * \brief The outputs of a partial function (key "") or partial module (per function with outputs).
  * \throws TypeError when `obj` is neither.
  */
-TVM_PARTIAL_API ffi::Map<ffi::String, ffi::Array<ffi::Any>> PartialApplyOutputs(const ffi::Any& obj);
+TVM_PARTIAL_API ffi::Map<ffi::String, ffi::Array<ffi::Any>> PartialApplyOutputs(
+    const ffi::Any& obj);
 
 /*!
  * \brief An uninitialised contiguous tensor whose data is 64-byte aligned (TVM kernels assume
