@@ -1,0 +1,121 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Every snippet in README.md and docs/*.md runs, or says why not.
+
+A file's ```python blocks run in order in one namespace (a block may use what an earlier one made),
+in a fresh interpreter in an empty folder; its ```bash / ```sh / ```console blocks run there too, in
+their place among the Python blocks (a `tvm-partial` command on an artifact an earlier block wrote).
+A block that cannot run here is preceded by `<!-- not run: REASON -->`; C++ and CMake blocks always
+are (the reason names the test that compiles the same code, if one does). Text blocks (``` or
+```text: outputs, formats, signatures) are not code. docs/errors.md rows run in test_errors_doc.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import run_json
+
+ROOT = Path(__file__).resolve().parent.parent
+FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+PYTHON = {"python"}
+SHELL = {"bash", "sh", "console"}
+COMPILED = {"cpp", "c", "cmake"}
+TEXT = {"", "text"}
+
+_FENCE = re.compile(r"^```(\S*)\n(.*?)^```[ \t]*$", flags=re.S | re.M)
+_MARK = re.compile(r"<!-- not run: ((?:(?!-->).)*) -->\s*\Z", flags=re.S)
+
+
+def blocks(path: Path) -> list:
+    """[{"line", "lang", "code", "not_run"}] for each fenced block, "not_run" the marker's reason."""
+    text = path.read_text()
+    out = []
+    for m in _FENCE.finditer(text):
+        mark = _MARK.search(text[: m.start()])
+        out.append(
+            {
+                "line": text.count("\n", 0, m.start()) + 2,  # the block's first line of code
+                "lang": m.group(1),
+                "code": m.group(2),
+                "not_run": " ".join(mark.group(1).split()) if mark else None,
+            }
+        )
+    return out
+
+
+def _runnable(path: Path) -> list:
+    return [b for b in blocks(path) if b["lang"] in PYTHON | SHELL and b["not_run"] is None]
+
+
+def _name(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+# Runs in the fresh interpreter: argv[1] is the file's name, argv[2] its blocks as JSON.
+_DRIVER = r"""
+import json, subprocess, sys
+
+name, todo = sys.argv[1], json.loads(sys.argv[2])
+namespace = {"__name__": "__main__"}
+ran = []
+for block in todo:
+    if block["lang"] == "python":
+        # Padded so that a traceback names the line of the Markdown file.
+        code = "\n" * (block["line"] - 1) + block["code"]
+        exec(compile(code, name, "exec"), namespace)
+    else:
+        code = block["code"]
+        if block["lang"] == "console":  # the commands are the lines after the prompt
+            code = "\n".join(l[2:] for l in code.splitlines() if l.startswith("$ "))
+        proc = subprocess.run(["bash", "-euo", "pipefail", "-c", code], capture_output=True, text=True)
+        sys.stderr.write(proc.stdout + proc.stderr)
+        if proc.returncode != 0:
+            sys.exit(f"{name}:{block['line']}: the {block['lang']} block exited with {proc.returncode}")
+    ran.append(block["line"])
+print(json.dumps(ran))
+"""
+
+
+@pytest.mark.parametrize("path", [p for p in FILES if _runnable(p)], ids=_name)
+def test_doc_snippets_run(path, tmp_path):
+    todo = _runnable(path)
+    # `tvm-partial` is the console script beside this interpreter.
+    env = {"PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
+    ran = run_json(f"import os\nos.chdir({str(tmp_path)!r})\n" + _DRIVER, _name(path), json.dumps(todo), env=env)
+    assert ran == [b["line"] for b in todo]  # every block without a marker ran, in order
+
+
+@pytest.mark.parametrize("path", FILES, ids=_name)
+def test_every_block_runs_or_says_why_not(path):
+    for block in blocks(path):
+        where = f"{_name(path)}:{block['line']}"
+        lang = block["lang"]
+        assert lang in PYTHON | SHELL | COMPILED | TEXT, f"{where}: ```{lang}: add it to a kind in test_docs.py"
+        if lang in COMPILED:
+            assert block["not_run"], f"{where}: a ```{lang} block needs <!-- not run: REASON -->"
+        if block["not_run"] is not None:
+            assert len(block["not_run"]) > 10, f"{where}: say why the block is not run"
+
+
+@pytest.mark.parametrize("path", FILES, ids=_name)
+def test_every_marker_stands_before_a_block(path):
+    text = path.read_text()
+    for m in re.finditer(r"<!-- not run:.*?-->", text, flags=re.S):
+        assert re.match(r"\s*\n```", text[m.end() :]), f"{_name(path)}: {m.group(0)[:60]} is not before a block"
+
+
+def test_parser_sees_markers_and_languages(tmp_path):
+    doc = tmp_path / "x.md"
+    doc.write_text("a\n\n```python\nx = 1\n```\n\n<!-- not run: needs a\n GPU here -->\n```bash\nls\n```\n")
+    assert blocks(doc) == [
+        {"line": 4, "lang": "python", "code": "x = 1\n", "not_run": None},
+        {"line": 10, "lang": "bash", "code": "ls\n", "not_run": "needs a GPU here"},
+    ]
