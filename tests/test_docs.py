@@ -31,7 +31,7 @@ COMPILED = {"cpp", "c", "cmake"}
 TEXT = {"", "text"}
 
 _FENCE = re.compile(r"^```(\S*)\n(.*?)^```[ \t]*$", flags=re.S | re.M)
-_MARK = re.compile(r"<!-- not run: ((?:(?!-->).)*) -->\s*\Z", flags=re.S)
+_MARK = re.compile(r"<!-- not run: ((?:(?!-->).)*?)\s*-->\s*\Z", flags=re.S)
 
 
 def blocks(path: Path) -> list:
@@ -89,7 +89,9 @@ def test_doc_snippets_run(path, tmp_path):
     todo = _runnable(path)
     # `tvm-partial` is the console script beside this interpreter.
     env = {"PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
-    ran = run_json(f"import os\nos.chdir({str(tmp_path)!r})\n" + _DRIVER, _name(path), json.dumps(todo), env=env)
+    ran = run_json(
+        f"import os\nos.chdir({str(tmp_path)!r})\n" + _DRIVER, _name(path), json.dumps(todo), env=env
+    )
     assert ran == [b["line"] for b in todo]  # every block without a marker ran, in order
 
 
@@ -98,7 +100,9 @@ def test_every_block_runs_or_says_why_not(path):
     for block in blocks(path):
         where = f"{_name(path)}:{block['line']}"
         lang = block["lang"]
-        assert lang in PYTHON | SHELL | COMPILED | TEXT, f"{where}: ```{lang}: add it to a kind in test_docs.py"
+        assert lang in PYTHON | SHELL | COMPILED | TEXT, (
+            f"{where}: ```{lang}: add it to a kind in test_docs.py"
+        )
         if lang in COMPILED:
             assert block["not_run"], f"{where}: a ```{lang} block needs <!-- not run: REASON -->"
         if block["not_run"] is not None:
@@ -109,7 +113,9 @@ def test_every_block_runs_or_says_why_not(path):
 def test_every_marker_stands_before_a_block(path):
     text = path.read_text()
     for m in re.finditer(r"<!-- not run:.*?-->", text, flags=re.S):
-        assert re.match(r"\s*\n```", text[m.end() :]), f"{_name(path)}: {m.group(0)[:60]} is not before a block"
+        assert re.match(r"\s*\n```", text[m.end() :]), (
+            f"{_name(path)}: {m.group(0)[:60]} is not before a block"
+        )
 
 
 def test_parser_sees_markers_and_languages(tmp_path):
