@@ -125,3 +125,10 @@ def test_parser_sees_markers_and_languages(tmp_path):
         {"line": 4, "lang": "python", "code": "x = 1\n", "not_run": None},
         {"line": 10, "lang": "bash", "code": "ls\n", "not_run": "needs a GPU here"},
     ]
+
+
+def test_readme_index_links_every_doc():
+    readme = (ROOT / "README.md").read_text()
+    index = readme[readme.index("## Docs") : readme.index("## First use")]
+    linked = set(re.findall(r"\]\((docs/[\w.]+\.md)\)", index))
+    assert linked == {f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")}
