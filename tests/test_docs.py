@@ -97,6 +97,8 @@ def test_doc_snippets_run(path, tmp_path):
 
 @pytest.mark.parametrize("path", FILES, ids=_name)
 def test_every_block_runs_or_says_why_not(path):
+    indented = re.search(r"^(?:[ \t]+```|[ \t]*~~~)", path.read_text(), flags=re.M)
+    assert not indented, f"{_name(path)}: an indented or ~~~ fence is not seen here: start blocks at column 0"
     for block in blocks(path):
         where = f"{_name(path)}:{block['line']}"
         lang = block["lang"]
