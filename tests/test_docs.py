@@ -8,6 +8,10 @@ their place among the Python blocks (a `tvm-partial` command on an artifact an e
 A block that cannot run here is preceded by `<!-- not run: REASON -->`; C++ and CMake blocks always
 are (the reason names the test that compiles the same code, if one does). Text blocks (``` or
 ```text: outputs, formats, signatures) are not code. docs/errors.md rows run in test_errors_doc.py.
+
+Snippets stay fast: one that builds GiB-size weights is either marked not run, or preceded by
+`<!-- scaled in the test: NAME = EXPR -->`, which runs it with its line `NAME = ...` replaced by
+`NAME = EXPR` (`SIZE = 16 * 2**20` for a `SIZE = 2**30` the reader sees).
 """
 
 from __future__ import annotations
@@ -32,27 +36,43 @@ TEXT = {"", "text"}
 
 _FENCE = re.compile(r"^```(\S*)\n(.*?)^```[ \t]*$", flags=re.S | re.M)
 _MARK = re.compile(r"<!-- not run: ((?:(?!-->).)*?)\s*-->\s*\Z", flags=re.S)
+_SCALED = re.compile(r"<!-- scaled in the test: (\w+) = ((?:(?!-->).)*?)\s*-->\s*\Z", flags=re.S)
 
 
 def blocks(path: Path) -> list:
-    """[{"line", "lang", "code", "not_run"}] for each fenced block, "not_run" the marker's reason."""
+    """[{"line", "lang", "code", "not_run", "scaled"}] for each fenced block: "not_run" the marker's
+    reason, "scaled" the (NAME, EXPR) of a scaled-in-the-test marker."""
     text = path.read_text()
     out = []
     for m in _FENCE.finditer(text):
         mark = _MARK.search(text[: m.start()])
+        scaled = _SCALED.search(text[: m.start()])
         out.append(
             {
                 "line": text.count("\n", 0, m.start()) + 2,  # the block's first line of code
                 "lang": m.group(1),
                 "code": m.group(2),
                 "not_run": " ".join(mark.group(1).split()) if mark else None,
+                "scaled": (scaled.group(1), " ".join(scaled.group(2).split())) if scaled else None,
             }
         )
     return out
 
 
+def _scale(block: dict) -> dict:
+    """The block as the test runs it: its `NAME = ...` line replaced as its marker says."""
+    if block["scaled"] is None:
+        return block
+    name, expr = block["scaled"]
+    code, n = re.subn(
+        rf"^{name} = .*$", f"{name} = {expr}  # scaled in the test", block["code"], count=1, flags=re.M
+    )
+    assert n == 1, f"line {block['line']}: the block has no line `{name} = ...` for its scaled marker"
+    return {**block, "code": code}
+
+
 def _runnable(path: Path) -> list:
-    return [b for b in blocks(path) if b["lang"] in PYTHON | SHELL and b["not_run"] is None]
+    return [_scale(b) for b in blocks(path) if b["lang"] in PYTHON | SHELL and b["not_run"] is None]
 
 
 def _name(path: Path) -> str:
@@ -114,7 +134,7 @@ def test_every_block_runs_or_says_why_not(path):
 @pytest.mark.parametrize("path", FILES, ids=_name)
 def test_every_marker_stands_before_a_block(path):
     text = path.read_text()
-    for m in re.finditer(r"<!-- not run:.*?-->", text, flags=re.S):
+    for m in re.finditer(r"<!-- (?:not run|scaled in the test):.*?-->", text, flags=re.S):
         assert re.match(r"\s*\n```", text[m.end() :]), (
             f"{_name(path)}: {m.group(0)[:60]} is not before a block"
         )
@@ -124,9 +144,20 @@ def test_parser_sees_markers_and_languages(tmp_path):
     doc = tmp_path / "x.md"
     doc.write_text("a\n\n```python\nx = 1\n```\n\n<!-- not run: needs a\n GPU here -->\n```bash\nls\n```\n")
     assert blocks(doc) == [
-        {"line": 4, "lang": "python", "code": "x = 1\n", "not_run": None},
-        {"line": 10, "lang": "bash", "code": "ls\n", "not_run": "needs a GPU here"},
+        {"line": 4, "lang": "python", "code": "x = 1\n", "not_run": None, "scaled": None},
+        {"line": 10, "lang": "bash", "code": "ls\n", "not_run": "needs a GPU here", "scaled": None},
     ]
+
+
+def test_scaled_marker_replaces_the_named_line(tmp_path):
+    doc = tmp_path / "x.md"
+    doc.write_text("<!-- scaled in the test: SIZE = 16 * 2**20 -->\n```python\nSIZE = 2**30\nw = SIZE\n```\n")
+    (block,) = blocks(doc)
+    assert block["scaled"] == ("SIZE", "16 * 2**20")
+    assert _scale(block)["code"] == "SIZE = 16 * 2**20  # scaled in the test\nw = SIZE\n"
+    doc.write_text("<!-- scaled in the test: N = 1 -->\n```python\nSIZE = 2**30\n```\n")
+    with pytest.raises(AssertionError, match=r"no line `N = \.\.\.`"):
+        _scale(blocks(doc)[0])
 
 
 def test_readme_index_links_every_doc():
