@@ -79,11 +79,11 @@ def _name(path: Path) -> str:
     return str(path.relative_to(ROOT))
 
 
-# Runs in the fresh interpreter: argv[1] is the file's name, argv[2] its blocks as JSON.
+# Runs in the fresh interpreter: argv[1] is the file's name, argv[2] a JSON file of its blocks.
 _DRIVER = r"""
 import json, subprocess, sys
 
-name, todo = sys.argv[1], json.loads(sys.argv[2])
+name, todo = sys.argv[1], json.load(open(sys.argv[2]))
 namespace = {"__name__": "__main__"}
 ran = []
 for block in todo:
@@ -109,8 +109,11 @@ def test_doc_snippets_run(path, tmp_path):
     todo = _runnable(path)
     # `tvm-partial` is the console script beside this interpreter.
     env = {"PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
+    (tmp_path / "blocks.json").write_text(json.dumps(todo))
+    work = tmp_path / "work"  # the snippets' folder: what they write, and nothing else
+    work.mkdir()
     ran = run_json(
-        f"import os\nos.chdir({str(tmp_path)!r})\n" + _DRIVER, _name(path), json.dumps(todo), env=env
+        f"import os\nos.chdir({str(work)!r})\n" + _DRIVER, _name(path), str(tmp_path / "blocks.json"), env=env
     )
     assert ran == [b["line"] for b in todo]  # every block without a marker ran, in order
 
