@@ -20,10 +20,10 @@ from typing import Any, overload
 
 import tvm_ffi
 
-from . import _lib
+from . import _ffi_api, _lib
 from .signature import Signature
 
-_outputs = tvm_ffi.get_global_func("tvm_partial.Outputs")
+_outputs = _ffi_api.Outputs
 
 
 @overload

@@ -11,6 +11,7 @@ from typing import Any
 
 import tvm_ffi
 
+from . import _ffi_api
 from .signature import Param, Signature
 
 #: The module kind of cpp/relax_vm.cc.
@@ -77,7 +78,7 @@ def vm_module(executable: tvm_ffi.Module, device: Any, memory: str = "pooled") -
     devices = [[device_type, device_id, ALLOCATORS[memory]]]
     if device_type != _CPU:
         devices.append([_CPU, 0, ALLOCATORS[memory]])
-    return tvm_ffi.get_global_func("tvm_partial.RelaxVMModule")(executable, devices)
+    return _ffi_api.RelaxVMModule(executable, devices)
 
 
 def runs_relax(mod: Any) -> bool:
