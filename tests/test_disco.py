@@ -17,7 +17,7 @@ import pytest
 
 from helpers import run_json
 
-LIB = os.path.join(os.path.dirname(importlib.util.find_spec("tvm").origin), "lib")
+LIB = os.path.join(os.path.dirname(importlib.util.find_spec("tvm").origin), "lib")  # type: ignore[union-attr, arg-type]
 
 
 @pytest.mark.skipif(

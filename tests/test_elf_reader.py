@@ -50,7 +50,9 @@ def _targets(path) -> list:
         if s.type in (2, 11):  # the symbol tables and their string tables
             strtab = elf.sections()[s.link]
             ranges += [(s.offset, s.offset + s.size), (strtab.offset, strtab.offset + strtab.size)]
-    blob_at, _ = elf.symbol(_elf.BLOB_SYMBOL)
+    found = elf.symbol(_elf.BLOB_SYMBOL)
+    assert found is not None
+    blob_at, _ = found
     ranges.append((blob_at, blob_at + 96))  # the blob's length, the module list, the first kind
     partial = next(m for m in elf.embedded_modules() if m.kind == "partial_apply")
     ranges.append((partial.offset - 8, partial.offset + 48))  # its length and the format header

@@ -82,6 +82,7 @@ class Model:
         if named and sig is None:
             return TypeError, "names without a signature"
         for name, token in named.items():
+            assert sig is not None and free is not None  # known when there is a signature
             if sig.count(name) != 1:
                 return TypeError, "unknown name" if name not in sig else "ambiguous name"
             original = sig.index(name)
@@ -97,6 +98,7 @@ class Model:
         for position, token in targets.items():
             new_bound[originals[position]] = token
         if self.recorded is None and sig is not None:
+            assert free is not None  # known when there is a signature
             free_names = [sig[i] for i in free]
             if not self.bound:
                 self.recorded = free_names or None
@@ -119,7 +121,8 @@ class Model:
 
 def _free_positions(bound: dict, count: int) -> list:
     """The first ``count`` original positions that ``bound`` leaves free."""
-    out, i = [], 0
+    out: list[int] = []
+    i = 0
     while len(out) < count:
         if i not in bound:
             out.append(i)

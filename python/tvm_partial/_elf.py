@@ -11,8 +11,9 @@ Only 64-bit little-endian ELF is read (the platforms tvm-partial exports zero-co
 
 from __future__ import annotations
 
+import mmap
 import struct
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 #: TVM's embedded module blob: u64 length, then the serialised module tree.
 BLOB_SYMBOL = b"__tvm_ffi__library_bin"
@@ -52,7 +53,7 @@ def is_elf64_le(head: bytes) -> bool:
 class ElfFile:
     """A bounds-checked view of a 64-bit little-endian ELF file held in ``data`` (bytes, mmap)."""
 
-    def __init__(self, data, path: str):
+    def __init__(self, data: bytes | mmap.mmap, path: str) -> None:
         self.data = data
         self.path = path
         self.size = len(data)
@@ -249,7 +250,7 @@ def payload_section(machine: int) -> tuple:
     return PAYLOAD_SECTION, _SHF_WRITE_ALLOC
 
 
-def finish_payload_object(f, symbol: str, machine: int, lead: int = 64) -> None:
+def finish_payload_object(f: BinaryIO, symbol: str, machine: int, lead: int = 64) -> None:
     """Turn the open file ``f`` (``lead`` bytes of room, then the payload region up to its end)
     into a relocatable ELF64 object: the region in a writable, 64-byte-aligned data section under
     the global ``symbol``, with the symbol and section tables after it."""

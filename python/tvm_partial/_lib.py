@@ -9,20 +9,22 @@ This module imports nothing from ``tvm``: the hook runs while ``tvm`` itself is 
 
 from __future__ import annotations
 
-import tvm_ffi
 from tvm_ffi.libinfo import load_lib_module
 
 LIB = load_lib_module("tvm-partial", "tvm_partial")
 
-partial_apply = tvm_ffi.get_global_func("runtime.PartialApply")
-partial_apply_module = tvm_ffi.get_global_func("runtime.PartialApplyModule")
-partial_apply_bindings = tvm_ffi.get_global_func("runtime.PartialApplyBindings")
-param_names = tvm_ffi.get_global_func("tvm_partial.ParamNames")
-is_partial = tvm_ffi.get_global_func("tvm_partial.IsPartial")
-aligned_copy = tvm_ffi.get_global_func("tvm_partial.AlignedCopy")
-describe_bytes = tvm_ffi.get_global_func("tvm_partial.DescribeBytes")
-save_to_bytes = tvm_ffi.get_global_func("tvm_partial.SaveToBytes")
-load_from_bytes = tvm_ffi.get_global_func("ffi.Module.load_from_bytes.partial_apply")
+from . import _ffi_api  # noqa: E402  (needs the library loaded)
+
+# The globals the Python code calls, typed by _ffi_api's stubs.
+partial_apply = _ffi_api.PartialApply
+partial_apply_module = _ffi_api.PartialApplyModule
+partial_apply_bindings = _ffi_api.PartialApplyBindings
+param_names = _ffi_api.ParamNames
+is_partial = _ffi_api.IsPartial
+aligned_copy = _ffi_api.AlignedCopy
+describe_bytes = _ffi_api.DescribeBytes
+save_to_bytes = _ffi_api.SaveToBytes
+load_from_bytes = _ffi_api.LoadFromBytes
 
 
 def _tvm_backend_hook() -> None:

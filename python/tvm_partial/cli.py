@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from importlib import metadata
 
 #: Exit codes of ``inspect`` and ``verify``.
@@ -92,7 +93,7 @@ def format_inspect(info: dict) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tvm-partial", description=__doc__)
     parser.add_argument(
         "--version", action="version", version=f"tvm-partial {metadata.version('tvm-partial')}"

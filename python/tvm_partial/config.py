@@ -8,6 +8,7 @@ Used by C++ projects: ``cmake -Dtvm_partial_DIR=$(python -m tvm_partial.config -
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 
@@ -28,7 +29,7 @@ def cmakedir() -> Path:
     return libdir() / "cmake" / "tvm_partial"
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tvm_partial.config", description=__doc__)
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--cmakedir", action="store_true", help="folder of tvm_partial-config.cmake")

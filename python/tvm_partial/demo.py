@@ -14,6 +14,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -22,7 +24,7 @@ import numpy as np
 SHAPES = {"data": (1, 3, 32, 32), "weights": (8, 3, 3, 3), "bias": (8,), "result": (1, 8, 30, 30)}
 
 
-def conv2d_bias_tensors(dtype: str = "float32"):
+def conv2d_bias_tensors(dtype: str = "float32") -> list[Any]:
     """TE placeholders for input, weights and bias, and the conv2d + bias result."""
     from tvm import te
 
@@ -41,7 +43,7 @@ def conv2d_bias_tensors(dtype: str = "float32"):
     return [data, weights, bias, result]
 
 
-def build_conv2d_bias(dtype: str = "float32"):
+def build_conv2d_bias(dtype: str = "float32") -> tuple[Any, list[Any]]:
     """-> (executable, signature tensors)."""
     import tvm
     from tvm import te
@@ -64,7 +66,7 @@ def reference(data: np.ndarray, weights: np.ndarray, bias: np.ndarray) -> np.nda
     return (out + bias.astype(np.float64)[None, :, None, None]).astype(data.dtype)
 
 
-def _median_ns(fn, calls: int, repeats: int) -> float:
+def _median_ns(fn: Callable[[], object], calls: int, repeats: int) -> float:
     samples = []
     for _ in range(repeats):
         start = time.perf_counter_ns()
@@ -85,7 +87,11 @@ np.save(sys.argv[3], out.numpy())
 
 
 def run(
-    out_dir: str | None = None, calls: int = 2000, repeats: int = 5, self_contained: bool = False, echo=print
+    out_dir: str | None = None,
+    calls: int = 2000,
+    repeats: int = 5,
+    self_contained: bool = False,
+    echo: Callable[[str], object] = print,
 ) -> int:
     """The whole journey; returns the exit status (0 when every check passed)."""
     import tvm
@@ -169,7 +175,7 @@ def run(
     return report(checks, echo)
 
 
-def report(checks: dict, echo=print) -> int:
+def report(checks: dict[str, bool], echo: Callable[[str], object] = print) -> int:
     """Print each check as [ok] or [FAIL]; the exit code: 0 when all passed."""
     for label, ok in checks.items():
         echo(f"[{'ok' if ok else 'FAIL'}] {label}")

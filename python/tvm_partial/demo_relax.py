@@ -10,6 +10,8 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -20,17 +22,17 @@ np.save(sys.argv[3], m["forward"](tvm.runtime.tensor(np.load(sys.argv[2]))).nump
 """
 
 
-def build():
+def build() -> tuple[Any, dict[str, np.ndarray], np.ndarray]:
     """-> (executable, {dotted name: weights}, x): a two-layer MLP from frontend.nn."""
     import tvm
     from tvm.relax.frontend import nn
 
     class MLP(nn.Module):
-        def __init__(self):
+        def __init__(self) -> None:
             self.fc1 = nn.Linear(16, 32, bias=True)
             self.fc2 = nn.Linear(32, 4, bias=True)
 
-        def forward(self, x):
+        def forward(self, x: Any) -> Any:
             return self.fc2(nn.relu(self.fc1(x)))
 
     mod, specs = MLP().export_tvm(spec={"forward": {"x": nn.spec.Tensor((2, 16), "float32")}})
@@ -40,12 +42,14 @@ def build():
     return tvm.compile(mod, target="llvm"), params, x
 
 
-def reference(x, p):
+def reference(x: np.ndarray, p: dict[str, np.ndarray]) -> np.ndarray:
     h = np.maximum(x @ p["fc1.weight"].T + p["fc1.bias"], 0)
     return h @ p["fc2.weight"].T + p["fc2.bias"]
 
 
-def run(out_dir: str | None = None, self_contained: bool = False, echo=print) -> int:
+def run(
+    out_dir: str | None = None, self_contained: bool = False, echo: Callable[[str], object] = print
+) -> int:
     """The journey for a Relax model; returns the exit status (0 when every check passed)."""
     import tvm
     from tvm import relax

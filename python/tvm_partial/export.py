@@ -12,7 +12,8 @@ import struct
 import tempfile
 from importlib import metadata
 from pathlib import Path
-from typing import Union
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, BinaryIO, Union
 
 import tvm_ffi
 
@@ -20,18 +21,23 @@ from . import _elf, _lib
 from . import remote as _remote
 from . import zero_copy as _zero_copy
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from ._typing import ExecutableLike
+
 PathLike = Union[str, "os.PathLike[str]"]
 _EMBED_OBJECT = "tvm_partial_embed.o"
 
 
 def export_library(
-    module,
+    module: tvm_ffi.Module | ExecutableLike,
     path: PathLike,
     *,
     self_contained: bool = False,
     zero_copy: bool | None = None,
     weights_file: PathLike | None = None,
-    **kwargs,
+    **kwargs: Any,
 ) -> None:
     """Export ``module`` (a partial module or any TVM module) and everything it imports into one
     shared library at ``path``: code and bound constants together.
@@ -142,7 +148,7 @@ def export_library(
             module.export_library(staged, **kwargs)
 
 
-def _code_of(module) -> tuple:
+def _code_of(module: tvm_ffi.Module) -> tuple[tvm_ffi.Module, list[str]]:
     """(the loaded library holding a partial module's compiled code, names of its functions): for
     a Relax model, the executable's kernels (its packed functions that the library defines)."""
     if not _relax_loaded(module):
@@ -157,7 +163,7 @@ def _code_of(module) -> tuple:
     ]
 
 
-def _relax_loaded(module) -> bool:
+def _relax_loaded(module: tvm_ffi.Module) -> bool:
     """A partial module over a Relax VM (partial_apply_vm) whose executable's code was loaded."""
     vm = module.imports[0] if module.imports else None
     if vm is None or vm.kind != "partial_apply_vm" or not vm.imports:
@@ -165,7 +171,7 @@ def _relax_loaded(module) -> bool:
     return any(m.kind == "library" for m in vm.imports[0].imports)
 
 
-def _export_with_weights_file(module, path: str, weights_file: str, **kwargs) -> None:
+def _export_with_weights_file(module: Any, path: str, weights_file: str, **kwargs: Any) -> None:
     """The library (code, metadata, the region header) and the weights file, each written under a
     new name and renamed into place (the weights file first: the library names it)."""
     name = os.path.relpath(os.path.abspath(weights_file), os.path.dirname(os.path.abspath(path)))
@@ -184,7 +190,7 @@ class _new_file:
     so a process that has it mapped (a loaded zero-copy artifact) keeps the old bytes; on any
     failure nothing is left behind and ``path`` is as it was."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str) -> None:
         self.path = path
         folder, name = os.path.split(os.path.abspath(path))
         stem, dot, suffix = name.partition(".")
@@ -193,7 +199,9 @@ class _new_file:
     def __enter__(self) -> str:
         return self.staged
 
-    def __exit__(self, kind, err, tb):
+    def __exit__(
+        self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
+    ) -> None:
         try:
             if kind is None:
                 os.replace(self.staged, self.path)
@@ -202,7 +210,9 @@ class _new_file:
                 os.remove(self.staged)
 
 
-def _export_loaded(module, path: str, *, zero_copy, self_contained, **kwargs) -> None:
+def _export_loaded(
+    module: tvm_ffi.Module, path: str, *, zero_copy: bool | None, self_contained: bool, **kwargs: Any
+) -> None:
     """Export a partial module whose code is a loaded library (an artifact loaded back, then
     perhaps ``rebind``): TVM cannot export loaded code again, so the new artifact is a copy of the
     library file the code was loaded from, with the partial module's bytes in TVM's embedded blob
@@ -296,7 +306,7 @@ def _export_loaded(module, path: str, *, zero_copy, self_contained, **kwargs) ->
         shutil.copymode(source, staged)
 
 
-def _copy_range(src, out, start: int, size: int) -> None:
+def _copy_range(src: BinaryIO, out: BinaryIO, start: int, size: int) -> None:
     src.seek(start)
     out.seek(start)
     while size > 0:
@@ -310,7 +320,7 @@ def _copy_range(src, out, start: int, size: int) -> None:
 _library_file_of = tvm_ffi.get_global_func("tvm_partial.LibraryFileOf")
 
 
-def _source_file(library, functions: list) -> str:
+def _source_file(library: tvm_ffi.Module, functions: list[str]) -> str:
     """The file a loaded library module's code was mapped from, checked to be that same file
     still (not replaced or rewritten since it was loaded)."""
     found = None
@@ -343,7 +353,7 @@ def _source_file(library, functions: list) -> str:
     return path
 
 
-def _mapping_of(address: int) -> tuple | None:
+def _mapping_of(address: int) -> tuple[tuple[int, int], int] | None:
     """((major, minor), inode) of the file mapped at ``address`` (Linux), or None if unknown."""
     try:
         with open("/proc/self/maps") as maps:
@@ -374,22 +384,22 @@ def embed_object() -> Path:
     )
 
 
-def save_to_bytes(module) -> bytes:
+def save_to_bytes(module: tvm_ffi.Module) -> bytes:
     """The bytes of a partial module: its bindings and constants, not the code it wraps."""
     _remote.refuse_export(module, "save_to_bytes")
     return bytes(_lib.save_to_bytes(module))
 
 
-def load_from_bytes(data: bytes, wrapped=None):
+def load_from_bytes(data: bytes, wrapped: tvm_ffi.Module | ExecutableLike | None = None) -> tvm_ffi.Module:
     """Rebuild a partial module from ``save_to_bytes``; ``wrapped`` is the compiled module it
     binds (a module, or an ``Executable``), imported so its functions can be called."""
     module = _lib.load_from_bytes(bytes(data))
     if wrapped is not None:
-        module.import_module(getattr(wrapped, "mod", wrapped))
+        module.import_module(getattr(wrapped, "mod", wrapped))  # type: ignore[arg-type]  # a Module
     return module
 
 
-def load(path: PathLike, weights_file: PathLike | None = None):
+def load(path: PathLike, weights_file: PathLike | None = None) -> tvm_ffi.Module:
     """Load an exported artifact; a partial module comes back as the root, callable as ``pm(...)``.
 
     With ``weights_file`` (a safetensors file such as ``save_weights`` writes) its tensors replace
@@ -419,7 +429,7 @@ def check_complete(path: PathLike) -> None:
             _elf.ElfFile(data, path).check_segments()
 
 
-def inspect(path: PathLike) -> dict:
+def inspect(path: PathLike) -> dict[str, Any]:
     """Describe the partial module inside an exported library without loading or running it.
 
     Returns ``{"path", "format_version", "total_bytes", "constant_bytes", "payloads", "region",
@@ -438,7 +448,7 @@ def inspect(path: PathLike) -> dict:
         return _inspect(data, path)
 
 
-def verify(path: PathLike) -> dict:
+def verify(path: PathLike) -> dict[str, Any]:
     """Read every tensor payload of an exported artifact, wherever it lies (inline in the embedded
     blob, or in the zero-copy region of the file), and check it against its recorded hash.
 
@@ -462,7 +472,7 @@ def verify(path: PathLike) -> dict:
             for b in fn["bindings"]:
                 if str(b["kind"]) != "tensor":
                     continue
-                entry = {"function": str(fn["name"]), "index": int(b["index"])}
+                entry: dict[str, Any] = {"function": str(fn["name"]), "index": int(b["index"])}
                 if entry["index"] < len(names):
                     entry["name"] = names[entry["index"]]
                 entry.update(placement=placement, file_offset=base + int(b["offset"]), bytes=int(b["bytes"]))
@@ -496,10 +506,10 @@ _REGION_MAGIC = b"TVMPREGN"
 class _mapped:
     """``with _mapped(path) as data``: the file mapped read-only (an empty file: b"")."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str) -> None:
         self.path = path
 
-    def __enter__(self):
+    def __enter__(self) -> bytes | mmap.mmap:
         self._file = open(self.path, "rb")
         if os.fstat(self._file.fileno()).st_size == 0:
             self._map = None
@@ -507,7 +517,7 @@ class _mapped:
         self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
         return self._map
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         if self._map is not None:
             self._map.close()
         self._file.close()
@@ -517,7 +527,7 @@ class _Artifact:
     """The partial module inside an exported library, read from the file: where its bytes lie,
     what they describe, and where the tensor payloads are (all bounds-checked)."""
 
-    def __init__(self, data, path: str):
+    def __init__(self, data: bytes | mmap.mmap, path: str) -> None:
         self.elf = _elf.ElfFile(data, path)
         self.path = path
         modules = self.elf.embedded_modules()
@@ -544,11 +554,11 @@ class _Artifact:
             found = self.elf.symbol(symbol.encode())
             self.region = (symbol, *found) if found is not None else (symbol, None, None)
 
-    def region_state(self) -> dict | None:
+    def region_state(self) -> dict[str, Any] | None:
         if self.region is None:
             return None
         symbol, offset, nbytes = self.region
-        state = {"symbol": symbol, "present": offset is not None}
+        state: dict[str, Any] = {"symbol": symbol, "present": offset is not None}
         if offset is not None:
             data = self.elf.data
             size = int(self.info["region_size"])
@@ -568,10 +578,10 @@ class _Artifact:
                 )
         return state
 
-    def _weights_state(self, header: bytes | None) -> dict:
+    def _weights_state(self, header: bytes | None) -> dict[str, Any]:
         """Whether the weights file is there and holds this export's region (header and size)."""
         path = self.payload_file
-        state = {"path": path, "name": self.weights_file, "present": os.path.exists(path)}
+        state: dict[str, Any] = {"path": path, "name": self.weights_file, "present": os.path.exists(path)}
         if state["present"]:
             size = os.path.getsize(path)
             with open(path, "rb") as f:
@@ -589,12 +599,12 @@ class _Artifact:
             )
         return state
 
-    def placement(self) -> tuple:
+    def placement(self) -> tuple[str, int]:
         """(placement, file offset that payload offsets count from). The one place that knows
         where payloads live; an external weights file would be one more case here."""
         if self.region is None:
             return "inline", self.blob.offset
-        state = self.region_state()
+        state: dict[str, Any] = self.region_state()  # type: ignore[assignment]  # a region is there
         if not state["present"]:
             raise ValueError(f"{self.path} is damaged: its payload region {state['symbol']} is missing")
         if not state["complete"]:
@@ -619,7 +629,7 @@ class _Artifact:
         return f"region {state['symbol']}", state["file_offset"]
 
 
-def _relax_vm_info(art: _Artifact, data) -> dict | None:
+def _relax_vm_info(art: _Artifact, data: bytes | mmap.mmap) -> dict[str, Any] | None:
     """The Relax VM's devices recorded in the artifact (a Relax model), or None."""
     from .relax_vm import KIND, describe_record
 
@@ -632,7 +642,7 @@ def _relax_vm_info(art: _Artifact, data) -> dict | None:
         raise ValueError(f"{art.path}: {err}") from err
 
 
-def _inspect(data, path: str) -> dict:
+def _inspect(data: bytes | mmap.mmap, path: str) -> dict[str, Any]:
     art = _Artifact(data, path)
     info = art.info
     functions = []
@@ -670,16 +680,16 @@ def _inspect(data, path: str) -> dict:
     }
 
 
-def _output_entry(spec, names: list) -> dict:
+def _output_entry(spec: Mapping[str, Any], names: list[str]) -> dict[str, Any]:
     """An output as inspect shows it: index, name, dtype, shape (an int, or "name.shape[axis]")."""
 
-    def dim(d):
+    def dim(d: Any) -> int | str:
         if isinstance(d, int):
             return d
         arg, axis = int(d[0]), int(d[1])
         return f"{names[arg] if arg < len(names) else f'arg{arg}'}.shape[{axis}]"
 
-    entry = {
+    entry: dict[str, Any] = {
         "index": int(spec["position"]),
         "dtype": str(spec["dtype"]),
         "shape": [dim(d) for d in spec["shape"]],
@@ -689,7 +699,7 @@ def _output_entry(spec, names: list) -> dict:
     return entry
 
 
-def _plain(value):
+def _plain(value: Any) -> Any:
     """ffi containers -> Python lists, ints, strs (for JSON)."""
     if isinstance(value, (tvm_ffi.Array, list, tuple)):
         return [_plain(v) for v in value]

@@ -16,16 +16,21 @@ the shape of an input: each call reads it from that argument (resolved here, at 
 from __future__ import annotations
 
 import numbers
+from typing import Any, overload
 
 import tvm_ffi
 
-from . import _lib
+from . import _ffi_api, _lib
 from .signature import Signature
 
-_outputs = tvm_ffi.get_global_func("tvm_partial.Outputs")
+_outputs = _ffi_api.Outputs
 
 
-def outputs(obj):
+@overload
+def outputs(obj: tvm_ffi.Function) -> list[dict[str, Any]]: ...
+@overload
+def outputs(obj: tvm_ffi.Module) -> dict[str, list[dict[str, Any]]]: ...
+def outputs(obj: tvm_ffi.Function | tvm_ffi.Module) -> list[dict[str, Any]] | dict[str, list[dict[str, Any]]]:
     """The outputs a partial allocates and returns: a list for a partial function, ``{function:
     [...]}`` for a partial module. Each is ``{"position", "name" (when recorded), "dtype",
     "shape"}``, a dimension being an int or ``(argument position, axis)`` read from the call."""
@@ -36,7 +41,7 @@ def outputs(obj):
         listed = []
         for spec in specs:
             position = int(spec["position"])
-            entry = {
+            entry: dict[str, Any] = {
                 "position": position,
                 "dtype": str(spec["dtype"]),
                 "shape": [int(d) if isinstance(d, int) else (int(d[0]), int(d[1])) for d in spec["shape"]],
@@ -49,7 +54,7 @@ def outputs(obj):
     return result.get("", []) if isinstance(obj, tvm_ffi.Function) else result
 
 
-def raw(obj) -> dict:
+def raw(obj: tvm_ffi.Function | tvm_ffi.Module) -> dict[str, list[list[Any]]]:
     """``{function: specs}`` of a partial, in the form ``runtime.PartialApply*`` take."""
     return {
         str(f): [
@@ -64,7 +69,7 @@ def raw(obj) -> dict:
     }
 
 
-def taken_positions(obj, key: str) -> list:
+def taken_positions(obj: Any, key: str) -> list[int]:
     """Positions a partial already fills (bound values and outputs), sorted; [] otherwise."""
     if not _lib.is_partial(obj):
         return []
@@ -73,7 +78,7 @@ def taken_positions(obj, key: str) -> list:
     return sorted(bound | outs)
 
 
-def resolve(spec, sig: Signature | None, taken: list) -> list:
+def resolve(spec: Any, sig: Signature | None, taken: list[int]) -> list[list[Any]]:
     """``outputs=`` (a name, a position, or a list of them) -> specs for ``runtime.PartialApply``.
 
     Names and the references of symbolic dimensions resolve in ``sig`` (the original function's
@@ -149,7 +154,7 @@ def resolve(spec, sig: Signature | None, taken: list) -> list:
     return specs
 
 
-def _find_source(sig: Signature, var: str, excluded: set):
+def _find_source(sig: Signature, var: str, excluded: set[int]) -> tuple[int, int] | None:
     for i, p in enumerate(sig.params):
         if i in excluded or p.kind != "tensor" or p.dims is None:
             continue

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numbers
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 import tvm_ffi
@@ -17,6 +17,9 @@ from . import output_specs as _outputs
 from . import relax_vm as _relax
 from . import remote as _remote
 from .signature import Param, Signature, resolve
+
+if TYPE_CHECKING:
+    from ._typing import Bound, ModuleTarget, Target
 
 #: Bound tensors are converted to (or must already be) contiguous and aligned to this many bytes.
 ALIGNMENT = 64
@@ -30,17 +33,53 @@ OPTIONS = ("signature", "device", "function", "outputs")
 _UNSET = object()  # tells "option not given" from any value, None included
 
 
+@overload
 def partial(
-    target,
-    bound: Mapping[Any, Any] | None = None,
+    target: tvm_ffi.Function,
+    bound: Bound | None = None,
     /,
     *,
-    signature=None,
-    device=_UNSET,
-    function=_UNSET,
-    outputs=None,
-    **by_name,
-):
+    signature: Any = None,
+    device: Any = ...,
+    function: Any = ...,
+    outputs: Any = None,
+    **by_name: Any,
+) -> tvm_ffi.Function: ...
+@overload
+def partial(
+    target: ModuleTarget,
+    bound: Bound | None = None,
+    /,
+    *,
+    signature: Any = None,
+    device: Any = ...,
+    function: Any = ...,
+    outputs: Any = None,
+    **by_name: Any,
+) -> tvm_ffi.Module: ...
+@overload
+def partial(
+    target: Callable[..., Any],
+    bound: Bound | None = None,
+    /,
+    *,
+    signature: Any = None,
+    device: Any = ...,
+    function: Any = ...,
+    outputs: Any = None,
+    **by_name: Any,
+) -> tvm_ffi.Function | tvm_ffi.Module: ...
+def partial(
+    target: Target,
+    bound: Bound | None = None,
+    /,
+    *,
+    signature: Any = None,
+    device: Any = _UNSET,
+    function: Any = _UNSET,
+    outputs: Any = None,
+    **by_name: Any,
+) -> tvm_ffi.Function | tvm_ffi.Module:
     """Bind constant arguments of ``target`` once; call the result with the remaining ones.
 
     Parameters
@@ -74,7 +113,11 @@ def partial(
     Returns
     -------
     A ``tvm_ffi.Function`` for a function target (the closure itself, no Python wrapper); a
-    ``partial_apply`` module for a module target.
+    ``partial_apply`` module (a ``tvm_ffi.Module``) for a module target.
+
+    The options are annotated ``Any``: ``signature``'s forms are TVM classes, which carry no type
+    information, and a type checker matches ``partial(exe, **params)`` (a dict of tensors)
+    against every keyword parameter, so a ``str``-typed ``function`` would refuse that call.
     """
     fname = function if isinstance(function, str) else "main"
     kind, obj, vm = _classify(target, None if device is _UNSET else device)
@@ -110,8 +153,14 @@ def partial(
 
 
 def rebind(
-    module, bound: Mapping[int, Any] | None = None, /, *, function: str = "main", device=None, **by_name
-):
+    module: tvm_ffi.Module,
+    bound: Mapping[int, Any] | None = None,
+    /,
+    *,
+    function: Any = "main",
+    device: Any = None,
+    **by_name: Any,
+) -> tvm_ffi.Module:
     """A new partial module over the same compiled code with other values at already-bound
     positions: ``rebind(pm, weights=new_w)``. No recompilation; O(number of bindings).
 
@@ -161,7 +210,7 @@ def rebind(
 _SCALAR_KINDS = ((bool, "bool"), (int, "int"), (float, "float"), (str, "str"), (type(None), "None"))
 
 
-def _kind_of(value) -> str:
+def _kind_of(value: Any) -> str:
     if isinstance(value, (tvm_ffi.Tensor, np.ndarray)) or hasattr(value, "__dlpack__"):
         return "tensor"
     for cls, kind in _SCALAR_KINDS:
@@ -174,7 +223,7 @@ def _a(kind: str) -> str:
     return {"int": "an int", "None": "None"}.get(kind, f"a {kind}")
 
 
-def _rebound(old, value, name: str, label: str, device):
+def _rebound(old: Any, value: Any, name: str, label: str, device: Any) -> Any:
     """The value that replaces ``old``: of the same kind (a tensor of the same dtype and shape, or
     a scalar of the same kind; an int may replace a float), else refused."""
     if isinstance(value, np.generic):
@@ -202,7 +251,11 @@ def _rebound(old, value, name: str, label: str, device):
     return value
 
 
-def bindings(obj) -> dict:
+@overload
+def bindings(obj: tvm_ffi.Function) -> dict[int, Any]: ...
+@overload
+def bindings(obj: tvm_ffi.Module) -> dict[str, dict[int, Any]]: ...
+def bindings(obj: tvm_ffi.Function | tvm_ffi.Module) -> dict[int, Any] | dict[str, dict[int, Any]]:
     """What a partial holds: ``{position: value}`` for a partial function, ``{function:
     {position: value}}`` for a partial module. Tensors are the bound objects themselves."""
     raw = _lib.partial_apply_bindings(obj)
@@ -212,7 +265,11 @@ def bindings(obj) -> dict:
     return as_dict[""] if isinstance(obj, tvm_ffi.Function) else as_dict
 
 
-def param_names(obj) -> dict:
+@overload
+def param_names(obj: tvm_ffi.Function) -> list[str]: ...
+@overload
+def param_names(obj: tvm_ffi.Module) -> dict[str, list[str]]: ...
+def param_names(obj: tvm_ffi.Function | tvm_ffi.Module) -> list[str] | dict[str, list[str]]:
     """Recorded parameter names (bound ones included): a list for a partial function (empty
     when unknown), ``{function: [names]}`` for a partial module."""
     raw = {str(f): [str(n) for n in names] for f, names in _lib.param_names(obj).items()}
@@ -220,7 +277,7 @@ def param_names(obj) -> dict:
 
 
 # ----------------------------------------------------------------------------------------------
-def _classify(target, device=None):
+def _classify(target: Any, device: Any = None) -> tuple[str, Any, Callable[[str], Signature | None] | None]:
     """-> (kind, ffi object, a callable giving a function's Signature by name (a Relax VM's
     parameter names), or None)."""
     if isinstance(target, tvm_ffi.Function):
@@ -257,7 +314,7 @@ class _TargetView:
     ``sig``; what the closure's C++ merge receives are positions among the free arguments.
     """
 
-    def __init__(self, sig: Signature | None, bound: frozenset, closure_name: str | None = None):
+    def __init__(self, sig: Signature | None, bound: frozenset[int], closure_name: str | None = None):
         self.sig = sig
         self.bound = bound
         #: The name the closure reports in its errors ("" keeps the inner partial's).
@@ -265,7 +322,14 @@ class _TargetView:
         self.free = None if sig is None else [i for i in range(len(sig.params)) if i not in bound]
 
     @classmethod
-    def of(cls, obj, key: str, fname: str, signature, vm) -> _TargetView:
+    def of(
+        cls,
+        obj: Any,
+        key: str,
+        fname: str,
+        signature: Any,
+        vm: Callable[[str], Signature | None] | None,
+    ) -> _TargetView:
         bound, recorded = _already_bound(obj, key)
         hint = None
         if recorded is not None:
@@ -276,6 +340,7 @@ class _TargetView:
             return cls(hint, bound, "" if recorded is not None else None)
         try:
             sig = resolve(signature, fname)
+            assert sig is not None  # signature is not None
         except TypeError:
             if hint is not None and "signature" in hint.names:
                 raise TypeError(_clash_message("signature", hint.name)) from None
@@ -283,6 +348,7 @@ class _TargetView:
         if recorded is not None:
             _check_against_recorded(sig, recorded, bound)
         elif vm is not None:  # a Relax function: signature= must be that function's own
+            assert hint is not None  # vm(fname) gives a Signature
             _relax.check_signature_matches(sig, hint)
         elif bound and max(bound) >= len(sig.params):
             raise ValueError(
@@ -292,7 +358,7 @@ class _TargetView:
             )
         return cls(sig, bound)
 
-    def positions(self, keyed: dict, named: dict) -> dict:
+    def positions(self, keyed: dict[int, Any], named: dict[str, Any]) -> dict[int, tuple[int | None, Any]]:
         """-> {position among the target's arguments: (original position or None, value)}."""
         out = {}
         for position, value in keyed.items():
@@ -308,6 +374,7 @@ class _TargetView:
                 "list, a Relax function or VirtualMachine, or a list of parameter names"
             )
         for name, value in named.items():
+            assert self.sig is not None and self.free is not None  # both known with a signature
             original = self.sig.index_of(name)
             if original in self.bound:
                 raise TypeError(
@@ -323,18 +390,21 @@ class _TargetView:
         return out
 
     def label(self, position: int, original: int | None) -> str:
-        if original is None:
+        if original is None or self.sig is None:
             return f"position {position}"
         text = f"parameter {self.sig.params[original].name!r} (position {original}"
         if position != original:
             text += f"; free argument {position} of the partial"
         return text + ")"
 
-    def free_names(self) -> list:
+    def free_names(self) -> list[str]:
         """The names of the target's free arguments: what the C++ merge expects beside positions."""
-        return [] if self.sig is None else [self.sig.params[i].name for i in self.free]
+        if self.sig is None or self.free is None:
+            return []
+        return [self.sig.params[i].name for i in self.free]
 
     def _takes(self) -> str:
+        assert self.sig is not None and self.free is not None  # called when a signature is known
         names = ", ".join(self.free_names())
         if not self.bound:
             return f"{self.sig.name}() has {len(self.free)} parameters ({names})"
@@ -344,7 +414,7 @@ class _TargetView:
         )
 
 
-def _already_bound(obj, key: str):
+def _already_bound(obj: Any, key: str) -> tuple[frozenset[int], list[str] | None]:
     """-> (original positions a partial fills for ``key`` (bound values and outputs), its
     recorded names or None)."""
     if not _lib.is_partial(obj):
@@ -354,7 +424,7 @@ def _already_bound(obj, key: str):
     return bound, ([str(n) for n in recorded[key]] if key in recorded else None)
 
 
-def _check_against_recorded(sig: Signature, recorded: list, bound: frozenset) -> None:
+def _check_against_recorded(sig: Signature, recorded: list[str], bound: frozenset[int]) -> None:
     """A signature given on top of a partial must be the list the partial recorded."""
     if len(sig.params) != len(recorded):
         raise ValueError(
@@ -381,7 +451,7 @@ def _clash_message(option: str, function: str) -> str:
     return text
 
 
-def _refuse_option_clashes(view: _TargetView, device, function, outputs) -> None:
+def _refuse_option_clashes(view: _TargetView, device: Any, function: Any, outputs: Any) -> None:
     """A keyword that is an option AND a parameter of the signature: never guess which is meant."""
     if view.sig is None:
         return
@@ -395,7 +465,7 @@ def _refuse_option_clashes(view: _TargetView, device, function, outputs) -> None
             raise TypeError(_clash_message(option, view.sig.name))
 
 
-def _split_keys(bound) -> tuple:
+def _split_keys(bound: Any) -> tuple[dict[int, Any], dict[str, Any]]:
     """The ``bound`` mapping -> ({position: value}, {name: value})."""
     if bound is None:
         return {}, {}
@@ -423,7 +493,7 @@ def _split_keys(bound) -> tuple:
     return keyed, named
 
 
-def _merge_named(named: dict, by_name: dict) -> dict:
+def _merge_named(named: dict[str, Any], by_name: dict[str, Any]) -> dict[str, Any]:
     """Names from the mapping and from keywords, each bound once."""
     for name in by_name:
         if name in named:
@@ -431,7 +501,9 @@ def _merge_named(named: dict, by_name: dict) -> dict:
     return {**named, **by_name}
 
 
-def _positions(bound, by_name: dict, sig: Signature | None) -> dict:
+def _positions(
+    bound: Mapping[int, Any] | None, by_name: dict[str, Any], sig: Signature | None
+) -> dict[int, Any]:
     positions = {}
     for key, value in (bound or {}).items():
         if isinstance(key, bool) or not isinstance(key, numbers.Integral):
@@ -446,6 +518,7 @@ def _positions(bound, by_name: dict, sig: Signature | None) -> dict:
             )
         positions[index] = value
     for name, value in by_name.items():
+        assert sig is not None  # rebind() refuses names without one
         index = sig.index_of(name)
         if index in positions:
             raise TypeError(f"parameter {name!r} (position {index}) is bound both by index and by name")
@@ -459,7 +532,7 @@ def _label(index: int, sig: Signature | None) -> str:
     return f"parameter {sig.params[index].name!r} (position {index})"
 
 
-def _device(device, default=("cpu", 0)):
+def _device(device: Any, default: tuple[str, int] | None = ("cpu", 0)) -> Any:
     if device is None:
         return None if default is None else tvm_ffi.device(*default)
     if isinstance(device, str):
@@ -467,7 +540,7 @@ def _device(device, default=("cpu", 0)):
     return device
 
 
-def _convert(value, param: Param | None, label: str, device):
+def _convert(value: Any, param: Param | None, label: str, device: Any) -> Any:
     """Turn one bound value into what the closure holds, checking it against its parameter."""
     if isinstance(value, np.generic):
         value = value.item()
@@ -494,7 +567,7 @@ def _convert(value, param: Param | None, label: str, device):
     return tensor
 
 
-def _foreign_to_tensor(value, param: Param | None, label: str, device):
+def _foreign_to_tensor(value: Any, param: Param | None, label: str, device: Any) -> tvm_ffi.Tensor:
     """A numpy array or DLPack tensor -> a contiguous, 64-byte-aligned tvm Tensor (a copy)."""
     source, extension = value, None
     if isinstance(value, np.ndarray):
@@ -533,7 +606,7 @@ def _extension_dtype(dtype: np.dtype, label: str) -> str | None:
     return name
 
 
-def _create_view():
+def _create_view() -> tvm_ffi.Function:
     view = tvm_ffi.get_global_func("runtime.TVMTensorCreateView", allow_missing=True)
     if view is None:  # registered by the TVM runtime
         import tvm  # noqa: F401
@@ -551,7 +624,7 @@ _OUT_OF_MEMORY = re.compile(
 )
 
 
-def _aligned_copy(source, device, value, label: str):
+def _aligned_copy(source: Any, device: Any, value: Any, label: str) -> tvm_ffi.Tensor:
     try:
         return _lib.aligned_copy(source, device)
     except Exception as err:
@@ -565,7 +638,7 @@ def _aligned_copy(source, device, value, label: str):
         ) from err
 
 
-def _size(value) -> str:
+def _size(value: Any) -> str:
     """``1024 bytes``: the byte size of a tensor, for messages."""
     try:
         if isinstance(value, tvm_ffi.Tensor):
@@ -581,7 +654,7 @@ def _check_dtype(dtype: str, param: Param, label: str) -> None:
         raise TypeError(f"cannot bind {label}: dtype {dtype} does not match {param.describe()}")
 
 
-def _check_tensor(tensor, param: Param | None, label: str) -> None:
+def _check_tensor(tensor: tvm_ffi.Tensor, param: Param | None, label: str) -> None:
     if param is None or param.kind is None:
         return
     if param.kind == "scalar":
@@ -594,7 +667,7 @@ def _check_tensor(tensor, param: Param | None, label: str) -> None:
         raise ValueError(f"cannot bind {label}: shape {shape} does not match {param.describe()}")
 
 
-def _check_scalar(value, param: Param | None, label: str) -> None:
+def _check_scalar(value: Any, param: Param | None, label: str) -> None:
     if param is None or param.kind is None or value is None:
         return
     if param.kind == "tensor":

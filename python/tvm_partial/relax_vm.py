@@ -7,9 +7,11 @@ time, so a partial module over it serialises (code, devices and weights in one a
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import tvm_ffi
 
+from . import _ffi_api
 from .signature import Param, Signature
 
 #: The module kind of cpp/relax_vm.cc.
@@ -19,7 +21,7 @@ ALLOCATORS = {"naive": 1, "pooled": 2}
 _CPU = 1  # DLDeviceType kDLCPU
 
 
-def executable_module(target) -> tvm_ffi.Module | None:
+def executable_module(target: Any) -> tvm_ffi.Module | None:
     """The ``relax.VMExecutable`` module of ``target`` (what ``tvm.compile`` returns for a Relax
     IRModule, or ``tvm.runtime.load_module`` of an exported one), or None."""
     mod = (
@@ -35,7 +37,7 @@ _DEVICE_CODE = {"cuda": 2, "opencl": 4, "vulkan": 7, "metal": 8, "hip": 10, "roc
 _DEVICE_NAMES = {1: "cpu", 2: "cuda", 4: "opencl", 7: "vulkan", 8: "metal", 10: "rocm"}
 
 
-def _device_code_kinds(mod, seen=None) -> set:
+def _device_code_kinds(mod: tvm_ffi.Module, seen: set[int] | None = None) -> set[str]:
     seen = set() if seen is None else seen
     kinds = set()
     for sub in mod.imports:
@@ -48,7 +50,7 @@ def _device_code_kinds(mod, seen=None) -> set:
     return kinds
 
 
-def check_target(executable: tvm_ffi.Module, device) -> None:
+def check_target(executable: tvm_ffi.Module, device: Any) -> None:
     """Refuse a device the executable has no code for (compiled for another target)."""
     device_type = int(device.dlpack_device_type())
     kinds = _device_code_kinds(executable)
@@ -66,7 +68,7 @@ def check_target(executable: tvm_ffi.Module, device) -> None:
         )
 
 
-def vm_module(executable: tvm_ffi.Module, device, memory: str = "pooled") -> tvm_ffi.Module:
+def vm_module(executable: tvm_ffi.Module, device: Any, memory: str = "pooled") -> tvm_ffi.Module:
     """A ``partial_apply_vm`` module running ``executable`` on ``device`` (plus the CPU, which the
     VM needs for shape computations) with the ``memory`` allocator."""
     check_target(executable, device)
@@ -76,10 +78,10 @@ def vm_module(executable: tvm_ffi.Module, device, memory: str = "pooled") -> tvm
     devices = [[device_type, device_id, ALLOCATORS[memory]]]
     if device_type != _CPU:
         devices.append([_CPU, 0, ALLOCATORS[memory]])
-    return tvm_ffi.get_global_func("tvm_partial.RelaxVMModule")(executable, devices)
+    return _ffi_api.RelaxVMModule(executable, devices)
 
 
-def runs_relax(mod) -> bool:
+def runs_relax(mod: Any) -> bool:
     """Whether ``mod`` is a ``partial_apply_vm`` module or a partial module wrapping one."""
     if not isinstance(mod, tvm_ffi.Module):
         return False
@@ -88,7 +90,7 @@ def runs_relax(mod) -> bool:
     )
 
 
-def signature_of(mod, name: str) -> Signature:
+def signature_of(mod: tvm_ffi.Module, name: str) -> Signature:
     """The Relax function's parameters: names from the VirtualMachine ``mod`` runs, and dtype and
     static shape of tensor parameters from the annotations the executable keeps for its own
     argument checks (``ErrorContext(... annotation=R.Tensor((2, 8), dtype="float32"))``). A
@@ -116,16 +118,16 @@ _CONTEXT = re.compile(
 )
 
 
-def _annotations(mod, name: str) -> dict:
+def _annotations(mod: tvm_ffi.Module, name: str) -> dict[tuple[int, str], tuple[str, tuple[int | None, ...]]]:
     """{(position, name): (dtype, static shape with None for symbolic extents)} of ``name``'s
     tensor parameters, from the executable's constant pool; empty when unavailable."""
-    executable = mod
+    executable: tvm_ffi.Module | None = mod
     while executable is not None and executable.kind != "relax.VMExecutable":
         executable = executable.imports[0] if executable.imports else None
     stats = executable.get_function("stats", query_imports=False) if executable is not None else None
     if stats is None:
         return {}
-    found = {}
+    found: dict[tuple[int, str], tuple[str, tuple[int | None, ...]]] = {}
     for m in _CONTEXT.finditer(str(stats())):
         if m["fn"] != name:
             continue
@@ -148,7 +150,7 @@ def check_signature_matches(sig: Signature, names: Signature) -> None:
 _ALLOCATOR_NAMES = {v: k for k, v in ALLOCATORS.items()}
 
 
-def describe_record(data: bytes) -> dict:
+def describe_record(data: bytes) -> dict[str, Any]:
     """The devices a ``partial_apply_vm`` record (its saved bytes) names, for ``inspect``:
     ``{"devices": ["cpu:0"], "allocators": ["pooled"]}``; ``ValueError`` when malformed."""
     data = bytes(data)

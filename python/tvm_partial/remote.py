@@ -11,6 +11,7 @@ another session, or local tensors, are refused at bind time: a remote function c
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import tvm_ffi
 
@@ -18,7 +19,7 @@ import tvm_ffi
 RPC_SESS_MASK = 128
 
 
-def module_session(module) -> int | None:
+def module_session(module: Any) -> int | None:
     """The RPC session index of ``module`` or of a module it imports (a partial of a remote
     module), None for a module that runs in this process."""
     seen = set()
@@ -34,7 +35,7 @@ def module_session(module) -> int | None:
     return None
 
 
-def device_session(device) -> int | None:
+def device_session(device: Any) -> int | None:
     """The RPC session index of ``device``, None for a device of this process."""
     kind = int(device.dlpack_device_type())
     return kind // RPC_SESS_MASK - 1 if kind >= RPC_SESS_MASK else None
@@ -44,14 +45,14 @@ def _describe(session: int | None) -> str:
     return "this process" if session is None else f"RPC session {session}"
 
 
-def device_name(device) -> str:
+def device_name(device: Any) -> str:
     """``cpu:0`` or ``cpu:0 of RPC session 1`` (TVM prints a remote device as ``remote[0.0078125]``)."""
     kind, session = int(device.dlpack_device_type()), device_session(device)
     local = tvm_ffi.device(kind % RPC_SESS_MASK, int(device.index))
     return str(local) if session is None else f"{local} of RPC session {session}"
 
 
-def placement(module, device, values: Iterable, labels: Iterable[str]):
+def placement(module: Any, device: Any, values: Iterable[Any], labels: Iterable[str]) -> Any:
     """The device values that are not yet tvm Tensors go to, for a partial of ``module``.
 
     ``device`` is the user's ``device=`` (None when not given). For a remote module: by default
@@ -91,7 +92,7 @@ def placement(module, device, values: Iterable, labels: Iterable[str]):
     return tvm_ffi.device(1 + (session + 1) * RPC_SESS_MASK, 0)  # the session's CPU (kDLCPU = 1)
 
 
-def refuse_export(module, what: str = "export_library") -> None:
+def refuse_export(module: Any, what: str = "export_library") -> None:
     """A partial of a remote module holds a handle to code in another process and tensors there:
     it cannot be written into a library. Refused with what to do instead."""
     if isinstance(module, tvm_ffi.Module) and module_session(module) is not None:
@@ -108,7 +109,7 @@ def refuse_export(module, what: str = "export_library") -> None:
 LOADER = "ffi.Module.load_from_bytes.partial_apply"
 
 
-def load_module(session, path: str):
+def load_module(session: Any, path: str) -> tvm_ffi.Module:
     """``session.load_module(path)``, with what to do when the server cannot load a tvm-partial
     artifact because tvm-partial is not loaded there (an artifact exported without
     ``self_contained=True``)."""

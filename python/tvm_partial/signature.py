@@ -23,10 +23,10 @@ class Param:
     #: dtype string ("float32"), None when unknown.
     dtype: str | None = None
     #: static extents; None for a dynamic extent; the whole tuple None when unknown.
-    shape: tuple | None = None
+    shape: tuple[int | None, ...] | None = None
     #: per dimension: an int (static), ("var", name) for a dimension that is exactly a shape
     #: variable, ("expr", text) for a compound expression; None when unknown.
-    dims: tuple | None = field(default=None, compare=False)
+    dims: tuple[int | tuple[str, str], ...] | None = field(default=None, compare=False)
 
     def describe(self) -> str:
         """``x: Tensor[(1, 3, 8, 8), float32]`` or ``x``."""
@@ -43,10 +43,10 @@ class Signature:
     """The parameters of one function and its name."""
 
     name: str
-    params: tuple
+    params: tuple[Param, ...]
 
     @property
-    def names(self) -> list:
+    def names(self) -> list[str]:
         return [p.name for p in self.params]
 
     def index_of(self, name: str) -> int:
@@ -65,7 +65,7 @@ class Signature:
         return found[0]
 
 
-def _static_dims(extents) -> tuple:
+def _static_dims(extents: Any) -> tuple[int | None, ...]:
     dims = []
     for e in extents:
         value = getattr(e, "value", e)
@@ -73,8 +73,8 @@ def _static_dims(extents) -> tuple:
     return tuple(dims)
 
 
-def _symbolic_dims(extents) -> tuple:
-    dims = []
+def _symbolic_dims(extents: Any) -> tuple[int | tuple[str, str], ...]:
+    dims: list[int | tuple[str, str]] = []
     for e in extents:
         value = getattr(e, "value", e)
         if isinstance(value, int):
@@ -86,14 +86,14 @@ def _symbolic_dims(extents) -> tuple:
     return tuple(dims)
 
 
-def _param_from_var(var) -> Param:
+def _param_from_var(var: Any) -> Param:
     """A tirx buffer var or scalar var, or a Relax var (tvm 0.26+ share ``tvm.ir.expr.Var``)."""
     from tvm.tirx import buffer as _buffer
 
     name = str(var.name)
     if _buffer.is_buffer_var(var):
         return Param(name, "tensor", str(var.dtype), _static_dims(var.shape), _symbolic_dims(var.shape))
-    ty = getattr(var, "ty", None)
+    ty: Any = getattr(var, "ty", None)
     shape = getattr(ty, "shape", None)
     if shape is not None or type(ty).__name__ == "TensorType":
         values = getattr(shape, "values", None)
@@ -110,7 +110,7 @@ def _param_from_var(var) -> Param:
     return Param(name)
 
 
-def _from_prim_func(func, name: str) -> Signature:
+def _from_prim_func(func: Any, name: str) -> Signature:
     buffer_map = getattr(func, "buffer_map", None)  # tvm 0.25: buffers live in buffer_map
     params = []
     for var in func.params:
@@ -132,7 +132,7 @@ def _from_prim_func(func, name: str) -> Signature:
     return Signature(str(symbol) if symbol is not None else name, tuple(params))
 
 
-def _from_sequence(items: Sequence, name: str) -> Signature:
+def _from_sequence(items: Sequence[Any], name: str) -> Signature:
     from tvm import te
 
     params = []
@@ -158,7 +158,7 @@ def _from_sequence(items: Sequence, name: str) -> Signature:
     return Signature(name, tuple(params))
 
 
-def _from_vm(vm, name: str) -> Signature:
+def _from_vm(vm: Any, name: str) -> Signature:
     arity = vm._get_function_arity(name)
     return Signature(name, tuple(Param(str(vm._get_function_param_name(name, i))) for i in range(arity)))
 

@@ -19,11 +19,13 @@ import json
 import mmap
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import tvm_ffi
 
 from . import _lib
+from ._typing import PathLike
 
 #: safetensors dtype -> (TVM dtype, numpy dtype of the same bits that DLPack carries).
 _DTYPES = {
@@ -55,7 +57,7 @@ _hash_file_range = tvm_ffi.get_global_func("tvm_partial.HashFileRange")
 _write_payload_region = tvm_ffi.get_global_func("tvm_partial.WritePayloadRegion")
 
 
-def save_weights(module, path) -> None:
+def save_weights(module: tvm_ffi.Module | tvm_ffi.Function, path: PathLike) -> None:
     """Write the bound tensors of partial ``module`` to the safetensors file ``path`` (replaced
     atomically): ``save_weights(rebind(pm, weights=new), "v2.safetensors")``.
 
@@ -66,10 +68,11 @@ def save_weights(module, path) -> None:
     """
     from .partial import bindings, param_names
 
-    bound, names = bindings(module), param_names(module)
+    bound: Any = bindings(module)
+    names: Any = param_names(module)
     if isinstance(module, tvm_ffi.Function):  # a partial function: its tensors go under main/
         bound, names = {"main": bound}, {"main": names}
-    entries = []  # (key, function, position, tensor)
+    entries: list[tuple[str, str, int, tvm_ffi.Tensor]] = []  # (key, function, position, tensor)
     for function in sorted(bound):
         recorded = names.get(function, [])
         for position in sorted(bound[function]):
@@ -79,7 +82,9 @@ def save_weights(module, path) -> None:
             entries.append((_key(function, position, recorded), function, position, value))
     if not entries:
         raise ValueError("save_weights: the module binds no tensors; there are no weights to save")
-    header, layout, offset = {}, [], 0
+    header: dict[str, Any] = {}
+    layout: list[tuple[str, Any, int, int]] = []  # (key, tensor or None for padding, offset, size)
+    offset = 0
     for key, _function, _position, tensor in entries:
         dtype = str(tensor.dtype)
         if dtype not in _BY_TVM:
@@ -102,7 +107,7 @@ def save_weights(module, path) -> None:
             layout.append((pad_key, None, offset, gap))
             offset += gap
 
-    def encode(hashes: dict) -> bytes:
+    def encode(hashes: dict[str, str]) -> bytes:
         header["__metadata__"] = {
             METADATA_FORMAT: "1",
             METADATA_BINDINGS: json.dumps({k: [f, p] for k, f, p, _ in entries}, separators=(",", ":")),
@@ -123,7 +128,7 @@ def save_weights(module, path) -> None:
                 if tensor is None:
                     f.write(bytes(size))
                 else:
-                    f.write(memoryview(_host_bytes(tensor)).cast("B"))
+                    f.write(memoryview(_host_bytes(tensor)).cast("B"))  # type: ignore[arg-type]
             f.flush()
             start = 8 + len(text)
             hashes = {
@@ -139,7 +144,7 @@ def save_weights(module, path) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def open_weights(path, function: str = "main") -> dict:
+def open_weights(path: PathLike, function: str = "main") -> dict[Any, tvm_ffi.Tensor]:
     """Map the safetensors file ``path`` (privately: writes never reach the file) and return
     ``{parameter: tvm Tensor}`` to bind: ``partial(exe, signature=sig, **open_weights(p))``.
 
@@ -151,7 +156,7 @@ def open_weights(path, function: str = "main") -> dict:
     """
     path = os.fspath(path)
     entries, data_start, buffer = _read(path)
-    out = {}
+    out: dict[Any, tvm_ffi.Tensor] = {}
     for key, (dtype, shape, begin, end) in entries.items():
         if key.startswith(PADDING_PREFIX) or key == REGION_KEY:
             continue
@@ -159,7 +164,7 @@ def open_weights(path, function: str = "main") -> dict:
             owner, _, name = key.partition("/")
             if owner != function:
                 continue
-            name = int(name) if name.isdigit() else name
+            name = int(name) if name.isdigit() else name  # type: ignore[assignment]  # a position
         else:
             name = key
         out[name] = _tensor(buffer, data_start + begin, end - begin, dtype, shape)
@@ -174,7 +179,7 @@ def open_weights(path, function: str = "main") -> dict:
     return out
 
 
-def swap_weights(module, path):
+def swap_weights(module: tvm_ffi.Module, path: PathLike) -> tvm_ffi.Module:
     """A partial module over ``module``'s code whose bound tensors are those of the safetensors
     file ``path`` (what ``load(artifact, weights_file=path)`` returns). The file must hold a tensor
     of the same dtype and shape for every bound tensor, under its key, and nothing else; no
@@ -222,7 +227,7 @@ def swap_weights(module, path):
     return out
 
 
-def is_weights_file(path) -> bool:
+def is_weights_file(path: PathLike) -> bool:
     """Whether ``path`` looks like a safetensors file (a header length, then a JSON object)."""
     try:
         with open(path, "rb") as f:
@@ -232,7 +237,7 @@ def is_weights_file(path) -> bool:
     return len(head) == 9 and head[8:9] == b"{" and head[:4] != b"\x7fELF"
 
 
-def _metadata(path: str) -> tuple:
+def _metadata(path: str) -> tuple[Any, ...]:
     """-> (entries, data start, {key: [function, position]}, {key: hash} or None)."""
     entries, data_start, buffer = _read(path)
     with open(path, "rb") as f:
@@ -251,7 +256,9 @@ def _metadata(path: str) -> tuple:
     return entries, data_start, where, hashes
 
 
-def _payloads(path: str, entries: dict, data_start: int, where: dict) -> list:
+def _payloads(
+    path: str, entries: dict[str, Any], data_start: int, where: dict[str, Any]
+) -> list[dict[str, Any]]:
     out = []
     for key in sorted(entries, key=lambda k: entries[k][2]):
         if key.startswith(PADDING_PREFIX) or key == REGION_KEY:
@@ -277,7 +284,7 @@ def _payloads(path: str, entries: dict, data_start: int, where: dict) -> list:
     return out
 
 
-def inspect_weights(path) -> dict:
+def inspect_weights(path: PathLike) -> dict[str, Any]:
     """Describe a safetensors weights file without reading its payloads: the same keys as
     ``inspect`` of an artifact (``payloads`` is ``"weights file"``), each tensor with its key."""
     path = os.fspath(path)
@@ -316,7 +323,7 @@ def inspect_weights(path) -> dict:
     }
 
 
-def verify_weights(path) -> dict:
+def verify_weights(path: PathLike) -> dict[str, Any]:
     """Check every payload of a weights file written by ``save_weights`` against the hash its
     ``__metadata__`` records (reads the file in 1 MiB chunks). The report has the keys of
     ``verify``'s. Raises ``ValueError`` for a damaged header or a file without recorded hashes."""
@@ -348,7 +355,7 @@ def verify_weights(path) -> dict:
 REGION_KEY = "__tvm_partial_region__"
 
 
-def write_region_file(external, path) -> None:
+def write_region_file(external: tvm_ffi.Module, path: PathLike) -> None:
     """The safetensors file of an export with ``weights_file=``: its data is the payload region of
     ``external`` (a module from ``WithExternalWeights``), the region header as ``REGION_KEY`` and
     each payload under its key, at the offsets the metadata records; gaps as padding entries."""
@@ -403,14 +410,14 @@ def write_region_file(external, path) -> None:
 
 
 # ----------------------------------------------------------------------------------------------
-def _key(function: str, position: int, recorded: list) -> str:
+def _key(function: str, position: int, recorded: list[str]) -> str:
     """``FUNCTION/PARAMETER``, or ``FUNCTION/POSITION`` where the name is unknown or not unique."""
     name = recorded[position] if position < len(recorded) else ""
     unique = name and recorded.count(name) == 1 and "/" not in name and not name.isdigit()
     return f"{function}/{name if unique else position}"
 
 
-def _nbytes(tensor) -> int:
+def _nbytes(tensor: tvm_ffi.Tensor) -> int:
     count = 1
     for d in tensor.shape:
         count *= int(d)
@@ -421,7 +428,7 @@ def _lib_itemsize(dtype: str) -> int:
     return np.dtype(_DTYPES[_BY_TVM[dtype]][1]).itemsize
 
 
-def _host_bytes(tensor) -> np.ndarray:
+def _host_bytes(tensor: tvm_ffi.Tensor) -> np.ndarray:
     """The tensor's bytes as a numpy array (a view for contiguous CPU tensors)."""
     dtype = str(tensor.dtype)
     carrier = _DTYPES[_BY_TVM[dtype]][1]
@@ -431,10 +438,10 @@ def _host_bytes(tensor) -> np.ndarray:
         tensor = _create_view()(tensor, tvm_ffi.Shape(tuple(tensor.shape)), carrier, 0)
     if tensor.device.dlpack_device_type() == 1 and tensor.is_contiguous():
         return np.ascontiguousarray(np.from_dlpack(tensor)).reshape(-1)
-    return tensor.numpy().reshape(-1)
+    return tensor.numpy().reshape(-1)  # type: ignore[attr-defined]  # a tvm.runtime.Tensor
 
 
-def _read(path: str):
+def _read(path: str) -> tuple[dict[str, tuple[str, tuple[int, ...], int, int]], int, mmap.mmap | bytes]:
     """-> ({key: (safetensors dtype, shape, begin, end)}, data start, the private mapping).
     Every field is checked; anything wrong is a ValueError naming the file and the key."""
     try:
@@ -481,7 +488,7 @@ def _read(path: str):
     return entries, data_start, buffer
 
 
-def _entry(path: str, key: str, entry, data_size: int):
+def _entry(path: str, key: str, entry: Any, data_size: int) -> tuple[str, tuple[int, ...], int, int]:
     where = f"weights file {path}: tensor {key!r}"
     if not isinstance(entry, dict):
         raise ValueError(f"{where}: its header entry is not an object")
@@ -522,7 +529,9 @@ def _entry(path: str, key: str, entry, data_size: int):
     return dtype, tuple(shape), begin, end
 
 
-def _tensor(buffer, offset: int, nbytes: int, dtype: str, shape: tuple):
+def _tensor(
+    buffer: mmap.mmap | bytes, offset: int, nbytes: int, dtype: str, shape: tuple[int, ...]
+) -> tvm_ffi.Tensor:
     tvm_dtype, carrier = _DTYPES[dtype]
     array = np.frombuffer(
         buffer, dtype=carrier, count=nbytes // np.dtype(carrier).itemsize, offset=offset

@@ -42,7 +42,7 @@ _STUB = """\
 """
 
 
-def constant_bytes(module) -> int:
+def constant_bytes(module: tvm_ffi.Module) -> int:
     """Bytes of tensor constants a partial module holds."""
     total = 0
     for bound in _lib.partial_apply_bindings(module).values():
@@ -56,19 +56,19 @@ def constant_bytes(module) -> int:
     return total
 
 
-def with_external_payloads(module, symbol: str, link: int):
+def with_external_payloads(module: tvm_ffi.Module, symbol: str, link: int) -> tvm_ffi.Module:
     """A copy of partial ``module`` whose bytes leave the payloads to the region ``symbol`` that
     records ``link`` (what ``write_payload_region`` writes)."""
     return _with_external_payloads(module, symbol, link)
 
 
-def write_payload_region(external, path, lead: int = 0) -> None:
+def write_payload_region(external: tvm_ffi.Module, path: str | os.PathLike[str], lead: int = 0) -> None:
     """Write the payload region of a module from ``with_external_payloads`` to ``path``, after
     ``lead`` zero bytes (a multiple of 64)."""
     _write_payload_region(external, os.fspath(path), lead)
 
 
-def prepare(module, workdir: Path):
+def prepare(module: tvm_ffi.Module, workdir: Path) -> tuple[tvm_ffi.Module, Path]:
     """-> (the module to export, the object file to link in) for a zero-copy export."""
     symbol = "__tvm_partial_payload_" + secrets.token_hex(8)
     external = _with_external_payloads(module, symbol, secrets.randbits(63))
@@ -80,7 +80,7 @@ def prepare(module, workdir: Path):
     return external, _assemble(external, workdir, symbol)
 
 
-def _write_object(external, path: Path, symbol: str, machine: int) -> None:
+def _write_object(external: tvm_ffi.Module, path: Path, symbol: str, machine: int) -> None:
     """A relocatable ELF64 object holding the payload region: the region streams straight into the
     file (no assembler, which would read all of it into memory), then the ELF tables go around it."""
     _write_payload_region(external, str(path), 64)  # room for the ELF header
@@ -88,7 +88,7 @@ def _write_object(external, path: Path, symbol: str, machine: int) -> None:
         _elf.finish_payload_object(f, symbol, machine, lead=64)
 
 
-def _assemble(external, workdir: Path, symbol: str) -> Path:
+def _assemble(external: tvm_ffi.Module, workdir: Path, symbol: str) -> Path:
     """Elsewhere: an assembler stub that includes the region file."""
     region = workdir / "payloads.bin"
     _write_payload_region(external, str(region), 0)
@@ -109,7 +109,9 @@ def _assemble(external, workdir: Path, symbol: str) -> Path:
     return workdir / "payloads.o"
 
 
-def prepare_weights_file(module, workdir: Path, weights_path: Path, name: str):
+def prepare_weights_file(
+    module: tvm_ffi.Module, workdir: Path, weights_path: Path, name: str
+) -> tuple[tvm_ffi.Module, Path]:
     """-> (the module to export, the object file to link in) for an export whose payloads go to
     the safetensors file ``weights_path`` (written here), recorded as ``name`` (relative to the
     library's folder). The library keeps only the region's 64-byte header, under its symbol."""

@@ -1,0 +1,42 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Type aliases of the public API (for annotations only; nothing here runs on the call path).
+
+apache-tvm ships no type information, so its classes are ``Any`` to a type checker; tvm-ffi's are
+typed. The aliases name what the API takes in tvm-ffi's terms (``tvm.runtime.Module`` and
+``tvm.runtime.Tensor`` are subclasses of ``tvm_ffi.Module`` and ``tvm_ffi.Tensor``) and describe
+TVM's own classes by what the code uses of them (``Executable.mod``, ``VirtualMachine.module``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, Union
+
+import tvm_ffi
+
+
+class ExecutableLike(Protocol):
+    """``tvm.runtime.Executable`` (what ``tvm.compile`` returns): the compiled module as ``mod``."""
+
+    @property
+    def mod(self) -> tvm_ffi.Module: ...
+
+
+class VirtualMachineLike(Protocol):
+    """``tvm.relax.VirtualMachine``: the VM module as ``module``."""
+
+    @property
+    def module(self) -> tvm_ffi.Module: ...
+
+
+#: What ``partial()`` binds a module target from.
+ModuleTarget = Union[tvm_ffi.Module, ExecutableLike, VirtualMachineLike]
+#: What ``partial()`` binds: a function (a tvm-ffi one or any Python callable) or a module.
+Target = Union[tvm_ffi.Function, ModuleTarget, Callable[..., Any]]
+#: ``{position: value}``, ``{name: value}`` or both (Mapping is invariant in its key: a
+#: ``dict[int, ...]`` is not a ``Mapping[int | str, ...]``, hence the three forms).
+Bound = Union[Mapping[int, Any], Mapping[str, Any], Mapping[Union[int, str], Any]]
+#: A file system path.
+PathLike = Union[str, "os.PathLike[str]"]
