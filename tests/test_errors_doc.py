@@ -52,9 +52,12 @@ def _in_subprocess(code: str, *args: str, env: dict | None = None) -> None:
         env={"TVM_DEVICE_BACKEND_AUTOLOAD": "0", **(env or {})},
     )
     if result is not None:
-        raise {"RuntimeError": RuntimeError, "ValueError": ValueError, "MemoryError": MemoryError}.get(
-            result[0], Exception
-        )(result[1])
+        raise {
+            "RuntimeError": RuntimeError,
+            "ValueError": ValueError,
+            "MemoryError": MemoryError,
+            "FileNotFoundError": FileNotFoundError,
+        }.get(result[0], Exception)(result[1])
 
 
 def _with_device(ctx, device_type: int) -> bytes:

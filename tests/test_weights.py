@@ -341,6 +341,86 @@ def test_external_weights_swapped(external, tmp_path):
     assert np.array_equal(np.array(result["out"], "float32"), affine4_ref(a, b2, c2))
 
 
+def test_external_weights_swapped_without_the_recorded_file(external, tmp_path):
+    """load(path, weights_file=other) never opens the weights file the artifact records: with that
+    file deleted it binds other's tensors (fresh process); without weights_file= the missing file
+    is a FileNotFoundError naming it."""
+    from helpers import run_json, run_python
+
+    pm, lib, weights, _b, _c = external
+    b2, c2 = ints(N, seed=27), ints(N, seed=28)
+    other = tmp_path / "b.safetensors"
+    tvm_partial.save_weights(tvm_partial.rebind(pm, b=b2, c=c2), other)
+    weights.unlink()
+    a = ints(N, seed=29)
+    result = run_json(_LOAD_EXTERNAL, str(lib), json.dumps(a.tolist()), str(other))
+    assert np.array_equal(np.array(result["out"], "float32"), affine4_ref(a, b2, c2))
+    assert result["aligned"] and not result["mapped"]  # views of b.safetensors; model.safetensors unmapped
+    code = "import sys, tvm_partial\ntry:\n    tvm_partial.load(sys.argv[1])\nexcept FileNotFoundError as e:\n    print('FNF', e)"
+    proc = run_python(code, str(lib))
+    assert proc.returncode == 0 and f"FNF the weights file {weights} of this artifact does not exist" in (
+        proc.stdout
+    ), proc.stdout + proc.stderr[-2000:]
+    # weights_file= that does not exist: named, the recorded one not mentioned.
+    with pytest.raises(FileNotFoundError, match=r"weights file .*none\.safetensors does not exist"):
+        tvm_partial.load(lib, weights_file=tmp_path / "none.safetensors")
+
+
+def test_load_with_weights_file_checks_in_cpp(kernel, tmp_path):
+    """load(..., weights_file=) matches the file in C++ (tvm_partial::LoadWithWeights): the same
+    refusals as swap_weights, naming the file and the tensor; an artifact without bindings too."""
+    exe, sig = kernel
+    pm = tvm_partial.partial(exe, signature=sig, b=ints(N, seed=1), c=ints(N, seed=2))
+    lib = tmp_path / "m.so"
+    tvm_partial.export_library(pm, lib)
+    other = tmp_path / "other.safetensors"
+    safetensors_numpy.save_file({"main/b": np.zeros(N, "float32")}, str(other))
+    with pytest.raises(ValueError, match=r"other.safetensors lacks tensor 'main/c' that the module binds"):
+        tvm_partial.load(lib, weights_file=other)
+    extra = {
+        "main/b": np.zeros(N, "float32"),
+        "main/c": np.zeros(N, "float32"),
+        "main/x": np.zeros(1, "float32"),
+    }
+    safetensors_numpy.save_file(extra, str(other))
+    with pytest.raises(
+        ValueError, match=r"tensor 'main/x' is not a tensor the module binds \(it binds main/b, main/c\)"
+    ):
+        tvm_partial.load(lib, weights_file=other)
+    safetensors_numpy.save_file(
+        {"main/b": np.zeros(N, "float64"), "main/c": np.zeros(N, "float32")}, str(other)
+    )
+    with pytest.raises(
+        ValueError, match=r"tensor 'main/b' is float64\[21\], the module binds float32\[21\] there"
+    ):
+        tvm_partial.load(lib, weights_file=other)
+    # Another tool's file (not 64-byte aligned): copied once into aligned memory, results exact.
+    b3, c3 = ints(N, seed=3), ints(N, seed=4)
+    safetensors_numpy.save_file({"main/b": b3, "main/c": c3}, str(other))
+    a = ints(N, seed=5)
+    swapped = tvm_partial.load(lib, weights_file=other)
+    held = tvm_partial.bindings(swapped)["main"]
+    assert all(held[i].data_ptr() % 64 == 0 for i in held)
+    assert np.array_equal(_run(swapped, a), affine4_ref(a, b3, c3))
+    # A damaged header: ValueError naming the file and the tensor, from the C++ reader.
+    raw, header, start = _header(other)
+    header["main/c"]["data_offsets"] = [0, 84]
+    _rewrite(other, header, raw[start:])
+    with pytest.raises(ValueError, match=r"tensors 'main/b' and 'main/c' overlap in the file"):
+        tvm_partial.load(lib, weights_file=other)
+    header["main/c"]["data_offsets"] = [84, 167]
+    _rewrite(other, header, raw[start:])
+    with pytest.raises(
+        ValueError,
+        match=r"tensor 'main/c': data_offsets span 83 bytes, its dtype F32 and shape \[21\] need 84",
+    ):
+        tvm_partial.load(lib, weights_file=other)
+    plain = tmp_path / "plain.so"
+    exe.export_library(str(plain))
+    with pytest.raises(ValueError, match=r"holds no partial module"):
+        tvm_partial.load(plain, weights_file=other)
+
+
 def test_external_weights_bad_files(external, kernel, tmp_path):
     from helpers import run_python
 
@@ -354,7 +434,10 @@ def test_external_weights_bad_files(external, kernel, tmp_path):
         tvm_partial.verify(lib)
     weights.unlink()  # missing
     proc = run_python(code, str(lib))
-    assert proc.returncode == 1 and f"cannot open the weights file {weights}" in proc.stderr
+    assert (
+        proc.returncode == 1
+        and f"FileNotFoundError: the weights file {weights} of this artifact does not exist" in proc.stderr
+    ), proc.stderr[-2000:]
     with pytest.raises(ValueError, match=r"model\.safetensors is missing"):
         tvm_partial.verify(lib)
     # The weights file of another export (same names, dtypes and shapes): refused, not silently used.

@@ -14,6 +14,10 @@ from tvm_ffi.libinfo import load_lib_module
 
 LIB = load_lib_module("tvm-partial", "tvm_partial")
 
+# The C++ loader raises FileNotFoundError (a weights file that does not exist): the Python type.
+if "FileNotFoundError" not in tvm_ffi.core.ERROR_NAME_TO_TYPE:
+    tvm_ffi.register_error("FileNotFoundError", FileNotFoundError)
+
 partial_apply = tvm_ffi.get_global_func("runtime.PartialApply")
 partial_apply_module = tvm_ffi.get_global_func("runtime.PartialApplyModule")
 partial_apply_bindings = tvm_ffi.get_global_func("runtime.PartialApplyBindings")
@@ -23,6 +27,7 @@ aligned_copy = tvm_ffi.get_global_func("tvm_partial.AlignedCopy")
 describe_bytes = tvm_ffi.get_global_func("tvm_partial.DescribeBytes")
 save_to_bytes = tvm_ffi.get_global_func("tvm_partial.SaveToBytes")
 load_from_bytes = tvm_ffi.get_global_func("ffi.Module.load_from_bytes.partial_apply")
+load_with_weights = tvm_ffi.get_global_func("tvm_partial.LoadWithWeights")
 
 
 def _tvm_backend_hook() -> None:
