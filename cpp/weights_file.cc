@@ -51,6 +51,28 @@ constexpr Dtype kDtypes[] = {{"F64", "float64", 8},   {"F32", "float32", 4}, {"F
                              {"U32", "uint32", 4},    {"U16", "uint16", 2},  {"U8", "uint8", 1},
                              {"BOOL", "bool", 1}};
 
+/*! \brief Whether `text` is well-formed UTF-8 (what the safetensors format requires of its
+ *         header; error messages quote its keys, which must decode). */
+bool IsUtf8(const std::string& text) {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const auto* end = p + text.size();
+  while (p < end) {
+    const unsigned char c = *p++;
+    int more = c < 0x80 ? 0 : (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xE ? 2 : (c >> 3) == 0x1E ? 3 : -1;
+    if (more < 0 || (more == 1 && c < 0xC2) || end - p < more) return false;
+    uint32_t code = more == 0 ? c : c & (0x3F >> more);
+    for (int i = 0; i < more; ++i, ++p) {
+      if ((*p & 0xC0) != 0x80) return false;
+      code = (code << 6) | (*p & 0x3F);
+    }
+    if ((more == 2 && (code < 0x800 || (code >= 0xD800 && code <= 0xDFFF))) ||
+        (more == 3 && (code < 0x10000 || code > 0x10FFFF))) {
+      return false;
+    }
+  }
+  return true;
+}
+
 /*! \brief `[8, 3, 3, 3]`, as Python prints a list. */
 std::string ShapeText(const std::vector<int64_t>& shape) {
   std::string out = "[";
@@ -285,6 +307,9 @@ File Open(const std::string& path) {
   std::string text(static_cast<size_t>(length), '\0');
   if (length && pread(fd, &text[0], text.size(), 8) != static_cast<ssize_t>(text.size())) {
     TVM_FFI_THROW(ValueError) << "weights file " << path << " is truncated inside its JSON header";
+  }
+  if (!IsUtf8(text)) {
+    TVM_FFI_THROW(ValueError) << "weights file " << path << ": malformed JSON header (not UTF-8)";
   }
   ffi::String error;
   ffi::json::Value parsed = ffi::json::Parse(ffi::String(text), &error);

@@ -421,6 +421,64 @@ def test_load_with_weights_file_checks_in_cpp(kernel, tmp_path):
         tvm_partial.load(plain, weights_file=other)
 
 
+def test_load_with_weights_file_reader_fuzz(kernel, tmp_path):
+    """The C++ reader of load(..., weights_file=) on damaged files (header bytes flipped, its
+    length changed, the file cut): a ValueError each time, or a load whose results are those of
+    the tensors weights.py's reader finds in the same bytes; never a crash (one fresh process)."""
+    from helpers import run_json
+
+    exe, sig = kernel
+    b, c = ints(N, seed=31), ints(N, seed=32)
+    pm = tvm_partial.partial(exe, signature=sig, b=b, c=c)
+    lib, weights = tmp_path / "m.so", tmp_path / "w.safetensors"
+    tvm_partial.export_library(pm, lib)
+    tvm_partial.save_weights(pm, weights)
+    a = ints(N, seed=33)
+    result = run_json(
+        """
+        import json, os, random, struct, sys
+        import numpy as np, tvm, tvm_partial
+        lib, weights, a = sys.argv[1], sys.argv[2], np.array(json.loads(sys.argv[3]), "float32")
+        good = open(weights, "rb").read()
+        n, = struct.unpack_from("<Q", good)
+        rng = random.Random(4321)
+        kinds = {}
+        for i in range(300):
+            data = bytearray(good)
+            how = i % 3
+            if how == 0:
+                for _ in range(rng.randint(1, 4)):
+                    data[rng.randrange(8, 8 + n)] = rng.randrange(256)
+            elif how == 1:
+                data[:8] = struct.pack("<Q", rng.choice([0, 1, n - 1, n + 1, n + 64, 2**40, 2**64 - 1, rng.randrange(2**32)]))
+            else:
+                del data[rng.randrange(0, len(data)):]
+            tmp = weights + ".new"
+            with open(tmp, "wb") as f:
+                f.write(bytes(data))
+            os.replace(tmp, weights)
+            try:
+                pm = tvm_partial.load(lib, weights_file=weights)
+            except Exception as err:
+                kinds[type(err).__name__] = kinds.get(type(err).__name__, 0) + 1
+                continue
+            out = tvm.runtime.empty((21,), "float32")
+            pm(tvm.runtime.tensor(a), out)
+            # The Python reader must agree: same tensors, so the same result.
+            t = tvm_partial.open_weights(weights)
+            want = a * 2 + t["b"].numpy() * 3 + t["c"].numpy()
+            agree = out.numpy().tobytes() == want.astype("float32").tobytes()
+            kinds["agree" if agree else "disagree"] = kinds.get("agree" if agree else "disagree", 0) + 1
+        print(json.dumps({"kinds": kinds}))
+        """,
+        str(lib),
+        str(weights),
+        json.dumps(a.tolist()),
+    )
+    assert set(result["kinds"]) <= {"ValueError", "agree"}, result["kinds"]
+    assert result["kinds"].get("ValueError", 0) > 100
+
+
 def test_external_weights_bad_files(external, kernel, tmp_path):
     from helpers import run_python
 
