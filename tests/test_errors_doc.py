@@ -234,6 +234,9 @@ CASES = {
     "the weights file of another export beside an artifact": lambda c: _in_subprocess(
         "import tvm_partial\ntvm_partial.load(sys.argv[1])", _external_artifact(c, "other")
     ),
+    "`load(path, weights_file=...)` of a library that binds nothing (plain compiled code)": lambda c: (
+        _plain_with_weights(c)
+    ),
 }
 
 
@@ -255,6 +258,12 @@ def _external_artifact(ctx, kind: str) -> str:
     else:
         tvm_partial.export_library(ctx["pm"], folder / "again.so", weights_file=weights)
     return str(lib)
+
+
+def _plain_with_weights(ctx) -> None:
+    folder = Path(ctx["artifact"]).parent
+    ctx["exe"].export_library(str(folder / "plain_code.so"))
+    tvm_partial.load(folder / "plain_code.so", weights_file=_weights_file(ctx, "good"))
 
 
 def _weights_file(ctx, kind: str) -> Path:
