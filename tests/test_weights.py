@@ -366,6 +366,23 @@ def test_external_weights_swapped_without_the_recorded_file(external, tmp_path):
         tvm_partial.load(lib, weights_file=tmp_path / "none.safetensors")
 
 
+def test_self_contained_swapped_without_the_recorded_file(kernel, tmp_path):
+    """The same for a self-contained artifact: with tvm_partial loaded its loader serves the
+    artifact (the embedded copy yields), so weights_file= reaches it too (fresh process)."""
+    from helpers import run_json
+
+    exe, sig = kernel
+    pm = tvm_partial.partial(exe, signature=sig, b=ints(N, seed=34), c=ints(N, seed=35))
+    lib, weights = tmp_path / "sc.so", tmp_path / "sc.safetensors"
+    tvm_partial.export_library(pm, lib, self_contained=True, weights_file=weights)
+    b2, c2 = ints(N, seed=36), ints(N, seed=37)
+    tvm_partial.save_weights(tvm_partial.rebind(pm, b=b2, c=c2), tmp_path / "v2.safetensors")
+    weights.unlink()
+    a = ints(N, seed=38)
+    result = run_json(_LOAD_EXTERNAL, str(lib), json.dumps(a.tolist()), str(tmp_path / "v2.safetensors"))
+    assert np.array_equal(np.array(result["out"], "float32"), affine4_ref(a, b2, c2))
+
+
 def test_load_with_weights_file_checks_in_cpp(kernel, tmp_path):
     """load(..., weights_file=) matches the file in C++ (tvm_partial::LoadWithWeights): the same
     refusals as swap_weights, naming the file and the tensor; an artifact without bindings too."""
