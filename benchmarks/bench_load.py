@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """Export and load with large constants: tvm-partial against TVM's const_loader and numpy.
 
-    python benchmarks/bench_load.py                          # 16 MiB, 256 MiB, 1 GiB of weights
+    python benchmarks/bench_load.py                          # 256 MiB, 1 GiB, 4 GiB of weights
     python benchmarks/bench_load.py --sizes 16MiB 256MiB     # chosen sizes
+    python benchmarks/bench_load.py --sizes 4GiB --routes const_loader   # chosen routes
     python benchmarks/bench_load.py --quick                  # 16 MiB only
     python benchmarks/bench_load.py --read-all               # 256 MiB, 1 GiB; a kernel reading every weight
 
@@ -14,15 +15,21 @@ and route, every step runs in a fresh subprocess:
 - export: build the module, then time the export alone (and its peak RSS above what the process
   held just before exporting);
 - load: import numpy, tvm and tvm_partial, note VmHWM, then time loading the artifact and the
-  first call (checked against the expected value); peak RSS is VmHWM after minus VmHWM before.
+  first call (checked against the expected value); RSS held before the first call is VmRSS right
+  after the load minus VmRSS before it; peak RSS is VmHWM after the first call minus VmHWM before.
 
 Routes: tvm-partial's `partial(exe, {1: w, 2: b})` exported with `tvm_partial.export_library`,
-once with the payloads inline (zero_copy=False) and once zero-copy (zero_copy=True);
+with the payloads inline (zero_copy=False), zero-copy in the library (zero_copy=True), and in a
+safetensors weights file beside it (weights_file=; its size is shown apart);
 TVM's own `ffi.Module.create.const_loader({"w": w, "b": b}, {})` importing the compiled module,
 exported with `export_library` (at load, `get_const_var_tensor()` hands the constants back and
 the caller passes them); and `numpy.save` / `numpy.load` of the raw weights, the floor for getting
 the bytes off disk (no code, no call). The artifact was just written, so loads read it from the
 page cache. Disk: one artifact at a time, removed after its load.
+
+A route that fails (TVM's const_loader past 2 GiB, say) is a row saying how, not the end of the
+run; a route whose export would need more memory than the machine has available (about 4 x the
+weights for inline, 5 x for const_loader, 2 x for zero-copy) is not run, and its row says so.
 
 With --read-all the kernel reads every weight instead (out = x * sum(w) + b, the sum a TE
 reduction accumulated in float64, so the result is exact in any summation order: the weights are
@@ -50,7 +57,7 @@ import textwrap
 
 from _common import format_size, machine, median, parse_size, table
 
-DEFAULT_SIZES = ["16MiB", "256MiB", "1GiB"]
+DEFAULT_SIZES = ["256MiB", "1GiB", "4GiB"]
 
 _PRELUDE = textwrap.dedent("""
     import json, sys, time
@@ -78,6 +85,8 @@ _EXPORT = _PRELUDE + textwrap.dedent("""
     from tvm import te
 
     route, nbytes, path, extra = sys.argv[1], int(sys.argv[2]), sys.argv[3], json.loads(sys.argv[4])
+    if extra.get("weights_file"):
+        extra["weights_file"] = path[: -len(".so")] + ".safetensors"
     kernel = sys.argv[5]
     count = max(nbytes // 4, 1)
     if kernel == "last":
@@ -142,6 +151,7 @@ _LOAD = _PRELUDE + textwrap.dedent("""
     if route == "partial":
         m = tvm.runtime.load_module(path)
         t3 = time.perf_counter_ns()
+        held, held_peak = status("VmRSS") - base_rss, status("VmHWM") - base_hwm
         m(x, out)
         value = float(out.numpy()[0])
     elif route == "const_loader":
@@ -149,14 +159,17 @@ _LOAD = _PRELUDE + textwrap.dedent("""
         consts = m["get_const_var_tensor"]()
         f = m["main"]
         t3 = time.perf_counter_ns()
+        held, held_peak = status("VmRSS") - base_rss, status("VmHWM") - base_hwm
         f(x, consts["w"], consts["b"], out)
         value = float(out.numpy()[0])
     elif route in ("numpy", "numpy_mmap"):
         arr = np.load(path, mmap_mode="r" if route == "numpy_mmap" else None)
         t3 = time.perf_counter_ns()
+        held, held_peak = status("VmRSS") - base_rss, status("VmHWM") - base_hwm
         value = float(arr[-1]) * 2.0 + 1.0
     t4 = time.perf_counter_ns()
     print(json.dumps({"import_ns": t1 - t0, "load_ns": t3 - t2, "first_call_ns": t4 - t3,
+                      "held_bytes": max(held, 0), "held_peak_bytes": max(held_peak, 0),
                       "peak_bytes": max(status("VmHWM") - base_hwm, 0),
                       "rss_after_bytes": status("VmRSS") - base_rss, "value": value}))
 """)
@@ -211,21 +224,44 @@ _LOAD_ALL = _PRELUDE + textwrap.dedent("""
 """)
 
 
-def _run(script: str, *argv) -> dict:
+def _run(script: str, *argv, fail_ok: bool = False) -> dict:
+    """The JSON the script prints last; with fail_ok, {"error": how it failed} instead of exiting."""
     proc = subprocess.run([sys.executable, "-c", script, *map(str, argv)], capture_output=True, text=True)
     if proc.returncode != 0:
-        raise SystemExit(f"subprocess failed ({argv[0]}):\n{proc.stderr[-3000:]}")
+        if not fail_ok:
+            raise SystemExit(f"subprocess failed ({argv[0]}):\n{proc.stderr[-3000:]}")
+        lines = [line.strip() for line in proc.stderr.splitlines() if line.strip()]
+        # The error's own line (the link step's reason where there is one), not the traceback's end.
+        reasons = [line for line in lines if "relocation truncated" in line or "Error" in line]
+        how = (reasons or lines or [""])[-1][:300]
+        if proc.returncode < 0:
+            how = f"killed by signal {-proc.returncode}" + (f" ({how})" if how else "")
+        return {"error": how}
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+#: Memory an export needs, in multiples of the weights (measured: the host array and its copies;
+#: const_loader at 4 GiB held more than 4 x the weights, 16 GiB, and was still growing when stopped).
+_EXPORT_MEMORY = {"inline": 4.0, "zero_copy": 2.0, "weights_file": 1.3, "const_loader": 5.0, "numpy": 1.3}
+
+
+def _available_memory() -> int:
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
 def routes():
-    """[(label, export route, load route, export kwargs)]."""
+    """[(label, export route, load route, export kwargs, key)]."""
     return [
-        ("tvm_partial (zero_copy=False)", "partial", "partial", {"zero_copy": False}),
-        ("tvm_partial (zero_copy=True)", "partial", "partial", {"zero_copy": True}),
-        ("TVM const_loader", "const_loader", "const_loader", {}),
-        ("numpy save / load", "numpy", "numpy", {}),
-        ("numpy save / load(mmap_mode='r')", "numpy", "numpy_mmap", {}),
+        ("tvm_partial (zero_copy=False)", "partial", "partial", {"zero_copy": False}, "inline"),
+        ("tvm_partial (zero_copy=True)", "partial", "partial", {"zero_copy": True}, "zero_copy"),
+        ("tvm_partial (weights_file=)", "partial", "partial", {"weights_file": True}, "weights_file"),
+        ("TVM const_loader", "const_loader", "const_loader", {}, "const_loader"),
+        ("numpy save / load", "numpy", "numpy", {}, "numpy"),
+        ("numpy save / load(mmap_mode='r')", "numpy", "numpy_mmap", {}, "numpy_mmap"),
     ]
 
 
@@ -237,6 +273,12 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="16 MiB only (--read-all: 256 MiB), one repeat")
     parser.add_argument("--repeats", type=int, help="loads per artifact (median; default 3)")
     parser.add_argument(
+        "--routes",
+        nargs="+",
+        choices=[r[-1] for r in routes()],
+        help="routes to run (default: all)",
+    )
+    parser.add_argument(
         "--read-all",
         action="store_true",
         help="a kernel that reads every weight; peak RSS before and after the first call, "
@@ -245,7 +287,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.read_all:
         return main_read_all(args)
-    sizes = [parse_size(s) for s in (args.sizes or (DEFAULT_SIZES[:1] if args.quick else DEFAULT_SIZES))]
+    sizes = [parse_size(s) for s in (args.sizes or (["16MiB"] if args.quick else DEFAULT_SIZES))]
     repeats = args.repeats or (1 if args.quick else 3)
 
     print(machine())
@@ -254,15 +296,36 @@ def main(argv=None) -> int:
         "after `import numpy, tvm, tvm_partial`",
         flush=True,
     )
-    rows = []
+    rows, failures = [], []
+    chosen = [r for r in routes() if args.routes is None or r[-1] in args.routes]
     with tempfile.TemporaryDirectory(prefix="tvm-partial-bench-") as tmp:
         for nbytes in sizes:
-            for label, export_route, load_route, extra in routes():
+            for label, export_route, load_route, extra, key in chosen:
                 path = os.path.join(tmp, "weights.npy" if export_route == "numpy" else "artifact.so")
-                exported = _run(_EXPORT, export_route, nbytes, path, json.dumps(extra), "last")
-                size = os.path.getsize(path)
-                loads = [_run(_LOAD, load_route, path) for _ in range(repeats)]
-                os.remove(path)
+                weights_path = path[: -len(".so")] + ".safetensors"
+                need = _EXPORT_MEMORY[key.replace("_mmap", "")] * nbytes
+                if need > _available_memory():
+                    failures.append(
+                        f"{format_size(nbytes)} {label}: not run: its export needs about "
+                        f"{format_size(need)}, {format_size(_available_memory())} available"
+                    )
+                    print(f"  {failures[-1]}", file=sys.stderr, flush=True)
+                    continue
+                exported = _run(_EXPORT, export_route, nbytes, path, json.dumps(extra), "last", fail_ok=True)
+                loads = []
+                if "error" not in exported:
+                    size = os.path.getsize(path)
+                    wsize = os.path.getsize(weights_path) if os.path.exists(weights_path) else None
+                    loads = [_run(_LOAD, load_route, path, fail_ok=True) for _ in range(repeats)]
+                for leftover in (path, weights_path):
+                    if os.path.exists(leftover):
+                        os.remove(leftover)
+                failed = [r for r in (exported, *loads) if "error" in r]
+                if failed:
+                    step = "export" if "error" in exported else "load"
+                    failures.append(f"{format_size(nbytes)} {label}: {step} fails: {failed[0]['error']}")
+                    print(f"  {failures[-1]}", file=sys.stderr, flush=True)
+                    continue
                 bad = [r["value"] for r in loads if r["value"] != 7.0]
                 if bad:
                     raise SystemExit(
@@ -270,6 +333,7 @@ def main(argv=None) -> int:
                     )
                 load_ms = median(r["load_ns"] for r in loads) / 1e6
                 call_ms = median(r["first_call_ns"] for r in loads) / 1e6
+                held = median(r["held_bytes"] for r in loads)
                 rows.append(
                     [
                         format_size(nbytes),
@@ -277,10 +341,13 @@ def main(argv=None) -> int:
                         f"{exported['export_ns'] / 1e6:,.0f}",
                         format_size(exported["peak_bytes"]),
                         f"{size / 2**20:,.2f} MiB",
+                        "" if wsize is None else f"{wsize / 2**20:,.2f} MiB",
                         f"{load_ms:,.1f}",
+                        format_size(held),
+                        f"{held / nbytes:.4f}",
+                        format_size(median(r["held_peak_bytes"] for r in loads)),
                         f"{call_ms:,.2f}",
                         format_size(median(r["peak_bytes"] for r in loads)),
-                        f"{median(r['peak_bytes'] for r in loads) / nbytes:.2f}",
                         f"{median(r['import_ns'] for r in loads) / 1e6:,.0f}",
                     ]
                 )
@@ -293,16 +360,21 @@ def main(argv=None) -> int:
                 "export ms",
                 "export peak",
                 "artifact",
+                "weights file",
                 "load ms",
+                "RSS held before 1st call",
+                "/ weights",
+                "peak RSS before 1st call",
                 "1st call ms",
-                "load peak RSS",
-                "RSS / weights",
+                "peak RSS after 1st call",
                 "imports ms",
             ],
             rows,
-            ["<", "<"] + [">"] * 8,
+            ["<", "<"] + [">"] * 11,
         )
     )
+    for failure in failures:
+        print("FAILED or NOT RUN: " + failure)
     return 0
 
 
@@ -319,7 +391,7 @@ ZERO_COPY, INLINE, CONST_LOADER = (
 
 def read_all_routes():
     """[(label, export route, load route, export kwargs)]: zero-copy first, then what it is against."""
-    by_label = {label: row for label, *row in routes()}
+    by_label = {label: row[:-1] for label, *row in routes()}
     order = [ZERO_COPY, INLINE, CONST_LOADER, "numpy save / load", "numpy save / load(mmap_mode='r')"]
     return [(label, *by_label[label]) for label in order]
 

@@ -8,7 +8,7 @@ its load: time, RSS added); in a fresh process ``load`` of the
 artifact and ``load(artifact, weights_file=...)`` (the swap), with the RSS each adds before the
 first call; and two processes that map the same weights file (``open_weights``) and read all of
 it, with Rss and Pss from /proc/PID/smaps_rollup while both hold it (shared pages: Pss about half
-of Rss). One run per figure (export and save write GiB: no repeats on a shared machine).
+of Rss), once through ``open_weights`` and once through ``load(artifact, weights_file=)``. One run per figure (export and save write GiB: no repeats on a shared machine).
 
     python benchmarks/bench_weights.py --sizes 256MiB 1GiB
 """
@@ -49,7 +49,10 @@ print(json.dumps({"load_s": load_s, "held": held, "swap_s": swap_s, "swap_held":
 _SHARE = r"""
 import sys
 import numpy as np, tvm_partial
-w = tvm_partial.open_weights(sys.argv[1])
+if len(sys.argv) > 2:  # the tensors an artifact binds, loaded with weights_file= (mapped in C++)
+    w = tvm_partial.bindings(tvm_partial.load(sys.argv[2], weights_file=sys.argv[1]))["main"]
+else:
+    w = tvm_partial.open_weights(sys.argv[1])
 total = sum(float(np.from_dlpack(t).sum(dtype="float64")) for t in w.values())  # read every page
 print("ready", flush=True)
 sys.stdin.readline()
@@ -74,6 +77,31 @@ def _timed(fn) -> float:
     t = time.perf_counter_ns()
     fn()
     return (time.perf_counter_ns() - t) / 1e9
+
+
+def _share(weights: Path, artifact: Path | None = None) -> list:
+    """Two processes map `weights` (open_weights, or load(artifact, weights_file=)) and read all of
+    it; while both hold it: [[file Rss, file Pss, process Rss, process Pss]] of each."""
+    extra = [str(artifact)] if artifact else []
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _SHARE, str(weights), *extra],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    for p in procs:
+        assert p.stdout.readline().strip() == "ready"
+    shares = []
+    for p in procs:
+        p.stdin.write("\n")
+        p.stdin.flush()
+        shares.append([int(v) for v in p.stdout.readline().split()])
+    for p in procs:
+        p.wait()
+    return shares
 
 
 def measure(nbytes: int, tmp: Path) -> dict:
@@ -112,25 +140,8 @@ def measure(nbytes: int, tmp: Path) -> dict:
         check=True,
     )
     out.update(json.loads(proc.stdout.strip().splitlines()[-1]))
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", _SHARE, str(tmp / "w.safetensors")],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(2)
-    ]
-    for p in procs:
-        assert p.stdout.readline().strip() == "ready"
-    shares = []
-    for p in procs:
-        p.stdin.write("\n")
-        p.stdin.flush()
-        shares.append([int(v) for v in p.stdout.readline().split()])
-    for p in procs:
-        p.wait()
-    out["share"] = shares
+    out["share"] = _share(tmp / "w.safetensors")
+    out["share_load"] = _share(tmp / "w.safetensors", tmp / "model.so")
     for name in ("model.so", "w.safetensors", "ext.so", "ext.safetensors"):
         (tmp / name).unlink()
     return out
@@ -177,13 +188,14 @@ def main(argv=None) -> int:
                 f"{r['ext_held'] / mib:.1f}",
             ]
         )
-        shares.append(
-            [size]
-            + [
-                f"{rss / mib:.0f} / {pss / mib:.0f} ({pss / rss:.2f}); process {trss / mib:.0f} / {tpss / mib:.0f}"
-                for rss, pss, trss, tpss in r["share"]
-            ]
-        )
+        for how, key in (("open_weights", "share"), ("load(weights_file=)", "share_load")):
+            shares.append(
+                [size, how]
+                + [
+                    f"{rss / mib:.0f} / {pss / mib:.0f} ({pss / rss:.2f}); process {trss / mib:.0f} / {tpss / mib:.0f}"
+                    for rss, pss, trss, tpss in r[key]
+                ]
+            )
     print(
         table(
             ["weights", "export, weights_file= s", "/np.save", "library KiB", "load ms", "load RSS MiB"],
@@ -216,7 +228,7 @@ def main(argv=None) -> int:
         "two processes mapping one weights file, all read: the file's mappings Rss / Pss MiB (Pss/Rss); "
         "the whole process (smaps_rollup) Rss / Pss MiB"
     )
-    print(table(["weights", "process 1", "process 2"], shares))
+    print(table(["weights", "mapped by", "process 1", "process 2"], shares))
     return 0
 
 

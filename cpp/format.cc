@@ -830,8 +830,47 @@ ffi::Tensor Materialise(const TensorMeta& t, const char* payload, const std::str
 
 }  // namespace
 
+namespace {
+/*! \brief Decode with every tensor taken from the weights file `path` by its key (see
+ *         `weights::ScopedWeightsFile`): the artifact's own payloads are not read, its region and
+ *         recorded weights file not looked up. */
+std::vector<FunctionRecord> DecodeWithWeights(Parsed& parsed, const std::string& path) {
+  weights::File file = weights::Open(path);
+  std::vector<weights::Wanted> wanted;
+  for (const ParsedFunction& fn : parsed.functions) {
+    for (const ParsedValue& v : fn.values) {
+      if (v.kind != kTensor) continue;
+      wanted.push_back({weights::Key(fn.name, v.index, fn.param_names),
+                        ffi::DLDataTypeToString(v.tensor.dtype), v.tensor.shape});
+    }
+  }
+  std::vector<const char*> payloads = weights::Payloads(file, wanted);
+  std::vector<FunctionRecord> out;
+  size_t next = 0;
+  for (ParsedFunction& fn : parsed.functions) {
+    FunctionRecord rec{fn.name, fn.param_names, {}};
+    rec.outputs = fn.outputs;
+    for (ParsedValue& v : fn.values) {
+      if (v.kind == kTensor) {
+        const std::string where = "tensor '" + wanted[next].key + "' of weights file " + path;
+        rec.bound.emplace_back(v.index, Materialise(v.tensor, payloads[next], where, &file.data));
+        ++next;
+      } else {
+        rec.bound.emplace_back(v.index, std::move(v.scalar));
+      }
+    }
+    out.push_back(std::move(rec));
+  }
+  weights::ScopedWeightsFile::MarkUsed();
+  return out;
+}
+}  // namespace
+
 std::vector<FunctionRecord> Decode(const char* data, size_t size) {
   Parsed parsed = Parse(data, size);
+  if (const std::string* other = weights::ScopedWeightsFile::Current()) {
+    return DecodeWithWeights(parsed, *other);
+  }
   region::MappedRegion mapped;
   const char* payloads = data;
   if (parsed.external) {

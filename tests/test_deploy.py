@@ -236,6 +236,9 @@ def test_cpp_deploy_example(tmp_path):
         "[ok] deploy_ffi_only: zero-copy self-contained artifact, no tvm-partial",
         "[ok] deploy: artifact with a safetensors weights file",
         "[ok] deploy_ffi_only: artifact with a safetensors weights file, no tvm-partial",
+        "[ok] deploy --weights: artifact with another weights file",
+        "[ok] deploy --weights: its own weights file gone, another bound",
+        "[ok] deploy --weights: weights of another model refused",
         "[ok] deploy --returns: artifact with outputs, out = main(data)",
         "[ok] deploy --bind-returns: plain library, bound with an output in C++",
         "[ok] deploy_ffi_only --returns: self-contained artifact with outputs",
@@ -243,5 +246,6 @@ def test_cpp_deploy_example(tmp_path):
         "[ok] deploy_ffi_only --relax: self-contained Relax model, no tvm-partial",
         "[ok] deploy_ffi_only: plain artifact refused, loader not registered",
     ]
-    assert sum("float32 values equal" in line and "bitwise" in line for line in lines) == 13
+    assert sum("float32 values equal" in line and "bitwise" in line for line in lines) == 15
+    assert "expected_v2.bin bitwise" in proc.stdout
     assert LOADER_MISSING in proc.stdout

@@ -52,9 +52,12 @@ def _in_subprocess(code: str, *args: str, env: dict | None = None) -> None:
         env={"TVM_DEVICE_BACKEND_AUTOLOAD": "0", **(env or {})},
     )
     if result is not None:
-        raise {"RuntimeError": RuntimeError, "ValueError": ValueError, "MemoryError": MemoryError}.get(
-            result[0], Exception
-        )(result[1])
+        raise {
+            "RuntimeError": RuntimeError,
+            "ValueError": ValueError,
+            "MemoryError": MemoryError,
+            "FileNotFoundError": FileNotFoundError,
+        }.get(result[0], Exception)(result[1])
 
 
 def _with_device(ctx, device_type: int) -> bytes:
@@ -232,6 +235,9 @@ CASES = {
     "the weights file of another export beside an artifact": lambda c: _in_subprocess(
         "import tvm_partial\ntvm_partial.load(sys.argv[1])", _external_artifact(c, "other")
     ),
+    "`load(path, weights_file=...)` of a library that binds nothing (plain compiled code)": lambda c: (
+        _plain_with_weights(c)
+    ),
 }
 
 
@@ -253,6 +259,12 @@ def _external_artifact(ctx, kind: str) -> str:
     else:
         tvm_partial.export_library(ctx["pm"], folder / "again.so", weights_file=weights)
     return str(lib)
+
+
+def _plain_with_weights(ctx) -> None:
+    folder = Path(ctx["artifact"]).parent
+    ctx["exe"].export_library(str(folder / "plain_code.so"))
+    tvm_partial.load(folder / "plain_code.so", weights_file=_weights_file(ctx, "good"))
 
 
 def _weights_file(ctx, kind: str) -> Path:

@@ -341,6 +341,161 @@ def test_external_weights_swapped(external, tmp_path):
     assert np.array_equal(np.array(result["out"], "float32"), affine4_ref(a, b2, c2))
 
 
+def test_external_weights_swapped_without_the_recorded_file(external, tmp_path):
+    """load(path, weights_file=other) never opens the weights file the artifact records: with that
+    file deleted it binds other's tensors (fresh process); without weights_file= the missing file
+    is a FileNotFoundError naming it."""
+    from helpers import run_json, run_python
+
+    pm, lib, weights, _b, _c = external
+    b2, c2 = ints(N, seed=27), ints(N, seed=28)
+    other = tmp_path / "b.safetensors"
+    tvm_partial.save_weights(tvm_partial.rebind(pm, b=b2, c=c2), other)
+    weights.unlink()
+    a = ints(N, seed=29)
+    result = run_json(_LOAD_EXTERNAL, str(lib), json.dumps(a.tolist()), str(other))
+    assert np.array_equal(np.array(result["out"], "float32"), affine4_ref(a, b2, c2))
+    assert result["aligned"] and not result["mapped"]  # views of b.safetensors; model.safetensors unmapped
+    code = "import sys, tvm_partial\ntry:\n    tvm_partial.load(sys.argv[1])\nexcept FileNotFoundError as e:\n    print('FNF', e)"
+    proc = run_python(code, str(lib))
+    assert proc.returncode == 0 and f"FNF the weights file {weights} of this artifact does not exist" in (
+        proc.stdout
+    ), proc.stdout + proc.stderr[-2000:]
+    # weights_file= that does not exist: named, the recorded one not mentioned.
+    with pytest.raises(FileNotFoundError, match=r"weights file .*none\.safetensors does not exist"):
+        tvm_partial.load(lib, weights_file=tmp_path / "none.safetensors")
+
+
+def test_self_contained_swapped_without_the_recorded_file(kernel, tmp_path):
+    """The same for a self-contained artifact: with tvm_partial loaded its loader serves the
+    artifact (the embedded copy yields), so weights_file= reaches it too (fresh process)."""
+    from helpers import run_json
+
+    exe, sig = kernel
+    pm = tvm_partial.partial(exe, signature=sig, b=ints(N, seed=34), c=ints(N, seed=35))
+    lib, weights = tmp_path / "sc.so", tmp_path / "sc.safetensors"
+    tvm_partial.export_library(pm, lib, self_contained=True, weights_file=weights)
+    b2, c2 = ints(N, seed=36), ints(N, seed=37)
+    tvm_partial.save_weights(tvm_partial.rebind(pm, b=b2, c=c2), tmp_path / "v2.safetensors")
+    weights.unlink()
+    a = ints(N, seed=38)
+    result = run_json(_LOAD_EXTERNAL, str(lib), json.dumps(a.tolist()), str(tmp_path / "v2.safetensors"))
+    assert np.array_equal(np.array(result["out"], "float32"), affine4_ref(a, b2, c2))
+
+
+def test_load_with_weights_file_checks_in_cpp(kernel, tmp_path):
+    """load(..., weights_file=) matches the file in C++ (tvm_partial::LoadWithWeights): the same
+    refusals as swap_weights, naming the file and the tensor; an artifact without bindings too."""
+    exe, sig = kernel
+    pm = tvm_partial.partial(exe, signature=sig, b=ints(N, seed=1), c=ints(N, seed=2))
+    lib = tmp_path / "m.so"
+    tvm_partial.export_library(pm, lib)
+    other = tmp_path / "other.safetensors"
+    safetensors_numpy.save_file({"main/b": np.zeros(N, "float32")}, str(other))
+    with pytest.raises(ValueError, match=r"other.safetensors lacks tensor 'main/c' that the module binds"):
+        tvm_partial.load(lib, weights_file=other)
+    extra = {
+        "main/b": np.zeros(N, "float32"),
+        "main/c": np.zeros(N, "float32"),
+        "main/x": np.zeros(1, "float32"),
+    }
+    safetensors_numpy.save_file(extra, str(other))
+    with pytest.raises(
+        ValueError, match=r"tensor 'main/x' is not a tensor the module binds \(it binds main/b, main/c\)"
+    ):
+        tvm_partial.load(lib, weights_file=other)
+    safetensors_numpy.save_file(
+        {"main/b": np.zeros(N, "float64"), "main/c": np.zeros(N, "float32")}, str(other)
+    )
+    with pytest.raises(
+        ValueError, match=r"tensor 'main/b' is float64\[21\], the module binds float32\[21\] there"
+    ):
+        tvm_partial.load(lib, weights_file=other)
+    # Another tool's file (not 64-byte aligned): copied once into aligned memory, results exact.
+    b3, c3 = ints(N, seed=3), ints(N, seed=4)
+    safetensors_numpy.save_file({"main/b": b3, "main/c": c3}, str(other))
+    a = ints(N, seed=5)
+    swapped = tvm_partial.load(lib, weights_file=other)
+    held = tvm_partial.bindings(swapped)["main"]
+    assert all(held[i].data_ptr() % 64 == 0 for i in held)
+    assert np.array_equal(_run(swapped, a), affine4_ref(a, b3, c3))
+    # A damaged header: ValueError naming the file and the tensor, from the C++ reader.
+    raw, header, start = _header(other)
+    header["main/c"]["data_offsets"] = [0, 84]
+    _rewrite(other, header, raw[start:])
+    with pytest.raises(ValueError, match=r"tensors 'main/b' and 'main/c' overlap in the file"):
+        tvm_partial.load(lib, weights_file=other)
+    header["main/c"]["data_offsets"] = [84, 167]
+    _rewrite(other, header, raw[start:])
+    with pytest.raises(
+        ValueError,
+        match=r"tensor 'main/c': data_offsets span 83 bytes, its dtype F32 and shape \[21\] need 84",
+    ):
+        tvm_partial.load(lib, weights_file=other)
+    plain = tmp_path / "plain.so"
+    exe.export_library(str(plain))
+    with pytest.raises(ValueError, match=r"holds no partial module"):
+        tvm_partial.load(plain, weights_file=other)
+
+
+def test_load_with_weights_file_reader_fuzz(kernel, tmp_path):
+    """The C++ reader of load(..., weights_file=) on damaged files (header bytes flipped, its
+    length changed, the file cut): a ValueError each time, or a load whose results are those of
+    the tensors weights.py's reader finds in the same bytes; never a crash (one fresh process)."""
+    from helpers import run_json
+
+    exe, sig = kernel
+    b, c = ints(N, seed=31), ints(N, seed=32)
+    pm = tvm_partial.partial(exe, signature=sig, b=b, c=c)
+    lib, weights = tmp_path / "m.so", tmp_path / "w.safetensors"
+    tvm_partial.export_library(pm, lib)
+    tvm_partial.save_weights(pm, weights)
+    a = ints(N, seed=33)
+    result = run_json(
+        """
+        import json, os, random, struct, sys
+        import numpy as np, tvm, tvm_partial
+        lib, weights, a = sys.argv[1], sys.argv[2], np.array(json.loads(sys.argv[3]), "float32")
+        good = open(weights, "rb").read()
+        n, = struct.unpack_from("<Q", good)
+        rng = random.Random(4321)
+        kinds = {}
+        for i in range(300):
+            data = bytearray(good)
+            how = i % 3
+            if how == 0:
+                for _ in range(rng.randint(1, 4)):
+                    data[rng.randrange(8, 8 + n)] = rng.randrange(256)
+            elif how == 1:
+                data[:8] = struct.pack("<Q", rng.choice([0, 1, n - 1, n + 1, n + 64, 2**40, 2**64 - 1, rng.randrange(2**32)]))
+            else:
+                del data[rng.randrange(0, len(data)):]
+            tmp = weights + ".new"
+            with open(tmp, "wb") as f:
+                f.write(bytes(data))
+            os.replace(tmp, weights)
+            try:
+                pm = tvm_partial.load(lib, weights_file=weights)
+            except Exception as err:
+                kinds[type(err).__name__] = kinds.get(type(err).__name__, 0) + 1
+                continue
+            out = tvm.runtime.empty((21,), "float32")
+            pm(tvm.runtime.tensor(a), out)
+            # The Python reader must agree: same tensors, so the same result.
+            t = tvm_partial.open_weights(weights)
+            want = a * 2 + t["b"].numpy() * 3 + t["c"].numpy()
+            agree = out.numpy().tobytes() == want.astype("float32").tobytes()
+            kinds["agree" if agree else "disagree"] = kinds.get("agree" if agree else "disagree", 0) + 1
+        print(json.dumps({"kinds": kinds}))
+        """,
+        str(lib),
+        str(weights),
+        json.dumps(a.tolist()),
+    )
+    assert set(result["kinds"]) <= {"ValueError", "agree"}, result["kinds"]
+    assert result["kinds"].get("ValueError", 0) > 100
+
+
 def test_external_weights_bad_files(external, kernel, tmp_path):
     from helpers import run_python
 
@@ -354,7 +509,10 @@ def test_external_weights_bad_files(external, kernel, tmp_path):
         tvm_partial.verify(lib)
     weights.unlink()  # missing
     proc = run_python(code, str(lib))
-    assert proc.returncode == 1 and f"cannot open the weights file {weights}" in proc.stderr
+    assert (
+        proc.returncode == 1
+        and f"FileNotFoundError: the weights file {weights} of this artifact does not exist" in proc.stderr
+    ), proc.stderr[-2000:]
     with pytest.raises(ValueError, match=r"model\.safetensors is missing"):
         tvm_partial.verify(lib)
     # The weights file of another export (same names, dtypes and shapes): refused, not silently used.

@@ -11,6 +11,10 @@
 //       ARTIFACT.so was exported with outputs="result": `auto out = main(data)` returns the result.
 //   deploy --bind-returns LIBRARY.so WEIGHTS.bin BIAS.bin DATA.bin EXPECTED.bin
 //       As --bind, and `result` is made an output here: the partial allocates and returns it.
+//   deploy --weights ARTIFACT.so WEIGHTS.safetensors DATA.bin EXPECTED.bin
+//       As the first form, with the tensors of WEIGHTS.safetensors bound instead of the artifact's
+//       (tvm_partial::LoadWithWeights; written by tvm_partial.save_weights): new weights for the
+//       same code. The artifact's own weights file, if it was exported with one, is not opened.
 //   deploy --relax ARTIFACT.so X.bin EXPECTED.bin
 //       ARTIFACT.so is a Relax model (an MLP, x: (2, 8) -> (2, 4)) exported with its weights:
 //       its VirtualMachine is created on first use, and `auto y = main(x)` returns the result.
@@ -92,6 +96,13 @@ int main(int argc, char** argv) {
       result = out;
       expected = argv[4];
 #ifndef DEPLOY_FFI_ONLY
+    } else if (argc == 6 && std::string(argv[1]) == "--weights") {
+      const std::string path = std::filesystem::absolute(argv[2]).string();
+      ffi::Module library = tvm_partial::LoadWithWeights(path, argv[3]);
+      auto main = library->GetFunction("main", /*query_imports=*/true);
+      if (!main) TVM_FFI_THROW(AttributeError) << argv[2] << " has no function main";
+      (*main)(Read(argv[4], kData), result);
+      expected = argv[5];
     } else if (argc == 7 && std::string(argv[1]) == "--bind") {
       ffi::Function conv = tvm_partial::PartialApply(
           LoadMain(argv[2]), {{1, Read(argv[3], kWeights)}, {2, Read(argv[4], kBias)}}, "main",
@@ -112,6 +123,8 @@ int main(int argc, char** argv) {
                 << "       " << argv[0] << " --returns ARTIFACT.so DATA.bin EXPECTED.bin\n"
                 << "       " << argv[0] << " --relax ARTIFACT.so X.bin EXPECTED.bin\n"
 #ifndef DEPLOY_FFI_ONLY
+                << "       " << argv[0]
+                << " --weights ARTIFACT.so WEIGHTS.safetensors DATA.bin EXPECTED.bin\n"
                 << "       " << argv[0]
                 << " --bind LIBRARY.so WEIGHTS.bin BIAS.bin DATA.bin EXPECTED.bin\n"
                 << "       " << argv[0]

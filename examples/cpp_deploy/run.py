@@ -8,7 +8,8 @@
    kernel runs on TVM's thread pool (which a C++ program gets from libtvm_runtime);
 2. exports it five ways: a tvm-partial artifact, the same self-contained (also zero-copy, and
    with its weights in a safetensors file beside it), one that returns its result
-   (`outputs="result"`), and the plain library;
+   (`outputs="result"`), and the plain library; and writes a second weight set with
+   `save_weights`, which `deploy --weights` binds in place of an artifact's;
 3. writes the data, weights, bias and numpy's result as raw float32 .bin files;
    and a Relax MLP (`tvm.compile` of a Relax IRModule) bound by parameter name, also self-contained;
 4. builds deploy.cc (`cmake -B build && cmake --build build`) and runs every mode, each comparing
@@ -103,6 +104,18 @@ def main(argv=None) -> int:
         self_contained=True,
         weights_file=build / "conv2d_bias_weights.safetensors",
     )
+    # New weights for the same code: a safetensors file of the seed-1 weights, bound in C++ in
+    # place of an artifact's (deploy --weights), here one whose own weights file is gone.
+    other = demo.sample_inputs(1)
+    tvm_partial.save_weights(
+        tvm_partial.rebind(pm, weights=other["weights"], bias=other["bias"]), build / "v2.safetensors"
+    )
+    demo.reference(inputs["data"], other["weights"], other["bias"]).tofile(build / "expected_v2.bin")
+    tvm_partial.export_library(pm, build / "conv2d_bias_gone.so", weights_file=build / "gone.safetensors")
+    (build / "gone.safetensors").unlink()
+    tvm_partial.save_weights(
+        tvm_partial.partial(exe, signature=tensors, weights=other["weights"]), build / "partial.safetensors"
+    )
     exe.export_library(str(build / "conv2d_bias_plain.so"))
     # The forum's calling convention: `out = main(data)`, the result allocated by each call.
     returning = tvm_partial.partial(
@@ -162,6 +175,18 @@ def main(argv=None) -> int:
     )
     checks["deploy_ffi_only: artifact with a safetensors weights file, no tvm-partial"] = (
         run("deploy_ffi_only", external, *data).returncode == 0
+    )
+    data_v2 = [str(build / "data.bin"), str(build / "expected_v2.bin")]
+    v2 = str(build / "v2.safetensors")
+    checks["deploy --weights: artifact with another weights file"] = (
+        run("deploy", "--weights", artifact, v2, *data_v2).returncode == 0
+    )
+    checks["deploy --weights: its own weights file gone, another bound"] = (
+        run("deploy", "--weights", str(build / "conv2d_bias_gone.so"), v2, *data_v2).returncode == 0
+    )
+    mismatched = run("deploy", "--weights", artifact, str(build / "partial.safetensors"), *data_v2)
+    checks["deploy --weights: weights of another model refused"] = (
+        mismatched.returncode == 2 and "lacks tensor 'main/bias' that the module binds" in mismatched.stderr
     )
     returns = str(build / "conv2d_bias_returns.so")
     checks["deploy --returns: artifact with outputs, out = main(data)"] = (

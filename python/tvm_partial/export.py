@@ -402,8 +402,11 @@ def load_from_bytes(data: bytes, wrapped: tvm_ffi.Module | ExecutableLike | None
 def load(path: PathLike, weights_file: PathLike | None = None) -> tvm_ffi.Module:
     """Load an exported artifact; a partial module comes back as the root, callable as ``pm(...)``.
 
-    With ``weights_file`` (a safetensors file such as ``save_weights`` writes) its tensors replace
-    the bound ones: same keys, dtypes and shapes, mapped without copying (``weights.swap_weights``).
+    With ``weights_file`` (a safetensors file such as ``save_weights`` writes) its tensors are
+    bound instead of the artifact's: same keys, dtypes and shapes, mapped without copying. The
+    artifact's own payloads are not read and the weights file it records is not opened (it may be
+    absent); the C++ loader does the matching (``tvm_partial::LoadWithWeights``), so the checks
+    are the same from C++.
 
     The file is checked first: a library cut short (an interrupted copy) would otherwise crash the
     process inside the system's loader, which maps its segments without checking the file's size.
@@ -412,11 +415,10 @@ def load(path: PathLike, weights_file: PathLike | None = None) -> tvm_ffi.Module
 
     path = os.fspath(path)
     check_complete(path)
-    module = tvm.runtime.load_module(path)
-    if weights_file is not None:
-        from .weights import swap_weights
-
-        module = swap_weights(module, weights_file)
+    if weights_file is None:
+        return tvm.runtime.load_module(path)
+    module = _lib.load_with_weights(os.path.realpath(path), os.fspath(weights_file))
+    tvm_ffi.get_global_func("ffi.ModuleGlobalsAdd")(module)  # as tvm.runtime.load_module does
     return module
 
 

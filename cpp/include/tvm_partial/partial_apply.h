@@ -28,6 +28,7 @@
 #include <tvm/ffi/string.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #if defined(_WIN32)
@@ -148,6 +149,31 @@ TVM_PARTIAL_API ffi::Tensor AlignedEmpty(ffi::Shape shape, DLDataType dtype, DLD
  *        are not yet suitable tensors are converted once at bind time.
  */
 TVM_PARTIAL_API ffi::Tensor AlignedCopy(const ffi::Tensor& src, DLDevice device);
+
+/*!
+ * \brief Load an artifact with the tensors of another safetensors weights file bound in place of
+ *        its own (what `tvm_partial.load(library, weights_file=...)` does from Python):
+ *
+ * \code{.cpp}
+ *   ffi::Module m = tvm_partial::LoadWithWeights("model.so", "v2.safetensors");
+ *   m->GetFunction("main", true).value()(x, out);  // the artifact's code, v2's weights
+ * \endcode
+ *
+ * Every tensor the artifact binds is taken from `weights_file` by its key (`main/weights`, or
+ * `main/1` where no parameter name is recorded): the file must hold each with the same dtype and
+ * shape, and nothing else. It is mapped privately; 64-byte-aligned host tensors are views of it,
+ * others are copied once (devices: copied to the device). The artifact's own payloads are not
+ * read, and the weights file it records (`export_library(..., weights_file=)`) is not opened: it
+ * may be absent. Scalars and strings bound in the artifact stay as they are.
+ *
+ * \param library The artifact (a relative path is taken from the working directory).
+ * \param weights_file A safetensors file, such as `tvm_partial.save_weights` writes.
+ * \throws FileNotFoundError when `weights_file` does not exist; ValueError naming the file and the
+ *         tensor when it is damaged or holds the weights of another model, or when `library`
+ *         holds no partial module.
+ */
+TVM_PARTIAL_API ffi::Module LoadWithWeights(const std::string& library,
+                                            const std::string& weights_file);
 
 }  // namespace tvm_partial
 
