@@ -5,6 +5,8 @@
  * \brief The `partial_apply` module kind: a module with bindings for some of its functions,
  *        its loader `ffi.Module.load_from_bytes.partial_apply`, and the module globals.
  */
+#include "partial_module.h"
+
 #include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/memory.h>
@@ -271,6 +273,28 @@ ffi::Map<ffi::String, ffi::Array<ffi::Any>> PartialApplyOutputs(const ffi::Any& 
   return out;
 }
 
+namespace detail {
+
+const std::vector<format::FunctionRecord>* PartialModuleRecords(const ffi::Module& mod) {
+  PartialModuleObj* pm = AsPartialModule(mod);
+  return pm == nullptr ? nullptr : &pm->functions_;
+}
+
+const format::ExternalRegion* PartialModuleRegion(const ffi::Module& mod) {
+  PartialModuleObj* pm = AsPartialModule(mod);
+  return pm == nullptr || !pm->external_ ? nullptr : &*pm->external_;
+}
+
+ffi::Module WithExternalRegion(const ffi::Module& mod, format::ExternalRegion region) {
+  PartialModuleObj* pm = AsPartialModule(mod);
+  ffi::Optional<ffi::Module> wrapped;
+  if (pm->HasWrapped()) wrapped = pm->Wrapped();
+  return ffi::Module(
+      ffi::make_object<PartialModuleObj>(pm->functions_, wrapped, std::move(region)));
+}
+
+}  // namespace detail
+
 namespace {
 
 // runtime.PartialApplyModule(mod, {name: {position: value}}, param_names={}, outputs={}) from
@@ -334,59 +358,6 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   detail::RegisterGlobalOnce("tvm_partial.Outputs", ffi::Function::FromTyped(PartialApplyOutputs));
   detail::RegisterGlobalOnce("ffi.Module.load_from_bytes.partial_apply",
                              ffi::Function::FromTyped(PartialModuleObj::LoadFromBytes));
-  // Zero-copy export: a copy of `mod` whose SaveToBytes leaves the payloads to a region that
-  // WritePayloadRegion writes and the export links into the library under `symbol`.
-  detail::RegisterGlobalOnce(
-      "tvm_partial.WithExternalPayloads",
-      ffi::Function::FromTyped([](ffi::Module mod, ffi::String symbol, int64_t link) {
-        PartialModuleObj* pm = AsPartialModule(mod);
-        if (pm == nullptr)
-          TVM_FFI_THROW(TypeError) << "WithExternalPayloads: not a partial_apply module";
-        if (std::string(symbol).rfind(format::kRegionSymbolPrefix, 0) != 0) {
-          TVM_FFI_THROW(ValueError)
-              << "WithExternalPayloads: the symbol must start with " << format::kRegionSymbolPrefix;
-        }
-        format::ExternalRegion region{std::string(symbol), static_cast<uint64_t>(link)};
-        ffi::Optional<ffi::Module> wrapped;
-        if (pm->HasWrapped()) wrapped = pm->Wrapped();
-        return ffi::Module(ffi::make_object<PartialModuleObj>(pm->functions_, wrapped, region));
-      }));
-  // The same, with the payloads in a safetensors weights file beside the library (flag 2): the
-  // library's region then holds only the region header; `weights_file` is relative to its folder.
-  detail::RegisterGlobalOnce(
-      "tvm_partial.WithExternalWeights",
-      ffi::Function::FromTyped(
-          [](ffi::Module mod, ffi::String symbol, int64_t link, ffi::String weights_file) {
-            PartialModuleObj* pm = AsPartialModule(mod);
-            if (pm == nullptr)
-              TVM_FFI_THROW(TypeError) << "WithExternalWeights: not a partial_apply module";
-            if (std::string(symbol).rfind(format::kRegionSymbolPrefix, 0) != 0) {
-              TVM_FFI_THROW(ValueError) << "WithExternalWeights: the symbol must start with "
-                                        << format::kRegionSymbolPrefix;
-            }
-            if (weights_file.empty())
-              TVM_FFI_THROW(ValueError) << "WithExternalWeights: empty weights file name";
-            format::ExternalRegion region{std::string(symbol), static_cast<uint64_t>(link),
-                                          std::string(weights_file)};
-            ffi::Optional<ffi::Module> wrapped;
-            if (pm->HasWrapped()) wrapped = pm->Wrapped();
-            return ffi::Module(ffi::make_object<PartialModuleObj>(pm->functions_, wrapped, region));
-          }));
-  detail::RegisterGlobalOnce(
-      "tvm_partial.WritePayloadRegion",
-      ffi::Function::FromTyped([](ffi::Module mod, ffi::String path, int64_t lead) {
-        PartialModuleObj* pm = AsPartialModule(mod);
-        if (pm == nullptr || !pm->external_) {
-          TVM_FFI_THROW(TypeError)
-              << "WritePayloadRegion: needs a module from WithExternalPayloads";
-        }
-        if (lead < 0 || lead % static_cast<int64_t>(format::kPayloadAlignment) != 0) {
-          TVM_FFI_THROW(ValueError)
-              << "WritePayloadRegion: lead must be a multiple of 64, got " << lead;
-        }
-        format::WriteRegion(pm->functions_, *pm->external_, std::string(path),
-                            static_cast<size_t>(lead));
-      }));
   detail::RegisterGlobalOnce("tvm_partial.SaveToBytes", ffi::Function::FromTyped([](ffi::Module m) {
                                return m->SaveToBytes();
                              }));
