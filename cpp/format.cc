@@ -938,15 +938,5 @@ ffi::Map<ffi::String, ffi::Any> Describe(const char* data, size_t size) {
   return out;
 }
 
-std::string ResealForTesting(std::string blob) {
-  if (blob.size() < kHeaderSize) Corrupt("too short to reseal");
-  uint64_t meta_size;
-  std::memcpy(&meta_size, blob.data() + 24, 8);
-  if (meta_size > blob.size() - kHeaderSize) Corrupt("metadata size past the end; cannot reseal");
-  uint64_t h = MetadataHash(blob.data(), meta_size);
-  std::memcpy(&blob[32], &h, 8);
-  return blob;
-}
-
 }  // namespace format
 }  // namespace tvm_partial

@@ -364,10 +364,6 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   detail::RegisterGlobalOnce(
       "tvm_partial.DescribeBytes",
       ffi::Function::FromTyped([](ffi::Bytes b) { return format::Describe(b.data(), b.size()); }));
-  detail::RegisterGlobalOnce(
-      "tvm_partial.ResealForTesting", ffi::Function::FromTyped([](ffi::Bytes b) {
-        return ffi::Bytes(format::ResealForTesting(std::string(b.data(), b.size())));
-      }));
 }
 
 }  // namespace tvm_partial

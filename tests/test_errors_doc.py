@@ -18,7 +18,7 @@ from tvm import te
 
 import tvm_partial
 import tvm_partial.remote
-from helpers import run_json, tensor
+from helpers import reseal, run_json, tensor
 from tvm_partial import demo
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,7 +61,7 @@ def _with_device(ctx, device_type: int) -> bytes:
     blob = _blob(ctx)
     at = blob.find(b"float32") + len(b"float32")
     moved = blob[:at] + struct.pack("<i", device_type) + blob[at + 4 :]
-    return bytes(tvm_ffi.get_global_func("tvm_partial.ResealForTesting")(moved))
+    return reseal(moved)
 
 
 def _cli(*args):
@@ -326,7 +326,7 @@ def _with_device_id(ctx, device_id: int) -> bytes:
     blob = _blob(ctx)
     at = blob.find(b"float32") + len(b"float32") + 4
     moved = blob[:at] + struct.pack("<i", device_id) + blob[at + 4 :]
-    return bytes(tvm_ffi.get_global_func("tvm_partial.ResealForTesting")(moved))
+    return reseal(moved)
 
 
 @pytest.fixture(scope="module")
