@@ -321,13 +321,18 @@ bool GetPartialParts(const ffi::Function& f, PartialParts* out) {
 }  // namespace detail
 
 namespace {
+/*! \param original_names The full parameter list of the function a partial `f` wraps, for when
+ *         `f` recorded none (see detail::InnerNames); empty: unknown. */
 ffi::Function MakePartial(ffi::Function f, BoundList bound, ffi::String name,
-                          ffi::Array<ffi::String> param_names, Outputs outputs = {}) {
+                          ffi::Array<ffi::String> param_names, Outputs outputs = {},
+                          const ffi::Array<ffi::String>& original_names = {}) {
   if (!f.defined()) TVM_FFI_THROW(TypeError) << "PartialApply: the function to wrap is None";
   const std::string who = name.empty() ? "PartialApply" : std::string(name);
   CheckAgainstSignature(bound, param_names, who);  // positions as the caller gave them
   detail::PartialParts inner;
   if (detail::GetPartialParts(f, &inner)) {
+    inner.param_names = detail::InnerNames(inner.bound, inner.outputs, inner.param_names,
+                                           param_names, original_names, who);
     // Flatten: one closure around the original function, one hop per call.
     if (!inner.outputs.empty() || !outputs.empty()) {
       detail::MergeLevels(inner, &bound, &param_names, &outputs, who);
@@ -360,12 +365,13 @@ ffi::Function PartialApply(ffi::Function f, Bindings bound, ffi::String name,
 
 namespace {
 
-// runtime.PartialApply(f, bound, name="", param_names=[], outputs=[]): keys arrive untyped from
-// Python; outputs as detail::OutputsFromAny reads them.
+// runtime.PartialApply(f, bound, name="", param_names=[], outputs=[], original_names=[]): keys
+// arrive untyped from Python; outputs as detail::OutputsFromAny reads them; original_names as
+// MakePartial takes them.
 void PartialApplyPacked(ffi::PackedArgs args, ffi::Any* rv) {
-  if (args.size() < 2 || args.size() > 5) {
+  if (args.size() < 2 || args.size() > 6) {
     TVM_FFI_THROW(TypeError) << "runtime.PartialApply(f, bound, name='', param_names=[], "
-                                "outputs=[]) takes 2 to 5 arguments, "
+                                "outputs=[], original_names=[]) takes 2 to 6 arguments, "
                              << args.size() << " given";
   }
   auto f = args[0].try_cast<ffi::Function>();
@@ -384,7 +390,11 @@ void PartialApplyPacked(ffi::PackedArgs args, ffi::Any* rv) {
                                       ? args[3].cast<ffi::Array<ffi::String>>()
                                       : ffi::Array<ffi::String>();
   Outputs outputs = args.size() > 4 ? detail::OutputsFromAny(args[4], "PartialApply") : Outputs();
-  *rv = MakePartial(*f, detail::FromAnyMap(*raw, "PartialApply"), name, names, std::move(outputs));
+  ffi::Array<ffi::String> original = args.size() > 5 && args[5] != nullptr
+                                         ? args[5].cast<ffi::Array<ffi::String>>()
+                                         : ffi::Array<ffi::String>();
+  *rv = MakePartial(*f, detail::FromAnyMap(*raw, "PartialApply"), name, names, std::move(outputs),
+                    original);
 }
 
 }  // namespace

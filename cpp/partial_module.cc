@@ -124,7 +124,11 @@ PartialModuleObj* AsPartialModule(const ffi::Module& mod) {
   return obj->kind() == kKind ? static_cast<PartialModuleObj*>(obj) : nullptr;
 }
 
-ffi::Module MakePartialModule(ffi::Module mod, std::vector<format::FunctionRecord> functions) {
+/*! \param originals Per function, its full parameter list for when the inner partial module
+ *         recorded none (see detail::InnerNames). */
+ffi::Module MakePartialModule(
+    ffi::Module mod, std::vector<format::FunctionRecord> functions,
+    const ffi::Map<ffi::String, ffi::Array<ffi::String>>& originals = {}) {
   PartialModuleObj* inner = AsPartialModule(mod);
   // The compiled code the bindings will apply to (a partial module's wrapped module; absent for
   // one restored from bytes alone, whose functions are checked at lookup).
@@ -149,6 +153,9 @@ ffi::Module MakePartialModule(ffi::Module mod, std::vector<format::FunctionRecor
       }
       format::FunctionRecord* it = &merged[existing - inner->functions_.data()];
       const std::string who = "PartialApplyModule('" + std::string(outer.name) + "')";
+      it->param_names =
+          detail::InnerNames(it->bound, it->outputs, it->param_names, outer.param_names,
+                             originals.Get(outer.name).value_or(ffi::Array<ffi::String>()), who);
       if (!it->outputs.empty() || !outer.outputs.empty()) {
         BoundList inner_bound = std::move(it->bound);
         Outputs inner_outputs = std::move(it->outputs);
@@ -297,12 +304,13 @@ ffi::Module WithExternalRegion(const ffi::Module& mod, format::ExternalRegion re
 
 namespace {
 
-// runtime.PartialApplyModule(mod, {name: {position: value}}, param_names={}, outputs={}) from
-// Python; outputs per function as detail::OutputsFromAny reads them.
+// runtime.PartialApplyModule(mod, {name: {position: value}}, param_names={}, outputs={},
+// original_names={}) from Python; outputs per function as detail::OutputsFromAny reads them;
+// original_names as MakePartialModule takes them.
 void PartialApplyModulePacked(ffi::PackedArgs args, ffi::Any* rv) {
-  if (args.size() < 2 || args.size() > 4) {
+  if (args.size() < 2 || args.size() > 5) {
     TVM_FFI_THROW(TypeError) << "runtime.PartialApplyModule(mod, bindings, param_names={}, "
-                                "outputs={}) takes 2 to 4 arguments, "
+                                "outputs={}, original_names={}) takes 2 to 5 arguments, "
                              << args.size() << " given";
   }
   auto mod = args[0].try_cast<ffi::Module>();
@@ -335,7 +343,11 @@ void PartialApplyModulePacked(ffi::PackedArgs args, ffi::Any* rv) {
                                 << "', which has no entry in bindings (give it {} there)";
     }
   }
-  *rv = MakePartialModule(*mod, std::move(functions));
+  ffi::Map<ffi::String, ffi::Array<ffi::String>> originals;
+  if (args.size() > 4 && args[4] != nullptr) {
+    originals = args[4].cast<ffi::Map<ffi::String, ffi::Array<ffi::String>>>();
+  }
+  *rv = MakePartialModule(*mod, std::move(functions), originals);
 }
 
 }  // namespace
