@@ -20,7 +20,8 @@ from tvm import te
 
 import tvm_partial
 from helpers import compile_te, ints, run_json, tensor
-from tvm_partial import _lib, demo
+from tvm_partial import _fixtures as fixtures
+from tvm_partial import _lib
 
 _view = tvm_ffi.get_global_func("runtime.TVMTensorCreateView")
 echo = tvm_ffi.convert(lambda *args: list(args))  # which value reached which position
@@ -33,7 +34,7 @@ def raw_bytes(t) -> bytes:
 
 
 def run_conv(g, inputs):
-    out = tvm.runtime.empty(demo.SHAPES["result"], "float32")
+    out = tvm.runtime.empty(fixtures.SHAPES["result"], "float32")
     g(tensor(inputs["data"]), out)
     return out.numpy()
 
