@@ -57,6 +57,20 @@ def test_module_calls_main(conv):
         pm(out)
 
 
+def test_bindings_and_param_names_follow_the_kind(affine4):
+    # Documented in bindings(): {position: value} for a function, {function: {...}} for a module.
+    exe, sig = affine4
+    w = tensor(ints(16))
+    g = tvm_partial.partial(exe["main"], signature=sig, b=w)
+    pm = tvm_partial.partial(exe, signature=sig, b=w)
+    assert list(tvm_partial.bindings(g)) == [1] and tvm_partial.bindings(g)[1].same_as(w)
+    assert list(tvm_partial.bindings(pm)) == ["main"] and tvm_partial.bindings(pm)["main"][1].same_as(w)
+    assert tvm_partial.param_names(g) == ["a", "b", "c", "out"]
+    assert tvm_partial.param_names(pm) == {"main": ["a", "b", "c", "out"]}
+    with pytest.raises(TypeError, match="expected a partial function or a partial_apply module"):
+        tvm_partial.bindings(exe["main"])
+
+
 def test_module_forwards_unbound_names(three_functions):
     pm = tvm_partial.partial(three_functions, {1: np.full(8, 3, "float32")}, function="f1")
     x = ints(8)

@@ -204,8 +204,17 @@ def _rebound(old, value, name: str, label: str, device):
 
 
 def bindings(obj) -> dict:
-    """What a partial holds: ``{position: value}`` for a partial function, ``{function:
-    {position: value}}`` for a partial module. Tensors are the bound objects themselves."""
+    """What a partial holds. The shape follows the kind of ``obj``, as ``partial()``'s result does:
+
+    - a partial function (a ``tvm_ffi.Function``): ``{position: value}``;
+    - a partial module: ``{function name: {position: value}}``, one entry per function with
+      bindings (a module binds several functions; ``bindings(pm)["main"]`` for its ``main``).
+
+    Positions count in the wrapped function's full argument list. Tensors are the bound objects
+    themselves (not copies: ``copyfrom`` on one changes later calls); strings come back as ``str``.
+    ``param_names()`` follows the same rule (a list, or ``{function name: [names]}``).
+    A ``TypeError`` for anything that is not a partial of this library.
+    """
     raw = _lib.partial_apply_bindings(obj)
     as_dict = {
         str(f): {int(i): str(v) if isinstance(v, str) else v for i, v in b.items()} for f, b in raw.items()
