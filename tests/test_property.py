@@ -205,6 +205,11 @@ def test_echo_function_chains_match_the_model(data):
 
 
 # -- compiled kernels: function and module targets ---------------------------------------------------
+def _weighted_sum(inputs: list):
+    """out[j] = sum(p_i[j] * BASE**i); a closure per list, as te.compute refuses default arguments."""
+    return lambda j: sum(p[j] * (BASE**i) for i, p in enumerate(inputs))
+
+
 @pytest.fixture(scope="module")
 def kernels():
     """arity -> (executable, TE tensors p0..p{n-1}); int64 (1,) tensors, the last one the output:
@@ -214,7 +219,7 @@ def kernels():
         inputs = [te.placeholder((1,), "int64", name=f"p{i}") for i in range(n - 1)]
         out = te.compute(
             (1,),
-            lambda j, inputs=inputs: sum(p[j] * (BASE**i) for i, p in enumerate(inputs)),
+            _weighted_sum(inputs),
             name=f"p{n - 1}",
         )
         built[n] = (compile_te([*inputs, out]), [*inputs, out])
