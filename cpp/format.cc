@@ -6,9 +6,9 @@
  */
 #include <tvm/ffi/dtype.h>
 
-#include <sstream>
 #include <string>
 
+#include "device.h"
 #include "format_common.h"
 #include "hash.h"
 
@@ -25,49 +25,6 @@ uint64_t MetadataHash(const char* blob, size_t meta_size) {
   h.Update(blob, kHashedHeader);
   h.Update(blob + kHeaderSize, meta_size);
   return h.Final();
-}
-
-const char* DeviceName(int32_t device_type) {
-  switch (device_type) {
-    case kDLCPU:
-      return "cpu";
-    case kDLCUDA:
-      return "cuda";
-    case kDLCUDAHost:
-      return "cuda_host";
-    case kDLOpenCL:
-      return "opencl";
-    case kDLVulkan:
-      return "vulkan";
-    case kDLMetal:
-      return "metal";
-    case kDLROCM:
-      return "rocm";
-    case kDLROCMHost:
-      return "rocm_host";
-    case kDLCUDAManaged:
-      return "cuda_managed";
-    case kDLOneAPI:
-      return "oneapi";
-    case kDLWebGPU:
-      return "webgpu";
-    case kDLHexagon:
-      return "hexagon";
-    default:
-      return nullptr;
-  }
-}
-
-std::string DeviceString(int32_t device_type, int32_t device_id) {
-  const char* name = DeviceName(device_type);
-  std::ostringstream os;
-  if (name) {
-    os << name;
-  } else {
-    os << "device_type " << device_type;
-  }
-  os << ":" << device_id;
-  return os.str();
 }
 
 bool IsValidUtf8(const char* data, size_t size) {
@@ -121,9 +78,9 @@ std::string TensorProblem(DLDataType dtype, int32_t device_type, int32_t device_
     return "dtype with " + std::to_string(static_cast<int16_t>(dtype.lanes)) +
            " lanes cannot be stored (lanes must be 1 to 32767)";
   }
-  if (DeviceName(device_type) == nullptr || device_id < 0 || device_id >= kMaxDeviceId ||
+  if (detail::DeviceName(device_type) == nullptr || device_id < 0 || device_id >= kMaxDeviceId ||
       (device_type == kDLCPU && device_id != 0)) {
-    return "invalid device " + DeviceString(device_type, device_id) + " (ids are 0 to " +
+    return "invalid device " + detail::DeviceString(device_type, device_id) + " (ids are 0 to " +
            std::to_string(kMaxDeviceId - 1) + ", and 0 for cpu)";
   }
   return "";

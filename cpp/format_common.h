@@ -41,12 +41,6 @@ inline size_t AlignUp(size_t n) {
   return (n + kPayloadAlignment - 1) / kPayloadAlignment * kPayloadAlignment;
 }
 
-/*! \brief TVM's name of a device type the format stores ("cpu", "cuda", ...), else null. */
-const char* DeviceName(int32_t device_type);
-
-/*! \brief "cuda:0", or "device_type 99:0" for a type without a name. */
-std::string DeviceString(int32_t device_type, int32_t device_id);
-
 /*! \brief Whether `s` is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, at most
  *         U+10FFFF). The format stores text as UTF-8; tools decode it. */
 bool IsValidUtf8(const char* data, size_t size);

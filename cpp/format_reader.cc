@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "device.h"
 #include "format.h"
 #include "format_common.h"
 #include "hash.h"
@@ -373,13 +374,14 @@ ffi::Tensor Materialise(const TensorMeta& t, const char* payload, const std::str
     if (t.nbytes) std::memcpy(out.data_ptr(), payload, t.nbytes);
     return out;
   }
-  const std::string dev = DeviceString(t.device_type, t.device_id);
-  auto api = ffi::Function::GetGlobal(std::string("device_api.") + DeviceName(t.device_type));
+  const std::string dev = detail::DeviceString(t.device_type, t.device_id);
+  auto api =
+      ffi::Function::GetGlobal(std::string("device_api.") + detail::DeviceName(t.device_type));
   auto copy = ffi::Function::GetGlobal("runtime.TVMTensorCopyFromBytes");
   if (!api.has_value() || !copy.has_value()) {
     TVM_FFI_THROW(RuntimeError) << where << " was bound on device " << dev
                                 << ", which this process cannot reach: no TVM runtime for "
-                                << DeviceName(t.device_type) << " is loaded";
+                                << detail::DeviceName(t.device_type) << " is loaded";
   }
   auto exists = ffi::Function::GetGlobal("runtime.GetDeviceAttr");
   if (exists.has_value() && !(*exists)(t.device_type, t.device_id, 0).cast<bool>()) {
@@ -470,7 +472,8 @@ ffi::Map<ffi::String, ffi::Any> Describe(const char* data, size_t size) {
       if (v.kind == kTensor) {
         b.Set("dtype", ffi::DLDataTypeToString(v.tensor.dtype));
         b.Set("shape", ffi::Array<int64_t>(v.tensor.shape.begin(), v.tensor.shape.end()));
-        b.Set("device", ffi::String(DeviceString(v.tensor.device_type, v.tensor.device_id)));
+        b.Set("device",
+              ffi::String(detail::DeviceString(v.tensor.device_type, v.tensor.device_id)));
         b.Set("bytes", static_cast<int64_t>(v.tensor.nbytes));
         // Where the payload is (from the blob's start, or the region's) and its recorded hash.
         b.Set("offset", static_cast<int64_t>(v.tensor.offset));

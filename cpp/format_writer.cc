@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "device.h"
 #include "format.h"
 #include "format_common.h"
 #include "hash.h"
@@ -52,11 +53,8 @@ class Writer {
 
 /*! \brief The tensor's data when it lives in host memory (readable directly), else null. */
 const char* HostData(const DLTensor* t) {
-  const int type = t->device.device_type;
-  if (type == kDLCPU || type == kDLCUDAHost || type == kDLROCMHost) {
-    return static_cast<const char*>(t->data) + t->byte_offset;
-  }
-  return nullptr;
+  if (!detail::IsHostDevice(t->device)) return nullptr;
+  return static_cast<const char*>(t->data) + t->byte_offset;
 }
 
 void CopyTensorToHost(const ffi::Tensor& tensor, char* dst, size_t nbytes) {
@@ -70,7 +68,7 @@ void CopyTensorToHost(const ffi::Tensor& tensor, char* dst, size_t nbytes) {
   auto copy = ffi::Function::GetGlobal("runtime.TVMTensorCopyToBytes");
   if (!copy.has_value()) {
     TVM_FFI_THROW(RuntimeError) << "saving a tensor on "
-                                << DeviceString(t->device.device_type, t->device.device_id)
+                                << detail::DeviceString(t->device.device_type, t->device.device_id)
                                 << " needs the TVM runtime (runtime.TVMTensorCopyToBytes); "
                                    "import tvm first";
   }
