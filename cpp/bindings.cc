@@ -158,5 +158,20 @@ ffi::Array<ffi::String> InnerNames(const BoundList& inner_bound, const Outputs& 
   return original;
 }
 
+void CheckAgainstSignature(const BoundList& bound, const ffi::Array<ffi::String>& names,
+                           const std::string& who) {
+  if (static_cast<int64_t>(names.size()) > kMaxCallArgs) {
+    TVM_FFI_THROW(ValueError) << who << ": a signature of " << names.size()
+                              << " parameters cannot be called (a call passes at most "
+                              << kMaxCallArgs << " arguments)";
+  }
+  if (names.empty() || bound.empty()) return;
+  if (bound.back().first >= static_cast<int64_t>(names.size())) {
+    TVM_FFI_THROW(IndexError) << who << ": bound index " << bound.back().first
+                              << " is out of range for a function of " << names.size()
+                              << " parameters";
+  }
+}
+
 }  // namespace detail
 }  // namespace tvm_partial

@@ -76,6 +76,14 @@ ffi::Array<ffi::String> InnerNames(const BoundList& inner_bound, const Outputs& 
                                    const ffi::Array<ffi::String>& outer_names,
                                    const ffi::Array<ffi::String>& original, const std::string& who);
 
+/*!
+ * \brief Check bound positions against a function's parameter names (when known): every one is
+ *        below their count, and the count is one a call can pass.
+ * \throws IndexError naming the position and the count; ValueError for an uncallable count.
+ */
+void CheckAgainstSignature(const BoundList& bound, const ffi::Array<ffi::String>& names,
+                           const std::string& who);
+
 /*! \brief Whether `f` is a partial function made by this copy of the code. */
 bool IsPartialFunction(const ffi::Function& f);
 

@@ -24,6 +24,7 @@
 #include "bindings.h"
 #include "format.h"
 #include "outputs.h"
+#include "packed_args.h"
 #include "registry.h"
 
 namespace tvm_partial {
@@ -188,12 +189,8 @@ format::FunctionRecord MakeRecord(const ffi::String& name,
     r.outputs = detail::CheckOutputs(std::move(r.outputs), r.bound, r.param_names,
                                      "PartialApplyModule('" + std::string(name) + "')");
   }
-  if (r.param_names.empty() || r.bound.empty()) return r;
-  if (r.bound.back().first >= static_cast<int64_t>(r.param_names.size())) {
-    TVM_FFI_THROW(IndexError) << "PartialApplyModule: function '" << r.name << "': bound index "
-                              << r.bound.back().first << " is out of range for its "
-                              << r.param_names.size() << " parameters";
-  }
+  detail::CheckAgainstSignature(r.bound, r.param_names,
+                                "PartialApplyModule('" + std::string(name) + "')");
   return r;
 }
 
@@ -227,6 +224,17 @@ std::string ForeignCopyHint(const ffi::Any& obj) {
   }
   return "";
 }
+
+/*! \brief RecordsOf, or a TypeError from `who` naming what `obj` is instead. */
+std::vector<format::FunctionRecord> RecordsOrThrow(const ffi::Any& obj, const char* who) {
+  auto records = RecordsOf(obj);
+  if (!records.has_value()) {
+    TVM_FFI_THROW(TypeError) << who
+                             << ": expected a partial function or a partial_apply module, got "
+                             << obj.GetTypeKey() << ForeignCopyHint(obj);
+  }
+  return *std::move(records);
+}
 }  // namespace
 
 ffi::Module PartialApplyModule(ffi::Module mod, ffi::Map<ffi::String, Bindings> bindings,
@@ -241,40 +249,25 @@ ffi::Module PartialApplyModule(ffi::Module mod, ffi::Map<ffi::String, Bindings> 
 }
 
 ffi::Map<ffi::String, Bindings> PartialApplyBindings(const ffi::Any& obj) {
-  auto records = RecordsOf(obj);
-  if (!records.has_value()) {
-    TVM_FFI_THROW(TypeError) << "PartialApplyBindings: expected a partial function or a "
-                                "partial_apply module, got "
-                             << obj.GetTypeKey() << ForeignCopyHint(obj);
-  }
+  const std::vector<format::FunctionRecord> records = RecordsOrThrow(obj, "PartialApplyBindings");
   ffi::Map<ffi::String, Bindings> out;
-  for (const auto& r : *records) out.Set(r.name, detail::ToBindings(r.bound));
+  for (const auto& r : records) out.Set(r.name, detail::ToBindings(r.bound));
   return out;
 }
 
 ffi::Map<ffi::String, ffi::Array<ffi::String>> PartialApplyParamNames(const ffi::Any& obj) {
-  auto records = RecordsOf(obj);
-  if (!records.has_value()) {
-    TVM_FFI_THROW(TypeError) << "PartialApplyParamNames: expected a partial function or a "
-                                "partial_apply module, got "
-                             << obj.GetTypeKey() << ForeignCopyHint(obj);
-  }
+  const std::vector<format::FunctionRecord> records = RecordsOrThrow(obj, "PartialApplyParamNames");
   ffi::Map<ffi::String, ffi::Array<ffi::String>> out;
-  for (const auto& r : *records) {
+  for (const auto& r : records) {
     if (!r.param_names.empty()) out.Set(r.name, r.param_names);
   }
   return out;
 }
 
 ffi::Map<ffi::String, ffi::Array<ffi::Any>> PartialApplyOutputs(const ffi::Any& obj) {
-  auto records = RecordsOf(obj);
-  if (!records.has_value()) {
-    TVM_FFI_THROW(TypeError) << "PartialApplyOutputs: expected a partial function or a "
-                                "partial_apply module, got "
-                             << obj.GetTypeKey() << ForeignCopyHint(obj);
-  }
+  const std::vector<format::FunctionRecord> records = RecordsOrThrow(obj, "PartialApplyOutputs");
   ffi::Map<ffi::String, ffi::Array<ffi::Any>> out;
-  for (const auto& r : *records) {
+  for (const auto& r : records) {
     if (!r.outputs.empty()) out.Set(r.name, detail::OutputsToAny(r.outputs));
   }
   return out;
@@ -308,46 +301,29 @@ namespace {
 // original_names={}) from Python; outputs per function as detail::OutputsFromAny reads them;
 // original_names as MakePartialModule takes them.
 void PartialApplyModulePacked(ffi::PackedArgs args, ffi::Any* rv) {
-  if (args.size() < 2 || args.size() > 5) {
-    TVM_FFI_THROW(TypeError) << "runtime.PartialApplyModule(mod, bindings, param_names={}, "
-                                "outputs={}, original_names={}) takes 2 to 5 arguments, "
-                             << args.size() << " given";
-  }
-  auto mod = args[0].try_cast<ffi::Module>();
-  if (!mod.has_value()) {
-    TVM_FFI_THROW(TypeError) << "PartialApplyModule: argument mod must be a Module, got "
-                             << args[0].GetTypeKey();
-  }
-  auto raw = args[1].try_cast<ffi::Map<ffi::String, ffi::Map<ffi::Any, ffi::Any>>>();
-  if (!raw.has_value()) {
-    TVM_FFI_THROW(TypeError) << "PartialApplyModule: argument bindings must map function names "
-                                "to {position: value}, got "
-                             << args[1].GetTypeKey();
-  }
-  ffi::Map<ffi::String, ffi::Array<ffi::String>> names;
-  if (args.size() > 2 && args[2] != nullptr) {
-    names = args[2].cast<ffi::Map<ffi::String, ffi::Array<ffi::String>>>();
-  }
-  ffi::Map<ffi::String, ffi::Any> outputs;
-  if (args.size() > 3 && args[3] != nullptr)
-    outputs = args[3].cast<ffi::Map<ffi::String, ffi::Any>>();
+  detail::CheckArgCount(args, 2, 5,
+                        "runtime.PartialApplyModule(mod, bindings, param_names={}, outputs={}, "
+                        "original_names={})");
+  auto mod = detail::RequiredArg<ffi::Module>(args, 0, "PartialApplyModule", "mod", "a Module");
+  auto raw = detail::RequiredArg<ffi::Map<ffi::String, ffi::Map<ffi::Any, ffi::Any>>>(
+      args, 1, "PartialApplyModule", "bindings", "a map of function names to {position: value}");
+  auto names = detail::OptionalArg<ffi::Map<ffi::String, ffi::Array<ffi::String>>>(args, 2);
+  auto outputs = detail::OptionalArg<ffi::Map<ffi::String, ffi::Any>>(args, 3);
   std::vector<format::FunctionRecord> functions;
-  for (const auto& [name, bound] : *raw) {
+  for (const auto& [name, bound] : raw) {
     const std::string who = "PartialApplyModule('" + std::string(name) + "')";
     Outputs outs = outputs.count(name) ? detail::OutputsFromAny(outputs.at(name), who) : Outputs();
     functions.push_back(MakeRecord(name, names, detail::FromAnyMap(bound, who), std::move(outs)));
   }
   for (const auto& [name, _] : outputs) {
-    if (!raw->count(name)) {
+    if (!raw.count(name)) {
       TVM_FFI_THROW(ValueError) << "PartialApplyModule: outputs for function '" << name
                                 << "', which has no entry in bindings (give it {} there)";
     }
   }
-  ffi::Map<ffi::String, ffi::Array<ffi::String>> originals;
-  if (args.size() > 4 && args[4] != nullptr) {
-    originals = args[4].cast<ffi::Map<ffi::String, ffi::Array<ffi::String>>>();
-  }
-  *rv = MakePartialModule(*mod, std::move(functions), originals);
+  *rv = MakePartialModule(
+      mod, std::move(functions),
+      detail::OptionalArg<ffi::Map<ffi::String, ffi::Array<ffi::String>>>(args, 4));
 }
 
 }  // namespace

@@ -11,7 +11,9 @@
 #include <tvm/ffi/string.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "format.h"
 #include "partial_module.h"
@@ -19,20 +21,37 @@
 
 namespace tvm_partial {
 
+namespace {
+
+/*!
+ * \brief A copy of the partial_apply module `mod` whose SaveToBytes leaves the payloads to the
+ *        region `symbol` of the library (and, with `weights_file`, to that file beside it).
+ * \throws TypeError for another module, ValueError for a bad symbol or an empty file name.
+ */
+ffi::Module WithRegion(const char* who, const ffi::Module& mod, const ffi::String& symbol,
+                       int64_t link, const std::optional<std::string>& weights_file) {
+  if (detail::PartialModuleRecords(mod) == nullptr)
+    TVM_FFI_THROW(TypeError) << who << ": not a partial_apply module";
+  if (std::string(symbol).rfind(format::kRegionSymbolPrefix, 0) != 0) {
+    TVM_FFI_THROW(ValueError) << who << ": the symbol must start with "
+                              << format::kRegionSymbolPrefix;
+  }
+  if (weights_file.has_value() && weights_file->empty())
+    TVM_FFI_THROW(ValueError) << who << ": empty weights file name";
+  format::ExternalRegion region{std::string(symbol), static_cast<uint64_t>(link),
+                                weights_file.value_or("")};
+  return detail::WithExternalRegion(mod, std::move(region));
+}
+
+}  // namespace
+
 TVM_FFI_STATIC_INIT_BLOCK() {
   // Zero-copy export: a copy of `mod` whose SaveToBytes leaves the payloads to a region that
   // WritePayloadRegion writes and the export links into the library under `symbol`.
   detail::RegisterGlobalOnce(
       "tvm_partial.WithExternalPayloads",
       ffi::Function::FromTyped([](ffi::Module mod, ffi::String symbol, int64_t link) {
-        if (detail::PartialModuleRecords(mod) == nullptr)
-          TVM_FFI_THROW(TypeError) << "WithExternalPayloads: not a partial_apply module";
-        if (std::string(symbol).rfind(format::kRegionSymbolPrefix, 0) != 0) {
-          TVM_FFI_THROW(ValueError)
-              << "WithExternalPayloads: the symbol must start with " << format::kRegionSymbolPrefix;
-        }
-        format::ExternalRegion region{std::string(symbol), static_cast<uint64_t>(link)};
-        return detail::WithExternalRegion(mod, std::move(region));
+        return WithRegion("WithExternalPayloads", mod, symbol, link, std::nullopt);
       }));
   // The same, with the payloads in a safetensors weights file beside the library (flag 2): the
   // library's region then holds only the region header; `weights_file` is relative to its folder.
@@ -40,17 +59,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
       "tvm_partial.WithExternalWeights",
       ffi::Function::FromTyped(
           [](ffi::Module mod, ffi::String symbol, int64_t link, ffi::String weights_file) {
-            if (detail::PartialModuleRecords(mod) == nullptr)
-              TVM_FFI_THROW(TypeError) << "WithExternalWeights: not a partial_apply module";
-            if (std::string(symbol).rfind(format::kRegionSymbolPrefix, 0) != 0) {
-              TVM_FFI_THROW(ValueError) << "WithExternalWeights: the symbol must start with "
-                                        << format::kRegionSymbolPrefix;
-            }
-            if (weights_file.empty())
-              TVM_FFI_THROW(ValueError) << "WithExternalWeights: empty weights file name";
-            format::ExternalRegion region{std::string(symbol), static_cast<uint64_t>(link),
-                                          std::string(weights_file)};
-            return detail::WithExternalRegion(mod, std::move(region));
+            return WithRegion("WithExternalWeights", mod, symbol, link, std::string(weights_file));
           }));
   detail::RegisterGlobalOnce(
       "tvm_partial.WritePayloadRegion",
