@@ -4,8 +4,9 @@
 
     python examples/cpp_deploy/run.py [--build-dir DIR]
 
-1. compiles tvm_partial's demo conv2d + bias (tvm_partial._fixtures) with its output channels in a parallel loop, so the
-   kernel runs on TVM's thread pool (which a C++ program gets from libtvm_runtime);
+1. compiles the demo's conv2d + bias (tvm_partial._fixtures) with its output channels in a
+   parallel loop, so the kernel runs on TVM's thread pool (which a C++ program gets from
+   libtvm_runtime);
 2. exports it five ways: a tvm-partial artifact, the same self-contained (also zero-copy, and
    with its weights in a safetensors file beside it), one that returns its result
    (`outputs="result"`), and the plain library;
