@@ -6,9 +6,9 @@
     python benchmarks/bench_call.py --quick    # a smoke run: 3 x 10,000 and 3 x 100
 
 Two kernels: a tiny one (out[0] = x[0] * w[0] + b[0], shape (1,)), where dispatch is all there is
-to measure, and the conv2d + bias kernel of the forum thread (tvm_partial.demo). Every variant is
-timed once per repeat, in an order rotated from repeat to repeat, so drift touches all alike; the
-tables give the median ns per call and the ratio to the direct call.
+to measure, and the conv2d + bias kernel of the forum thread (tvm_partial._fixtures). Every
+variant is timed once per repeat, in an order rotated from repeat to repeat, so drift touches all
+alike; the tables give the median ns per call and the ratio to the direct call.
 """
 
 from __future__ import annotations
@@ -70,15 +70,15 @@ def tiny_kernel():
 
 
 def conv_kernel():
-    from tvm_partial import demo
+    from tvm_partial import _fixtures as fixtures
 
-    exe, _ = demo.build_conv2d_bias()
-    inputs = demo.sample_inputs()
+    exe, _ = fixtures.build_conv2d_bias()
+    inputs = fixtures.sample_inputs()
     arrays = {
         "x": inputs["data"],
         "w": inputs["weights"],
         "b": inputs["bias"],
-        "out": np.zeros(demo.SHAPES["result"], "float32"),
+        "out": np.zeros(fixtures.SHAPES["result"], "float32"),
     }
     return exe, arrays
 

@@ -39,10 +39,10 @@ def tiny_kernel():
 
 
 def conv_kernel():
-    from tvm_partial import demo
+    from tvm_partial import _fixtures as fixtures
 
-    exe, tensors = demo.build_conv2d_bias()
-    inputs = demo.sample_inputs()
+    exe, tensors = fixtures.build_conv2d_bias()
+    inputs = fixtures.sample_inputs()
     return exe, tensors, {"x": inputs["data"], "w": inputs["weights"], "b": inputs["bias"]}
 
 

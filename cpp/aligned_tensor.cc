@@ -15,6 +15,7 @@
 #include <cstring>
 #include <string>
 
+#include "device.h"
 #include "registry.h"
 
 namespace tvm_partial {
@@ -35,10 +36,6 @@ struct AlignedHostAlloc {
   }
   void FreeData(DLTensor* tensor) { std::free(tensor->data); }
 };
-
-bool IsHost(DLDevice d) {
-  return d.device_type == kDLCPU || d.device_type == kDLCUDAHost || d.device_type == kDLROCMHost;
-}
 
 ffi::Function RuntimeGlobal(const char* name, DLDevice device) {
   auto f = ffi::Function::GetGlobal(name);
@@ -82,7 +79,7 @@ ffi::Tensor AlignedCopy(const ffi::Tensor& src, DLDevice device) {
   const size_t nbytes = ffi::GetDataSize(s);
   if (nbytes == 0) return dst;
   const bool contiguous = src.IsContiguous();
-  if (IsHost(s.device) && device.device_type == kDLCPU) {
+  if (detail::IsHostDevice(s.device) && device.device_type == kDLCPU) {
     const char* from = static_cast<const char*>(s.data) + s.byte_offset;
     char* to = static_cast<char*>(dst.data_ptr());
     if (contiguous || s.ndim == 0) {
@@ -97,7 +94,7 @@ ffi::Tensor AlignedCopy(const ffi::Tensor& src, DLDevice device) {
   }
   ffi::Tensor source = src;
   if (!contiguous) {
-    if (!IsHost(s.device)) {
+    if (!detail::IsHostDevice(s.device)) {
       TVM_FFI_THROW(ValueError) << "cannot bind a non-contiguous tensor that is not in host "
                                    "memory; make it contiguous first";
     }

@@ -127,5 +127,51 @@ ffi::Array<ffi::String> MergeNames(const BoundList& inner,
   return j == inner.size() ? names : ffi::Array<ffi::String>();
 }
 
+ffi::Array<ffi::String> InnerNames(const BoundList& inner_bound, const Outputs& inner_outputs,
+                                   const ffi::Array<ffi::String>& inner_names,
+                                   const ffi::Array<ffi::String>& outer_names,
+                                   const ffi::Array<ffi::String>& original,
+                                   const std::string& who) {
+  if (!inner_names.empty() || original.empty()) return inner_names;
+  std::vector<int64_t> taken;
+  for (const auto& entry : inner_bound) taken.push_back(entry.first);
+  for (const Output& o : inner_outputs) taken.push_back(o.position);
+  std::sort(taken.begin(), taken.end());
+  const int64_t count = static_cast<int64_t>(original.size());
+  bool fits = taken.empty() || taken.back() < count;
+  if (fits && !outer_names.empty()) {
+    fits = outer_names.size() + taken.size() == original.size();
+    for (int64_t position = 0, j = 0, q = 0; fits && position < count; ++position) {
+      if (j < static_cast<int64_t>(taken.size()) && taken[j] == position) {
+        ++j;
+      } else {
+        fits = outer_names[q++] == original[position];
+      }
+    }
+  }
+  if (!fits) {
+    TVM_FFI_THROW(ValueError) << who << ": the original parameter names (" << original.size()
+                              << ") do not fit the partial's " << taken.size()
+                              << " bound positions and " << outer_names.size()
+                              << " free argument names";
+  }
+  return original;
+}
+
+void CheckAgainstSignature(const BoundList& bound, const ffi::Array<ffi::String>& names,
+                           const std::string& who) {
+  if (static_cast<int64_t>(names.size()) > kMaxCallArgs) {
+    TVM_FFI_THROW(ValueError) << who << ": a signature of " << names.size()
+                              << " parameters cannot be called (a call passes at most "
+                              << kMaxCallArgs << " arguments)";
+  }
+  if (names.empty() || bound.empty()) return;
+  if (bound.back().first >= static_cast<int64_t>(names.size())) {
+    TVM_FFI_THROW(IndexError) << who << ": bound index " << bound.back().first
+                              << " is out of range for a function of " << names.size()
+                              << " parameters";
+  }
+}
+
 }  // namespace detail
 }  // namespace tvm_partial

@@ -63,6 +63,27 @@ ffi::Array<ffi::String> MergeNames(const BoundList& inner,
                                    const ffi::Array<ffi::String>& inner_names,
                                    const ffi::Array<ffi::String>& outer_names);
 
+/*!
+ * \brief The parameter names to merge with when the inner partial recorded none (`inner_names`
+ *        empty) but the caller knows the wrapped function's full list (`original`: Python's
+ *        signature=, the positions the inner partial binds or allocates included). `original`
+ *        must cover each of those positions and, where `outer_names` (the names of the inner
+ * partial's free arguments) is given, agree with it at the free positions. Otherwise `inner_names`.
+ * \throws ValueError naming the disagreement.
+ */
+ffi::Array<ffi::String> InnerNames(const BoundList& inner_bound, const Outputs& inner_outputs,
+                                   const ffi::Array<ffi::String>& inner_names,
+                                   const ffi::Array<ffi::String>& outer_names,
+                                   const ffi::Array<ffi::String>& original, const std::string& who);
+
+/*!
+ * \brief Check bound positions against a function's parameter names (when known): every one is
+ *        below their count, and the count is one a call can pass.
+ * \throws IndexError naming the position and the count; ValueError for an uncallable count.
+ */
+void CheckAgainstSignature(const BoundList& bound, const ffi::Array<ffi::String>& names,
+                           const std::string& who);
+
 /*! \brief Whether `f` is a partial function made by this copy of the code. */
 bool IsPartialFunction(const ffi::Function& f);
 

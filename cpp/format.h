@@ -102,12 +102,6 @@ std::vector<FunctionRecord> Decode(const char* data, size_t size);
  */
 ffi::Map<ffi::String, ffi::Any> Describe(const char* data, size_t size);
 
-/*!
- * \brief Recompute the metadata hash of a (deliberately altered) blob, so tests can reach the
- *        structural checks behind the checksum. Not for production use.
- */
-std::string ResealForTesting(std::string blob);
-
 }  // namespace format
 }  // namespace tvm_partial
 

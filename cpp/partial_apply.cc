@@ -19,6 +19,7 @@
 
 #include "bindings.h"
 #include "outputs.h"
+#include "packed_args.h"
 #include "registry.h"
 
 namespace tvm_partial {
@@ -286,21 +287,6 @@ class PartialFunctionObj final : public ffi::FunctionObj {
   detail::OutputPlan plan_;            // shapes, dtypes and device of the outputs
 };
 
-void CheckAgainstSignature(const BoundList& bound, const ffi::Array<ffi::String>& names,
-                           const std::string& who) {
-  if (static_cast<int64_t>(names.size()) > detail::kMaxCallArgs) {
-    TVM_FFI_THROW(ValueError) << who << ": a signature of " << names.size()
-                              << " parameters cannot be called (a call passes at most "
-                              << detail::kMaxCallArgs << " arguments)";
-  }
-  if (names.empty() || bound.empty()) return;
-  if (bound.back().first >= static_cast<int64_t>(names.size())) {
-    TVM_FFI_THROW(IndexError) << who << ": bound index " << bound.back().first
-                              << " is out of range for a function of " << names.size()
-                              << " parameters";
-  }
-}
-
 }  // namespace
 
 namespace detail {
@@ -321,13 +307,18 @@ bool GetPartialParts(const ffi::Function& f, PartialParts* out) {
 }  // namespace detail
 
 namespace {
+/*! \param original_names The full parameter list of the function a partial `f` wraps, for when
+ *         `f` recorded none (see detail::InnerNames); empty: unknown. */
 ffi::Function MakePartial(ffi::Function f, BoundList bound, ffi::String name,
-                          ffi::Array<ffi::String> param_names, Outputs outputs = {}) {
+                          ffi::Array<ffi::String> param_names, Outputs outputs = {},
+                          const ffi::Array<ffi::String>& original_names = {}) {
   if (!f.defined()) TVM_FFI_THROW(TypeError) << "PartialApply: the function to wrap is None";
   const std::string who = name.empty() ? "PartialApply" : std::string(name);
-  CheckAgainstSignature(bound, param_names, who);  // positions as the caller gave them
+  detail::CheckAgainstSignature(bound, param_names, who);  // positions as the caller gave them
   detail::PartialParts inner;
   if (detail::GetPartialParts(f, &inner)) {
+    inner.param_names = detail::InnerNames(inner.bound, inner.outputs, inner.param_names,
+                                           param_names, original_names, who);
     // Flatten: one closure around the original function, one hop per call.
     if (!inner.outputs.empty() || !outputs.empty()) {
       detail::MergeLevels(inner, &bound, &param_names, &outputs, who);
@@ -338,7 +329,7 @@ ffi::Function MakePartial(ffi::Function f, BoundList bound, ffi::String name,
     if (name.empty()) name = inner.name;
     f = inner.target;
   }
-  CheckAgainstSignature(bound, param_names, who);
+  detail::CheckAgainstSignature(bound, param_names, who);
   outputs = detail::CheckOutputs(std::move(outputs), bound, param_names, who);
   ffi::ObjectPtr<ffi::FunctionObj> closure = ffi::make_object<PartialFunctionObj>(
       std::move(f), std::move(bound), std::move(name), std::move(param_names), std::move(outputs));
@@ -360,31 +351,22 @@ ffi::Function PartialApply(ffi::Function f, Bindings bound, ffi::String name,
 
 namespace {
 
-// runtime.PartialApply(f, bound, name="", param_names=[], outputs=[]): keys arrive untyped from
-// Python; outputs as detail::OutputsFromAny reads them.
+// runtime.PartialApply(f, bound, name="", param_names=[], outputs=[], original_names=[]): keys
+// arrive untyped from Python; outputs as detail::OutputsFromAny reads them; original_names as
+// MakePartial takes them.
 void PartialApplyPacked(ffi::PackedArgs args, ffi::Any* rv) {
-  if (args.size() < 2 || args.size() > 5) {
-    TVM_FFI_THROW(TypeError) << "runtime.PartialApply(f, bound, name='', param_names=[], "
-                                "outputs=[]) takes 2 to 5 arguments, "
-                             << args.size() << " given";
-  }
-  auto f = args[0].try_cast<ffi::Function>();
-  if (!f.has_value()) {
-    TVM_FFI_THROW(TypeError) << "PartialApply: argument f must be a callable ffi.Function, got "
-                             << args[0].GetTypeKey();
-  }
-  auto raw = args[1].try_cast<ffi::Map<ffi::Any, ffi::Any>>();
-  if (!raw.has_value()) {
-    TVM_FFI_THROW(TypeError) << "PartialApply: argument bound must be a map of position -> "
-                                "value, got "
-                             << args[1].GetTypeKey();
-  }
-  ffi::String name = args.size() > 2 && args[2] != nullptr ? args[2].cast<ffi::String>() : "";
-  ffi::Array<ffi::String> names = args.size() > 3 && args[3] != nullptr
-                                      ? args[3].cast<ffi::Array<ffi::String>>()
-                                      : ffi::Array<ffi::String>();
+  detail::CheckArgCount(args, 2, 6,
+                        "runtime.PartialApply(f, bound, name='', param_names=[], outputs=[], "
+                        "original_names=[])");
+  auto f =
+      detail::RequiredArg<ffi::Function>(args, 0, "PartialApply", "f", "a callable ffi.Function");
+  auto raw = detail::RequiredArg<ffi::Map<ffi::Any, ffi::Any>>(args, 1, "PartialApply", "bound",
+                                                               "a map of position -> value");
+  auto name = detail::OptionalArg<ffi::String>(args, 2);
+  auto names = detail::OptionalArg<ffi::Array<ffi::String>>(args, 3);
   Outputs outputs = args.size() > 4 ? detail::OutputsFromAny(args[4], "PartialApply") : Outputs();
-  *rv = MakePartial(*f, detail::FromAnyMap(*raw, "PartialApply"), name, names, std::move(outputs));
+  *rv = MakePartial(f, detail::FromAnyMap(raw, "PartialApply"), name, names, std::move(outputs),
+                    detail::OptionalArg<ffi::Array<ffi::String>>(args, 5));
 }
 
 }  // namespace

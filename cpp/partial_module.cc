@@ -5,6 +5,8 @@
  * \brief The `partial_apply` module kind: a module with bindings for some of its functions,
  *        its loader `ffi.Module.load_from_bytes.partial_apply`, and the module globals.
  */
+#include "partial_module.h"
+
 #include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/memory.h>
@@ -22,6 +24,7 @@
 #include "bindings.h"
 #include "format.h"
 #include "outputs.h"
+#include "packed_args.h"
 #include "registry.h"
 
 namespace tvm_partial {
@@ -122,7 +125,11 @@ PartialModuleObj* AsPartialModule(const ffi::Module& mod) {
   return obj->kind() == kKind ? static_cast<PartialModuleObj*>(obj) : nullptr;
 }
 
-ffi::Module MakePartialModule(ffi::Module mod, std::vector<format::FunctionRecord> functions) {
+/*! \param originals Per function, its full parameter list for when the inner partial module
+ *         recorded none (see detail::InnerNames). */
+ffi::Module MakePartialModule(
+    ffi::Module mod, std::vector<format::FunctionRecord> functions,
+    const ffi::Map<ffi::String, ffi::Array<ffi::String>>& originals = {}) {
   PartialModuleObj* inner = AsPartialModule(mod);
   // The compiled code the bindings will apply to (a partial module's wrapped module; absent for
   // one restored from bytes alone, whose functions are checked at lookup).
@@ -147,6 +154,9 @@ ffi::Module MakePartialModule(ffi::Module mod, std::vector<format::FunctionRecor
       }
       format::FunctionRecord* it = &merged[existing - inner->functions_.data()];
       const std::string who = "PartialApplyModule('" + std::string(outer.name) + "')";
+      it->param_names =
+          detail::InnerNames(it->bound, it->outputs, it->param_names, outer.param_names,
+                             originals.Get(outer.name).value_or(ffi::Array<ffi::String>()), who);
       if (!it->outputs.empty() || !outer.outputs.empty()) {
         BoundList inner_bound = std::move(it->bound);
         Outputs inner_outputs = std::move(it->outputs);
@@ -179,12 +189,8 @@ format::FunctionRecord MakeRecord(const ffi::String& name,
     r.outputs = detail::CheckOutputs(std::move(r.outputs), r.bound, r.param_names,
                                      "PartialApplyModule('" + std::string(name) + "')");
   }
-  if (r.param_names.empty() || r.bound.empty()) return r;
-  if (r.bound.back().first >= static_cast<int64_t>(r.param_names.size())) {
-    TVM_FFI_THROW(IndexError) << "PartialApplyModule: function '" << r.name << "': bound index "
-                              << r.bound.back().first << " is out of range for its "
-                              << r.param_names.size() << " parameters";
-  }
+  detail::CheckAgainstSignature(r.bound, r.param_names,
+                                "PartialApplyModule('" + std::string(name) + "')");
   return r;
 }
 
@@ -218,6 +224,17 @@ std::string ForeignCopyHint(const ffi::Any& obj) {
   }
   return "";
 }
+
+/*! \brief RecordsOf, or a TypeError from `who` naming what `obj` is instead. */
+std::vector<format::FunctionRecord> RecordsOrThrow(const ffi::Any& obj, const char* who) {
+  auto records = RecordsOf(obj);
+  if (!records.has_value()) {
+    TVM_FFI_THROW(TypeError) << who
+                             << ": expected a partial function or a partial_apply module, got "
+                             << obj.GetTypeKey() << ForeignCopyHint(obj);
+  }
+  return *std::move(records);
+}
 }  // namespace
 
 ffi::Module PartialApplyModule(ffi::Module mod, ffi::Map<ffi::String, Bindings> bindings,
@@ -232,86 +249,81 @@ ffi::Module PartialApplyModule(ffi::Module mod, ffi::Map<ffi::String, Bindings> 
 }
 
 ffi::Map<ffi::String, Bindings> PartialApplyBindings(const ffi::Any& obj) {
-  auto records = RecordsOf(obj);
-  if (!records.has_value()) {
-    TVM_FFI_THROW(TypeError) << "PartialApplyBindings: expected a partial function or a "
-                                "partial_apply module, got "
-                             << obj.GetTypeKey() << ForeignCopyHint(obj);
-  }
+  const std::vector<format::FunctionRecord> records = RecordsOrThrow(obj, "PartialApplyBindings");
   ffi::Map<ffi::String, Bindings> out;
-  for (const auto& r : *records) out.Set(r.name, detail::ToBindings(r.bound));
+  for (const auto& r : records) out.Set(r.name, detail::ToBindings(r.bound));
   return out;
 }
 
 ffi::Map<ffi::String, ffi::Array<ffi::String>> PartialApplyParamNames(const ffi::Any& obj) {
-  auto records = RecordsOf(obj);
-  if (!records.has_value()) {
-    TVM_FFI_THROW(TypeError) << "PartialApplyParamNames: expected a partial function or a "
-                                "partial_apply module, got "
-                             << obj.GetTypeKey() << ForeignCopyHint(obj);
-  }
+  const std::vector<format::FunctionRecord> records = RecordsOrThrow(obj, "PartialApplyParamNames");
   ffi::Map<ffi::String, ffi::Array<ffi::String>> out;
-  for (const auto& r : *records) {
+  for (const auto& r : records) {
     if (!r.param_names.empty()) out.Set(r.name, r.param_names);
   }
   return out;
 }
 
 ffi::Map<ffi::String, ffi::Array<ffi::Any>> PartialApplyOutputs(const ffi::Any& obj) {
-  auto records = RecordsOf(obj);
-  if (!records.has_value()) {
-    TVM_FFI_THROW(TypeError) << "PartialApplyOutputs: expected a partial function or a "
-                                "partial_apply module, got "
-                             << obj.GetTypeKey() << ForeignCopyHint(obj);
-  }
+  const std::vector<format::FunctionRecord> records = RecordsOrThrow(obj, "PartialApplyOutputs");
   ffi::Map<ffi::String, ffi::Array<ffi::Any>> out;
-  for (const auto& r : *records) {
+  for (const auto& r : records) {
     if (!r.outputs.empty()) out.Set(r.name, detail::OutputsToAny(r.outputs));
   }
   return out;
 }
 
+namespace detail {
+
+const std::vector<format::FunctionRecord>* PartialModuleRecords(const ffi::Module& mod) {
+  PartialModuleObj* pm = AsPartialModule(mod);
+  return pm == nullptr ? nullptr : &pm->functions_;
+}
+
+const format::ExternalRegion* PartialModuleRegion(const ffi::Module& mod) {
+  PartialModuleObj* pm = AsPartialModule(mod);
+  return pm == nullptr || !pm->external_ ? nullptr : &*pm->external_;
+}
+
+ffi::Module WithExternalRegion(const ffi::Module& mod, format::ExternalRegion region) {
+  PartialModuleObj* pm = AsPartialModule(mod);
+  ffi::Optional<ffi::Module> wrapped;
+  if (pm->HasWrapped()) wrapped = pm->Wrapped();
+  return ffi::Module(
+      ffi::make_object<PartialModuleObj>(pm->functions_, wrapped, std::move(region)));
+}
+
+}  // namespace detail
+
 namespace {
 
-// runtime.PartialApplyModule(mod, {name: {position: value}}, param_names={}, outputs={}) from
-// Python; outputs per function as detail::OutputsFromAny reads them.
+// runtime.PartialApplyModule(mod, {name: {position: value}}, param_names={}, outputs={},
+// original_names={}) from Python; outputs per function as detail::OutputsFromAny reads them;
+// original_names as MakePartialModule takes them.
 void PartialApplyModulePacked(ffi::PackedArgs args, ffi::Any* rv) {
-  if (args.size() < 2 || args.size() > 4) {
-    TVM_FFI_THROW(TypeError) << "runtime.PartialApplyModule(mod, bindings, param_names={}, "
-                                "outputs={}) takes 2 to 4 arguments, "
-                             << args.size() << " given";
-  }
-  auto mod = args[0].try_cast<ffi::Module>();
-  if (!mod.has_value()) {
-    TVM_FFI_THROW(TypeError) << "PartialApplyModule: argument mod must be a Module, got "
-                             << args[0].GetTypeKey();
-  }
-  auto raw = args[1].try_cast<ffi::Map<ffi::String, ffi::Map<ffi::Any, ffi::Any>>>();
-  if (!raw.has_value()) {
-    TVM_FFI_THROW(TypeError) << "PartialApplyModule: argument bindings must map function names "
-                                "to {position: value}, got "
-                             << args[1].GetTypeKey();
-  }
-  ffi::Map<ffi::String, ffi::Array<ffi::String>> names;
-  if (args.size() > 2 && args[2] != nullptr) {
-    names = args[2].cast<ffi::Map<ffi::String, ffi::Array<ffi::String>>>();
-  }
-  ffi::Map<ffi::String, ffi::Any> outputs;
-  if (args.size() > 3 && args[3] != nullptr)
-    outputs = args[3].cast<ffi::Map<ffi::String, ffi::Any>>();
+  detail::CheckArgCount(args, 2, 5,
+                        "runtime.PartialApplyModule(mod, bindings, param_names={}, outputs={}, "
+                        "original_names={})");
+  auto mod = detail::RequiredArg<ffi::Module>(args, 0, "PartialApplyModule", "mod", "a Module");
+  auto raw = detail::RequiredArg<ffi::Map<ffi::String, ffi::Map<ffi::Any, ffi::Any>>>(
+      args, 1, "PartialApplyModule", "bindings", "a map of function names to {position: value}");
+  auto names = detail::OptionalArg<ffi::Map<ffi::String, ffi::Array<ffi::String>>>(args, 2);
+  auto outputs = detail::OptionalArg<ffi::Map<ffi::String, ffi::Any>>(args, 3);
   std::vector<format::FunctionRecord> functions;
-  for (const auto& [name, bound] : *raw) {
+  for (const auto& [name, bound] : raw) {
     const std::string who = "PartialApplyModule('" + std::string(name) + "')";
     Outputs outs = outputs.count(name) ? detail::OutputsFromAny(outputs.at(name), who) : Outputs();
     functions.push_back(MakeRecord(name, names, detail::FromAnyMap(bound, who), std::move(outs)));
   }
   for (const auto& [name, _] : outputs) {
-    if (!raw->count(name)) {
+    if (!raw.count(name)) {
       TVM_FFI_THROW(ValueError) << "PartialApplyModule: outputs for function '" << name
                                 << "', which has no entry in bindings (give it {} there)";
     }
   }
-  *rv = MakePartialModule(*mod, std::move(functions));
+  *rv = MakePartialModule(
+      mod, std::move(functions),
+      detail::OptionalArg<ffi::Map<ffi::String, ffi::Array<ffi::String>>>(args, 4));
 }
 
 }  // namespace
@@ -334,69 +346,12 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   detail::RegisterGlobalOnce("tvm_partial.Outputs", ffi::Function::FromTyped(PartialApplyOutputs));
   detail::RegisterGlobalOnce("ffi.Module.load_from_bytes.partial_apply",
                              ffi::Function::FromTyped(PartialModuleObj::LoadFromBytes));
-  // Zero-copy export: a copy of `mod` whose SaveToBytes leaves the payloads to a region that
-  // WritePayloadRegion writes and the export links into the library under `symbol`.
-  detail::RegisterGlobalOnce(
-      "tvm_partial.WithExternalPayloads",
-      ffi::Function::FromTyped([](ffi::Module mod, ffi::String symbol, int64_t link) {
-        PartialModuleObj* pm = AsPartialModule(mod);
-        if (pm == nullptr)
-          TVM_FFI_THROW(TypeError) << "WithExternalPayloads: not a partial_apply module";
-        if (std::string(symbol).rfind(format::kRegionSymbolPrefix, 0) != 0) {
-          TVM_FFI_THROW(ValueError)
-              << "WithExternalPayloads: the symbol must start with " << format::kRegionSymbolPrefix;
-        }
-        format::ExternalRegion region{std::string(symbol), static_cast<uint64_t>(link)};
-        ffi::Optional<ffi::Module> wrapped;
-        if (pm->HasWrapped()) wrapped = pm->Wrapped();
-        return ffi::Module(ffi::make_object<PartialModuleObj>(pm->functions_, wrapped, region));
-      }));
-  // The same, with the payloads in a safetensors weights file beside the library (flag 2): the
-  // library's region then holds only the region header; `weights_file` is relative to its folder.
-  detail::RegisterGlobalOnce(
-      "tvm_partial.WithExternalWeights",
-      ffi::Function::FromTyped(
-          [](ffi::Module mod, ffi::String symbol, int64_t link, ffi::String weights_file) {
-            PartialModuleObj* pm = AsPartialModule(mod);
-            if (pm == nullptr)
-              TVM_FFI_THROW(TypeError) << "WithExternalWeights: not a partial_apply module";
-            if (std::string(symbol).rfind(format::kRegionSymbolPrefix, 0) != 0) {
-              TVM_FFI_THROW(ValueError) << "WithExternalWeights: the symbol must start with "
-                                        << format::kRegionSymbolPrefix;
-            }
-            if (weights_file.empty())
-              TVM_FFI_THROW(ValueError) << "WithExternalWeights: empty weights file name";
-            format::ExternalRegion region{std::string(symbol), static_cast<uint64_t>(link),
-                                          std::string(weights_file)};
-            ffi::Optional<ffi::Module> wrapped;
-            if (pm->HasWrapped()) wrapped = pm->Wrapped();
-            return ffi::Module(ffi::make_object<PartialModuleObj>(pm->functions_, wrapped, region));
-          }));
-  detail::RegisterGlobalOnce(
-      "tvm_partial.WritePayloadRegion",
-      ffi::Function::FromTyped([](ffi::Module mod, ffi::String path, int64_t lead) {
-        PartialModuleObj* pm = AsPartialModule(mod);
-        if (pm == nullptr || !pm->external_) {
-          TVM_FFI_THROW(TypeError)
-              << "WritePayloadRegion: needs a module from WithExternalPayloads";
-        }
-        if (lead < 0 || lead % static_cast<int64_t>(format::kPayloadAlignment) != 0) {
-          TVM_FFI_THROW(ValueError)
-              << "WritePayloadRegion: lead must be a multiple of 64, got " << lead;
-        }
-        format::WriteRegion(pm->functions_, *pm->external_, std::string(path),
-                            static_cast<size_t>(lead));
-      }));
   detail::RegisterGlobalOnce("tvm_partial.SaveToBytes", ffi::Function::FromTyped([](ffi::Module m) {
                                return m->SaveToBytes();
                              }));
   detail::RegisterGlobalOnce(
       "tvm_partial.DescribeBytes",
       ffi::Function::FromTyped([](ffi::Bytes b) { return format::Describe(b.data(), b.size()); }));
-  detail::RegisterGlobalOnce(
-      "tvm_partial.ResealForTesting", ffi::Function::FromTyped([](ffi::Bytes b) {
-        return ffi::Bytes(format::ResealForTesting(std::string(b.data(), b.size())));
-      }));
 }
 
 }  // namespace tvm_partial

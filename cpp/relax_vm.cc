@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "device.h"
 #include "registry.h"
 
 namespace tvm_partial {
@@ -48,37 +49,6 @@ struct VMDevice {
   int32_t id;
   int32_t allocator;
 };
-
-std::string DeviceName(int32_t type, int32_t id) {
-  const char* name = nullptr;
-  switch (type) {
-    case kDLCPU:
-      name = "cpu";
-      break;
-    case kDLCUDA:
-      name = "cuda";
-      break;
-    case kDLCUDAHost:
-      name = "cuda_host";
-      break;
-    case kDLOpenCL:
-      name = "opencl";
-      break;
-    case kDLVulkan:
-      name = "vulkan";
-      break;
-    case kDLMetal:
-      name = "metal";
-      break;
-    case kDLROCM:
-      name = "rocm";
-      break;
-    default:
-      break;
-  }
-  return (name ? std::string(name) : "device type " + std::to_string(type)) + ":" +
-         std::to_string(id);
-}
 
 void CheckDevices(const std::vector<VMDevice>& devices, const char* who) {
   if (devices.empty() || devices.size() > kMaxDevices) {
@@ -189,7 +159,7 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
         }
         if (!present) {
           TVM_FFI_THROW(RuntimeError)
-              << "partial_apply_vm: this Relax model runs on " << DeviceName(d.type, d.id)
+              << "partial_apply_vm: this Relax model runs on " << detail::DeviceString(d.type, d.id)
               << ", which is not present here (no such device, or TVM was built without its "
                  "runtime); load the artifact where that device is, or bind and export the model "
                  "again for a device this machine has";

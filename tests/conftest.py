@@ -8,15 +8,15 @@ import pytest
 from tvm import te
 
 from helpers import compile_te
-from tvm_partial import demo
+from tvm_partial import _fixtures as fixtures
 
 
 @pytest.fixture(scope="session")
 def conv():
     """The forum case: (executable, signature tensors, numpy inputs, numpy expected)."""
-    exe, tensors = demo.build_conv2d_bias()
-    inputs = demo.sample_inputs()
-    return exe, tensors, inputs, demo.reference(**inputs)
+    exe, tensors = fixtures.build_conv2d_bias()
+    inputs = fixtures.sample_inputs()
+    return exe, tensors, inputs, fixtures.reference(**inputs)
 
 
 @pytest.fixture(scope="session")

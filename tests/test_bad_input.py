@@ -11,11 +11,11 @@ import tvm_ffi
 
 import tvm_partial
 from helpers import tensor
-from tvm_partial import demo
+from tvm_partial import _fixtures as fixtures
 
-W = np.zeros(demo.SHAPES["weights"], "float32")
-B = np.zeros(demo.SHAPES["bias"], "float32")
-X = np.zeros(demo.SHAPES["data"], "float32")
+W = np.zeros(fixtures.SHAPES["weights"], "float32")
+B = np.zeros(fixtures.SHAPES["bias"], "float32")
+X = np.zeros(fixtures.SHAPES["data"], "float32")
 
 
 def test_negative_index(conv):
@@ -116,7 +116,7 @@ def test_bound_position_past_the_end(conv):
 def test_argument_count_with_signature(conv, count):
     exe, tensors, _, _ = conv
     g = tvm_partial.partial(exe["main"], signature=tensors, weights=W, bias=B)
-    out = tvm.runtime.empty(demo.SHAPES["result"], "float32")
+    out = tvm.runtime.empty(fixtures.SHAPES["result"], "float32")
     args = [tensor(X), out, out][:count]
     with pytest.raises(TypeError, match=rf"main\(\) takes 2 arguments \(data, result\), {count} given"):
         g(*args)

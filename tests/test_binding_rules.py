@@ -20,7 +20,8 @@ from tvm import te
 
 import tvm_partial
 from helpers import compile_te, ints, run_json, tensor
-from tvm_partial import _lib, demo
+from tvm_partial import _fixtures as fixtures
+from tvm_partial import _lib
 
 _view = tvm_ffi.get_global_func("runtime.TVMTensorCreateView")
 echo = tvm_ffi.convert(lambda *args: list(args))  # which value reached which position
@@ -33,7 +34,7 @@ def raw_bytes(t) -> bytes:
 
 
 def run_conv(g, inputs):
-    out = tvm.runtime.empty(demo.SHAPES["result"], "float32")
+    out = tvm.runtime.empty(fixtures.SHAPES["result"], "float32")
     g(tensor(inputs["data"]), out)
     return out.numpy()
 
@@ -165,6 +166,48 @@ def test_parameter_named_device_binds_through_the_mapping():
     g = tvm_partial.partial(f, {"device": np.full(4, 3, "float32"), 2: result}, signature=[x, device, y])
     g(tensor(ints(4)))
     assert np.array_equal(result.numpy(), ints(4) + np.float32(3))
+
+
+def test_names_given_over_a_partial_bound_by_position_are_recorded_in_full():
+    # The inner partial binds position 0 and records no names; signature= on top names that
+    # position too. The merge records "device" there (not "arg0"), so device= given later is refused
+    # as ambiguous (option or parameter) instead of being taken silently as the option.
+    g1 = tvm_partial.partial(echo, {0: "v"})
+    g2 = tvm_partial.partial(g1, signature=["device", "a", "b"])
+    assert tvm_partial.param_names(g2) == ["device", "a", "b"]
+    assert list(g2(1, 2)) == ["v", 1, 2]
+    with pytest.raises(
+        TypeError, match=r"device is both a parameter of main\(\) and an option of partial\(\)"
+    ):
+        tvm_partial.partial(g2, device=np.ones(2, "float32"))
+    with pytest.raises(TypeError, match=r"parameter 'device' \(position 0\) of main\(\) is already bound"):
+        tvm_partial.partial(g2, {"device": 5})
+    g3 = tvm_partial.partial(g2, a=1)  # the names keep working past the merge
+    assert tvm_partial.param_names(g3) == ["device", "a", "b"]
+    assert list(g3(2)) == ["v", 1, 2]
+    # Names that do not fit the inner partial's positions are refused, not recorded.
+    with pytest.raises(ValueError, match=r"the original parameter names \(2\) do not fit"):
+        _lib.partial_apply(g1, {}, "", ["a", "b"], None, ["device", "x"])
+
+
+def test_names_given_over_a_partial_module_bound_by_position_are_recorded_in_full():
+    device = te.placeholder((4,), "float32", name="device")
+    x = te.placeholder((4,), "float32", name="x")
+    y = te.compute((4,), lambda i: device[i] * 3 + x[i], name="y")
+    exe = compile_te([device, x, y])
+    pm1 = tvm_partial.partial(exe, {0: ints(4, seed=1)})
+    assert tvm_partial.param_names(pm1) == {}
+    pm2 = tvm_partial.partial(pm1, signature=[device, x, y])
+    assert tvm_partial.param_names(pm2) == {"main": ["device", "x", "y"]}
+    with pytest.raises(
+        TypeError, match=r"device is both a parameter of main\(\) and an option of partial\(\)"
+    ):
+        tvm_partial.partial(pm2, device="cpu")
+    out = tvm.runtime.empty((4,), "float32")
+    pm2(tensor(ints(4, seed=2)), out)
+    assert np.array_equal(out.numpy(), ints(4, seed=1) * np.float32(3) + ints(4, seed=2))
+    loaded = tvm_partial.load_from_bytes(tvm_partial.save_to_bytes(pm2))
+    assert tvm_partial.param_names(loaded) == {"main": ["device", "x", "y"]}
 
 
 @pytest.mark.parametrize("option", ["function", "outputs", "device"])

@@ -19,7 +19,8 @@ from tvm.support import cc
 
 import tvm_partial
 from helpers import run_json
-from tvm_partial import config, demo, export
+from tvm_partial import _fixtures as fixtures
+from tvm_partial import config, export
 
 ROOT = Path(__file__).resolve().parent.parent
 NO_AUTOLOAD = {"TVM_DEVICE_BACKEND_AUTOLOAD": "0"}
@@ -51,19 +52,19 @@ def artifacts(tmp_path_factory) -> Path:
     """The demo's conv2d + bias with a parallel loop, exported with the weights of seed 0 (a.so,
     a_sc.so self-contained) and of seed 1 (b_sc.so), with the data and both results as .npy."""
     folder = tmp_path_factory.mktemp("deploy")
-    tensors = demo.conv2d_bias_tensors()
+    tensors = fixtures.conv2d_bias_tensors()
     sch = tvm.s_tir.Schedule(te.create_prim_func(tensors))
     sch.parallel(sch.get_loops(sch.get_sblock("conv"))[1])
     exe = tvm.compile(sch.mod, target="llvm")
-    a, b = demo.sample_inputs(0), demo.sample_inputs(1)
+    a, b = fixtures.sample_inputs(0), fixtures.sample_inputs(1)
     pm_a = tvm_partial.partial(exe, signature=tensors, weights=a["weights"], bias=a["bias"])
     pm_b = tvm_partial.partial(exe, signature=tensors, weights=b["weights"], bias=b["bias"])
     tvm_partial.export_library(pm_a, folder / "a.so")
     tvm_partial.export_library(pm_a, folder / "a_sc.so", self_contained=True)
     tvm_partial.export_library(pm_b, folder / "b_sc.so", self_contained=True)
     np.save(folder / "data.npy", a["data"])
-    np.save(folder / "expected_a.npy", demo.reference(**a))
-    np.save(folder / "expected_b.npy", demo.reference(a["data"], b["weights"], b["bias"]))
+    np.save(folder / "expected_a.npy", fixtures.reference(**a))
+    np.save(folder / "expected_b.npy", fixtures.reference(a["data"], b["weights"], b["bias"]))
     return folder
 
 
@@ -183,7 +184,7 @@ print(json.dumps({"ok": ok, "imported": sorted(m for m in sys.modules if m.start
 
 
 def test_self_contained_link_options(tmp_path):
-    exe = tvm.compile(te.create_prim_func(demo.conv2d_bias_tensors()), target="llvm")
+    exe = tvm.compile(te.create_prim_func(fixtures.conv2d_bias_tensors()), target="llvm")
     pm = tvm_partial.partial(exe, {1: np.zeros((8, 3, 3, 3), "float32"), 2: np.zeros(8, "float32")})
     seen = {}
 

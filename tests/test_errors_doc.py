@@ -18,8 +18,8 @@ from tvm import te
 
 import tvm_partial
 import tvm_partial.remote
-from helpers import run_json, tensor
-from tvm_partial import demo
+from helpers import reseal, run_json, tensor
+from tvm_partial import _fixtures as fixtures
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = re.findall(
@@ -27,9 +27,9 @@ ROWS = re.findall(
     (ROOT / "docs" / "errors.md").read_text(),
     flags=re.M,
 )
-W = np.zeros(demo.SHAPES["weights"], "float32")
-B = np.zeros(demo.SHAPES["bias"], "float32")
-X = np.zeros(demo.SHAPES["data"], "float32")
+W = np.zeros(fixtures.SHAPES["weights"], "float32")
+B = np.zeros(fixtures.SHAPES["bias"], "float32")
+X = np.zeros(fixtures.SHAPES["data"], "float32")
 load_from_bytes = tvm_ffi.get_global_func("ffi.Module.load_from_bytes.partial_apply")
 
 
@@ -64,7 +64,7 @@ def _with_device(ctx, device_type: int) -> bytes:
     blob = _blob(ctx)
     at = blob.find(b"float32") + len(b"float32")
     moved = blob[:at] + struct.pack("<i", device_type) + blob[at + 4 :]
-    return bytes(tvm_ffi.get_global_func("tvm_partial.ResealForTesting")(moved))
+    return reseal(moved)
 
 
 def _cli(*args):
@@ -133,7 +133,7 @@ CASES = {
     "a loaded artifact rebound with values that no longer fit its file": lambda c: _export_longer_string(c),
     "`tvm-partial verify` on a file cut short": lambda c: _cli("verify", c["truncated"]),
     "an output that is also bound": lambda c: tvm_partial.partial(
-        c["f"], signature=c["sig"], result=np.zeros(demo.SHAPES["result"], "float32"), outputs="result"
+        c["f"], signature=c["sig"], result=np.zeros(fixtures.SHAPES["result"], "float32"), outputs="result"
     ),
     "outputs without dtypes and shapes": lambda c: tvm_partial.partial(
         c["f"], signature=["data", "weights", "bias", "result"], outputs="result"
@@ -339,7 +339,7 @@ def _with_device_id(ctx, device_id: int) -> bytes:
     blob = _blob(ctx)
     at = blob.find(b"float32") + len(b"float32") + 4
     moved = blob[:at] + struct.pack("<i", device_id) + blob[at + 4 :]
-    return bytes(tvm_ffi.get_global_func("tvm_partial.ResealForTesting")(moved))
+    return reseal(moved)
 
 
 @pytest.fixture(scope="module")

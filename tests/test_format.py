@@ -16,10 +16,9 @@ import tvm
 import tvm_ffi
 
 import tvm_partial
-from helpers import run_json
+from helpers import format_hash, reseal, run_json
 
 load_from_bytes = tvm_ffi.get_global_func("ffi.Module.load_from_bytes.partial_apply")
-reseal = tvm_ffi.get_global_func("tvm_partial.ResealForTesting")
 
 
 # A writer of the documented layout (cpp/format.h), independent of the C++ one.
@@ -86,6 +85,22 @@ def test_payload_is_64_byte_aligned(affine4):
     offsets = [data.find(w.tobytes()), data.find((w * 2).tobytes())]
     assert offsets[0] > 0 and offsets[1] > offsets[0]
     assert [o % 64 for o in offsets] == [0, 0]
+
+
+@pytest.mark.parametrize("nbytes", [0, 1, 7, 8, 9, 31, 32, 33, 40, 63, 64, 100, 257])
+def test_recorded_hashes_match_independent_hash(nbytes, affine4):
+    # The hash is part of the format (cpp/hash.h): the one in helpers.py, written from its
+    # description, agrees on every payload length (blocks, 8-byte words, single bytes) and on the
+    # metadata (the header's hash field).
+    exe, _ = affine4
+    w = np.frombuffer(np.random.default_rng(nbytes).bytes(nbytes), dtype="uint8").copy()
+    data = tvm_partial.save_to_bytes(tvm_partial.partial(exe, {1: w}))
+    info = tvm_ffi.get_global_func("tvm_partial.DescribeBytes")(data)
+    (binding,) = info["functions"][0]["bindings"]
+    assert binding["hash"] & (2**64 - 1) == format_hash(w.tobytes())
+    (meta_size, meta_hash) = struct.unpack_from("<QQ", data, 24)
+    assert meta_hash == format_hash(data[:32] + data[40 : 40 + meta_size])
+    assert reseal(data) == data
 
 
 @pytest.fixture(scope="module")

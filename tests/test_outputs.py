@@ -188,10 +188,10 @@ def test_rebind_keeps_outputs(conv):
     pm = _conv_partial(conv, "module")
     weights = inputs["weights"] * 2
     pm2 = tvm_partial.rebind(pm, weights=weights)
-    from tvm_partial import demo
+    from tvm_partial import _fixtures as fixtures
 
     assert np.array_equal(
-        pm2(tensor(inputs["data"])).numpy(), demo.reference(inputs["data"], weights, inputs["bias"])
+        pm2(tensor(inputs["data"])).numpy(), fixtures.reference(inputs["data"], weights, inputs["bias"])
     )
 
 

@@ -14,9 +14,8 @@ import tvm_ffi
 from tvm import te
 
 import tvm_partial
-from helpers import compile_te, ints, run_json, tensor
+from helpers import compile_te, ints, reseal, run_json, tensor
 
-reseal = tvm_ffi.get_global_func("tvm_partial.ResealForTesting")
 F32 = "float32"
 
 

@@ -16,15 +16,15 @@ from tvm import te
 
 import tvm_partial
 from helpers import affine4_ref, compile_te, ints, tensor
-from tvm_partial import demo
+from tvm_partial import _fixtures as fixtures
 
 
 def test_forum_case_bitwise(conv):
     exe, tensors, inputs, expected = conv
     f = exe["main"]
     data, w, b = (tensor(inputs[k]) for k in ("data", "weights", "bias"))
-    direct = tvm.runtime.empty(demo.SHAPES["result"], "float32")
-    out = tvm.runtime.empty(demo.SHAPES["result"], "float32")
+    direct = tvm.runtime.empty(fixtures.SHAPES["result"], "float32")
+    out = tvm.runtime.empty(fixtures.SHAPES["result"], "float32")
     f(data, w, b, direct)
     g = tvm_partial.partial(f, signature=tensors, weights=w, bias=b)
     assert isinstance(g, tvm_ffi.Function)  # the closure itself, no Python wrapper
@@ -36,7 +36,7 @@ def test_forum_case_bitwise(conv):
 def test_bound_by_index_equals_by_name(conv):
     exe, _tensors, inputs, expected = conv
     by_index = tvm_partial.partial(exe["main"], {1: inputs["weights"], 2: inputs["bias"]})
-    out = tvm.runtime.empty(demo.SHAPES["result"], "float32")
+    out = tvm.runtime.empty(fixtures.SHAPES["result"], "float32")
     by_index(tensor(inputs["data"]), out)
     assert np.array_equal(out.numpy(), expected)
 
@@ -164,7 +164,7 @@ def test_partial_of_partial_keeps_names(conv):
     g1 = tvm_partial.partial(exe["main"], signature=tensors, weights=inputs["weights"])
     g2 = tvm_partial.partial(g1, bias=inputs["bias"])  # names of g1's free parameters are known
     assert tvm_partial.param_names(g2) == ["data", "weights", "bias", "result"]
-    out = tvm.runtime.empty(demo.SHAPES["result"], "float32")
+    out = tvm.runtime.empty(fixtures.SHAPES["result"], "float32")
     g2(tensor(inputs["data"]), out)
     assert np.array_equal(out.numpy(), expected)
     with pytest.raises(TypeError, match=r"main\(\) takes 2 arguments \(data, result\), 1 given"):
@@ -258,9 +258,9 @@ def test_threads_share_one_partial(conv):
     failures = []
 
     def worker():
-        out = tvm.runtime.empty(demo.SHAPES["result"], "float32")
+        out = tvm.runtime.empty(fixtures.SHAPES["result"], "float32")
         for _ in range(1000):
-            out.copyfrom(np.zeros(demo.SHAPES["result"], "float32"))
+            out.copyfrom(np.zeros(fixtures.SHAPES["result"], "float32"))
             g(data, out)
             if not np.array_equal(out.numpy(), expected):
                 failures.append(1)
@@ -316,12 +316,12 @@ def test_bindings_show_bound_values(conv):
 def test_prim_func_and_names_as_signature(conv):
     exe, tensors, inputs, expected = conv
     prim_func = te.create_prim_func(tensors)
-    out = tvm.runtime.empty(demo.SHAPES["result"], "float32")
+    out = tvm.runtime.empty(fixtures.SHAPES["result"], "float32")
     for signature in (prim_func, ["data", "weights", "bias", "result"]):
         g = tvm_partial.partial(
             exe["main"], signature=signature, weights=inputs["weights"], bias=inputs["bias"]
         )
-        out.copyfrom(np.zeros(demo.SHAPES["result"], "float32"))
+        out.copyfrom(np.zeros(fixtures.SHAPES["result"], "float32"))
         g(tensor(inputs["data"]), out)
         assert np.array_equal(out.numpy(), expected)
         assert tvm_partial.param_names(g) == ["data", "weights", "bias", "result"]

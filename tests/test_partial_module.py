@@ -15,7 +15,7 @@ from tvm import te
 
 import tvm_partial
 from helpers import affine4_ref, ints, run_json, tensor
-from tvm_partial import demo
+from tvm_partial import _fixtures as fixtures
 
 _view = tvm_ffi.get_global_func("runtime.TVMTensorCreateView")
 
@@ -46,7 +46,7 @@ def test_module_calls_main(conv):
     pm = tvm_partial.partial(exe, signature=tensors, weights=inputs["weights"], bias=inputs["bias"])
     assert pm.kind == "partial_apply"
     assert [m.kind for m in pm.imports] == ["llvm"]
-    out = tvm.runtime.empty(demo.SHAPES["result"], "float32")
+    out = tvm.runtime.empty(fixtures.SHAPES["result"], "float32")
     pm(tensor(inputs["data"]), out)
     assert np.array_equal(out.numpy(), expected)
     assert pm["main"].same_as(pm["main"])  # built once, cached
@@ -55,6 +55,20 @@ def test_module_calls_main(conv):
     assert tvm_partial.param_names(pm) == {"main": ["data", "weights", "bias", "result"]}
     with pytest.raises(TypeError, match=r"main\(\) takes 2 arguments \(data, result\), 1 given"):
         pm(out)
+
+
+def test_bindings_and_param_names_follow_the_kind(affine4):
+    # Documented in bindings(): {position: value} for a function, {function: {...}} for a module.
+    exe, sig = affine4
+    w = tensor(ints(16))
+    g = tvm_partial.partial(exe["main"], signature=sig, b=w)
+    pm = tvm_partial.partial(exe, signature=sig, b=w)
+    assert list(tvm_partial.bindings(g)) == [1] and tvm_partial.bindings(g)[1].same_as(w)
+    assert list(tvm_partial.bindings(pm)) == ["main"] and tvm_partial.bindings(pm)["main"][1].same_as(w)
+    assert tvm_partial.param_names(g) == ["a", "b", "c", "out"]
+    assert tvm_partial.param_names(pm) == {"main": ["a", "b", "c", "out"]}
+    with pytest.raises(TypeError, match="expected a partial function or a partial_apply module"):
+        tvm_partial.bindings(exe["main"])
 
 
 def test_module_forwards_unbound_names(three_functions):
@@ -180,7 +194,7 @@ def test_concurrent_first_lookups(conv):
         start.wait()
         f = pm["main"]
         found.append(f)
-        out = tvm.runtime.empty(demo.SHAPES["result"], "float32")
+        out = tvm.runtime.empty(fixtures.SHAPES["result"], "float32")
         f(data, out)
         if not np.array_equal(out.numpy(), expected):
             failures.append(1)
@@ -214,10 +228,10 @@ def test_export_and_reload_in_fresh_process(conv, tmp_path, imports):
     lib = tmp_path / "deploy.so"
     tvm_partial.export_library(pm, lib)
     np.save(tmp_path / "data.npy", inputs["data"])
-    direct = tvm.runtime.empty(demo.SHAPES["result"], "float32")
+    direct = tvm.runtime.empty(fixtures.SHAPES["result"], "float32")
     exe["main"](tensor(inputs["data"]), tensor(inputs["weights"]), tensor(inputs["bias"]), direct)
     got = run_json(
-        _RELOAD.format(imports=imports, shape=demo.SHAPES["result"]), str(lib), str(tmp_path / "data.npy")
+        _RELOAD.format(imports=imports, shape=fixtures.SHAPES["result"]), str(lib), str(tmp_path / "data.npy")
     )
     assert got["kind"] == "partial_apply" and got["imports"] == ["library"]
     result = np.array(got["result"], "float32")
@@ -264,7 +278,7 @@ def test_load_returns_partial_root(conv, tmp_path):
     assert loaded.kind == "partial_apply"
     assert tvm_partial.param_names(loaded) == {"main": ["data", "weights", "bias", "result"]}
     assert np.array_equal(tvm_partial.bindings(loaded)["main"][1].numpy(), inputs["weights"])
-    out = tvm.runtime.empty(demo.SHAPES["result"], "float32")
+    out = tvm.runtime.empty(fixtures.SHAPES["result"], "float32")
     loaded(tensor(inputs["data"]), out)
     assert np.array_equal(out.numpy(), expected)
 

@@ -98,12 +98,8 @@ class Model:
         for position, token in targets.items():
             new_bound[originals[position]] = token
         if self.recorded is None and sig is not None:
-            assert free is not None  # known when there is a signature
-            free_names = [sig[i] for i in free]
-            if not self.bound:
-                self.recorded = free_names or None
-            elif free_names:  # the C++ merge records nothing when no name is left to give
-                self.recorded = _merge_names(sorted(self.bound), free_names)
+            # The full list, also over a partial bound by position: Python hands it to the merge.
+            self.recorded = list(sig) or None
         self.bound = new_bound
         return None
 
@@ -128,14 +124,6 @@ def _free_positions(bound: dict, count: int) -> list:
             out.append(i)
         i += 1
     return out
-
-
-def _merge_names(inner_bound: list, free_names: list) -> list:
-    """What the C++ merge records when only the outer step named parameters: argN at the inner
-    partial's bound positions, the given names elsewhere."""
-    total = len(inner_bound) + len(free_names)
-    it = iter(free_names)
-    return [f"arg{i}" if i in inner_bound else next(it) for i in range(total)]
 
 
 # -- drawing a chain of steps ------------------------------------------------------------------------
@@ -164,8 +152,8 @@ def draw_step(data, model: Model, tokens, kernel: bool):
     for name in chosen:
         named[name] = next(tokens)
         as_keyword = data.draw(st.booleans(), label=f"{name} as keyword")
-        # An option name as a keyword is the option itself unless the known signature names it
-        # (a partial bound by position records argN for those positions): not drawn then.
+        # An option name as a keyword is the option itself unless the known signature names it:
+        # not drawn then (it would take no parameter).
         if as_keyword and (name not in ("device", "function") or (sig is not None and name in sig)):
             keywords.add(name)
     return sig_given, keyed, named, keywords
@@ -219,6 +207,11 @@ def test_echo_function_chains_match_the_model(data):
 
 
 # -- compiled kernels: function and module targets ---------------------------------------------------
+def _weighted_sum(inputs: list):
+    """out[j] = sum(p_i[j] * BASE**i); a closure per list, as te.compute refuses default arguments."""
+    return lambda j: sum(p[j] * (BASE**i) for i, p in enumerate(inputs))
+
+
 @pytest.fixture(scope="module")
 def kernels():
     """arity -> (executable, TE tensors p0..p{n-1}); int64 (1,) tensors, the last one the output:
@@ -228,7 +221,7 @@ def kernels():
         inputs = [te.placeholder((1,), "int64", name=f"p{i}") for i in range(n - 1)]
         out = te.compute(
             (1,),
-            lambda j, inputs=inputs: sum(p[j] * (BASE**i) for i, p in enumerate(inputs)),
+            _weighted_sum(inputs),
             name=f"p{n - 1}",
         )
         built[n] = (compile_te([*inputs, out]), [*inputs, out])

@@ -13,7 +13,8 @@ import tvm
 
 import tvm_partial
 from helpers import affine4_ref, ints, run_json, tensor
-from tvm_partial import demo, zero_copy
+from tvm_partial import _fixtures as fixtures
+from tvm_partial import zero_copy
 
 
 def sha256(path) -> str:
@@ -50,7 +51,9 @@ def test_zero_copy_and_copying_artifacts_agree(exported):
     results = {}
     for name in ("zero", "copy"):
         got = run_json(
-            _CALL.format(shape=demo.SHAPES["result"]), str(folder / f"{name}.so"), str(folder / "data.npy")
+            _CALL.format(shape=fixtures.SHAPES["result"]),
+            str(folder / f"{name}.so"),
+            str(folder / "data.npy"),
         )
         assert all(got["aligned"])
         results[name] = np.array(got["result"], "float32")
@@ -142,7 +145,7 @@ def test_rebind_in_process(conv):
     exe, tensors, inputs, expected = conv
     pm = tvm_partial.partial(exe, signature=tensors, weights=inputs["weights"], bias=inputs["bias"])
     doubled = tvm_partial.rebind(pm, weights=inputs["weights"] * 2, bias=inputs["bias"] * 2)
-    out = tvm.runtime.empty(demo.SHAPES["result"], "float32")
+    out = tvm.runtime.empty(fixtures.SHAPES["result"], "float32")
     doubled(tensor(inputs["data"]), out)
     assert np.array_equal(out.numpy(), expected * 2)
     assert doubled.imports[0].same_as(pm.imports[0])  # the same compiled code
@@ -333,7 +336,7 @@ def test_load_rebind_export_library(conv, tmp_path, mode):
     old, updated = run_json(
         _UPDATE, str(first), str(second), str(tmp_path / "w.npy"), str(tmp_path / "x.npy"), loader
     )
-    want = demo.reference(data=inputs["data"], weights=new_weights, bias=np.zeros(8, "float32"))
+    want = fixtures.reference(data=inputs["data"], weights=new_weights, bias=np.zeros(8, "float32"))
     assert np.array_equal(np.array(old, "float32"), expected)
     assert np.array_equal(np.array(updated, "float32"), want)
 

@@ -4,8 +4,9 @@
 
     python examples/cpp_deploy/run.py [--build-dir DIR]
 
-1. compiles tvm_partial.demo's conv2d + bias with its output channels in a parallel loop, so the
-   kernel runs on TVM's thread pool (which a C++ program gets from libtvm_runtime);
+1. compiles the demo's conv2d + bias (tvm_partial._fixtures) with its output channels in a
+   parallel loop, so the kernel runs on TVM's thread pool (which a C++ program gets from
+   libtvm_runtime);
 2. exports it five ways: a tvm-partial artifact, the same self-contained (also zero-copy, and
    with its weights in a safetensors file beside it), one that returns its result
    (`outputs="result"`), and the plain library; and writes a second weight set with
@@ -30,7 +31,8 @@ import tvm.libinfo
 from tvm import te
 
 import tvm_partial
-from tvm_partial import config, demo
+from tvm_partial import _fixtures as fixtures
+from tvm_partial import config
 
 HERE = Path(__file__).resolve().parent
 LOADER_MISSING = "a loader of that name is not registered"
@@ -38,7 +40,7 @@ LOADER_MISSING = "a loader of that name is not registered"
 
 def build_parallel_conv2d_bias():
     """-> (executable, signature tensors): the demo kernel, output channels in parallel."""
-    tensors = demo.conv2d_bias_tensors()
+    tensors = fixtures.conv2d_bias_tensors()
     sch = tvm.s_tir.Schedule(te.create_prim_func(tensors))
     sch.parallel(sch.get_loops(sch.get_sblock("conv"))[1])  # loops: batch, channel, y, x, ...
     assert "T.parallel" in sch.mod.script(), "the schedule has no parallel loop"
@@ -86,9 +88,9 @@ def main(argv=None) -> int:
     build.mkdir(parents=True, exist_ok=True)
 
     exe, tensors = build_parallel_conv2d_bias()
-    inputs = demo.sample_inputs()
-    expected = demo.reference(**inputs)
-    out = tvm.runtime.empty(demo.SHAPES["result"], "float32")
+    inputs = fixtures.sample_inputs()
+    expected = fixtures.reference(**inputs)
+    out = tvm.runtime.empty(fixtures.SHAPES["result"], "float32")
     exe["main"](*(tvm.runtime.tensor(inputs[k]) for k in ("data", "weights", "bias")), out)
     checks = {"Python: the parallel kernel == numpy (bitwise)": np.array_equal(out.numpy(), expected)}
 

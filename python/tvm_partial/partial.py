@@ -140,16 +140,17 @@ def partial(
         param = view.sig.params[original] if view.sig is not None and original is not None else None
         values[position] = _convert(value, param, label, device)
     names = view.free_names()
-    if outputs is not None:
-        specs = _outputs.resolve(outputs, view.sig, sorted(view.bound))
-        if kind == "function":
-            return _lib.partial_apply(obj, values, view.closure_name, names, specs)
-        return _lib.partial_apply_module(
-            obj, {fname: values}, {fname: names} if names else {}, {fname: specs}
-        )
+    specs = None if outputs is None else _outputs.resolve(outputs, view.sig, sorted(view.bound))
+    original = view.original_names
     if kind == "function":
-        return _lib.partial_apply(obj, values, view.closure_name, names)
-    return _lib.partial_apply_module(obj, {fname: values}, {fname: names} if names else {})
+        return _lib.partial_apply(obj, values, view.closure_name, names, specs, original)
+    return _lib.partial_apply_module(
+        obj,
+        {fname: values},
+        {fname: names} if names else {},
+        {fname: specs} if specs is not None else {},
+        {fname: original} if original else {},
+    )
 
 
 def rebind(
@@ -256,8 +257,17 @@ def bindings(obj: tvm_ffi.Function) -> dict[int, Any]: ...
 @overload
 def bindings(obj: tvm_ffi.Module) -> dict[str, dict[int, Any]]: ...
 def bindings(obj: tvm_ffi.Function | tvm_ffi.Module) -> dict[int, Any] | dict[str, dict[int, Any]]:
-    """What a partial holds: ``{position: value}`` for a partial function, ``{function:
-    {position: value}}`` for a partial module. Tensors are the bound objects themselves."""
+    """What a partial holds. The shape follows the kind of ``obj``, as ``partial()``'s result does:
+
+    - a partial function (a ``tvm_ffi.Function``): ``{position: value}``;
+    - a partial module: ``{function name: {position: value}}``, one entry per function with
+      bindings (a module binds several functions; ``bindings(pm)["main"]`` for its ``main``).
+
+    Positions count in the wrapped function's full argument list. Tensors are the bound objects
+    themselves (not copies: ``copyfrom`` on one changes later calls); strings come back as ``str``.
+    ``param_names()`` follows the same rule (a list, or ``{function name: [names]}``).
+    A ``TypeError`` for anything that is not a partial of this library.
+    """
     raw = _lib.partial_apply_bindings(obj)
     as_dict = {
         str(f): {int(i): str(v) if isinstance(v, str) else v for i, v in b.items()} for f, b in raw.items()
@@ -314,9 +324,18 @@ class _TargetView:
     ``sig``; what the closure's C++ merge receives are positions among the free arguments.
     """
 
-    def __init__(self, sig: Signature | None, bound: frozenset[int], closure_name: str | None = None):
+    def __init__(
+        self,
+        sig: Signature | None,
+        bound: frozenset[int],
+        closure_name: str | None = None,
+        recorded: list[str] | None = None,
+    ):
         self.sig = sig
         self.bound = bound
+        #: The full parameter list for the C++ merge when the target is a partial that recorded
+        #: no names (its bound positions would otherwise be named ``argN``); else [].
+        self.original_names = list(sig.names) if sig is not None and bound and recorded is None else []
         #: The name the closure reports in its errors ("" keeps the inner partial's).
         self.closure_name = closure_name if closure_name is not None else (sig.name if sig else "")
         self.free = None if sig is None else [i for i in range(len(sig.params)) if i not in bound]
@@ -356,7 +375,7 @@ class _TargetView:
                 f"partial already binds position {max(bound)} of {sig.name}(): signature= describes "
                 "the original function's full parameter list"
             )
-        return cls(sig, bound)
+        return cls(sig, bound, recorded=recorded)
 
     def positions(self, keyed: dict[int, Any], named: dict[str, Any]) -> dict[int, tuple[int | None, Any]]:
         """-> {position among the target's arguments: (original position or None, value)}."""

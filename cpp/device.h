@@ -1,0 +1,34 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
+/*!
+ * \file device.h
+ * \brief Internal: names of device types, and which devices hold host memory.
+ */
+#ifndef TVM_PARTIAL_DEVICE_H_
+#define TVM_PARTIAL_DEVICE_H_
+
+#include <dlpack/dlpack.h>
+
+#include <cstdint>
+#include <string>
+
+namespace tvm_partial {
+namespace detail {
+
+/*! \brief TVM's name of a device type ("cpu", "cuda", ...; the suffix of its `device_api.`
+ *         global), or null for a type without one. */
+const char* DeviceName(int32_t device_type);
+
+/*! \brief "cuda:0", or "device_type 99:0" for a type without a name. */
+std::string DeviceString(int32_t device_type, int32_t device_id);
+
+/*! \brief Whether the device's memory is host memory (the CPU can read it directly). */
+inline bool IsHostDevice(DLDevice device) {
+  return device.device_type == kDLCPU || device.device_type == kDLCUDAHost ||
+         device.device_type == kDLROCMHost;
+}
+
+}  // namespace detail
+}  // namespace tvm_partial
+
+#endif  // TVM_PARTIAL_DEVICE_H_

@@ -1,0 +1,64 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
+/*!
+ * \file format_common.h
+ * \brief Internal: what the writer (format_writer.cc) and the reader (format_reader.cc) of the
+ *        format share: the header's constants and the checks both apply, so that what one
+ *        accepts the other does. The layout itself is described in format.h.
+ */
+#ifndef TVM_PARTIAL_FORMAT_COMMON_H_
+#define TVM_PARTIAL_FORMAT_COMMON_H_
+
+#include <tvm/ffi/container/tensor.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "format.h"
+
+// The format is little-endian and written with plain memcpy of integers.
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "tvm-partial's format needs a little-endian host");
+
+namespace tvm_partial {
+namespace format {
+
+constexpr char kMagic[8] = {'T', 'V', 'M', 'P', 'A', 'R', 'T', 'L'};
+constexpr char kRegionMagic[8] = {'T', 'V', 'M', 'P', 'R', 'E', 'G', 'N'};
+constexpr uint32_t kFlagExternalPayloads = 1;  // payloads live in a region of the library file
+constexpr uint32_t kFlagWeightsFile = 2;       // ... of a safetensors file beside it (with flag 1)
+constexpr size_t kHeaderSize = 40;             // magic, version, flags, total, metadata size, hash
+constexpr size_t kHashedHeader = 32;           // the header bytes covered by the metadata hash
+
+enum ValueKind : uint8_t { kNone = 0, kInt = 1, kFloat = 2, kBool = 3, kStr = 4, kTensor = 5 };
+
+/*! \brief The hash the header records: over its first kHashedHeader bytes and the metadata. */
+uint64_t MetadataHash(const char* blob, size_t meta_size);
+
+/*! \brief `n` rounded up to a multiple of kPayloadAlignment. */
+inline size_t AlignUp(size_t n) {
+  return (n + kPayloadAlignment - 1) / kPayloadAlignment * kPayloadAlignment;
+}
+
+/*! \brief Whether `s` is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, at most
+ *         U+10FFFF). The format stores text as UTF-8; tools decode it. */
+bool IsValidUtf8(const char* data, size_t size);
+
+/*!
+ * \brief Why the format cannot hold a tensor of this dtype on this device, or "" when it can.
+ *        The writer and the reader both use it, so what one accepts the other does.
+ */
+std::string TensorProblem(DLDataType dtype, int32_t device_type, int32_t device_id);
+
+/*!
+ * \brief prod(shape) * bits * lanes / 8 into `bytes`; or why not: a negative dimension, or a
+ *        product that overflows (even when another dimension is 0: no real tensor has such a
+ *        shape). For dtypes TensorProblem accepts (whole bytes), so the size is exact.
+ */
+std::string ShapeProblem(const int64_t* shape, size_t ndim, DLDataType dtype, uint64_t* bytes);
+
+}  // namespace format
+}  // namespace tvm_partial
+
+#endif  // TVM_PARTIAL_FORMAT_COMMON_H_
