@@ -64,6 +64,12 @@ def _with_device(ctx, device_type: int) -> bytes:
     return bytes(tvm_ffi.get_global_func("tvm_partial.ResealForTesting")(moved))
 
 
+def _blob_file(ctx, name: str, data: bytes) -> str:
+    path = Path(ctx["artifact"]).parent / name
+    path.write_bytes(data)
+    return str(path)
+
+
 def _cli(*args):
     proc = subprocess.run([sys.executable, "-m", "tvm_partial", *args], capture_output=True, text=True)
     assert proc.returncode == 2
@@ -230,6 +236,13 @@ CASES = {
     ),
     "the weights file of another export beside an artifact": lambda c: _in_subprocess(
         "import tvm_partial\ntvm_partial.load(sys.argv[1])", _external_artifact(c, "other")
+    ),
+    "`tvm-partial inspect` on a file that does not exist": lambda c: _cli(
+        "inspect", c["artifact"] + ".missing"
+    ),
+    "`tvm-partial inspect` on a folder": lambda c: _cli("inspect", str(Path(c["artifact"]).parent)),
+    "`tvm-partial verify` on save_to_bytes data whose payloads lie elsewhere": lambda c: _cli(
+        "verify", _blob_file(c, "external.bin", c["external_blob"])
     ),
 }
 
