@@ -517,3 +517,15 @@ def test_help_is_plain_text(command):
     assert proc.returncode == 0 and proc.stdout.startswith("usage: tvm-partial")
     for markup in ("``", ":func:", ":class:", ".. "):
         assert markup not in proc.stdout, (command, proc.stdout)
+
+
+def test_a_reader_that_stops_early_is_no_error(kinds):
+    """`tvm-partial inspect x | head -1`: the pipe closes before the output is written."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tvm_partial", "inspect", "--json", str(kinds / "plain.so")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    proc.stdout.close()  # nobody reads: writing raises EPIPE
+    _, err = proc.communicate(timeout=300)
+    assert (proc.returncode, err) == (0, b"")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from importlib import metadata
 
@@ -240,8 +241,17 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_UNREADABLE
     if args.command == "verify":
         text = json.dumps(report, indent=2) if args.json else format_verify(report, quiet=args.quiet)
-        if text:
-            print(text)
+        _emit(text)
         return EXIT_OK if report["intact"] else EXIT_DAMAGED
-    print(json.dumps(info, indent=2) if args.json else format_inspect(info))
+    _emit(json.dumps(info, indent=2) if args.json else format_inspect(info))
     return EXIT_OK
+
+
+def _emit(text: str) -> None:
+    """Print ``text`` (if any); a reader that stops early (``| head``) is not an error."""
+    if not text:
+        return
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
