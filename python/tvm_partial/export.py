@@ -521,9 +521,9 @@ _BLOB_MAGIC = b"TVMPARTL"
 
 
 def _file_kind(path: str) -> str:
-    """ "library", "save_to_bytes" or "weights file", from the file's first bytes (anything else
-    is left to the library reader, which says what it is not). A folder or a file that cannot be
-    opened raises ``OSError``."""
+    """The kind of file at ``path``, from its first bytes: ``library``, ``save_to_bytes`` or
+    ``weights file`` (anything else is left to the library reader, which says what it is not).
+    A folder or a file that cannot be opened raises ``OSError``."""
     from . import weights as _weights
 
     if os.path.isdir(path):
