@@ -30,11 +30,13 @@ namespace {
 constexpr size_t kChunk = 1 << 20;
 
 /*!
- * \brief The format's hash of `size` bytes of the file at `path` from byte `offset`.
+ * \brief The format's hash of `size` bytes of the file at `path` from byte `offset`; `progress`
+ *        (when not null) is called with the count of bytes hashed so far after each chunk.
  * \throws ValueError when the range is negative or runs past the end of the file (it is cut
  *         short); RuntimeError when the file cannot be opened or read.
  */
-int64_t HashFileRange(const ffi::String& path, int64_t offset, int64_t size) {
+int64_t HashRange(const ffi::String& path, int64_t offset, int64_t size,
+                  const ffi::Function* progress) {
   if (offset < 0 || size < 0) {
     TVM_FFI_THROW(ValueError) << "HashFileRange: offset " << offset << " and size " << size
                               << " must not be negative";
@@ -61,14 +63,28 @@ int64_t HashFileRange(const ffi::String& path, int64_t offset, int64_t size) {
     }
     hasher.Update(buffer.data(), got);
     left -= got;
+    if (progress != nullptr) (*progress)(size - static_cast<int64_t>(left));
   }
   return static_cast<int64_t>(hasher.Final());  // the bits of the u64 the format records
+}
+
+int64_t HashFileRange(const ffi::String& path, int64_t offset, int64_t size) {
+  return HashRange(path, offset, size, nullptr);
+}
+
+/*! \brief `HashFileRange` that calls `progress(bytes hashed so far)` after each 1 MiB chunk
+ *         (what `verify(path, progress=...)` reports from). */
+int64_t HashFileRangeProgress(const ffi::String& path, int64_t offset, int64_t size,
+                              const ffi::Function& progress) {
+  return HashRange(path, offset, size, &progress);
 }
 
 }  // namespace
 
 TVM_FFI_STATIC_INIT_BLOCK() {
   detail::RegisterGlobalOnce("tvm_partial.HashFileRange", ffi::Function::FromTyped(HashFileRange));
+  detail::RegisterGlobalOnce("tvm_partial.HashFileRangeProgress",
+                             ffi::Function::FromTyped(HashFileRangeProgress));
 }
 
 }  // namespace tvm_partial

@@ -4,15 +4,22 @@
 
 from __future__ import annotations
 
+import ctypes
+import io
 import json
+import os
 import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import tvm
 
 import tvm_partial
+from helpers import affine4_ref, compile_te, ints, run_json
+from tvm_partial import _progress
+from tvm_partial._progress import Progress, format_size
 
 
 def cli(*args: str, timeout: int = 300):
@@ -78,10 +85,10 @@ def test_inspect_text(demo_run):
     _, out = demo_run
     proc = cli("inspect", str(out / "conv2d_bias.so"))
     assert proc.returncode == 0, proc.stderr
-    assert "tvm-partial format version 1, 896 bytes of constants (inline)" in proc.stdout
+    assert "tvm-partial format version 1, 896 B of constants (inline)" in proc.stdout
     assert "function main(data, result)" in proc.stdout
-    assert "bound 1 weights: tensor float32[8x3x3x3] on cpu:0, 864 bytes" in proc.stdout
-    assert "bound 2 bias: tensor float32[8] on cpu:0, 32 bytes" in proc.stdout
+    assert "bound 1 weights: tensor float32[8x3x3x3] on cpu:0, 864 B" in proc.stdout
+    assert "bound 2 bias: tensor float32[8] on cpu:0, 32 B" in proc.stdout
 
 
 def test_inspect_json(demo_run):
@@ -173,9 +180,7 @@ def test_verify_and_inspect_say_what_was_checked(demo_run):
     text = cli("inspect", str(out / "conv2d_bias.so")).stdout
     assert "  payload hashes: not checked (run tvm-partial verify)" in text
     proc = cli("verify", str(out / "conv2d_bias.so"))
-    assert (
-        proc.returncode == 0 and "intact: 2 payloads, 896 bytes, match their recorded hashes" in proc.stdout
-    )
+    assert proc.returncode == 0 and "intact: 2 payloads, 896 B, match their recorded hashes" in proc.stdout
 
 
 def test_version():
@@ -184,3 +189,343 @@ def test_version():
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == f"tvm-partial {tvm_partial.__version__}"
+
+
+# -- sizes, progress -----------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "nbytes, shown",
+    [
+        (0, "0 B"),
+        (12, "12 B"),
+        (1023, "1023 B"),
+        (1024, "1 KiB"),
+        (1535, "1 KiB"),
+        (19 * 1024, "19 KiB"),
+        (2**20 - 513, "1023 KiB"),
+        (2**20 - 1, "1.0 MiB"),  # would round to 1024 KiB: shown in the next unit
+        (2**20, "1.0 MiB"),
+        (256 * 2**20, "256.0 MiB"),
+        (2**30 - 1, "1.0 GiB"),
+        (2**30, "1.0 GiB"),
+        (int(1.5 * 2**30), "1.5 GiB"),
+        (2**40, "1.0 TiB"),
+        (2**60, "1024.0 PiB"),
+    ],
+)
+def test_format_size_at_the_unit_boundaries(nbytes, shown):
+    assert format_size(nbytes) == shown
+
+
+class FakeTTY(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_draws_one_updating_line_on_a_terminal(monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr(_progress.time, "monotonic", lambda: clock[0])
+    stream, total = FakeTTY(), 2**30
+    with Progress("verify x.so", total, stream=stream) as progress:
+        progress(0, total)
+        clock[0] += 0.05
+        progress(2**28, total)  # within 0.1 s of the last draw: throttled
+        clock[0] += 0.2
+        progress(2**29, total)
+        clock[0] += 0.2
+        progress(total, total)
+    assert stream.getvalue() == (
+        "\rverify x.so:   0% (0 B of 1.0 GiB)"
+        "\rverify x.so:  50% (512.0 MiB of 1.0 GiB)"
+        "\rverify x.so: 100% (1.0 GiB of 1.0 GiB)"
+        "\rverify x.so: 100% (1.0 GiB of 1.0 GiB)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "stream, quiet, total",
+    [
+        (io.StringIO(), None, 2**30),  # not a terminal
+        (FakeTTY(), True, 2**30),  # --quiet
+        (FakeTTY(), None, 64 * 2**20 - 1),  # too small to be worth a line
+    ],
+)
+def test_progress_silent_off_a_terminal_quiet_or_small(stream, quiet, total):
+    progress = Progress("verify x.so", total, quiet=quiet, stream=stream)
+    for done in (0, total // 2, total):
+        progress(done, total)
+    progress.close()
+    assert stream.getvalue() == ""
+
+
+def test_progress_learns_the_total_from_its_calls():
+    stream = FakeTTY()
+    with Progress("verify", 0, stream=stream) as progress:
+        progress(64 * 2**20, 64 * 2**20)
+    assert stream.getvalue().endswith("\rverify: 100% (64.0 MiB of 64.0 MiB)\n")
+
+
+def test_verify_reports_progress_in_chunks(tmp_path):
+    """verify(path, progress=) counts over all payloads, 1 MiB at a time, ending at the total."""
+    exe = _kernel16()
+    big = np.arange(3 * 2**18 + 5, dtype="float32")  # 3 MiB + 20 bytes: four chunks
+    pm = tvm_partial.partial(exe, {1: big, 2: np.ones(16, "float32")})
+    tvm_partial.export_library(pm, tmp_path / "big.so")
+    tvm_partial.save_weights(pm, tmp_path / "big.safetensors")
+    for path in (tmp_path / "big.so", tmp_path / "big.safetensors"):
+        calls = []
+        report = tvm_partial.verify(path, progress=lambda done, total, seen=calls: seen.append((done, total)))
+        total = big.nbytes + 64
+        assert report["intact"] and report["bytes"] == total
+        assert [done for done, _ in calls] == [2**20, 2 * 2**20, 3 * 2**20, big.nbytes, total, total]
+        assert {t for _, t in calls} == {total}
+        assert report == tvm_partial.verify(path)  # the same report without a callback
+
+
+def _kernel16():
+    from tvm import te
+
+    x = te.placeholder((16,), "float32", name="x")
+    w = te.placeholder((16,), "float32", name="w")
+    b = te.placeholder((16,), "float32", name="b")
+    return compile_te([x, w, b, te.compute((16,), lambda i: x[i] * w[i] + b[i], name="out")])
+
+
+def test_verify_shows_progress_on_a_terminal_and_not_with_quiet(tmp_path):
+    """The command itself: stderr a pseudo-terminal, a 64 MiB weights file; --quiet silences it."""
+    import pty
+
+    pm = tvm_partial.partial(_kernel16(), {1: np.zeros(2**24, "float32"), 2: np.ones(16, "float32")})
+    tvm_partial.save_weights(pm, tmp_path / "w.safetensors")
+    for quiet in (False, True):
+        leader, follower = pty.openpty()
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-m", "tvm_partial", "verify", str(tmp_path / "w.safetensors")]
+                + (["--quiet"] if quiet else []),
+                stdout=subprocess.PIPE,
+                stderr=follower,
+                text=True,
+                timeout=300,
+            )
+            os.close(follower)
+            shown = b""
+            while True:
+                try:
+                    chunk = os.read(leader, 65536)
+                except OSError:  # EIO: the terminal has no writer left
+                    break
+                if not chunk:
+                    break
+                shown += chunk
+        finally:
+            os.close(leader)
+        assert proc.returncode == 0
+        if quiet:
+            assert shown == b"" and proc.stdout == ""
+        else:
+            assert shown.endswith(b": 100% (64.0 MiB of 64.0 MiB)\r\n") and shown.startswith(b"\rverify "), (
+                shown
+            )
+            assert proc.stdout.strip().endswith("intact: 2 payloads, 64.0 MiB, match their recorded hashes")
+
+
+def test_verify_quiet_still_names_damage(tmp_path):
+    pm = tvm_partial.partial(_kernel16(), {1: np.arange(16, dtype="float32"), 2: np.ones(16, "float32")})
+    tvm_partial.export_library(pm, tmp_path / "k.so")
+    proc = cli("verify", "--quiet", str(tmp_path / "k.so"))
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    at = tvm_partial.verify(tmp_path / "k.so")["payloads"][0]["file_offset"]
+    data = bytearray((tmp_path / "k.so").read_bytes())
+    data[at + 4] ^= 1
+    (tmp_path / "bad.so").write_bytes(bytes(data))
+    proc = cli("verify", "-q", str(tmp_path / "bad.so"))
+    assert proc.returncode == 1
+    assert proc.stdout.splitlines() == [
+        f"{tmp_path / 'bad.so'}: DAMAGED: function 'main' position 1: 64 B at file offset {at} (inline) "
+        "do not match their recorded hash",
+        f"{tmp_path / 'bad.so'}: 1 of 2 payloads damaged; copy or export the artifact again",
+    ]
+
+
+# -- what inspect reads --------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def kinds(tmp_path_factory):
+    """One partial module (out = 2a + 3b + c, b and c bound) as every kind of file inspect reads:
+    a default and a self-contained library, save_to_bytes output, save_weights' file, and a
+    library whose weights live in a file beside it. Names do not say the kind."""
+    folder = tmp_path_factory.mktemp("kinds")
+    a, b, c = (ints(16, seed=s) for s in (1, 2, 3))
+    exe, sig = _affine()
+    pm = tvm_partial.partial(exe, signature=sig, b=b, c=c)
+    tvm_partial.export_library(pm, folder / "plain.so")
+    tvm_partial.export_library(pm, folder / "sc.so", self_contained=True)
+    tvm_partial.export_library(pm, folder / "ext.so", weights_file=folder / "ext.safetensors")
+    (folder / "blob.so").write_bytes(tvm_partial.save_to_bytes(pm))  # not a library, whatever its name
+    tvm_partial.save_weights(pm, folder / "weights.bin")
+    np.save(folder / "a.npy", a)
+    np.save(folder / "expected.npy", affine4_ref(a, b, c))
+    return folder
+
+
+def _affine():
+    from tvm import te
+
+    a, b, c = (te.placeholder((16,), "float32", name=n) for n in "abc")
+    out = te.compute((16,), lambda i: a[i] * 2.0 + b[i] * 3.0 + c[i], name="out")
+    return compile_te([a, b, c, out]), [a, b, c, out]
+
+
+_LOAD_WITHOUT_TVM_PARTIAL = """
+import json, os, sys
+sys.modules["tvm_partial"] = None   # not importable: an import would raise
+import numpy as np
+import tvm
+folder, result = sys.argv[1], {}
+for name in ("plain.so", "sc.so"):
+    try:
+        lib = tvm.runtime.load_module(os.path.join(folder, name))
+        out = tvm.runtime.empty((16,), "float32")
+        lib(tvm.runtime.tensor(np.load(os.path.join(folder, "a.npy"))), out)
+        result[name] = bool(np.array_equal(out.numpy(), np.load(os.path.join(folder, "expected.npy"))))
+    except Exception as err:
+        result[name] = type(err).__name__ + ": " + str(err)
+with open("/proc/self/maps") as maps:
+    result["extension_mapped"] = "libtvm_partial.so" in maps.read()
+print(json.dumps(result))
+"""
+
+
+def test_inspect_says_whether_an_artifact_is_self_contained_and_is_right(kinds):
+    plain, sc = (json.loads(cli("inspect", "--json", str(kinds / n)).stdout) for n in ("plain.so", "sc.so"))
+    assert (plain["kind"], plain["self_contained"], sc["kind"], sc["self_contained"]) == (
+        "library",
+        False,
+        "library",
+        True,
+    )
+    assert (
+        "  self-contained: embeds tvm-partial's loader, loads with TVM alone"
+        in cli("inspect", str(kinds / "sc.so")).stdout.splitlines()
+    )
+    assert (
+        "  needs tvm-partial where it is loaded (not self-contained; export with"
+        in cli("inspect", str(kinds / "plain.so")).stdout
+    )
+    # The claims, checked: TVM alone (no backend autoload, tvm_partial not importable) loads and
+    # runs the self-contained one, bitwise right, and cannot load the other.
+    result = run_json(_LOAD_WITHOUT_TVM_PARTIAL, str(kinds), env={"TVM_DEVICE_BACKEND_AUTOLOAD": "0"})
+    assert result["sc.so"] is True and result["extension_mapped"] is False
+    assert result["plain.so"].startswith("RuntimeError: Library binary was created using {partial_apply}")
+
+
+def test_inspect_reads_save_to_bytes_output(kinds):
+    info = json.loads(cli("inspect", "--json", str(kinds / "blob.so")).stdout)
+    lib = json.loads(cli("inspect", "--json", str(kinds / "plain.so")).stdout)
+    assert (info["kind"], info["self_contained"], info["payloads"]) == ("save_to_bytes", None, "inline")
+    assert info["functions"] == lib["functions"] and info["constant_bytes"] == lib["constant_bytes"] == 128
+    assert info["total_bytes"] == (kinds / "blob.so").stat().st_size
+    text = cli("inspect", str(kinds / "blob.so")).stdout.splitlines()
+    assert text[0] == f"{kinds / 'blob.so'}: save_to_bytes data format version 1, 128 B of constants (inline)"
+    assert "  function main(a, out)" in text and "    bound 1 b: tensor float32[16] on cpu:0, 64 B" in text
+    # verify reads its payloads too: a flipped payload byte is named.
+    report = tvm_partial.verify(kinds / "blob.so")
+    assert report["intact"] and [p["name"] for p in report["payloads"]] == ["b", "c"]
+    data = bytearray((kinds / "blob.so").read_bytes())
+    data[report["payloads"][1]["file_offset"]] ^= 0x80
+    bad = kinds.parent / "blob_bad.bin"
+    bad.write_bytes(bytes(data))
+    assert [p["name"] for p in tvm_partial.verify(bad)["damaged"]] == ["c"]
+    assert cli("verify", str(bad)).returncode == 1
+
+
+def test_inspect_reads_weights_files(kinds):
+    """save_weights' file (named .bin: the kind comes from the bytes) and export's weights file:
+    tensors, dtypes, shapes, sizes, and what tvm-partial recorded in __metadata__."""
+    hashes = {p["key"]: p for p in tvm_partial.verify(kinds / "weights.bin")["payloads"]}
+    info = json.loads(cli("inspect", "--json", str(kinds / "weights.bin")).stdout)
+    assert info["kind"] == "weights file" and info["self_contained"] is None
+    assert info["metadata"]["tvm_partial.format"] == "1"
+    assert json.loads(info["metadata"]["tvm_partial.bindings"]) == {
+        "main/b": ["main", 1],
+        "main/c": ["main", 2],
+    }
+    assert [
+        (t["key"], t["dtype"], t["shape"], t["bytes"], t["offset"]) for t in info["functions"][0]["bindings"]
+    ] == [(k, "float32", [16], 64, hashes[k]["file_offset"]) for k in ("main/b", "main/c")]
+    recorded = json.loads(info["metadata"]["tvm_partial.hashes"])
+    text = cli("inspect", str(kinds / "weights.bin")).stdout.splitlines()
+    assert text[0] == (
+        f"{kinds / 'weights.bin'}: safetensors weights file, 2 tensors, 128 B of tensors "
+        f"(file {format_size((kinds / 'weights.bin').stat().st_size)})"
+    )
+    assert text[1].startswith("  written by tvm-partial (tvm_partial.format 1)")
+    assert (
+        f"  tensor main/c: float32[16], 64 B at file offset {hashes['main/c']['file_offset']}, "
+        f"function main position 2, hash {recorded['main/c']}"
+    ) in text
+    ext = cli("inspect", str(kinds / "ext.safetensors")).stdout
+    assert "2 tensors, 128 B of tensors" in ext and "tensor main/b: float32[16], 64 B" in ext
+
+
+def test_inspect_json_sizes_are_integer_bytes(kinds):
+    def sizes(node, key=""):
+        if isinstance(node, dict):
+            return [s for k, v in node.items() for s in sizes(v, k)]
+        if isinstance(node, list):
+            return [s for v in node for s in sizes(v, key)]
+        return [(key, node)] if key.endswith("bytes") else []
+
+    for name in ("plain.so", "ext.so", "blob.so", "weights.bin"):
+        found = sizes(json.loads(cli("inspect", "--json", str(kinds / name)).stdout))
+        assert found and all(type(v) is int for _, v in found), (name, found)
+
+
+# -- errors and help -----------------------------------------------------------------------------
+def _without_file_capabilities():
+    """In the child: drop CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH from the bounding set, so that
+    root, after exec, is refused a file without read permission like anyone else."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for capability in (1, 2):
+        libc.prctl(24, capability, 0, 0, 0)  # PR_CAPBSET_DROP
+
+
+@pytest.mark.parametrize("command", ["inspect", "verify"])
+def test_unreadable_paths_one_clean_line(tmp_path, command):
+    secret = tmp_path / "secret.so"
+    secret.write_bytes(b"\x7fELF" + bytes(100))
+    secret.chmod(0)
+    cases = {
+        tmp_path / "missing.so": "No such file or directory",
+        tmp_path: "is a folder, not a file",
+        secret: "Permission denied",
+    }
+    for path, reason in cases.items():
+        proc = subprocess.run(
+            [sys.executable, "-m", "tvm_partial", command, str(path)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            preexec_fn=_without_file_capabilities if os.geteuid() == 0 else None,
+        )
+        assert (proc.returncode, proc.stdout) == (2, ""), proc.stderr
+        assert proc.stderr == f"tvm-partial {command}: cannot read {path}: {reason}\n"
+
+
+@pytest.mark.parametrize("command", [[], ["demo"], ["inspect"], ["verify"]])
+def test_help_is_plain_text(command):
+    proc = cli(*command, "--help")
+    assert proc.returncode == 0 and proc.stdout.startswith("usage: tvm-partial")
+    for markup in ("``", ":func:", ":class:", ".. "):
+        assert markup not in proc.stdout, (command, proc.stdout)
+
+
+def test_a_reader_that_stops_early_is_no_error(kinds):
+    """`tvm-partial inspect x | head -1`: the pipe closes before the output is written."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tvm_partial", "inspect", "--json", str(kinds / "plain.so")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    proc.stdout.close()  # nobody reads: writing raises EPIPE
+    _, err = proc.communicate(timeout=300)
+    assert (proc.returncode, err) == (0, b"")

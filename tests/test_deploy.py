@@ -84,7 +84,8 @@ def test_default_export_stays_lean(artifacts):
 
 def test_self_contained_artifact_inspects_like_the_default(artifacts):
     plain, contained = export.inspect(artifacts / "a.so"), export.inspect(artifacts / "a_sc.so")
-    assert {**contained, "path": ""} == {**plain, "path": ""}
+    assert (contained["self_contained"], plain["self_contained"]) == (True, False)
+    assert {**contained, "path": "", "self_contained": None} == {**plain, "path": "", "self_contained": None}
 
 
 def test_self_contained_loads_with_tvm_alone(artifacts):

@@ -67,6 +67,12 @@ def _with_device(ctx, device_type: int) -> bytes:
     return reseal(moved)
 
 
+def _blob_file(ctx, name: str, data: bytes) -> str:
+    path = Path(ctx["artifact"]).parent / name
+    path.write_bytes(data)
+    return str(path)
+
+
 def _cli(*args):
     proc = subprocess.run([sys.executable, "-m", "tvm_partial", *args], capture_output=True, text=True)
     assert proc.returncode == 2
@@ -237,6 +243,13 @@ CASES = {
     ),
     "`load(path, weights_file=...)` of a library that binds nothing (plain compiled code)": lambda c: (
         _plain_with_weights(c)
+    ),
+    "`tvm-partial inspect` on a file that does not exist": lambda c: _cli(
+        "inspect", c["artifact"] + ".missing"
+    ),
+    "`tvm-partial inspect` on a folder": lambda c: _cli("inspect", str(Path(c["artifact"]).parent)),
+    "`tvm-partial verify` on save_to_bytes data whose payloads lie elsewhere": lambda c: _cli(
+        "verify", _blob_file(c, "external.bin", c["external_blob"])
     ),
 }
 

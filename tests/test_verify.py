@@ -49,10 +49,7 @@ def test_intact_artifact_verifies(artifacts, kind):
     )
     proc = cli("verify", str(artifacts[kind]))
     assert proc.returncode == 0, proc.stderr
-    assert (
-        proc.stdout.strip()
-        == f"{artifacts[kind]}: intact: 2 payloads, 896 bytes, match their recorded hashes"
-    )
+    assert proc.stdout.strip() == f"{artifacts[kind]}: intact: 2 payloads, 896 B, match their recorded hashes"
 
 
 @pytest.mark.parametrize("kind", ["inline", "zero"])
@@ -72,7 +69,7 @@ def test_flipped_payload_byte_is_found(artifacts, kind, tmp_path):
     proc = cli("verify", str(bad))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert (
-        f"{bad}: DAMAGED: function 'main' position 1 (weights): 864 bytes at file offset "
+        f"{bad}: DAMAGED: function 'main' position 1 (weights): 864 B at file offset "
         f"{weights['file_offset']}" in proc.stdout
     )
     assert "1 of 2 payloads damaged" in proc.stdout and "bias" not in proc.stdout

@@ -15,6 +15,7 @@ import tvm_partial
 from helpers import affine4_ref, ints, run_json, tensor
 from tvm_partial import _fixtures as fixtures
 from tvm_partial import zero_copy
+from tvm_partial._progress import format_size
 
 
 def sha256(path) -> str:
@@ -280,7 +281,7 @@ def test_inspect_checks_the_region(affine4, tmp_path):
 
     text = cli(lib).stdout
     assert (
-        f"payload region at file offset {region['file_offset']}, {region['bytes']} bytes "
+        f"payload region at file offset {region['file_offset']}, {format_size(region['bytes'])} "
         "(present, header intact, inside the file)" in text
     )
     assert "payload hashes: not checked (run tvm-partial verify)" in text and "complete" not in text

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import secrets
@@ -20,6 +21,7 @@ import tvm_ffi
 from . import _elf, _lib
 from . import remote as _remote
 from . import zero_copy as _zero_copy
+from ._progress import ProgressCallback, hash_ranges
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -432,27 +434,40 @@ def check_complete(path: PathLike) -> None:
 
 
 def inspect(path: PathLike) -> dict[str, Any]:
-    """Describe the partial module inside an exported library without loading or running it.
+    """Describe what the file at ``path`` holds, without loading or running it: an exported library
+    (``"kind": "library"``), the bytes of ``save_to_bytes`` (``"save_to_bytes"``) or a safetensors
+    weights file (``"weights file"``, see ``weights.inspect_weights``). The kind is read from the
+    file's first bytes, not its name.
 
-    Returns ``{"path", "format_version", "total_bytes", "constant_bytes", "payloads", "region",
-    "payload_hashes", "functions": [{"name", "param_names", "free", "bindings": [...]}], "relax_vm"}``
-    (``relax_vm``: the recorded devices and allocators of a Relax model, else None).
-    The structure is checked (metadata hash, region header, everything inside the file), the
-    payload bytes are not: ``payload_hashes`` says so; ``verify`` checks them.
-    Raises ``ValueError`` when the file is not a tvm-partial artifact or is damaged.
+    Returns ``{"path", "kind", "format_version", "total_bytes", "constant_bytes", "payloads",
+    "region", "payload_hashes", "self_contained", "functions": [{"name", "param_names", "free",
+    "bindings": [...]}], "relax_vm"}`` (``self_contained``: whether a library embeds tvm-partial's
+    loader, so it loads with TVM alone; None for the other kinds. ``relax_vm``: the recorded
+    devices and allocators of a Relax model, else None). Sizes are bytes, in keys ending in
+    ``bytes``. The structure is checked (metadata hash, region header, everything inside the
+    file), the payload bytes are not: ``payload_hashes`` says so; ``verify`` checks them.
+    Raises ``ValueError`` when the file is not a tvm-partial artifact or is damaged, ``OSError``
+    when it cannot be read.
     """
     path = os.fspath(path)
     from . import weights as _weights
 
-    if _weights.is_weights_file(path):  # a safetensors weights file (save_weights)
-        return _weights.inspect_weights(path)
+    kind = _file_kind(path)
+    if kind == "weights file":
+        info = _weights.inspect_weights(path)
+        return {"path": info.pop("path"), "kind": kind, **info, "self_contained": None}
     with _mapped(path) as data:  # nothing read in bulk
+        if kind == "save_to_bytes":
+            return _inspect_blob(data, path)
         return _inspect(data, path)
 
 
-def verify(path: PathLike) -> dict[str, Any]:
+def verify(path: PathLike, progress: ProgressCallback | None = None) -> dict[str, Any]:
     """Read every tensor payload of an exported artifact, wherever it lies (inline in the embedded
-    blob, or in the zero-copy region of the file), and check it against its recorded hash.
+    blob, in the zero-copy region of the file, in its weights file), and check it against its
+    recorded hash. ``path`` may also be a ``save_to_bytes`` file or a weights file that
+    ``save_weights`` wrote. ``progress``, when given, is called as ``progress(done_bytes,
+    total_bytes)`` while the payloads are read (in 1 MiB chunks), e.g. a ``Progress``.
 
     Returns ``{"path", "intact", "checked", "bytes", "payloads": [{"function", "index", "name"
     (when recorded), "placement", "file_offset", "bytes", "intact"}], "damaged": [the payloads
@@ -462,14 +477,25 @@ def verify(path: PathLike) -> dict[str, Any]:
     path = os.fspath(path)
     from . import weights as _weights
 
-    if _weights.is_weights_file(path):  # a safetensors weights file (save_weights)
-        return _weights.verify_weights(path)
+    kind = _file_kind(path)
+    if kind == "weights file":
+        return _weights.verify_weights(path, progress=progress)
     with _mapped(path) as data:
-        art = _Artifact(data, path)
-        placement, base = art.placement()
-        source, source_size = art.payload_file, os.path.getsize(art.payload_file)
+        if kind == "save_to_bytes":
+            info, source = _describe_blob(data, path), path
+            if str(info["payloads"]) != "inline":
+                raise ValueError(
+                    f"{path} holds the bindings of a partial module whose payloads lie elsewhere "
+                    f"({info['payloads']}), not the payloads themselves: verify the artifact instead"
+                )
+            placement, base = "inline", 0
+        else:
+            art = _Artifact(data, path)
+            info, source = art.info, art.payload_file
+            placement, base = art.placement()
+        source_size = os.path.getsize(source)
         payloads = []
-        for fn in art.info["functions"]:
+        for fn in info["functions"]:
             names = [str(n) for n in fn["param_names"]]
             for b in fn["bindings"]:
                 if str(b["kind"]) != "tensor":
@@ -486,22 +512,44 @@ def verify(path: PathLike) -> dict[str, Any]:
                         f"position {entry['index']} needs {entry['file_offset'] + entry['bytes']} "
                         f"bytes, the file has {source_size}; copy or export it again"
                     )
-                got = _hash_file_range(source, entry["file_offset"], entry["bytes"]) & _U64_MASK
-                entry["intact"] = got == int(b["hash"]) & _U64_MASK
-                payloads.append(entry)
-    damaged = [p for p in payloads if not p["intact"]]
+                payloads.append((entry, int(b["hash"]) & _U64_MASK))
+    hashes = hash_ranges([(source, e["file_offset"], e["bytes"]) for e, _ in payloads], progress)
+    for (entry, recorded), got in zip(payloads, hashes):
+        entry["intact"] = got == recorded
+    entries = [e for e, _ in payloads]
+    damaged = [p for p in entries if not p["intact"]]
     return {
         "path": path,
         "intact": not damaged,
-        "checked": len(payloads),
-        "bytes": sum(p["bytes"] for p in payloads),
-        "payloads": payloads,
+        "checked": len(entries),
+        "bytes": sum(p["bytes"] for p in entries),
+        "payloads": entries,
         "damaged": damaged,
     }
 
 
+#: The first bytes of ``save_to_bytes`` output (the format's magic).
+_BLOB_MAGIC = b"TVMPARTL"
+
+
+def _file_kind(path: str) -> str:
+    """The kind of file at ``path``, from its first bytes: ``library``, ``save_to_bytes`` or
+    ``weights file`` (anything else is left to the library reader, which says what it is not).
+    A folder or a file that cannot be opened raises ``OSError``."""
+    from . import weights as _weights
+
+    if os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, "is a folder, not a file", path)
+    with open(path, "rb") as f:
+        head = f.read(len(_BLOB_MAGIC))
+    if head == _BLOB_MAGIC:
+        return "save_to_bytes"
+    if _weights.is_weights_file(path):
+        return "weights file"
+    return "library"
+
+
 _U64_MASK = (1 << 64) - 1
-_hash_file_range = tvm_ffi.get_global_func("tvm_partial.HashFileRange")
 _REGION_MAGIC = b"TVMPREGN"
 
 
@@ -646,7 +694,37 @@ def _relax_vm_info(art: _Artifact, data: bytes | mmap.mmap) -> dict[str, Any] | 
 
 def _inspect(data: bytes | mmap.mmap, path: str) -> dict[str, Any]:
     art = _Artifact(data, path)
-    info = art.info
+    return {
+        **_describe(art.info, path, "library"),
+        "payloads": art.payloads,
+        "region": art.region_state(),
+        "weights_file": art.weights_file,
+        "self_contained": _embeds_loaders(art),
+        "relax_vm": _relax_vm_info(art, data),
+    }
+
+
+def _describe_blob(data, path: str) -> dict:
+    """The format reader's description of a file holding ``save_to_bytes`` output."""
+    try:
+        return _lib.describe_bytes(bytes(data))
+    except ValueError as err:  # the format's reader: say which file
+        raise ValueError(f"{path}: {err}") from err
+
+
+def _inspect_blob(data, path: str) -> dict:
+    info = _describe_blob(data, path)
+    return {
+        **_describe(info, path, "save_to_bytes"),
+        "region": None,
+        "weights_file": str(info["weights_file"]) if "weights_file" in info else None,
+        "self_contained": None,
+        "relax_vm": None,
+    }
+
+
+def _describe(info, path: str, kind: str) -> dict:
+    """What ``inspect`` shows of the format's description ``info`` (DescribeBytes)."""
     functions = []
     for fn in info["functions"]:
         names = [str(n) for n in fn["param_names"]]
@@ -670,16 +748,37 @@ def _inspect(data: bytes | mmap.mmap, path: str) -> dict[str, Any]:
         )
     return {
         "path": path,
+        "kind": kind,
         "format_version": int(info["version"]),
         "total_bytes": int(info["total_bytes"]),
         "constant_bytes": int(info["constant_bytes"]),
-        "payloads": art.payloads,
-        "region": art.region_state(),
-        "weights_file": art.weights_file,
+        "payloads": str(info["payloads"]),
         "payload_hashes": "not checked (run tvm-partial verify)",
         "functions": functions,
-        "relax_vm": _relax_vm_info(art, data),
     }
+
+
+def _embeds_loaders(art: _Artifact) -> bool:
+    """Whether the library carries tvm-partial's loader for every module kind of tvm-partial it
+    embeds (``export_library(..., self_contained=True)`` links them in): then it loads with TVM
+    alone. The loaders' registered names are looked for outside the embedded modules' bytes and
+    the payload region (a bound string could spell one), without reading those in bulk."""
+    kinds = {m.kind for m in art.elf.embedded_modules() if m.kind.startswith("partial_apply")}
+    data = art.elf.data
+    at, _ = art.elf.symbol(_elf.BLOB_SYMBOL)
+    skip = [(at, at + 8 + art.elf.u64(at, "the embedded module blob's length"))]
+    if art.region is not None and art.region[1] is not None:
+        skip.append((art.region[1], art.region[1] + art.region[2]))
+    spans, begin = [], 0
+    for lo, hi in sorted(skip):
+        spans.append((begin, lo))
+        begin = max(begin, hi)
+    spans.append((begin, len(data)))
+    for kind in kinds:
+        needle = f"ffi.Module.load_from_bytes.{kind}".encode() + b"\0"
+        if not any(lo < hi and data.find(needle, lo, hi) >= 0 for lo, hi in spans):
+            return False
+    return True
 
 
 def _output_entry(spec: Mapping[str, Any], names: list[str]) -> dict[str, Any]:

@@ -26,6 +26,7 @@ import tvm_ffi
 
 from . import _lib
 from ._typing import PathLike
+from ._progress import ProgressCallback, hash_ranges
 
 #: safetensors dtype -> (TVM dtype, numpy dtype of the same bits that DLPack carries).
 _DTYPES = {
@@ -238,7 +239,8 @@ def is_weights_file(path: PathLike) -> bool:
 
 
 def _metadata(path: str) -> tuple[Any, ...]:
-    """-> (entries, data start, {key: [function, position]}, {key: hash} or None)."""
+    """-> (entries, data start, {key: [function, position]}, {key: hash} or None, the
+    ``__metadata__`` object as written)."""
     entries, data_start, buffer = _read(path)
     with open(path, "rb") as f:
         header = json.loads(f.read(data_start)[8:].decode("utf-8"))
@@ -253,7 +255,7 @@ def _metadata(path: str) -> tuple[Any, ...]:
             raise ValueError("not an object")
     except (TypeError, ValueError) as err:
         raise ValueError(f"weights file {path}: malformed tvm_partial metadata ({err})") from None
-    return entries, data_start, where, hashes
+    return entries, data_start, where, hashes, meta
 
 
 def _payloads(
@@ -286,9 +288,11 @@ def _payloads(
 
 def inspect_weights(path: PathLike) -> dict[str, Any]:
     """Describe a safetensors weights file without reading its payloads: the same keys as
-    ``inspect`` of an artifact (``payloads`` is ``"weights file"``), each tensor with its key."""
+    ``inspect`` of an artifact (``payloads`` is ``"weights file"``), each tensor with its key and
+    recorded hash (``hash``, 16 hex digits, where ``save_weights`` recorded one), and the file's
+    ``__metadata__`` as ``metadata``."""
     path = os.fspath(path)
-    entries, data_start, where, hashes = _metadata(path)
+    entries, data_start, where, hashes, meta = _metadata(path)
     functions: dict = {}
     for p in _payloads(path, entries, data_start, where):
         functions.setdefault(p["function"], []).append(
@@ -303,6 +307,7 @@ def inspect_weights(path: PathLike) -> dict[str, Any]:
                 "offset": p["file_offset"],
                 "key": p["key"],
                 "aligned": p["file_offset"] % _ALIGNMENT == 0,
+                **({"hash": hashes[p["key"]]} if hashes and isinstance(hashes.get(p["key"]), str) else {}),
             }
         )
     return {
@@ -320,15 +325,17 @@ def inspect_weights(path: PathLike) -> dict[str, Any]:
         "functions": [
             {"name": f, "param_names": [], "free": [], "bindings": b} for f, b in functions.items()
         ],
+        "metadata": {str(k): str(v) for k, v in meta.items()},
     }
 
 
-def verify_weights(path: PathLike) -> dict[str, Any]:
+def verify_weights(path, progress: ProgressCallback | None = None) -> dict:
     """Check every payload of a weights file written by ``save_weights`` against the hash its
-    ``__metadata__`` records (reads the file in 1 MiB chunks). The report has the keys of
-    ``verify``'s. Raises ``ValueError`` for a damaged header or a file without recorded hashes."""
+    ``__metadata__`` records (reads the file in 1 MiB chunks; ``progress(done_bytes,
+    total_bytes)`` as they go by). The report has the keys of ``verify``'s. Raises
+    ``ValueError`` for a damaged header or a file without recorded hashes."""
     path = os.fspath(path)
-    entries, data_start, where, hashes = _metadata(path)
+    entries, data_start, where, hashes, _ = _metadata(path)
     if hashes is None:
         raise ValueError(
             f"weights file {path} records no payload hashes (it was not written by "
@@ -339,7 +346,9 @@ def verify_weights(path: PathLike) -> dict[str, Any]:
         recorded = hashes.get(p["key"])
         if not isinstance(recorded, str) or len(recorded) != 16:
             raise ValueError(f"weights file {path}: tensor {p['key']!r} has no recorded hash")
-        p["intact"] = f"{_hash_file_range(path, p['file_offset'], p['bytes']) & _U64:016x}" == recorded
+    got = hash_ranges([(path, p["file_offset"], p["bytes"]) for p in payloads], progress)
+    for p, value in zip(payloads, got):
+        p["intact"] = f"{value:016x}" == hashes[p["key"]]
     damaged = [p for p in payloads if not p["intact"]]
     return {
         "path": path,

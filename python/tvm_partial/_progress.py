@@ -1,0 +1,120 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Progress of long work (exporting, verifying large weights) on a terminal, and sizes in human
+units.
+
+``Progress(label, total_bytes)`` is a callback ``(done_bytes, total_bytes)`` that keeps one line
+up to date on stderr (``\\r``), and only where someone watches: the stream is a terminal, ``quiet``
+is not True, and the work is large (``MIN_BYTES``, 64 MiB); otherwise it prints nothing. Updates
+are throttled to ``MAX_UPDATES_PER_SECOND``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Callable, TextIO
+
+#: Work smaller than this finishes before a progress line would help: nothing is shown.
+MIN_BYTES = 64 * 2**20
+#: At most this many redraws of the line per second.
+MAX_UPDATES_PER_SECOND = 10
+
+_UNITS = ("KiB", "MiB", "GiB", "TiB", "PiB")
+
+#: What ``verify(path, progress=...)`` and the export loop call: ``(done_bytes, total_bytes)``.
+ProgressCallback = Callable[[int, int], None]
+
+
+def format_size(nbytes: int) -> str:
+    """``12 B``, ``19 KiB``, ``256.0 MiB``, ``1.0 GiB``: bytes and KiB as whole numbers, MiB and
+    larger with one decimal; a value that would show as 1024 of a unit shows as 1 of the next."""
+    nbytes = int(nbytes)
+    if nbytes < 1024:
+        return f"{nbytes} B"
+    value = float(nbytes)
+    for i, unit in enumerate(_UNITS):
+        value /= 1024
+        shown = f"{value:.0f}" if unit == "KiB" else f"{value:.1f}"
+        if float(shown) < 1024 or i == len(_UNITS) - 1:
+            return f"{shown} {unit}"
+    raise AssertionError("unreachable")
+
+
+class Progress:
+    """``with Progress("verify model.so", total) as progress: ... progress(done, total)``.
+
+    Shows ``label: 37% (380.0 MiB of 1.0 GiB)`` on one updating line of ``stream`` (default:
+    stderr) when ``stream.isatty()``, ``quiet`` is not True and the total reaches ``MIN_BYTES``
+    (the total a call passes counts: ``total_bytes`` may be 0 when it is not known yet);
+    ``close()`` ends the line (the final state is drawn once more). Otherwise it does nothing.
+    """
+
+    def __init__(
+        self, label: str, total_bytes: int, quiet: bool | None = None, stream: TextIO | None = None
+    ) -> None:
+        self.label = label
+        self.total_bytes = int(total_bytes)
+        self.stream = sys.stderr if stream is None else stream
+        isatty = getattr(self.stream, "isatty", None)
+        # Whether anyone watches; the size is checked per call (a caller may learn the total late).
+        self.active = quiet is not True and callable(isatty) and bool(isatty())
+        self._last_draw = float("-inf")
+        self._done = 0
+        self._drawn = False
+
+    def __call__(self, done_bytes: int, total_bytes: int) -> None:
+        if not self.active or total_bytes < MIN_BYTES:
+            return
+        self._done, self.total_bytes = int(done_bytes), int(total_bytes)
+        now = time.monotonic()
+        if now - self._last_draw >= 1.0 / MAX_UPDATES_PER_SECOND:
+            self._last_draw = now
+            self._draw()
+
+    def _draw(self) -> None:
+        total = max(self.total_bytes, 1)
+        percent = min(100, self._done * 100 // total)
+        self.stream.write(
+            f"\r{self.label}: {percent:3d}% ({format_size(self._done)} of {format_size(self.total_bytes)})"
+        )
+        self.stream.flush()
+        self._drawn = True
+
+    def close(self) -> None:
+        """Draw the final state and end the line (once; only where something was shown)."""
+        if self.active and self._drawn:
+            self._draw()
+            self.stream.write("\n")
+            self.stream.flush()
+        self.active = False
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def hash_ranges(ranges: list, progress: ProgressCallback | None = None) -> list:
+    """The format's hash (a u64) of each ``(path, offset, nbytes)`` in ``ranges``, read in 1 MiB
+    chunks; ``progress(done_bytes, total_bytes)`` is called as the chunks go by, counting over
+    all ranges, and once more at the end."""
+    import tvm_ffi
+
+    from . import _lib  # noqa: F401  (registers the hash globals)
+
+    total = sum(int(n) for _, _, n in ranges)
+    if progress is None:
+        plain = tvm_ffi.get_global_func("tvm_partial.HashFileRange")
+        return [plain(path, offset, n) & _U64 for path, offset, n in ranges]
+    chunked = tvm_ffi.get_global_func("tvm_partial.HashFileRangeProgress")
+    out, done = [], 0
+    for path, offset, n in ranges:
+        out.append(chunked(path, offset, n, lambda d, base=done: progress(base + d, total)) & _U64)
+        done += int(n)
+    progress(total, total)
+    return out
+
+
+_U64 = (1 << 64) - 1
