@@ -40,7 +40,9 @@ def test_api_doc_names_are_exactly_all():
 
 def _documented(text: str) -> list:
     """[(name, kind, default)] from 'tvm_partial.f(a, b=1, /, *, c=..., **kw)'."""
-    args = ast.parse(f"def f{text[text.index('(') :]}: pass").body[0].args
+    node = ast.parse(f"def f{text[text.index('(') :]}: pass").body[0]
+    assert isinstance(node, ast.FunctionDef)
+    args = node.args
     out = []
     positional = args.posonlyargs + args.args
     defaults = [None] * (len(positional) - len(args.defaults)) + args.defaults

@@ -108,11 +108,11 @@ def main(argv=None) -> int:
     )
     # New weights for the same code: a safetensors file of the seed-1 weights, bound in C++ in
     # place of an artifact's (deploy --weights), here one whose own weights file is gone.
-    other = demo.sample_inputs(1)
+    other = fixtures.sample_inputs(1)
     tvm_partial.save_weights(
         tvm_partial.rebind(pm, weights=other["weights"], bias=other["bias"]), build / "v2.safetensors"
     )
-    demo.reference(inputs["data"], other["weights"], other["bias"]).tofile(build / "expected_v2.bin")
+    fixtures.reference(inputs["data"], other["weights"], other["bias"]).tofile(build / "expected_v2.bin")
     tvm_partial.export_library(pm, build / "conv2d_bias_gone.so", weights_file=build / "gone.safetensors")
     (build / "gone.safetensors").unlink()
     tvm_partial.save_weights(

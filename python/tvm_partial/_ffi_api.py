@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         name: str | None = ...,
         names: Sequence[str] | None = ...,
         outputs: Sequence[Any] | None = ...,
+        full_names: Sequence[str] | None = ...,
         /,
     ) -> tvm_ffi.Function: ...
     def PartialApplyModule(
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
         bindings: Mapping[str, Mapping[int, Any]],
         names: Mapping[str, Sequence[str]] | None = ...,
         outputs: Mapping[str, Any] | None = ...,
+        full_names: Mapping[str, Sequence[str]] | None = ...,
         /,
     ) -> tvm_ffi.Module: ...
     def PartialApplyBindings(

@@ -5,6 +5,8 @@ runs, and what the tests, benchmarks and the C++ deployment example compile."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 # Small integer values keep every float32 sum exact, so results compare bitwise whatever the
@@ -12,7 +14,7 @@ import numpy as np
 SHAPES = {"data": (1, 3, 32, 32), "weights": (8, 3, 3, 3), "bias": (8,), "result": (1, 8, 30, 30)}
 
 
-def conv2d_bias_tensors(dtype: str = "float32"):
+def conv2d_bias_tensors(dtype: str = "float32") -> list[Any]:
     """TE placeholders for input, weights and bias, and the conv2d + bias result."""
     from tvm import te
 
@@ -31,7 +33,7 @@ def conv2d_bias_tensors(dtype: str = "float32"):
     return [data, weights, bias, result]
 
 
-def build_conv2d_bias(dtype: str = "float32"):
+def build_conv2d_bias(dtype: str = "float32") -> tuple[Any, list[Any]]:
     """-> (executable, signature tensors)."""
     import tvm
     from tvm import te

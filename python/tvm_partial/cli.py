@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
 from importlib import metadata
 
 from ._progress import Progress, format_size

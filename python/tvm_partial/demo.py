@@ -13,7 +13,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 

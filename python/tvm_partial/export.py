@@ -482,7 +482,7 @@ def verify(path: PathLike, progress: ProgressCallback | None = None) -> dict[str
         return _weights.verify_weights(path, progress=progress)
     with _mapped(path) as data:
         if kind == "save_to_bytes":
-            info, source = _describe_blob(data, path), path
+            info, source = dict(_describe_blob(data, path)), path
             if str(info["payloads"]) != "inline":
                 raise ValueError(
                     f"{path} holds the bindings of a partial module whose payloads lie elsewhere "
@@ -598,7 +598,9 @@ class _Artifact:
         self.weights_file = str(self.info["weights_file"]) if "weights_file" in self.info else None
         if self.weights_file is not None:  # flag 2: the library's region is the header alone
             self.payload_file = os.path.join(os.path.dirname(os.path.abspath(path)), self.weights_file)
-        self.region = None  # (symbol, file offset, bytes) of a zero-copy region
+        self.region: tuple[str, int | None, int | None] | None = (
+            None  # (symbol, file offset, bytes) of a zero-copy region
+        )
         if self.payloads.startswith("region "):
             symbol = self.payloads.split(" ", 1)[1]
             found = self.elf.symbol(symbol.encode())
@@ -704,15 +706,15 @@ def _inspect(data: bytes | mmap.mmap, path: str) -> dict[str, Any]:
     }
 
 
-def _describe_blob(data, path: str) -> dict:
+def _describe_blob(data: bytes | mmap.mmap, path: str) -> dict[str, Any]:
     """The format reader's description of a file holding ``save_to_bytes`` output."""
     try:
-        return _lib.describe_bytes(bytes(data))
+        return dict(_lib.describe_bytes(bytes(data)))
     except ValueError as err:  # the format's reader: say which file
         raise ValueError(f"{path}: {err}") from err
 
 
-def _inspect_blob(data, path: str) -> dict:
+def _inspect_blob(data: bytes | mmap.mmap, path: str) -> dict[str, Any]:
     info = _describe_blob(data, path)
     return {
         **_describe(info, path, "save_to_bytes"),
@@ -723,7 +725,7 @@ def _inspect_blob(data, path: str) -> dict:
     }
 
 
-def _describe(info, path: str, kind: str) -> dict:
+def _describe(info: Mapping[str, Any], path: str, kind: str) -> dict[str, Any]:
     """What ``inspect`` shows of the format's description ``info`` (DescribeBytes)."""
     functions = []
     for fn in info["functions"]:

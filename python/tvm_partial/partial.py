@@ -141,15 +141,15 @@ def partial(
         values[position] = _convert(value, param, label, device)
     names = view.free_names()
     specs = None if outputs is None else _outputs.resolve(outputs, view.sig, sorted(view.bound))
-    original = view.original_names
+    full_names = view.original_names
     if kind == "function":
-        return _lib.partial_apply(obj, values, view.closure_name, names, specs, original)
+        return _lib.partial_apply(obj, values, view.closure_name, names, specs, full_names)
     return _lib.partial_apply_module(
         obj,
         {fname: values},
         {fname: names} if names else {},
         {fname: specs} if specs is not None else {},
-        {fname: original} if original else {},
+        {fname: full_names} if full_names else {},
     )
 
 

@@ -25,8 +25,8 @@ import numpy as np
 import tvm_ffi
 
 from . import _lib
-from ._typing import PathLike
 from ._progress import ProgressCallback, hash_ranges
+from ._typing import PathLike
 
 #: safetensors dtype -> (TVM dtype, numpy dtype of the same bits that DLPack carries).
 _DTYPES = {
@@ -329,7 +329,7 @@ def inspect_weights(path: PathLike) -> dict[str, Any]:
     }
 
 
-def verify_weights(path, progress: ProgressCallback | None = None) -> dict:
+def verify_weights(path: PathLike, progress: ProgressCallback | None = None) -> dict[str, Any]:
     """Check every payload of a weights file written by ``save_weights`` against the hash its
     ``__metadata__`` records (reads the file in 1 MiB chunks; ``progress(done_bytes,
     total_bytes)`` as they go by). The report has the keys of ``verify``'s. Raises
