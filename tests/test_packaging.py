@@ -42,7 +42,9 @@ def wheel(tmp_path_factory):
 
 def test_wheel_is_manylinux_without_a_copy_of_libtvm_ffi(wheel):
     path, names, _ = wheel
-    assert re.fullmatch(rf"tvm_partial-{re.escape(PYPROJECT_VERSION)}-py3-none-manylinux_\d+_\d+_\w+\.whl", path.name)
+    assert re.fullmatch(
+        rf"tvm_partial-{re.escape(PYPROJECT_VERSION)}-py3-none-manylinux_\d+_\d+_\w+\.whl", path.name
+    )
     assert {
         "tvm_partial/lib/libtvm_partial.so",
         "tvm_partial/lib/tvm_partial_embed.o",
@@ -75,7 +77,8 @@ def test_wheel_has_license(wheel):
 
 
 @pytest.mark.skipif(
-    not (ROOT / "python" / "tvm_partial" / "py.typed").exists(), reason="python/tvm_partial/py.typed not added yet"
+    not (ROOT / "python" / "tvm_partial" / "py.typed").exists(),
+    reason="python/tvm_partial/py.typed not added yet",
 )
 def test_wheel_has_py_typed(wheel):
     assert "tvm_partial/py.typed" in wheel[1]
