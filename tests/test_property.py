@@ -216,6 +216,12 @@ def test_echo_function_chains_match_the_model(data):
 
 
 # -- compiled kernels: function and module targets ---------------------------------------------------
+def _weighted_sum(inputs):
+    # A closure over its own `inputs`, not a default argument: te.compute of apache-tvm 0.26
+    # refuses a compute function with defaults.
+    return lambda j: sum(p[j] * (BASE**i) for i, p in enumerate(inputs))
+
+
 @pytest.fixture(scope="module")
 def kernels():
     """arity -> (executable, TE tensors p0..p{n-1}); int64 (1,) tensors, the last one the output:
@@ -223,11 +229,7 @@ def kernels():
     built = {}
     for n in ARITIES:
         inputs = [te.placeholder((1,), "int64", name=f"p{i}") for i in range(n - 1)]
-        out = te.compute(
-            (1,),
-            lambda j, inputs=inputs: sum(p[j] * (BASE**i) for i, p in enumerate(inputs)),
-            name=f"p{n - 1}",
-        )
+        out = te.compute((1,), _weighted_sum(inputs), name=f"p{n - 1}")
         built[n] = (compile_te([*inputs, out]), [*inputs, out])
     return built
 
