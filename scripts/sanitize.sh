@@ -5,8 +5,9 @@
 # extension (gcc's runtimes, preloaded into Python and every process the tests start).
 #   scripts/sanitize.sh [pytest args...]
 # Leak detection is off: CPython and LLVM keep memory until exit by design. Left out: the fuzz
-# smoke test (it builds its own clang-sanitized binary, whose runtime clashes with gcc's) and the
-# resident-memory test (ASan's quarantine holds 256 MiB of freed memory by design).
+# smoke test (it builds its own clang-sanitized binary, whose runtime clashes with gcc's), the
+# resident-memory test (ASan's quarantine holds 256 MiB of freed memory by design) and the wheel
+# tests (they run the compiler and auditwheel, not the extension; the plain run covers them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=build/asan-venv
@@ -18,4 +19,4 @@ python3 -m venv "$VENV"
 PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
 export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:print_summary=1:allocator_may_return_null=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-LD_PRELOAD="$PRELOAD" "$VENV/bin/python" -m pytest -q -p no:cacheprovider -k "not fuzzer_runs and not memory_flat" "$@"
+LD_PRELOAD="$PRELOAD" "$VENV/bin/python" -m pytest -q -p no:cacheprovider -k "not fuzzer_runs and not memory_flat and not test_wheel_" "$@"
