@@ -13,7 +13,12 @@
 #include <tvm/ffi/function.h>
 #include <tvm_partial/partial_apply.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -41,6 +46,8 @@ constexpr char kMagic[8] = {'T', 'V', 'M', 'P', 'A', 'R', 'T', 'L'};
 constexpr char kRegionMagic[8] = {'T', 'V', 'M', 'P', 'R', 'E', 'G', 'N'};
 constexpr uint32_t kFlagExternalPayloads = 1;  // payloads live in a region of the library file
 constexpr uint32_t kFlagWeightsFile = 2;       // ... of a safetensors file beside it (with flag 1)
+constexpr uint32_t kFlagAppended = 4;  // ... appended to the library file (with flag 1, not 2)
+constexpr char kTrailerMagic[8] = {'T', 'V', 'M', 'P', 'T', 'R', 'L', 'R'};
 constexpr size_t kHeaderSize = 40;             // magic, version, flags, total, metadata size, hash
 constexpr size_t kHashedHeader = 32;           // the header bytes covered by the metadata hash
 constexpr uint32_t kMaxNdim = 64;
@@ -303,8 +310,10 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
       std::any_of(functions.begin(), functions.end(),
                   [](const FunctionRecord& fn) { return !fn.outputs.empty(); });
   w.Put<uint32_t>(with_outputs ? kVersion : kVersionNoOutputs);
-  w.Put<uint32_t>(
-      region ? (kFlagExternalPayloads | (region->weights_file.empty() ? 0 : kFlagWeightsFile)) : 0);
+  w.Put<uint32_t>(region ? (kFlagExternalPayloads |
+                            (region->weights_file.empty() ? 0 : kFlagWeightsFile) |
+                            (region->appended ? kFlagAppended : 0))
+                         : 0);
   w.Put<uint64_t>(0);  // total size, patched
   w.Put<uint64_t>(0);  // metadata size, patched
   w.Put<uint64_t>(0);  // metadata hash, patched
@@ -426,8 +435,10 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
   return std::move(w.str());
 }
 
-void WriteRegion(const std::vector<FunctionRecord>& functions, const ExternalRegion& region,
-                 const std::string& path, size_t lead) {
+namespace {
+
+/*! \brief The bound tensors in the order Encode lays out their payloads. */
+std::vector<ffi::Tensor> RegionTensors(const std::vector<FunctionRecord>& functions) {
   std::vector<ffi::Tensor> tensors;
   for (const FunctionRecord& fn : functions) {
     for (const auto& [index, value] : fn.bound) {
@@ -435,8 +446,124 @@ void WriteRegion(const std::vector<FunctionRecord>& functions, const ExternalReg
         tensors.push_back(value.cast<ffi::Tensor>());
     }
   }
+  return tensors;
+}
+
+/*! \brief The size of the region holding `tensors` (header, payloads at multiples of 64). */
+size_t RegionEnd(const std::vector<ffi::Tensor>& tensors) {
   size_t end = kRegionHeaderSize;
   for (const ffi::Tensor& t : tensors) end = AlignUp(end) + ffi::GetDataSize(*t.GetDLTensorPtr());
+  return end;
+}
+
+std::string HeaderOfRegion(uint64_t size, uint64_t link) {
+  std::string header(kRegionHeaderSize, '\0');
+  const uint32_t version = kVersionNoOutputs;
+  std::memcpy(&header[0], kRegionMagic, 8);
+  std::memcpy(&header[8], &version, 4);
+  std::memcpy(&header[16], &size, 8);
+  std::memcpy(&header[24], &link, 8);
+  return header;
+}
+
+}  // namespace
+
+std::string RegionHeader(const std::vector<FunctionRecord>& functions,
+                         const ExternalRegion& region) {
+  return HeaderOfRegion(RegionEnd(RegionTensors(functions)), region.link);
+}
+
+std::string EncodeTrailer(uint64_t offset, uint64_t size, uint64_t link) {
+  std::string trailer(kTrailerSize, '\0');
+  std::memcpy(&trailer[0], kTrailerMagic, 8);
+  std::memcpy(&trailer[8], &kTrailerVersion, 4);
+  std::memcpy(&trailer[16], &offset, 8);
+  std::memcpy(&trailer[24], &size, 8);
+  std::memcpy(&trailer[32], &link, 8);
+  const uint64_t h = Hash(trailer.data(), 40);
+  std::memcpy(&trailer[40], &h, 8);
+  return trailer;
+}
+
+bool DecodeTrailer(const char* trailer, uint64_t* offset, uint64_t* size, uint64_t* link) {
+  uint32_t version;
+  uint64_t h;
+  std::memcpy(&version, trailer + 8, 4);
+  std::memcpy(offset, trailer + 16, 8);
+  std::memcpy(size, trailer + 24, 8);
+  std::memcpy(link, trailer + 32, 8);
+  std::memcpy(&h, trailer + 40, 8);
+  return std::memcmp(trailer, kTrailerMagic, 8) == 0 && version == kTrailerVersion &&
+         h == Hash(trailer, 40);
+}
+
+void AppendRegion(const std::vector<FunctionRecord>& functions, const ExternalRegion& region,
+                  const std::string& path, const ffi::Optional<ffi::Function>& progress) {
+  const std::vector<ffi::Tensor> tensors = RegionTensors(functions);
+  const size_t total = RegionEnd(tensors);
+  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) {
+    TVM_FFI_THROW(RuntimeError) << "cannot append the payload region to " << path << ": "
+                                << std::strerror(errno);
+  }
+  std::unique_ptr<int, void (*)(int*)> closer(new int(fd), [](int* f) {
+    close(*f);
+    delete f;
+  });
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    TVM_FFI_THROW(RuntimeError) << "cannot append the payload region to " << path << ": "
+                                << std::strerror(errno);
+  }
+  const uint64_t start = static_cast<uint64_t>(st.st_size) + kAppendAlignment - 1 -
+                         (static_cast<uint64_t>(st.st_size) + kAppendAlignment - 1) %
+                             kAppendAlignment;
+  uint64_t at = static_cast<uint64_t>(st.st_size);
+  // pwrite at explicit offsets: every byte goes to the file once, straight from the tensor.
+  auto put = [&](const char* data, size_t n) {
+    while (n > 0) {
+      const ssize_t done = pwrite(fd, data, std::min<size_t>(n, size_t{1} << 30), at);
+      if (done < 0 && errno == EINTR) continue;
+      if (done <= 0) {
+        TVM_FFI_THROW(RuntimeError) << "writing the payload region to " << path << " failed: "
+                                    << (done < 0 ? std::strerror(errno) : "no progress");
+      }
+      data += done;
+      n -= static_cast<size_t>(done);
+      at += static_cast<uint64_t>(done);
+    }
+  };
+  static const char zeros[kPayloadAlignment] = {};
+  auto pad_to = [&](uint64_t target) {
+    while (at < target) put(zeros, std::min<uint64_t>(target - at, sizeof(zeros)));
+  };
+  constexpr size_t kChunk = size_t{64} << 20;  // progress granularity
+  auto report = [&](uint64_t done) {
+    if (progress.has_value()) (*progress)(static_cast<int64_t>(done), static_cast<int64_t>(total));
+  };
+  pad_to(start);
+  const std::string header = HeaderOfRegion(total, region.link);
+  put(header.data(), header.size());
+  for (const ffi::Tensor& t : tensors) {
+    const size_t nbytes = ffi::GetDataSize(*t.GetDLTensorPtr());
+    pad_to(start + AlignUp(at - start));
+    HostBytes host(t, nbytes);
+    for (size_t done = 0; done < nbytes;) {
+      const size_t n = std::min(kChunk, nbytes - done);
+      put(host.data() + done, n);
+      done += n;
+      if (at - start < total) report(at - start);
+    }
+  }
+  const std::string trailer = EncodeTrailer(start, total, region.link);
+  put(trailer.data(), trailer.size());
+  report(total);
+}
+
+void WriteRegion(const std::vector<FunctionRecord>& functions, const ExternalRegion& region,
+                 const std::string& path, size_t lead) {
+  const std::vector<ffi::Tensor> tensors = RegionTensors(functions);
+  const size_t end = RegionEnd(tensors);
   std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "wb"), std::fclose);
   if (!file) TVM_FFI_THROW(RuntimeError) << "cannot write the payload region to " << path;
   auto put = [&](const void* data, size_t n) {
@@ -450,14 +577,8 @@ void WriteRegion(const std::vector<FunctionRecord>& functions, const ExternalReg
     put(zeros, n);
     left -= n;
   }
-  char header[kRegionHeaderSize] = {};
-  uint32_t version = kVersionNoOutputs;
-  uint64_t size = end;
-  std::memcpy(header, kRegionMagic, 8);
-  std::memcpy(header + 8, &version, 4);
-  std::memcpy(header + 16, &size, 8);
-  std::memcpy(header + 24, &region.link, 8);
-  put(header, sizeof(header));
+  const std::string header = HeaderOfRegion(end, region.link);
+  put(header.data(), header.size());
   size_t written = kRegionHeaderSize;
   for (const ffi::Tensor& t : tensors) {
     size_t nbytes = ffi::GetDataSize(*t.GetDLTensorPtr());
@@ -552,6 +673,7 @@ struct Parsed {
   uint64_t total;
   bool external = false;     // payloads in a region of the library file
   std::string weights_file;  // flag 2: the region is the data of this safetensors file
+  bool appended = false;     // flag 4: the region is appended to the library file
   std::string symbol;        // that region's symbol
   uint64_t link = 0;         // the number the region header must repeat
   uint64_t region_size = 0;
@@ -625,9 +747,12 @@ Parsed Parse(const char* data, size_t size) {
   }
   if (out.version == 0) Corrupt("format version 0 is invalid");
   uint32_t flags = header.Get<uint32_t>("flags");
-  if ((flags & ~(kFlagExternalPayloads | kFlagWeightsFile)) != 0 || flags == kFlagWeightsFile) {
+  if (flags != 0 && flags != kFlagExternalPayloads &&
+      flags != (kFlagExternalPayloads | kFlagWeightsFile) &&
+      flags != (kFlagExternalPayloads | kFlagAppended)) {
     Corrupt("unknown flags " + std::to_string(flags));
   }
+  out.appended = (flags & kFlagAppended) != 0;
   out.external = (flags & kFlagExternalPayloads) != 0;
   out.total = header.Get<uint64_t>("total size");
   if (out.total != size) {
@@ -845,11 +970,20 @@ std::vector<FunctionRecord> Decode(const char* data, size_t size) {
              region_size == parsed.region_size && link == parsed.link;
     };
     const bool in_file = !parsed.weights_file.empty();
-    // With a weights file the library's region is its header alone (it says which library this is).
-    mapped = region::Find(parsed.symbol, in_file ? kRegionHeaderSize : parsed.region_size);
+    // With a weights file or an appended region the library's region is its header alone (it
+    // says which library this is).
+    const bool header_only = in_file || parsed.appended;
+    mapped = region::Find(parsed.symbol, header_only ? kRegionHeaderSize : parsed.region_size);
     if (!matches(mapped.data)) {
       Corrupt("the payload region " + parsed.symbol + " in " + mapped.library +
               " does not match its metadata (bad magic, version, size or link)");
+    }
+    if (parsed.appended) {
+      mapped = region::MapAppended(mapped.library, parsed.region_size, parsed.link);
+      if (!matches(mapped.data)) {
+        Corrupt("the payload region appended to " + mapped.library +
+                " does not match its metadata (bad magic, version, size or link)");
+      }
     }
     if (in_file) {
       const std::string path = weights::Beside(mapped.library, parsed.weights_file);
@@ -930,6 +1064,7 @@ ffi::Map<ffi::String, ffi::Any> Describe(const char* data, size_t size) {
   out.Set("constant_bytes", static_cast<int64_t>(constant_bytes));
   out.Set("payloads", ffi::String(parsed.external ? "region " + parsed.symbol : "inline"));
   if (!parsed.weights_file.empty()) out.Set("weights_file", ffi::String(parsed.weights_file));
+  if (parsed.appended) out.Set("region_appended", true);
   if (parsed.external) {
     out.Set("region_link", static_cast<int64_t>(parsed.link));
     out.Set("region_size", static_cast<int64_t>(parsed.region_size));

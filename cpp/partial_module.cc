@@ -372,6 +372,44 @@ TVM_FFI_STATIC_INIT_BLOCK() {
             if (pm->HasWrapped()) wrapped = pm->Wrapped();
             return ffi::Module(ffi::make_object<PartialModuleObj>(pm->functions_, wrapped, region));
           }));
+  // The default zero-copy export (flag 4): the library's region holds only the region header
+  // (PayloadRegionHeader); AppendPayloadRegion appends the region to the linked library file.
+  detail::RegisterGlobalOnce(
+      "tvm_partial.WithAppendedPayloads",
+      ffi::Function::FromTyped([](ffi::Module mod, ffi::String symbol, int64_t link) {
+        PartialModuleObj* pm = AsPartialModule(mod);
+        if (pm == nullptr)
+          TVM_FFI_THROW(TypeError) << "WithAppendedPayloads: not a partial_apply module";
+        if (std::string(symbol).rfind(format::kRegionSymbolPrefix, 0) != 0) {
+          TVM_FFI_THROW(ValueError)
+              << "WithAppendedPayloads: the symbol must start with " << format::kRegionSymbolPrefix;
+        }
+        format::ExternalRegion region{std::string(symbol), static_cast<uint64_t>(link)};
+        region.appended = true;
+        ffi::Optional<ffi::Module> wrapped;
+        if (pm->HasWrapped()) wrapped = pm->Wrapped();
+        return ffi::Module(ffi::make_object<PartialModuleObj>(pm->functions_, wrapped, region));
+      }));
+  detail::RegisterGlobalOnce(
+      "tvm_partial.PayloadRegionHeader", ffi::Function::FromTyped([](ffi::Module mod) {
+        PartialModuleObj* pm = AsPartialModule(mod);
+        if (pm == nullptr || !pm->external_) {
+          TVM_FFI_THROW(TypeError) << "PayloadRegionHeader: needs a module from "
+                                      "WithAppendedPayloads or WithExternalPayloads";
+        }
+        return ffi::Bytes(format::RegionHeader(pm->functions_, *pm->external_));
+      }));
+  detail::RegisterGlobalOnce(
+      "tvm_partial.AppendPayloadRegion",
+      ffi::Function::FromTyped(
+          [](ffi::Module mod, ffi::String path, ffi::Optional<ffi::Function> progress) {
+            PartialModuleObj* pm = AsPartialModule(mod);
+            if (pm == nullptr || !pm->external_ || !pm->external_->appended) {
+              TVM_FFI_THROW(TypeError)
+                  << "AppendPayloadRegion: needs a module from WithAppendedPayloads";
+            }
+            format::AppendRegion(pm->functions_, *pm->external_, std::string(path), progress);
+          }));
   detail::RegisterGlobalOnce(
       "tvm_partial.WritePayloadRegion",
       ffi::Function::FromTyped([](ffi::Module mod, ffi::String path, int64_t lead) {

@@ -35,6 +35,16 @@ struct MappedRegion {
  */
 MappedRegion Find(const std::string& symbol, size_t size);
 
+/*!
+ * \brief Map the payload region appended to the library file `library` (format flag 4): read the
+ *        trailer at the file's end, check it against `size` and `link`, and map the region
+ *        privately by its file offset (pages read when touched, writes stay in the process).
+ * \throws ValueError naming the file when the trailer is missing (a file cut short, or rewritten
+ *         by a tool such as strip, which drops appended data) or disagrees with the metadata;
+ *         RuntimeError when the file cannot be opened or mapped.
+ */
+MappedRegion MapAppended(const std::string& library, uint64_t size, uint64_t link);
+
 }  // namespace region
 }  // namespace tvm_partial
 

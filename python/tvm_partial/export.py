@@ -31,6 +31,7 @@ def export_library(
     self_contained: bool = False,
     zero_copy: bool | None = None,
     weights_file: PathLike | None = None,
+    progress=None,
     **kwargs,
 ) -> None:
     """Export ``module`` (a partial module or any TVM module) and everything it imports into one
@@ -43,9 +44,11 @@ def export_library(
     compiled code and the constants, and needs tvm-partial where it is loaded.
 
     With ``zero_copy`` (default: when the constants reach ``zero_copy.THRESHOLD_BYTES``, 16 MiB)
-    the tensor payloads go into a data section of the library instead of the bytes TVM embeds:
-    loading maps them without copying, pages are read when first touched, and writes to bound
-    tensors are private (copy-on-write). ``False`` keeps them inside the embedded bytes.
+    the tensor payloads are appended to the library file (one write, after the linked code)
+    instead of going into the bytes TVM embeds: loading maps them without copying, pages are read
+    when first touched, and writes to bound tensors are private (copy-on-write). ``False`` keeps
+    them inside the embedded bytes. ``progress`` (internal), if given, is called as
+    ``progress(done_bytes, total_bytes)`` while the appended payloads are written.
 
     With ``weights_file`` (a ``.safetensors`` path) the tensor payloads go to that file instead,
     64-byte aligned under readable keys (``main/weights``), and the library keeps the code and the
@@ -129,6 +132,7 @@ def export_library(
         return _export_with_weights_file(module, path, os.fspath(weights_file), **kwargs)
     with _new_file(path) as staged:
         with tempfile.TemporaryDirectory(prefix="tvm_partial_") as workdir:
+            appended = None
             if (
                 isinstance(module, tvm_ffi.Module)
                 and _lib.is_partial(module)
@@ -137,9 +141,17 @@ def export_library(
                     or (zero_copy is None and _zero_copy.constant_bytes(module) >= _zero_copy.THRESHOLD_BYTES)
                 )
             ):
+                if path.endswith((".tar", ".wasm")):
+                    raise ValueError(
+                        f"export_library: a zero-copy export appends the payloads to a shared library; "
+                        f"{path} is not one (export to a .so, or pass zero_copy=False)"
+                    )
                 module, payload_object = _zero_copy.prepare(module, Path(workdir))
                 kwargs["addons"] = [*(kwargs.get("addons") or []), os.fspath(payload_object)]
+                appended = module
             module.export_library(staged, **kwargs)
+            if appended is not None:  # the linked library, then the payloads in one write
+                _zero_copy.append_payload_region(appended, staged, progress)
 
 
 def _code_of(module) -> tuple:
@@ -241,7 +253,10 @@ def _export_loaded(module, path: str, *, zero_copy, self_contained, **kwargs) ->
         if art.region is not None:
             _, region_at = art.placement()  # refuses a damaged region
             symbol, _, region_bytes = art.region
-            external = _zero_copy.with_external_payloads(module, symbol, int(art.info["region_link"]))
+            # The same placement as the source: appended after the code (its trailer is copied
+            # with the rest of the file), or inside the data section (artifacts written before).
+            kind = _zero_copy.with_appended_payloads if art.appended else _zero_copy.with_external_payloads
+            external = kind(module, symbol, int(art.info["region_link"]))
         if zero_copy is not None and bool(zero_copy) != (external is not None):
             raise ValueError(
                 f"export_library: zero_copy={zero_copy} differs from {source}, whose payloads are "
@@ -491,6 +506,9 @@ def verify(path: PathLike) -> dict:
 _U64_MASK = (1 << 64) - 1
 _hash_file_range = tvm_ffi.get_global_func("tvm_partial.HashFileRange")
 _REGION_MAGIC = b"TVMPREGN"
+_TRAILER_MAGIC = b"TVMPTRLR"
+_TRAILER_SIZE = 64
+_APPEND_ALIGNMENT = 64 * 1024
 
 
 class _mapped:
@@ -539,9 +557,15 @@ class _Artifact:
         if self.weights_file is not None:  # flag 2: the library's region is the header alone
             self.payload_file = os.path.join(os.path.dirname(os.path.abspath(path)), self.weights_file)
         self.region = None  # (symbol, file offset, bytes) of a zero-copy region
+        # Flag 4: the region is appended after the code, located by the file's trailer; the
+        # library's symbol holds only its header (file offset, bytes).
+        self.appended = "region_appended" in self.info
+        self.header = None
         if self.payloads.startswith("region "):
             symbol = self.payloads.split(" ", 1)[1]
             found = self.elf.symbol(symbol.encode())
+            if self.appended:
+                self.header, found = found, _trailer(data, path)
             self.region = (symbol, *found) if found is not None else (symbol, None, None)
 
     def region_state(self) -> dict | None:
@@ -549,6 +573,8 @@ class _Artifact:
             return None
         symbol, offset, nbytes = self.region
         state = {"symbol": symbol, "present": offset is not None}
+        if self.appended:
+            state["appended"] = True
         if offset is not None:
             data = self.elf.data
             size = int(self.info["region_size"])
@@ -559,6 +585,9 @@ class _Artifact:
                 == (size, int(self.info["region_link"]) & _U64_MASK)
                 and nbytes == (64 if self.weights_file is not None else size)
             )
+            if self.appended:  # the library's copy of the header must be there and the same
+                header_ok = header_ok and self.header is not None and self.header[1] == 64
+                header_ok = header_ok and data[self.header[0] : self.header[0] + 64] == data[offset : offset + 64]
             state.update(
                 file_offset=offset, bytes=nbytes, complete=header_ok and offset + nbytes <= len(data)
             )
@@ -595,6 +624,13 @@ class _Artifact:
         if self.region is None:
             return "inline", self.blob.offset
         state = self.region_state()
+        if not state["present"] and self.appended:
+            raise ValueError(
+                f"{self.path} is truncated or was rewritten: its payload region "
+                f"({int(self.info['region_size'])} bytes, appended after the code) is missing, and "
+                "so is the trailer at the end of the file that locates it (tools such as strip drop "
+                "data appended to a library); copy or export it again"
+            )
         if not state["present"]:
             raise ValueError(f"{self.path} is damaged: its payload region {state['symbol']} is missing")
         if not state["complete"]:
@@ -617,6 +653,24 @@ class _Artifact:
                 )
             return f"weights file {self.weights_file}", weights["data_offset"]
         return f"region {state['symbol']}", state["file_offset"]
+
+
+def _trailer(data, path: str) -> tuple | None:
+    """(region file offset, region bytes) from the trailer at the end of an artifact whose payload
+    region is appended (format flag 4: "TVMPTRLR", version, offset, size, link, hash), or None when
+    there is no intact trailer that fits the file."""
+    size = len(data)
+    if size < _TRAILER_SIZE:
+        return None
+    at = size - _TRAILER_SIZE
+    magic, version, _, offset, nbytes, _, recorded = struct.unpack_from("<8sIIQQQQ", data, at)
+    if magic != _TRAILER_MAGIC or version != 1:
+        return None
+    if recorded != _hash_file_range(path, at, 40) & _U64_MASK:
+        return None
+    if offset % _APPEND_ALIGNMENT or offset + nbytes != at:
+        return None
+    return offset, nbytes
 
 
 def _relax_vm_info(art: _Artifact, data) -> dict | None:
