@@ -52,3 +52,36 @@ def run_json(code: str, *args: str, env: dict | None = None):
     proc = run_python(code, *args, env=env)
     assert proc.returncode == 0, f"subprocess failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def export_section_artifact(pm, path) -> None:
+    """Export ``pm`` as tvm-partial wrote zero-copy artifacts before the payloads were appended to
+    the file (format flag 1 alone): the whole payload region linked into a data section of the
+    library. Such artifacts must keep loading, verifying and updating."""
+    import platform
+    import secrets
+    import tempfile
+    from pathlib import Path
+
+    from tvm_partial import _elf, zero_copy
+
+    symbol = "__tvm_partial_payload_" + secrets.token_hex(8)
+    external = zero_copy.with_external_payloads(pm, symbol, secrets.randbits(63))
+    with tempfile.TemporaryDirectory() as workdir:
+        obj = Path(workdir) / "payloads.o"
+        zero_copy.write_payload_region(external, obj, lead=64)
+        with open(obj, "r+b") as f:
+            _elf.finish_payload_object(f, symbol, _elf.MACHINES[platform.machine().lower()], lead=64)
+        external.export_library(str(path), addons=[str(obj)])
+
+
+def trailer_hash(data: bytes) -> int:
+    """The format's hash of ``data`` (what a zero-copy trailer records over its first 40 bytes)."""
+    import tempfile
+
+    import tvm_ffi
+
+    with tempfile.NamedTemporaryFile() as f:
+        f.write(data)
+        f.flush()
+        return tvm_ffi.get_global_func("tvm_partial.HashFileRange")(f.name, 0, len(data)) & (2**64 - 1)

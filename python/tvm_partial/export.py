@@ -586,6 +586,7 @@ class _Artifact:
                 and nbytes == (64 if self.weights_file is not None else size)
             )
             if self.appended:  # the library's copy of the header must be there and the same
+                header_ok = header_ok and offset % _APPEND_ALIGNMENT == 0 and offset + nbytes == len(data) - 64
                 header_ok = header_ok and self.header is not None and self.header[1] == 64
                 header_ok = header_ok and data[self.header[0] : self.header[0] + 64] == data[offset : offset + 64]
             state.update(
@@ -658,7 +659,7 @@ class _Artifact:
 def _trailer(data, path: str) -> tuple | None:
     """(region file offset, region bytes) from the trailer at the end of an artifact whose payload
     region is appended (format flag 4: "TVMPTRLR", version, offset, size, link, hash), or None when
-    there is no intact trailer that fits the file."""
+    there is no intact trailer (magic, version and hash)."""
     size = len(data)
     if size < _TRAILER_SIZE:
         return None
@@ -668,9 +669,7 @@ def _trailer(data, path: str) -> tuple | None:
         return None
     if recorded != _hash_file_range(path, at, 40) & _U64_MASK:
         return None
-    if offset % _APPEND_ALIGNMENT or offset + nbytes != at:
-        return None
-    return offset, nbytes
+    return offset, nbytes  # checked against the file and the metadata by region_state
 
 
 def _relax_vm_info(art: _Artifact, data) -> dict | None:
