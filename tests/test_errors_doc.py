@@ -231,6 +231,10 @@ CASES = {
     "the weights file of another export beside an artifact": lambda c: _in_subprocess(
         "import tvm_partial\ntvm_partial.load(sys.argv[1])", _external_artifact(c, "other")
     ),
+    "a zero-copy artifact whose appended payloads were cut off or stripped": lambda c: _in_subprocess(
+        "import tvm_partial\ntvm_partial.load(sys.argv[1])", c["cut_appended"]
+    ),
+    "`tvm-partial verify` on a zero-copy artifact whose appended payloads are gone": lambda c: _cli("verify", c["cut_appended"]),
 }
 
 
@@ -353,8 +357,11 @@ def ctx(conv, tmp_path_factory):
     tvm_partial.export_library(pm, zero, zero_copy=True)
     data = zero.read_bytes()
     region = data.find(b"TVMPREGN")
-    (folder / "truncated.so").write_bytes(data[: region + 100])
+    (folder / "truncated.so").write_bytes(data[: region + 32])  # inside the library's copy of it
     (folder / "altered.so").write_bytes(data[:region] + b"X" + data[region + 1 :])
+    # The payloads are appended after the library's code (the last "TVMPREGN"): cut them off, as
+    # strip does (it keeps only what the ELF sections cover).
+    (folder / "cut_appended.so").write_bytes(data[: data.rfind(b"TVMPREGN")])
     from tvm_partial import zero_copy
 
     external_blob = tvm_partial.save_to_bytes(zero_copy.prepare(pm, folder)[0])
@@ -364,6 +371,7 @@ def ctx(conv, tmp_path_factory):
         "pm": pm,
         "truncated": str(folder / "truncated.so"),
         "altered": str(folder / "altered.so"),
+        "cut_appended": str(folder / "cut_appended.so"),
         "external_blob": external_blob,
         "exe": exe,
         "f": exe["main"],
