@@ -196,7 +196,15 @@ def main_export_only(sizes: list, repeat: int) -> int:
         )
     print(
         table(
-            ["weights", "np.save s", "default export s", "export/np.save", "np.save runs", "export runs", "artifact MiB"],
+            [
+                "weights",
+                "np.save s",
+                "default export s",
+                "export/np.save",
+                "np.save runs",
+                "export runs",
+                "artifact MiB",
+            ],
             rows,
         )
     )

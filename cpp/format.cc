@@ -6,15 +6,14 @@
  */
 #include "format.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <tvm/ffi/container/shape.h>
 #include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/dtype.h>
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/function.h>
 #include <tvm_partial/partial_apply.h>
-
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -48,8 +47,8 @@ constexpr uint32_t kFlagExternalPayloads = 1;  // payloads live in a region of t
 constexpr uint32_t kFlagWeightsFile = 2;       // ... of a safetensors file beside it (with flag 1)
 constexpr uint32_t kFlagAppended = 4;  // ... appended to the library file (with flag 1, not 2)
 constexpr char kTrailerMagic[8] = {'T', 'V', 'M', 'P', 'T', 'R', 'L', 'R'};
-constexpr size_t kHeaderSize = 40;             // magic, version, flags, total, metadata size, hash
-constexpr size_t kHashedHeader = 32;           // the header bytes covered by the metadata hash
+constexpr size_t kHeaderSize = 40;    // magic, version, flags, total, metadata size, hash
+constexpr size_t kHashedHeader = 32;  // the header bytes covered by the metadata hash
 constexpr uint32_t kMaxNdim = 64;
 #ifdef TVM_PARTIAL_FUZZING
 // A coverage-guided fuzzer cannot get past a checksum; the fuzz build checks everything else.
@@ -515,9 +514,9 @@ void AppendRegion(const std::vector<FunctionRecord>& functions, const ExternalRe
     TVM_FFI_THROW(RuntimeError) << "cannot append the payload region to " << path << ": "
                                 << std::strerror(errno);
   }
-  const uint64_t start = static_cast<uint64_t>(st.st_size) + kAppendAlignment - 1 -
-                         (static_cast<uint64_t>(st.st_size) + kAppendAlignment - 1) %
-                             kAppendAlignment;
+  const uint64_t start =
+      static_cast<uint64_t>(st.st_size) + kAppendAlignment - 1 -
+      (static_cast<uint64_t>(st.st_size) + kAppendAlignment - 1) % kAppendAlignment;
   uint64_t at = static_cast<uint64_t>(st.st_size);
   // pwrite at explicit offsets: every byte goes to the file once, straight from the tensor.
   auto put = [&](const char* data, size_t n) {
@@ -525,8 +524,9 @@ void AppendRegion(const std::vector<FunctionRecord>& functions, const ExternalRe
       const ssize_t done = pwrite(fd, data, std::min<size_t>(n, size_t{1} << 30), at);
       if (done < 0 && errno == EINTR) continue;
       if (done <= 0) {
-        TVM_FFI_THROW(RuntimeError) << "writing the payload region to " << path << " failed: "
-                                    << (done < 0 ? std::strerror(errno) : "no progress");
+        TVM_FFI_THROW(RuntimeError)
+            << "writing the payload region to " << path
+            << " failed: " << (done < 0 ? std::strerror(errno) : "no progress");
       }
       data += done;
       n -= static_cast<size_t>(done);

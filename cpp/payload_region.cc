@@ -6,8 +6,6 @@
  */
 #include "payload_region.h"
 
-#include "format.h"
-
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
@@ -22,6 +20,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "format.h"
 
 namespace tvm_partial {
 namespace region {
@@ -137,11 +137,11 @@ MappedRegion MapAppended(const std::string& library, uint64_t size, uint64_t lin
   char trailer[format::kTrailerSize];
   uint64_t offset = 0, recorded_size = 0, recorded_link = 0;
   const uint64_t file_size = fstat(fd, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
-  const bool found = file_size >= format::kTrailerSize &&
-                     pread(fd, trailer, sizeof(trailer),
-                           static_cast<off_t>(file_size - format::kTrailerSize)) ==
-                         static_cast<ssize_t>(sizeof(trailer)) &&
-                     format::DecodeTrailer(trailer, &offset, &recorded_size, &recorded_link);
+  const bool found =
+      file_size >= format::kTrailerSize &&
+      pread(fd, trailer, sizeof(trailer), static_cast<off_t>(file_size - format::kTrailerSize)) ==
+          static_cast<ssize_t>(sizeof(trailer)) &&
+      format::DecodeTrailer(trailer, &offset, &recorded_size, &recorded_link);
   if (!found) {
     TVM_FFI_THROW(ValueError) << library << " is truncated or was rewritten: its payload region ("
                               << size << " bytes, appended after the code) is missing, and so is "
@@ -150,8 +150,7 @@ MappedRegion MapAppended(const std::string& library, uint64_t size, uint64_t lin
                               << "again";
   }
   if (recorded_size != size || recorded_link != link || size < format::kRegionHeaderSize ||
-      offset % format::kAppendAlignment != 0 ||
-      offset > file_size - format::kTrailerSize ||
+      offset % format::kAppendAlignment != 0 || offset > file_size - format::kTrailerSize ||
       size != file_size - format::kTrailerSize - offset) {
     TVM_FFI_THROW(ValueError) << library << " is damaged: the trailer of its appended payload "
                               << "region (offset " << offset << ", " << recorded_size
@@ -162,8 +161,8 @@ MappedRegion MapAppended(const std::string& library, uint64_t size, uint64_t lin
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   const uint64_t map_start = offset - offset % page;
   const size_t length = static_cast<size_t>(offset + size - map_start);
-  void* base = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd,
-                    static_cast<off_t>(map_start));
+  void* base =
+      mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, static_cast<off_t>(map_start));
   if (base == MAP_FAILED) {
     TVM_FFI_THROW(RuntimeError) << "cannot map the payload region appended to " << library << ": "
                                 << std::strerror(errno);

@@ -234,7 +234,9 @@ CASES = {
     "a zero-copy artifact whose appended payloads were cut off or stripped": lambda c: _in_subprocess(
         "import tvm_partial\ntvm_partial.load(sys.argv[1])", c["cut_appended"]
     ),
-    "`tvm-partial verify` on a zero-copy artifact whose appended payloads are gone": lambda c: _cli("verify", c["cut_appended"]),
+    "`tvm-partial verify` on a zero-copy artifact whose appended payloads are gone": lambda c: _cli(
+        "verify", c["cut_appended"]
+    ),
 }
 
 

@@ -215,7 +215,9 @@ def test_appended_region_layout(affine4, tmp_path):
     assert data.count(b"TVMPREGN") == 2 and data.find(b"TVMPREGN") < start  # the library's copy
     assert data[data.find(b"TVMPREGN") : data.find(b"TVMPREGN") + 64] == data[start : start + 64]
     assert np.array_equal(np.frombuffer(data, "float32", b.size, start + 64), b)
-    magic, version, zero, offset, nbytes, link, recorded = struct.unpack_from("<8sIIQQQQ", data, len(data) - 64)
+    magic, version, zero, offset, nbytes, link, recorded = struct.unpack_from(
+        "<8sIIQQQQ", data, len(data) - 64
+    )
     assert (magic, version, zero, offset, nbytes) == (b"TVMPTRLR", 1, 0, start, size)
     with _export._mapped(str(lib)) as mapped:
         assert link == int(_export._Artifact(mapped, str(lib)).info["region_link"]) & (2**64 - 1)
@@ -228,7 +230,9 @@ def test_progress_reports_the_region(affine4, tmp_path):
     b = np.arange(40 * 2**20 // 4, dtype="float32")  # 40 MiB: over the threshold, one chunk
     calls = []
     lib = tmp_path / "p.so"
-    tvm_partial.export_library(tvm_partial.partial(exe, {1: b}), lib, progress=lambda d, t: calls.append((d, t)))
+    tvm_partial.export_library(
+        tvm_partial.partial(exe, {1: b}), lib, progress=lambda d, t: calls.append((d, t))
+    )
     total = tvm_partial.inspect(lib)["region"]["bytes"]
     assert total == 64 + b.nbytes and calls[-1] == (total, total)
     assert all(t == total for _, t in calls) and [d for d, _ in calls] == sorted({d for d, _ in calls})
@@ -268,9 +272,11 @@ def test_damaged_trailer_refused(affine4, tmp_path):
     assert not tvm_partial.inspect(tmp_path / "flipped.so")["region"]["present"]
     moved_state = tvm_partial.inspect(tmp_path / "moved.so")["region"]
     assert moved_state["present"] and not moved_state["complete"]
-    with pytest.raises(ValueError, match="flipped.so is truncated or was rewritten"):
+    with pytest.raises(ValueError, match=r"flipped\.so is truncated or was rewritten"):
         tvm_partial.verify(tmp_path / "flipped.so")
-    with pytest.raises(ValueError, match="moved.so is damaged or truncated: the header of its payload region"):
+    with pytest.raises(
+        ValueError, match=r"moved\.so is damaged or truncated: the header of its payload region"
+    ):
         tvm_partial.verify(tmp_path / "moved.so")
 
 
@@ -433,9 +439,14 @@ def test_inspect_checks_the_region(affine4, tmp_path):
     # Cut in the appended payloads: the library is whole, its region and trailer are gone.
     (tmp_path / "cut.so").write_bytes(bytes(data[: region["file_offset"] + 100]))
     proc = cli(tmp_path / "cut.so")
-    assert proc.returncode == 0 and "MISSING from the file (it is appended after the code; the file was cut short" in proc.stdout
+    assert (
+        proc.returncode == 0
+        and "MISSING from the file (it is appended after the code; the file was cut short" in proc.stdout
+    )
     proc = subprocess.run(
-        [sys.executable, "-m", "tvm_partial", "verify", str(tmp_path / "cut.so")], capture_output=True, text=True
+        [sys.executable, "-m", "tvm_partial", "verify", str(tmp_path / "cut.so")],
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 2 and "cut.so is truncated or was rewritten" in proc.stderr
     # Cut inside the library itself: refused as before.

@@ -586,9 +586,13 @@ class _Artifact:
                 and nbytes == (64 if self.weights_file is not None else size)
             )
             if self.appended:  # the library's copy of the header must be there and the same
-                header_ok = header_ok and offset % _APPEND_ALIGNMENT == 0 and offset + nbytes == len(data) - 64
+                header_ok = (
+                    header_ok and offset % _APPEND_ALIGNMENT == 0 and offset + nbytes == len(data) - 64
+                )
                 header_ok = header_ok and self.header is not None and self.header[1] == 64
-                header_ok = header_ok and data[self.header[0] : self.header[0] + 64] == data[offset : offset + 64]
+                header_ok = (
+                    header_ok and data[self.header[0] : self.header[0] + 64] == data[offset : offset + 64]
+                )
             state.update(
                 file_offset=offset, bytes=nbytes, complete=header_ok and offset + nbytes <= len(data)
             )
