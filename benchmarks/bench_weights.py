@@ -76,6 +76,16 @@ print(rss, pss, fields["Rss"], fields["Pss"], flush=True)
 """
 
 
+_CHECK = r"""
+import sys
+import numpy as np, tvm, tvm_partial
+pm = tvm_partial.load(sys.argv[1])
+x = np.arange(4, dtype="float32"); y = tvm.runtime.empty((4,), "float32")
+pm(tvm.runtime.tensor(x), y)
+print(bool(np.array_equal(y.numpy(), x + np.float32(1.5))))
+"""
+
+
 def _timed(fn) -> float:
     t = time.perf_counter_ns()
     fn()
@@ -168,6 +178,13 @@ def measure_export(nbytes: int, tmp: Path, repeat: int) -> dict:
         (tmp / "w.npy").unlink()
         exports.append(_timed(lambda: tvm_partial.export_library(pm, tmp / "model.so")))
         artifact = (tmp / "model.so").stat().st_size
+        if len(exports) == repeat:  # the last artifact: whole, and right in a fresh process
+            intact = tvm_partial.verify(tmp / "model.so")["intact"]
+            result = subprocess.run(
+                [sys.executable, "-c", _CHECK, str(tmp / "model.so")], capture_output=True, text=True, check=True
+            ).stdout.split()
+            if not intact or result != ["True"]:
+                raise SystemExit(f"the {nbytes}-byte artifact is wrong: verify {intact}, load {result}")
         (tmp / "model.so").unlink()
     return {
         "np.save": float(np.median(saves)),
