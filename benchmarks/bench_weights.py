@@ -181,7 +181,10 @@ def measure_export(nbytes: int, tmp: Path, repeat: int) -> dict:
         if len(exports) == repeat:  # the last artifact: whole, and right in a fresh process
             intact = tvm_partial.verify(tmp / "model.so")["intact"]
             result = subprocess.run(
-                [sys.executable, "-c", _CHECK, str(tmp / "model.so")], capture_output=True, text=True, check=True
+                [sys.executable, "-c", _CHECK, str(tmp / "model.so")],
+                capture_output=True,
+                text=True,
+                check=True,
             ).stdout.split()
             if not intact or result != ["True"]:
                 raise SystemExit(f"the {nbytes}-byte artifact is wrong: verify {intact}, load {result}")

@@ -410,10 +410,19 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
   if (region) {
     // Offsets count from the region's start; the payloads are written by WriteRegion.
     size_t end = kRegionHeaderSize;
-    for (Pending& p : tensors) {
+    if (region->hashes_given && !region->hashes.empty() &&
+        region->hashes.size() != tensors.size()) {
+      TVM_FFI_THROW(ValueError) << "payload hashes: " << region->hashes.size() << " given for "
+                                << tensors.size() << " tensors";
+    }
+    for (size_t k = 0; k < tensors.size(); ++k) {
+      Pending& p = tensors[k];
       size_t offset = AlignUp(end);
       w.Patch<uint64_t>(p.offset_at, offset);
-      w.Patch<uint64_t>(p.hash_at, Hash(HostBytes(p.tensor, p.nbytes).data(), p.nbytes));
+      w.Patch<uint64_t>(p.hash_at, !region->hashes_given
+                                       ? Hash(HostBytes(p.tensor, p.nbytes).data(), p.nbytes)
+                                   : region->hashes.empty() ? 0
+                                                            : region->hashes[k]);
       end = offset + p.nbytes;
     }
     w.Patch<uint64_t>(region_size_at, end);
@@ -496,8 +505,9 @@ bool DecodeTrailer(const char* trailer, uint64_t* offset, uint64_t* size, uint64
          h == Hash(trailer, 40);
 }
 
-void AppendRegion(const std::vector<FunctionRecord>& functions, const ExternalRegion& region,
-                  const std::string& path, const ffi::Optional<ffi::Function>& progress) {
+std::vector<uint64_t> AppendRegion(const std::vector<FunctionRecord>& functions,
+                                   const ExternalRegion& region, const std::string& path,
+                                   const ffi::Optional<ffi::Function>& progress) {
   const std::vector<ffi::Tensor> tensors = RegionTensors(functions);
   const size_t total = RegionEnd(tensors);
   const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
@@ -538,6 +548,8 @@ void AppendRegion(const std::vector<FunctionRecord>& functions, const ExternalRe
     while (at < target) put(zeros, std::min<uint64_t>(target - at, sizeof(zeros)));
   };
   constexpr size_t kChunk = size_t{64} << 20;  // progress granularity
+  constexpr size_t kPiece = size_t{4} << 20;   // hashed, then written while still in the cache
+  std::vector<uint64_t> hashes;
   auto report = [&](uint64_t done) {
     if (progress.has_value()) (*progress)(static_cast<int64_t>(done), static_cast<int64_t>(total));
   };
@@ -548,16 +560,23 @@ void AppendRegion(const std::vector<FunctionRecord>& functions, const ExternalRe
     const size_t nbytes = ffi::GetDataSize(*t.GetDLTensorPtr());
     pad_to(start + AlignUp(at - start));
     HostBytes host(t, nbytes);
+    Hasher hasher;
     for (size_t done = 0; done < nbytes;) {
       const size_t n = std::min(kChunk, nbytes - done);
-      put(host.data() + done, n);
+      for (size_t piece = 0; piece < n; piece += kPiece) {
+        const size_t m = std::min(kPiece, n - piece);
+        hasher.Update(host.data() + done + piece, m);
+        put(host.data() + done + piece, m);
+      }
       done += n;
       if (at - start < total) report(at - start);
     }
+    hashes.push_back(hasher.Final());
   }
   const std::string trailer = EncodeTrailer(start, total, region.link);
   put(trailer.data(), trailer.size());
   report(total);
+  return hashes;
 }
 
 void WriteRegion(const std::vector<FunctionRecord>& functions, const ExternalRegion& region,

@@ -78,6 +78,11 @@ struct ExternalRegion {
   /*! \brief Flag 4: the region is appended to the library file (AppendRegion) and the library's
    *         region holds only the region header. */
   bool appended = false;
+  /*! \brief The payload hashes Encode records: computed by Encode when `hashes_given` is false;
+   *         else these (AppendRegion computes them while writing), or zeros while empty (the
+   *         blob that is linked first, then patched in place with the same length). */
+  bool hashes_given = false;
+  std::vector<uint64_t> hashes = {};
 };
 
 /*! \brief What one function of a partial module records. */
@@ -110,9 +115,12 @@ std::string RegionHeader(const std::vector<FunctionRecord>& functions,
  *        (flag 4): zeros up to the next multiple of kAppendAlignment, the region in one sequential
  *        write, then the trailer. `progress`, when given, is called as progress(done, total) with
  *        the region bytes written so far, after each chunk of at most 64 MiB and at the end.
+ * \return The payload hashes, in Encode's order, computed as each piece is written (one pass
+ *         over the weights).
  */
-void AppendRegion(const std::vector<FunctionRecord>& functions, const ExternalRegion& region,
-                  const std::string& path, const ffi::Optional<ffi::Function>& progress);
+std::vector<uint64_t> AppendRegion(const std::vector<FunctionRecord>& functions,
+                                   const ExternalRegion& region, const std::string& path,
+                                   const ffi::Optional<ffi::Function>& progress);
 
 /*! \brief The trailer of a library whose region of `size` bytes was appended at `offset`. */
 std::string EncodeTrailer(uint64_t offset, uint64_t size, uint64_t link);

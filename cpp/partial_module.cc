@@ -408,8 +408,33 @@ TVM_FFI_STATIC_INIT_BLOCK() {
               TVM_FFI_THROW(TypeError)
                   << "AppendPayloadRegion: needs a module from WithAppendedPayloads";
             }
-            format::AppendRegion(pm->functions_, *pm->external_, std::string(path), progress);
+            std::vector<uint64_t> hashes =
+                format::AppendRegion(pm->functions_, *pm->external_, std::string(path), progress);
+            ffi::Array<int64_t> out;
+            for (uint64_t h : hashes) out.push_back(static_cast<int64_t>(h));
+            return out;
           }));
+  // A copy of a module from WithAppendedPayloads that records `hashes` (the payload hashes that
+  // AppendPayloadRegion returns), or zeros for None: the export links the blob with zeros, appends
+  // the region (hashing it as it is written) and then patches the blob, which keeps its length.
+  detail::RegisterGlobalOnce(
+      "tvm_partial.WithPayloadHashes",
+      ffi::Function::FromTyped([](ffi::Module mod, ffi::Optional<ffi::Array<int64_t>> hashes) {
+        PartialModuleObj* pm = AsPartialModule(mod);
+        if (pm == nullptr || !pm->external_ || !pm->external_->appended) {
+          TVM_FFI_THROW(TypeError) << "WithPayloadHashes: needs a module from WithAppendedPayloads";
+        }
+        format::ExternalRegion region = *pm->external_;
+        region.hashes_given = true;
+        region.hashes.clear();
+        if (hashes.has_value()) {
+          for (int64_t h : *hashes) region.hashes.push_back(static_cast<uint64_t>(h));
+          if (region.hashes.empty()) region.hashes_given = false;  // no tensors: nothing to record
+        }
+        ffi::Optional<ffi::Module> wrapped;
+        if (pm->HasWrapped()) wrapped = pm->Wrapped();
+        return ffi::Module(ffi::make_object<PartialModuleObj>(pm->functions_, wrapped, region));
+      }));
   detail::RegisterGlobalOnce(
       "tvm_partial.WritePayloadRegion",
       ffi::Function::FromTyped([](ffi::Module mod, ffi::String path, int64_t lead) {

@@ -237,6 +237,9 @@ CASES = {
     "`tvm-partial verify` on a zero-copy artifact whose appended payloads are gone": lambda c: _cli(
         "verify", c["cut_appended"]
     ),
+    "a zero-copy export to a `.tar`": lambda c: tvm_partial.export_library(
+        c["pm"], Path(c["truncated"]).with_name("zero.tar"), zero_copy=True
+    ),
 }
 
 

@@ -227,14 +227,17 @@ def test_appended_region_layout(affine4, tmp_path):
 
 def test_progress_reports_the_region(affine4, tmp_path):
     exe, _ = affine4
-    b = np.arange(40 * 2**20 // 4, dtype="float32")  # 40 MiB: over the threshold, one chunk
+    b = np.arange(70 * 2**20 // 4, dtype="float32")  # over the threshold: two 64 MiB chunks
+    c = np.arange(4 * 2**20 + 3, dtype="float32")  # not a multiple of the 4 MiB hashing pieces
     calls = []
     lib = tmp_path / "p.so"
     tvm_partial.export_library(
-        tvm_partial.partial(exe, {1: b}), lib, progress=lambda d, t: calls.append((d, t))
+        tvm_partial.partial(exe, {1: b, 2: c}), lib, progress=lambda d, t: calls.append((d, t))
     )
     total = tvm_partial.inspect(lib)["region"]["bytes"]
-    assert total == 64 + b.nbytes and calls[-1] == (total, total)
+    assert total == 64 + b.nbytes + c.nbytes and calls[-1] == (total, total) and len(calls) >= 3
+    # The hashes computed while writing are the ones recorded (verify hashes the file again).
+    assert tvm_partial.verify(lib)["intact"] and tvm_partial.verify(lib)["checked"] == 2
     assert all(t == total for _, t in calls) and [d for d, _ in calls] == sorted({d for d, _ in calls})
 
 
@@ -634,3 +637,14 @@ def test_loaded_plain_library_export_refused(affine4, tmp_path):
     ):
         tvm_partial.export_library(pm, tmp_path / "out.so")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.so"]
+
+
+def test_zero_copy_needs_a_shared_library(affine4, tmp_path):
+    """The payloads are appended to the linked library: a .tar of objects would lose them."""
+    exe, _ = affine4
+    pm = tvm_partial.partial(exe, {1: np.ones(16, "float32")})
+    with pytest.raises(
+        ValueError, match=r"a zero-copy export appends the payloads to a shared library; .*x\.tar"
+    ):
+        tvm_partial.export_library(pm, tmp_path / "x.tar", zero_copy=True)
+    assert list(tmp_path.iterdir()) == []

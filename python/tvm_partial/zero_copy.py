@@ -15,6 +15,7 @@ still load (docs/large_constants.md).
 
 from __future__ import annotations
 
+import mmap
 import os
 import platform
 import secrets
@@ -34,6 +35,7 @@ _with_external_payloads = tvm_ffi.get_global_func("tvm_partial.WithExternalPaylo
 _with_appended_payloads = tvm_ffi.get_global_func("tvm_partial.WithAppendedPayloads")
 _region_header = tvm_ffi.get_global_func("tvm_partial.PayloadRegionHeader")
 _append_payload_region = tvm_ffi.get_global_func("tvm_partial.AppendPayloadRegion")
+_with_payload_hashes = tvm_ffi.get_global_func("tvm_partial.WithPayloadHashes")
 _write_payload_region = tvm_ffi.get_global_func("tvm_partial.WritePayloadRegion")
 _with_external_weights = tvm_ffi.get_global_func("tvm_partial.WithExternalWeights")
 
@@ -76,10 +78,23 @@ def with_appended_payloads(module, symbol: str, link: int):
 
 
 def append_payload_region(external, path, progress=None) -> None:
-    """Append the payload region of a module from ``with_appended_payloads`` to the linked library
-    at ``path`` (one write of the payloads, then the trailer). ``progress(done_bytes, total_bytes)``
-    is called as the region is written (every 64 MiB at most, and once at the end)."""
-    _append_payload_region(external, os.fspath(path), progress)
+    """Append the payload region of ``external`` (from ``prepare``) to the library at ``path``,
+    linked with its bytes: one write of the payloads, hashed as they are written, then the trailer;
+    then the payload hashes are patched into the partial module's bytes in the library (same
+    length). ``progress(done_bytes, total_bytes)`` is called as the region is written (every
+    64 MiB at most, and once at the end)."""
+    path = os.fspath(path)
+    hashes = _append_payload_region(external, path, progress)
+    linked = bytes(_lib.save_to_bytes(external))
+    final = bytes(_lib.save_to_bytes(_with_payload_hashes(external, hashes)))
+    with open(path, "r+b") as f:
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            found = [m for m in _elf.ElfFile(data, path).embedded_modules() if m.kind == "partial_apply"]
+            at = found[0].offset if len(found) == 1 else -1
+            if at < 0 or len(final) != len(linked) or data[at : at + len(linked)] != linked:
+                raise RuntimeError(f"export_library: cannot find the partial module's bytes in {path}")
+        f.seek(at)
+        f.write(final)
 
 
 def write_payload_region(external, path, lead: int = 0) -> None:
@@ -93,7 +108,7 @@ def prepare(module, workdir: Path):
     holds the region header only; after linking, ``append_payload_region(module, library)``
     appends the payloads."""
     symbol = "__tvm_partial_payload_" + secrets.token_hex(8)
-    external = _with_appended_payloads(module, symbol, secrets.randbits(63))
+    external = _with_payload_hashes(_with_appended_payloads(module, symbol, secrets.randbits(63)), None)
     return external, header_object(bytes(_region_header(external)), workdir, symbol)
 
 
