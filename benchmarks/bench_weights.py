@@ -11,6 +11,12 @@ it, with Rss and Pss from /proc/PID/smaps_rollup while both hold it (shared page
 of Rss), once through ``open_weights`` and once through ``load(artifact, weights_file=)``. One run per figure (export and save write GiB: no repeats on a shared machine).
 
     python benchmarks/bench_weights.py --sizes 256MiB 1GiB
+
+``--export-only`` measures just the target "export at the speed of one write": per size, ``np.save``
+of the weights and the default export (zero-copy, payloads appended to the library) alternately,
+``--repeat`` times each, medians and the ratio side by side:
+
+    python benchmarks/bench_weights.py --export-only --sizes 1GiB,4GiB --repeat 3
 """
 
 from __future__ import annotations
@@ -73,6 +79,16 @@ print(rss, pss, fields["Rss"], fields["Pss"], flush=True)
 """
 
 
+_CHECK = r"""
+import sys
+import numpy as np, tvm, tvm_partial
+pm = tvm_partial.load(sys.argv[1])
+x = np.arange(4, dtype="float32"); y = tvm.runtime.empty((4,), "float32")
+pm(tvm.runtime.tensor(x), y)
+print(bool(np.array_equal(y.numpy(), x + np.float32(1.5))))
+"""
+
+
 def _timed(fn) -> float:
     t = time.perf_counter_ns()
     fn()
@@ -106,22 +122,15 @@ def _share(weights: Path, artifact: Path | None = None) -> list:
 
 def measure(nbytes: int, tmp: Path) -> dict:
     import tvm
-    from tvm import te
 
     import tvm_partial
 
     count = nbytes // 4
-    w = te.placeholder((count,), "float32", name="weights")
-    x = te.placeholder((4,), "float32", name="x")
-    y = te.compute((4,), lambda i: w[i * (count // 4)] + x[i], name="y")
-    exe = tvm.compile(
-        tvm.IRModule({"main": te.create_prim_func([x, w, y]).with_attr("global_symbol", "main")}),
-        target="llvm",
-    )
+    exe, sig = _kernel(count)
     weights = tvm.runtime.empty((count,), "float32")
     view = np.from_dlpack(weights)
     view[:] = np.float32(1.5)
-    pm = tvm_partial.partial(exe, weights=weights, signature=[x, w, y])
+    pm = tvm_partial.partial(exe, weights=weights, signature=sig)
     out = {"np.save": _timed(lambda: np.save(tmp / "w.npy", view))}
     (tmp / "w.npy").unlink()
     out["save_weights"] = _timed(lambda: tvm_partial.save_weights(pm, tmp / "w.safetensors"))
@@ -147,15 +156,105 @@ def measure(nbytes: int, tmp: Path) -> dict:
     return out
 
 
+def _kernel(count: int):
+    """A kernel that reads a few of ``count`` float32 weights, and its signature."""
+    import tvm
+    from tvm import te
+
+    w = te.placeholder((count,), "float32", name="weights")
+    x = te.placeholder((4,), "float32", name="x")
+    y = te.compute((4,), lambda i: w[i * (count // 4)] + x[i], name="y")
+    exe = tvm.compile(
+        tvm.IRModule({"main": te.create_prim_func([x, w, y]).with_attr("global_symbol", "main")}),
+        target="llvm",
+    )
+    return exe, [x, w, y]
+
+
+def measure_export(nbytes: int, tmp: Path, repeat: int) -> dict:
+    """np.save and the default export of the same weights, alternately; each file removed after."""
+    import tvm
+
+    import tvm_partial
+
+    count = nbytes // 4
+    exe, sig = _kernel(count)
+    weights = tvm.runtime.empty((count,), "float32")
+    view = np.from_dlpack(weights)
+    view[:] = np.float32(1.5)
+    pm = tvm_partial.partial(exe, weights=weights, signature=sig)
+    saves, exports = [], []
+    for _ in range(repeat):
+        saves.append(_timed(lambda: np.save(tmp / "w.npy", view)))
+        (tmp / "w.npy").unlink()
+        exports.append(_timed(lambda: tvm_partial.export_library(pm, tmp / "model.so")))
+        artifact = (tmp / "model.so").stat().st_size
+        if len(exports) == repeat:  # the last artifact: whole, and right in a fresh process
+            intact = tvm_partial.verify(tmp / "model.so")["intact"]
+            result = subprocess.run(
+                [sys.executable, "-c", _CHECK, str(tmp / "model.so")],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.split()
+            if not intact or result != ["True"]:
+                raise SystemExit(f"the {nbytes}-byte artifact is wrong: verify {intact}, load {result}")
+        (tmp / "model.so").unlink()
+    return {
+        "np.save": float(np.median(saves)),
+        "export": float(np.median(exports)),
+        "saves": saves,
+        "exports": exports,
+        "artifact_bytes": artifact,
+    }
+
+
+def main_export_only(sizes: list, repeat: int) -> int:
+    rows = []
+    for size in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            r = measure_export(parse_size(size), Path(tmp), repeat)
+        rows.append(
+            [
+                size,
+                f"{r['np.save']:.2f}",
+                f"{r['export']:.2f}",
+                f"{r['export'] / r['np.save']:.2f}",
+                " ".join(f"{v:.2f}" for v in r["saves"]),
+                " ".join(f"{v:.2f}" for v in r["exports"]),
+                f"{r['artifact_bytes'] / 2**20:.1f}",
+            ]
+        )
+    print(
+        table(
+            [
+                "weights",
+                "np.save s",
+                "default export s",
+                "export/np.save",
+                "np.save runs",
+                "export runs",
+                "artifact MiB",
+            ],
+            rows,
+        )
+    )
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--sizes", nargs="+", default=["256MiB", "1GiB"], help="weight sizes")
     parser.add_argument("--quick", action="store_true", help="16 MiB only")
+    parser.add_argument("--export-only", action="store_true", help="np.save against the default export only")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each, with --export-only (median)")
     args = parser.parse_args(argv)
-    sizes = ["16MiB"] if args.quick else args.sizes
+    sizes = ["16MiB"] if args.quick else [s for arg in args.sizes for s in arg.split(",") if s]
     print(machine())
+    if args.export_only:
+        return main_export_only(sizes, args.repeat)
     rows, shares, ext_rows = [], [], []
     for size in sizes:
         with tempfile.TemporaryDirectory() as tmp:

@@ -8,7 +8,9 @@
  * kRegionHeaderSize, the metadata then starting with str symbol | u64 link | u64 region size;
  * flag 2, only with flag 1: that region, payloads included, is the data of a safetensors weights
  * file beside the library (the library's region keeps only its header), then str weights file,
- * a path relative to the library's folder):
+ * a path relative to the library's folder; flag 4, only with flag 1 and not with flag 2: that
+ * region, payloads included, is appended to the library file after the linked code, located by a
+ * trailer at the file's end (kTrailerSize), and the library's region keeps only its header):
  *
  *   header   magic "TVMPARTL" | u32 version | u32 flags (0) | u64 total size | u64 metadata size
  *            | u64 metadata hash (over the header before it and the metadata)      = 40 bytes
@@ -31,6 +33,8 @@
 #define TVM_PARTIAL_FORMAT_H_
 
 #include <tvm/ffi/container/map.h>
+#include <tvm/ffi/function.h>
+#include <tvm/ffi/optional.h>
 #include <tvm/ffi/string.h>
 
 #include <cstdint>
@@ -52,6 +56,14 @@ constexpr size_t kPayloadAlignment = 64;
 /*! \brief A zero-copy payload region starts with "TVMPREGN" | u32 version | u32 0 | u64 size
  *         | u64 link, padded to 64 bytes; payloads follow as in a blob, offsets from its start. */
 constexpr size_t kRegionHeaderSize = 64;
+/*! \brief Flag 4: the appended region starts at a file offset that is a multiple of this (a
+ *         multiple of every page size, so it is mapped by file offset as it lies). */
+constexpr size_t kAppendAlignment = 64 * 1024;
+/*! \brief Flag 4: the last bytes of the library file, "TVMPTRLR" | u32 version (1) | u32 0
+ *         | u64 region offset | u64 region size | u64 link | u64 hash of the 40 bytes before it,
+ *         padded with zeros to 64 bytes. The region ends where the trailer begins. */
+constexpr size_t kTrailerSize = 64;
+constexpr uint32_t kTrailerVersion = 1;
 /*! \brief Region symbols start with this (then a random hex id per export). */
 constexpr const char* kRegionSymbolPrefix = "__tvm_partial_payload_";
 
@@ -63,6 +75,14 @@ struct ExternalRegion {
   /*! \brief Flag 2: non-empty when the payloads live in this safetensors file (a path relative
    *         to the library's folder) and the library's region holds only the region header. */
   std::string weights_file = {};
+  /*! \brief Flag 4: the region is appended to the library file (AppendRegion) and the library's
+   *         region holds only the region header. */
+  bool appended = false;
+  /*! \brief The payload hashes Encode records: computed by Encode when `hashes_given` is false;
+   *         else these (AppendRegion computes them while writing), or zeros while empty (the
+   *         blob that is linked first, then patched in place with the same length). */
+  bool hashes_given = false;
+  std::vector<uint64_t> hashes = {};
 };
 
 /*! \brief What one function of a partial module records. */
@@ -84,6 +104,29 @@ std::string Encode(const std::vector<FunctionRecord>& functions,
  *         zero bytes (room for the header of the object file that will hold it). */
 void WriteRegion(const std::vector<FunctionRecord>& functions, const ExternalRegion& region,
                  const std::string& path, size_t lead = 0);
+
+/*! \brief The 64-byte header of the payload region that `Encode(functions, &region)` refers to
+ *         (what a library whose region lies elsewhere keeps under the region's symbol). */
+std::string RegionHeader(const std::vector<FunctionRecord>& functions,
+                         const ExternalRegion& region);
+
+/*!
+ * \brief Append the payload region of `Encode(functions, &region)` to the library file at `path`
+ *        (flag 4): zeros up to the next multiple of kAppendAlignment, the region in one sequential
+ *        write, then the trailer. `progress`, when given, is called as progress(done, total) with
+ *        the region bytes written so far, after each chunk of at most 64 MiB and at the end.
+ * \return The payload hashes, in Encode's order, computed as each piece is written (one pass
+ *         over the weights).
+ */
+std::vector<uint64_t> AppendRegion(const std::vector<FunctionRecord>& functions,
+                                   const ExternalRegion& region, const std::string& path,
+                                   const ffi::Optional<ffi::Function>& progress);
+
+/*! \brief The trailer of a library whose region of `size` bytes was appended at `offset`. */
+std::string EncodeTrailer(uint64_t offset, uint64_t size, uint64_t link);
+
+/*! \brief Read the kTrailerSize bytes at `trailer`; false unless magic, version and hash hold. */
+bool DecodeTrailer(const char* trailer, uint64_t* offset, uint64_t* size, uint64_t* link);
 
 /*!
  * \brief Parse and rebuild every value; tensors go to 64-byte-aligned memory on the device

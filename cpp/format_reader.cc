@@ -117,6 +117,7 @@ struct Parsed {
   uint64_t total;
   bool external = false;     // payloads in a region of the library file
   std::string weights_file;  // flag 2: the region is the data of this safetensors file
+  bool appended = false;     // flag 4: the region is appended to the library file
   std::string symbol;        // that region's symbol
   uint64_t link = 0;         // the number the region header must repeat
   uint64_t region_size = 0;
@@ -190,9 +191,12 @@ Parsed Parse(const char* data, size_t size) {
   }
   if (out.version == 0) Corrupt("format version 0 is invalid");
   uint32_t flags = header.Get<uint32_t>("flags");
-  if ((flags & ~(kFlagExternalPayloads | kFlagWeightsFile)) != 0 || flags == kFlagWeightsFile) {
+  if (flags != 0 && flags != kFlagExternalPayloads &&
+      flags != (kFlagExternalPayloads | kFlagWeightsFile) &&
+      flags != (kFlagExternalPayloads | kFlagAppended)) {
     Corrupt("unknown flags " + std::to_string(flags));
   }
+  out.appended = (flags & kFlagAppended) != 0;
   out.external = (flags & kFlagExternalPayloads) != 0;
   out.total = header.Get<uint64_t>("total size");
   if (out.total != size) {
@@ -450,11 +454,20 @@ std::vector<FunctionRecord> Decode(const char* data, size_t size) {
              region_size == parsed.region_size && link == parsed.link;
     };
     const bool in_file = !parsed.weights_file.empty();
-    // With a weights file the library's region is its header alone (it says which library this is).
-    mapped = region::Find(parsed.symbol, in_file ? kRegionHeaderSize : parsed.region_size);
+    // With a weights file or an appended region the library's region is its header alone (it
+    // says which library this is).
+    const bool header_only = in_file || parsed.appended;
+    mapped = region::Find(parsed.symbol, header_only ? kRegionHeaderSize : parsed.region_size);
     if (!matches(mapped.data)) {
       Corrupt("the payload region " + parsed.symbol + " in " + mapped.library +
               " does not match its metadata (bad magic, version, size or link)");
+    }
+    if (parsed.appended) {
+      mapped = region::MapAppended(mapped.library, parsed.region_size, parsed.link);
+      if (!matches(mapped.data)) {
+        Corrupt("the payload region appended to " + mapped.library +
+                " does not match its metadata (bad magic, version, size or link)");
+      }
     }
     if (in_file) {
       const std::string path = weights::Beside(mapped.library, parsed.weights_file);
@@ -536,6 +549,7 @@ ffi::Map<ffi::String, ffi::Any> Describe(const char* data, size_t size) {
   out.Set("constant_bytes", static_cast<int64_t>(constant_bytes));
   out.Set("payloads", ffi::String(parsed.external ? "region " + parsed.symbol : "inline"));
   if (!parsed.weights_file.empty()) out.Set("weights_file", ffi::String(parsed.weights_file));
+  if (parsed.appended) out.Set("region_appended", true);
   if (parsed.external) {
     out.Set("region_link", static_cast<int64_t>(parsed.link));
     out.Set("region_size", static_cast<int64_t>(parsed.region_size));

@@ -5,12 +5,16 @@
  * \brief The writer of the partial module format (format.h): the blob, and the payload region of
  *        a zero-copy export.
  */
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/dtype.h>
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/function.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -121,8 +125,10 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
       std::any_of(functions.begin(), functions.end(),
                   [](const FunctionRecord& fn) { return !fn.outputs.empty(); });
   w.Put<uint32_t>(with_outputs ? kVersion : kVersionNoOutputs);
-  w.Put<uint32_t>(
-      region ? (kFlagExternalPayloads | (region->weights_file.empty() ? 0 : kFlagWeightsFile)) : 0);
+  w.Put<uint32_t>(region ? (kFlagExternalPayloads |
+                            (region->weights_file.empty() ? 0 : kFlagWeightsFile) |
+                            (region->appended ? kFlagAppended : 0))
+                         : 0);
   w.Put<uint64_t>(0);  // total size, patched
   w.Put<uint64_t>(0);  // metadata size, patched
   w.Put<uint64_t>(0);  // metadata hash, patched
@@ -220,10 +226,19 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
   if (region) {
     // Offsets count from the region's start; the payloads are written by WriteRegion.
     size_t end = kRegionHeaderSize;
-    for (Pending& p : tensors) {
+    if (region->hashes_given && !region->hashes.empty() &&
+        region->hashes.size() != tensors.size()) {
+      TVM_FFI_THROW(ValueError) << "payload hashes: " << region->hashes.size() << " given for "
+                                << tensors.size() << " tensors";
+    }
+    for (size_t k = 0; k < tensors.size(); ++k) {
+      Pending& p = tensors[k];
       size_t offset = AlignUp(end);
       w.Patch<uint64_t>(p.offset_at, offset);
-      w.Patch<uint64_t>(p.hash_at, hash::Hash(HostBytes(p.tensor, p.nbytes).data(), p.nbytes));
+      w.Patch<uint64_t>(p.hash_at, !region->hashes_given
+                                       ? hash::Hash(HostBytes(p.tensor, p.nbytes).data(), p.nbytes)
+                                   : region->hashes.empty() ? 0
+                                                            : region->hashes[k]);
       end = offset + p.nbytes;
     }
     w.Patch<uint64_t>(region_size_at, end);
@@ -244,8 +259,10 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
   return std::move(w.str());
 }
 
-void WriteRegion(const std::vector<FunctionRecord>& functions, const ExternalRegion& region,
-                 const std::string& path, size_t lead) {
+namespace {
+
+/*! \brief The bound tensors in the order Encode lays out their payloads. */
+std::vector<ffi::Tensor> RegionTensors(const std::vector<FunctionRecord>& functions) {
   std::vector<ffi::Tensor> tensors;
   for (const FunctionRecord& fn : functions) {
     for (const auto& [index, value] : fn.bound) {
@@ -253,8 +270,135 @@ void WriteRegion(const std::vector<FunctionRecord>& functions, const ExternalReg
         tensors.push_back(value.cast<ffi::Tensor>());
     }
   }
+  return tensors;
+}
+
+/*! \brief The size of the region holding `tensors` (header, payloads at multiples of 64). */
+size_t RegionEnd(const std::vector<ffi::Tensor>& tensors) {
   size_t end = kRegionHeaderSize;
   for (const ffi::Tensor& t : tensors) end = AlignUp(end) + ffi::GetDataSize(*t.GetDLTensorPtr());
+  return end;
+}
+
+std::string HeaderOfRegion(uint64_t size, uint64_t link) {
+  std::string header(kRegionHeaderSize, '\0');
+  const uint32_t version = kVersionNoOutputs;
+  std::memcpy(&header[0], kRegionMagic, 8);
+  std::memcpy(&header[8], &version, 4);
+  std::memcpy(&header[16], &size, 8);
+  std::memcpy(&header[24], &link, 8);
+  return header;
+}
+
+}  // namespace
+
+std::string RegionHeader(const std::vector<FunctionRecord>& functions,
+                         const ExternalRegion& region) {
+  return HeaderOfRegion(RegionEnd(RegionTensors(functions)), region.link);
+}
+
+std::string EncodeTrailer(uint64_t offset, uint64_t size, uint64_t link) {
+  std::string trailer(kTrailerSize, '\0');
+  std::memcpy(&trailer[0], kTrailerMagic, 8);
+  std::memcpy(&trailer[8], &kTrailerVersion, 4);
+  std::memcpy(&trailer[16], &offset, 8);
+  std::memcpy(&trailer[24], &size, 8);
+  std::memcpy(&trailer[32], &link, 8);
+  const uint64_t h = hash::Hash(trailer.data(), 40);
+  std::memcpy(&trailer[40], &h, 8);
+  return trailer;
+}
+
+bool DecodeTrailer(const char* trailer, uint64_t* offset, uint64_t* size, uint64_t* link) {
+  uint32_t version;
+  uint64_t h;
+  std::memcpy(&version, trailer + 8, 4);
+  std::memcpy(offset, trailer + 16, 8);
+  std::memcpy(size, trailer + 24, 8);
+  std::memcpy(link, trailer + 32, 8);
+  std::memcpy(&h, trailer + 40, 8);
+  return std::memcmp(trailer, kTrailerMagic, 8) == 0 && version == kTrailerVersion &&
+         h == hash::Hash(trailer, 40);
+}
+
+std::vector<uint64_t> AppendRegion(const std::vector<FunctionRecord>& functions,
+                                   const ExternalRegion& region, const std::string& path,
+                                   const ffi::Optional<ffi::Function>& progress) {
+  const std::vector<ffi::Tensor> tensors = RegionTensors(functions);
+  const size_t total = RegionEnd(tensors);
+  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) {
+    TVM_FFI_THROW(RuntimeError) << "cannot append the payload region to " << path << ": "
+                                << std::strerror(errno);
+  }
+  std::unique_ptr<int, void (*)(int*)> closer(new int(fd), [](int* f) {
+    close(*f);
+    delete f;
+  });
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    TVM_FFI_THROW(RuntimeError) << "cannot append the payload region to " << path << ": "
+                                << std::strerror(errno);
+  }
+  const uint64_t start =
+      static_cast<uint64_t>(st.st_size) + kAppendAlignment - 1 -
+      (static_cast<uint64_t>(st.st_size) + kAppendAlignment - 1) % kAppendAlignment;
+  uint64_t at = static_cast<uint64_t>(st.st_size);
+  // pwrite at explicit offsets: every byte goes to the file once, straight from the tensor.
+  auto put = [&](const char* data, size_t n) {
+    while (n > 0) {
+      const ssize_t done = pwrite(fd, data, std::min<size_t>(n, size_t{1} << 30), at);
+      if (done < 0 && errno == EINTR) continue;
+      if (done <= 0) {
+        TVM_FFI_THROW(RuntimeError)
+            << "writing the payload region to " << path
+            << " failed: " << (done < 0 ? std::strerror(errno) : "no progress");
+      }
+      data += done;
+      n -= static_cast<size_t>(done);
+      at += static_cast<uint64_t>(done);
+    }
+  };
+  static const char zeros[kPayloadAlignment] = {};
+  auto pad_to = [&](uint64_t target) {
+    while (at < target) put(zeros, std::min<uint64_t>(target - at, sizeof(zeros)));
+  };
+  constexpr size_t kChunk = size_t{64} << 20;  // progress granularity
+  constexpr size_t kPiece = size_t{4} << 20;   // hashed, then written while still in the cache
+  std::vector<uint64_t> hashes;
+  auto report = [&](uint64_t done) {
+    if (progress.has_value()) (*progress)(static_cast<int64_t>(done), static_cast<int64_t>(total));
+  };
+  pad_to(start);
+  const std::string header = HeaderOfRegion(total, region.link);
+  put(header.data(), header.size());
+  for (const ffi::Tensor& t : tensors) {
+    const size_t nbytes = ffi::GetDataSize(*t.GetDLTensorPtr());
+    pad_to(start + AlignUp(at - start));
+    HostBytes host(t, nbytes);
+    hash::Hasher hasher;
+    for (size_t done = 0; done < nbytes;) {
+      const size_t n = std::min(kChunk, nbytes - done);
+      for (size_t piece = 0; piece < n; piece += kPiece) {
+        const size_t m = std::min(kPiece, n - piece);
+        hasher.Update(host.data() + done + piece, m);
+        put(host.data() + done + piece, m);
+      }
+      done += n;
+      if (at - start < total) report(at - start);
+    }
+    hashes.push_back(hasher.Final());
+  }
+  const std::string trailer = EncodeTrailer(start, total, region.link);
+  put(trailer.data(), trailer.size());
+  report(total);
+  return hashes;
+}
+
+void WriteRegion(const std::vector<FunctionRecord>& functions, const ExternalRegion& region,
+                 const std::string& path, size_t lead) {
+  const std::vector<ffi::Tensor> tensors = RegionTensors(functions);
+  const size_t end = RegionEnd(tensors);
   std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "wb"), std::fclose);
   if (!file) TVM_FFI_THROW(RuntimeError) << "cannot write the payload region to " << path;
   auto put = [&](const void* data, size_t n) {
@@ -268,14 +412,8 @@ void WriteRegion(const std::vector<FunctionRecord>& functions, const ExternalReg
     put(zeros, n);
     left -= n;
   }
-  char header[kRegionHeaderSize] = {};
-  uint32_t version = kVersionNoOutputs;
-  uint64_t size = end;
-  std::memcpy(header, kRegionMagic, 8);
-  std::memcpy(header + 8, &version, 4);
-  std::memcpy(header + 16, &size, 8);
-  std::memcpy(header + 24, &region.link, 8);
-  put(header, sizeof(header));
+  const std::string header = HeaderOfRegion(end, region.link);
+  put(header.data(), header.size());
   size_t written = kRegionHeaderSize;
   for (const ffi::Tensor& t : tensors) {
     size_t nbytes = ffi::GetDataSize(*t.GetDLTensorPtr());

@@ -7,13 +7,21 @@
 #include "payload_region.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <link.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <tvm/ffi/error.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "format.h"
 
 namespace tvm_partial {
 namespace region {
@@ -111,6 +119,59 @@ MappedRegion Find(const std::string& symbol, size_t size) {
   }
   out.data = search.address;
   out.size = size;
+  return out;
+}
+
+MappedRegion MapAppended(const std::string& library, uint64_t size, uint64_t link) {
+  const int fd = open(library.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    TVM_FFI_THROW(RuntimeError) << "cannot open " << library
+                                << " to map the payload region appended to it: "
+                                << std::strerror(errno);
+  }
+  std::unique_ptr<int, void (*)(int*)> closer(new int(fd), [](int* f) {
+    close(*f);
+    delete f;
+  });
+  struct stat st;
+  char trailer[format::kTrailerSize];
+  uint64_t offset = 0, recorded_size = 0, recorded_link = 0;
+  const uint64_t file_size = fstat(fd, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+  const bool found =
+      file_size >= format::kTrailerSize &&
+      pread(fd, trailer, sizeof(trailer), static_cast<off_t>(file_size - format::kTrailerSize)) ==
+          static_cast<ssize_t>(sizeof(trailer)) &&
+      format::DecodeTrailer(trailer, &offset, &recorded_size, &recorded_link);
+  if (!found) {
+    TVM_FFI_THROW(ValueError) << library << " is truncated or was rewritten: its payload region ("
+                              << size << " bytes, appended after the code) is missing, and so is "
+                              << "the trailer at the end of the file that locates it (tools such "
+                              << "as strip drop data appended to a library); copy or export it "
+                              << "again";
+  }
+  if (recorded_size != size || recorded_link != link || size < format::kRegionHeaderSize ||
+      offset % format::kAppendAlignment != 0 || offset > file_size - format::kTrailerSize ||
+      size != file_size - format::kTrailerSize - offset) {
+    TVM_FFI_THROW(ValueError) << library << " is damaged: the trailer of its appended payload "
+                              << "region (offset " << offset << ", " << recorded_size
+                              << " bytes) does not match its metadata (" << size
+                              << " bytes) or the file (" << file_size
+                              << " bytes); copy or export it again";
+  }
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t map_start = offset - offset % page;
+  const size_t length = static_cast<size_t>(offset + size - map_start);
+  void* base =
+      mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, static_cast<off_t>(map_start));
+  if (base == MAP_FAILED) {
+    TVM_FFI_THROW(RuntimeError) << "cannot map the payload region appended to " << library << ": "
+                                << std::strerror(errno);
+  }
+  MappedRegion out;
+  out.keepalive = std::shared_ptr<void>(base, [length](void* p) { munmap(p, length); });
+  out.data = static_cast<const char*>(base) + (offset - map_start);
+  out.size = static_cast<size_t>(size);
+  out.library = library;
   return out;
 }
 

@@ -6,6 +6,7 @@
  *        partial_apply module that saves its payloads to a region of the library, or to a
  *        safetensors weights file beside it, and the writer of that region.
  */
+#include <tvm/ffi/container/array.h>
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/function.h>
 #include <tvm/ffi/string.h>
@@ -14,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "format.h"
 #include "partial_module.h"
@@ -43,6 +45,14 @@ ffi::Module WithRegion(const char* who, const ffi::Module& mod, const ffi::Strin
   return detail::WithExternalRegion(mod, std::move(region));
 }
 
+/*! \brief The region of a module from WithAppendedPayloads; TypeError for any other module. */
+const format::ExternalRegion* AppendedRegion(const char* who, const ffi::Module& mod) {
+  const format::ExternalRegion* region = detail::PartialModuleRegion(mod);
+  if (region == nullptr || !region->appended)
+    TVM_FFI_THROW(TypeError) << who << ": needs a module from WithAppendedPayloads";
+  return region;
+}
+
 }  // namespace
 
 TVM_FFI_STATIC_INIT_BLOCK() {
@@ -61,6 +71,51 @@ TVM_FFI_STATIC_INIT_BLOCK() {
           [](ffi::Module mod, ffi::String symbol, int64_t link, ffi::String weights_file) {
             return WithRegion("WithExternalWeights", mod, symbol, link, std::string(weights_file));
           }));
+  // The default zero-copy export (flag 4): the library's region holds only the region header
+  // (PayloadRegionHeader); AppendPayloadRegion appends the region to the linked library file.
+  detail::RegisterGlobalOnce(
+      "tvm_partial.WithAppendedPayloads",
+      ffi::Function::FromTyped([](ffi::Module mod, ffi::String symbol, int64_t link) {
+        ffi::Module out = WithRegion("WithAppendedPayloads", mod, symbol, link, std::nullopt);
+        format::ExternalRegion region = *detail::PartialModuleRegion(out);
+        region.appended = true;
+        return detail::WithExternalRegion(mod, std::move(region));
+      }));
+  detail::RegisterGlobalOnce(
+      "tvm_partial.PayloadRegionHeader", ffi::Function::FromTyped([](ffi::Module mod) {
+        const format::ExternalRegion* region = detail::PartialModuleRegion(mod);
+        if (region == nullptr) {
+          TVM_FFI_THROW(TypeError) << "PayloadRegionHeader: needs a module from "
+                                      "WithAppendedPayloads or WithExternalPayloads";
+        }
+        return ffi::Bytes(format::RegionHeader(*detail::PartialModuleRecords(mod), *region));
+      }));
+  detail::RegisterGlobalOnce(
+      "tvm_partial.AppendPayloadRegion",
+      ffi::Function::FromTyped(
+          [](ffi::Module mod, ffi::String path, ffi::Optional<ffi::Function> progress) {
+            const format::ExternalRegion* region = AppendedRegion("AppendPayloadRegion", mod);
+            std::vector<uint64_t> hashes = format::AppendRegion(
+                *detail::PartialModuleRecords(mod), *region, std::string(path), progress);
+            ffi::Array<int64_t> out;
+            for (uint64_t h : hashes) out.push_back(static_cast<int64_t>(h));
+            return out;
+          }));
+  // A copy of a module from WithAppendedPayloads that records `hashes` (the payload hashes that
+  // AppendPayloadRegion returns), or zeros for None: the export links the blob with zeros, appends
+  // the region (hashing it as it is written) and then patches the blob, which keeps its length.
+  detail::RegisterGlobalOnce(
+      "tvm_partial.WithPayloadHashes",
+      ffi::Function::FromTyped([](ffi::Module mod, ffi::Optional<ffi::Array<int64_t>> hashes) {
+        format::ExternalRegion region = *AppendedRegion("WithPayloadHashes", mod);
+        region.hashes_given = true;
+        region.hashes.clear();
+        if (hashes.has_value()) {
+          for (int64_t h : *hashes) region.hashes.push_back(static_cast<uint64_t>(h));
+          if (region.hashes.empty()) region.hashes_given = false;  // no tensors: nothing to record
+        }
+        return detail::WithExternalRegion(mod, std::move(region));
+      }));
   detail::RegisterGlobalOnce(
       "tvm_partial.WritePayloadRegion",
       ffi::Function::FromTyped([](ffi::Module mod, ffi::String path, int64_t lead) {

@@ -251,6 +251,15 @@ CASES = {
     "`tvm-partial verify` on save_to_bytes data whose payloads lie elsewhere": lambda c: _cli(
         "verify", _blob_file(c, "external.bin", c["external_blob"])
     ),
+    "a zero-copy artifact whose appended payloads were cut off or stripped": lambda c: _in_subprocess(
+        "import tvm_partial\ntvm_partial.load(sys.argv[1])", c["cut_appended"]
+    ),
+    "`tvm-partial verify` on a zero-copy artifact whose appended payloads are gone": lambda c: _cli(
+        "verify", c["cut_appended"]
+    ),
+    "a zero-copy export to a `.tar`": lambda c: tvm_partial.export_library(
+        c["pm"], Path(c["truncated"]).with_name("zero.tar"), zero_copy=True
+    ),
 }
 
 
@@ -379,8 +388,11 @@ def ctx(conv, tmp_path_factory):
     tvm_partial.export_library(pm, zero, zero_copy=True)
     data = zero.read_bytes()
     region = data.find(b"TVMPREGN")
-    (folder / "truncated.so").write_bytes(data[: region + 100])
+    (folder / "truncated.so").write_bytes(data[: region + 32])  # inside the library's copy of it
     (folder / "altered.so").write_bytes(data[:region] + b"X" + data[region + 1 :])
+    # The payloads are appended after the library's code (the last "TVMPREGN"): cut them off, as
+    # strip does (it keeps only what the ELF sections cover).
+    (folder / "cut_appended.so").write_bytes(data[: data.rfind(b"TVMPREGN")])
     from tvm_partial import zero_copy
 
     external_blob = tvm_partial.save_to_bytes(zero_copy.prepare(pm, folder)[0])
@@ -390,6 +402,7 @@ def ctx(conv, tmp_path_factory):
         "pm": pm,
         "truncated": str(folder / "truncated.so"),
         "altered": str(folder / "altered.so"),
+        "cut_appended": str(folder / "cut_appended.so"),
         "external_blob": external_blob,
         "exe": exe,
         "f": exe["main"],

@@ -158,6 +158,9 @@ CRAFTED = [
     ),
     ("version zero", lambda: make_blob([], version=0), r"format version 0 is invalid"),
     ("unknown flags", lambda: make_blob([], flags=4), r"unknown flags 4"),
+    # Flag 4 (region appended to the library) goes with flag 1 only, never with flag 2.
+    ("appended with a weights file", lambda: make_blob([], flags=7), r"unknown flags 7"),
+    ("appended without a region", lambda: make_blob([], flags=6), r"unknown flags 6"),
     ("too short", lambda: b"TVMPARTL\x01", r"truncated: 9 bytes is shorter than the 40-byte header"),
     (
         "truncated",

@@ -12,8 +12,9 @@ import pytest
 import tvm
 
 import tvm_partial
-from helpers import affine4_ref, ints, run_json, tensor
+from helpers import affine4_ref, export_section_artifact, ints, run_json, tensor, trailer_hash
 from tvm_partial import _fixtures as fixtures
+from tvm_partial import export as _export
 from tvm_partial import zero_copy
 from tvm_partial._progress import format_size
 
@@ -174,17 +175,170 @@ def _load_error(lib) -> str:
     return result
 
 
-def test_truncated_region_refused(affine4, tmp_path):
+@pytest.mark.parametrize("layout", ["appended", "section"])
+def test_truncated_region_refused(affine4, tmp_path, layout):
     exe, _ = affine4
     pm = tvm_partial.partial(exe, {1: np.arange(2**20, dtype="float32")})
     lib = tmp_path / "t.so"
-    tvm_partial.export_library(pm, lib, zero_copy=True)
+    if layout == "appended":
+        tvm_partial.export_library(pm, lib, zero_copy=True)
+    else:
+        export_section_artifact(pm, lib)
     data = lib.read_bytes()
-    start = data.find(b"TVMPREGN")
-    assert start > 0 and start % 64 == 0
+    start = data.rfind(b"TVMPREGN")  # the region (an appended one follows the library's copy)
+    assert start > 0 and start % (65536 if layout == "appended" else 64) == 0
     lib.write_bytes(data[: start + 2**21])  # cut in the middle of the payloads
     message = _load_error(lib)
-    assert message.startswith("ValueError: ") and "is truncated: its segments need" in message, message
+    assert message.startswith(f"ValueError: {lib} is truncated"), message
+    if layout == "appended":  # the code is whole; the payloads and their trailer are gone
+        assert "its payload region (4194368 bytes, appended after the code) is missing" in message
+    else:
+        assert "is truncated: its segments need" in message, message
+
+
+def _export_appended(exe, tmp_path, name="a.so", count=4096):
+    b = np.arange(count, dtype="float32")
+    lib = tmp_path / name
+    tvm_partial.export_library(tvm_partial.partial(exe, {1: b}), lib, zero_copy=True)
+    return lib, b
+
+
+def test_appended_region_layout(affine4, tmp_path):
+    """The library, zeros to a 64 KiB boundary, the region (header, payloads), a 64-byte trailer;
+    the library's own copy of the region header is the only payload-related data linked in."""
+    import struct
+
+    exe, _ = affine4
+    lib, b = _export_appended(exe, tmp_path, count=3 * 2**20)
+    data = lib.read_bytes()
+    info = tvm_partial.inspect(lib)
+    region = info["region"]
+    start, size = region["file_offset"], region["bytes"]
+    assert region["appended"] and region["complete"] and size == 64 + b.nbytes
+    assert start % 65536 == 0 and start < 2**20 and len(data) == start + size + 64
+    assert data.count(b"TVMPREGN") == 2 and data.find(b"TVMPREGN") < start  # the library's copy
+    assert data[data.find(b"TVMPREGN") : data.find(b"TVMPREGN") + 64] == data[start : start + 64]
+    assert np.array_equal(np.frombuffer(data, "float32", b.size, start + 64), b)
+    magic, version, zero, offset, nbytes, link, recorded = struct.unpack_from(
+        "<8sIIQQQQ", data, len(data) - 64
+    )
+    assert (magic, version, zero, offset, nbytes) == (b"TVMPTRLR", 1, 0, start, size)
+    with _export._mapped(str(lib)) as mapped:
+        assert link == int(_export._Artifact(mapped, str(lib)).info["region_link"]) & (2**64 - 1)
+    assert recorded == trailer_hash(data[-64:-24]) and data[-16:] == bytes(16)
+    assert tvm_partial.verify(lib)["intact"]
+
+
+def test_progress_reports_the_region(affine4, tmp_path):
+    exe, _ = affine4
+    b = np.arange(70 * 2**20 // 4, dtype="float32")  # over the threshold: two 64 MiB chunks
+    c = np.arange(4 * 2**20 + 3, dtype="float32")  # not a multiple of the 4 MiB hashing pieces
+    calls = []
+    lib = tmp_path / "p.so"
+    tvm_partial.export_library(
+        tvm_partial.partial(exe, {1: b, 2: c}), lib, progress=lambda d, t: calls.append((d, t))
+    )
+    total = tvm_partial.inspect(lib)["region"]["bytes"]
+    assert total == 64 + b.nbytes + c.nbytes and calls[-1] == (total, total) and len(calls) >= 3
+    # The hashes computed while writing are the ones recorded (verify hashes the file again).
+    assert tvm_partial.verify(lib)["intact"] and tvm_partial.verify(lib)["checked"] == 2
+    assert all(t == total for _, t in calls) and [d for d, _ in calls] == sorted({d for d, _ in calls})
+
+
+def test_progress_error_leaves_nothing(affine4, tmp_path):
+    exe, _ = affine4
+    pm = tvm_partial.partial(exe, {1: np.ones(16, "float32")})
+
+    def stop(done, total):
+        raise ValueError("stopped by the progress callback")
+
+    with pytest.raises(ValueError, match="stopped by the progress callback"):
+        tvm_partial.export_library(pm, tmp_path / "x.so", zero_copy=True, progress=stop)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_damaged_trailer_refused(affine4, tmp_path):
+    """A trailer whose hash fails reads as missing; one that is intact but disagrees with the file
+    or the metadata is refused as damaged. Load, inspect and verify all say so, naming the file."""
+    import struct
+
+    exe, _ = affine4
+    lib, _ = _export_appended(exe, tmp_path)
+    data = bytearray(lib.read_bytes())
+    flipped = bytearray(data)
+    flipped[-60] ^= 1  # the trailer's version: its hash no longer holds
+    (tmp_path / "flipped.so").write_bytes(bytes(flipped))
+    moved = bytearray(data)
+    struct.pack_into("<Q", moved, len(data) - 64 + 16, 2 * 65536)  # another offset, hash resealed
+    struct.pack_into("<Q", moved, len(data) - 64 + 40, trailer_hash(bytes(moved[-64:-24])))
+    (tmp_path / "moved.so").write_bytes(bytes(moved))
+    missing = _load_error(tmp_path / "flipped.so")
+    assert missing.startswith(f"ValueError: {tmp_path / 'flipped.so'} is truncated or was rewritten"), missing
+    damaged = _load_error(tmp_path / "moved.so")
+    assert damaged.startswith(f"ValueError: {tmp_path / 'moved.so'} is damaged: the trailer"), damaged
+    assert not tvm_partial.inspect(tmp_path / "flipped.so")["region"]["present"]
+    moved_state = tvm_partial.inspect(tmp_path / "moved.so")["region"]
+    assert moved_state["present"] and not moved_state["complete"]
+    with pytest.raises(ValueError, match=r"flipped\.so is truncated or was rewritten"):
+        tvm_partial.verify(tmp_path / "flipped.so")
+    with pytest.raises(
+        ValueError, match=r"moved\.so is damaged or truncated: the header of its payload region"
+    ):
+        tvm_partial.verify(tmp_path / "moved.so")
+
+
+def test_strip_drops_the_region_and_says_so(affine4, tmp_path):
+    """strip rewrites the ELF file and drops the appended payloads: verify, inspect and load say
+    the region is missing and name the file (never a crash, never other values)."""
+    import shutil
+    import subprocess
+    import sys
+
+    exe, _ = affine4
+    if shutil.which("strip") is None:
+        pytest.skip("strip is not on PATH")
+    lib, _ = _export_appended(exe, tmp_path)
+    stripped = tmp_path / "stripped.so"
+    shutil.copyfile(lib, stripped)
+    subprocess.run(["strip", str(stripped)], check=True)
+    assert stripped.stat().st_size < lib.stat().st_size
+    with pytest.raises(ValueError, match=r"stripped\.so is truncated or was rewritten: its payload region"):
+        tvm_partial.verify(stripped)
+    region = tvm_partial.inspect(stripped)["region"]
+    assert region == {"symbol": region["symbol"], "present": False, "appended": True}
+    text = subprocess.run(
+        [sys.executable, "-m", "tvm_partial", "inspect", str(stripped)], capture_output=True, text=True
+    ).stdout
+    assert "MISSING from the file (it is appended after the code" in text
+    message = _load_error(stripped)
+    assert message.startswith(f"ValueError: {stripped} is truncated or was rewritten"), message
+    assert "tools such as strip drop data appended to a library" in message
+
+
+def test_section_artifacts_still_load(affine4, tmp_path):
+    """Artifacts written before the payloads were appended (the region in a data section) load,
+    inspect and verify as before."""
+    exe, _ = affine4
+    b, c = ints(16, seed=4), ints(16, seed=5)
+    lib = tmp_path / "old.so"
+    export_section_artifact(tvm_partial.partial(exe, {1: b, 2: c}), lib)
+    region = tvm_partial.inspect(lib)["region"]
+    assert "appended" not in region and region["complete"] and region["bytes"] == 64 + 2 * 64
+    assert tvm_partial.verify(lib)["intact"]
+    a = ints(16, seed=6)
+    got = run_json(
+        """
+        import json, sys
+        import numpy as np, tvm, tvm_partial
+        lib = tvm_partial.load(sys.argv[1])
+        out = tvm.runtime.empty((16,), "float32")
+        lib(tvm.runtime.tensor(np.array(json.loads(sys.argv[2]), "float32")), out)
+        print(json.dumps(out.numpy().tolist()))
+        """,
+        str(lib),
+        str(a.tolist()),
+    )
+    assert np.array_equal(np.array(got, "float32"), affine4_ref(a, b, c))
 
 
 def test_altered_region_header_refused(affine4, tmp_path):
@@ -289,7 +443,21 @@ def test_inspect_checks_the_region(affine4, tmp_path):
     data[region["file_offset"] + 16] ^= 1  # the region's size field
     (tmp_path / "damaged.so").write_bytes(bytes(data))
     assert "(TRUNCATED OR DAMAGED)" in cli(tmp_path / "damaged.so").stdout
+    # Cut in the appended payloads: the library is whole, its region and trailer are gone.
     (tmp_path / "cut.so").write_bytes(bytes(data[: region["file_offset"] + 100]))
+    proc = cli(tmp_path / "cut.so")
+    assert (
+        proc.returncode == 0
+        and "MISSING from the file (it is appended after the code; the file was cut short" in proc.stdout
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "tvm_partial", "verify", str(tmp_path / "cut.so")],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2 and "cut.so is truncated or was rewritten" in proc.stderr
+    # Cut inside the library itself: refused as before.
+    (tmp_path / "cut.so").write_bytes(bytes(data[: data.find(b"TVMPREGN") + 100]))
     proc = cli(tmp_path / "cut.so")
     assert proc.returncode == 2 and "is truncated" in proc.stderr
 
@@ -323,12 +491,16 @@ print(json.dumps(out.numpy().tolist()))
 """
 
 
-@pytest.mark.parametrize("mode", [False, True], ids=["inline", "zero_copy"])
+@pytest.mark.parametrize("mode", [False, True, "section"], ids=["inline", "zero_copy", "zero_copy_section"])
 def test_load_rebind_export_library(conv, tmp_path, mode):
+    """``zero_copy_section``: an artifact written before payloads were appended updates as before."""
     exe, tensors, inputs, expected = conv
     pm = tvm_partial.partial(exe, signature=tensors, weights=inputs["weights"], bias=inputs["bias"])
     first, second = tmp_path / "model.so", tmp_path / "other.so"
-    tvm_partial.export_library(pm, first, zero_copy=mode)
+    if mode == "section":
+        export_section_artifact(pm, first)
+    else:
+        tvm_partial.export_library(pm, first, zero_copy=mode)
     before = sha256(first)
     new_weights = (inputs["weights"] * 3 - 1).astype("float32")
     np.save(tmp_path / "w.npy", new_weights)
@@ -343,6 +515,7 @@ def test_load_rebind_export_library(conv, tmp_path, mode):
 
     assert sha256(first) == before  # the original artifact is never modified
     assert tvm_partial.inspect(second)["payloads"] == tvm_partial.inspect(first)["payloads"]
+    assert tvm_partial.inspect(second)["region"] == tvm_partial.inspect(first)["region"]  # same layout
     assert tvm_partial.verify(second)["intact"] and tvm_partial.verify(first)["intact"]
     # Fresh processes: the new artifact gives the new results, the original the old ones.
     got = np.array(run_json(_RUN, str(second), str(tmp_path / "x.npy")), "float32")
@@ -468,3 +641,14 @@ def test_loaded_plain_library_export_refused(affine4, tmp_path):
     ):
         tvm_partial.export_library(pm, tmp_path / "out.so")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.so"]
+
+
+def test_zero_copy_needs_a_shared_library(affine4, tmp_path):
+    """The payloads are appended to the linked library: a .tar of objects would lose them."""
+    exe, _ = affine4
+    pm = tvm_partial.partial(exe, {1: np.ones(16, "float32")})
+    with pytest.raises(
+        ValueError, match=r"a zero-copy export appends the payloads to a shared library; .*x\.tar"
+    ):
+        tvm_partial.export_library(pm, tmp_path / "x.tar", zero_copy=True)
+    assert list(tmp_path.iterdir()) == []

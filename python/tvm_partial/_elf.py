@@ -235,10 +235,11 @@ def _parse_library_bin(elf: ElfFile, pos: int, end: int) -> list:
 MACHINES = {"x86_64": 62, "amd64": 62, "aarch64": 183, "arm64": 183}
 PAYLOAD_SECTION = b".data.tvm_partial_payload"
 _EM_X86_64 = 62
-#: On x86-64 the payloads go into a *large* data section (``SHF_X86_64_LARGE``, named ``.ldata.*``),
-#: which GNU ld places after every other section: the code's 32-bit PC-relative references to its
-#: own data, GOT and BSS then never span the payloads, so artifacts past 2 GiB link (in ``.data``
-#: they stop at 2 GiB with "relocation truncated to fit: R_X86_64_PC32").
+#: On x86-64 the region (now only its 64-byte header: the payloads are appended after linking)
+#: goes into a *large* data section (``SHF_X86_64_LARGE``, named ``.ldata.*``), which GNU ld places
+#: after every other section: when the whole region was linked in, that kept the code's 32-bit
+#: PC-relative references from spanning the payloads past 2 GiB (in ``.data`` such links stopped
+#: with "relocation truncated to fit: R_X86_64_PC32").
 LARGE_PAYLOAD_SECTION = b".ldata.tvm_partial_payload"
 _SHF_WRITE_ALLOC, _SHF_X86_64_LARGE = 0x3, 0x10000000
 

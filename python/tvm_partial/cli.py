@@ -76,7 +76,15 @@ def format_inspect(info: dict) -> str:
     region = info.get("region")
     if region is not None:
         if not region["present"]:
-            lines.append(f"  payload region {region['symbol']}: MISSING from the file")
+            lines.append(
+                f"  payload region {region['symbol']}: MISSING from the file"
+                + (
+                    " (it is appended after the code; the file was cut short, or rewritten by a "
+                    "tool such as strip)"
+                    if region.get("appended")
+                    else ""
+                )
+            )
         else:
             state = (
                 "present, header intact, inside the file" if region["complete"] else "TRUNCATED OR DAMAGED"

@@ -39,7 +39,8 @@ def export_library(
     self_contained: bool = False,
     zero_copy: bool | None = None,
     weights_file: PathLike | None = None,
-    **kwargs: Any,
+    progress=None,
+    **kwargs,
 ) -> None:
     """Export ``module`` (a partial module or any TVM module) and everything it imports into one
     shared library at ``path``: code and bound constants together.
@@ -51,9 +52,11 @@ def export_library(
     compiled code and the constants, and needs tvm-partial where it is loaded.
 
     With ``zero_copy`` (default: when the constants reach ``zero_copy.THRESHOLD_BYTES``, 16 MiB)
-    the tensor payloads go into a data section of the library instead of the bytes TVM embeds:
-    loading maps them without copying, pages are read when first touched, and writes to bound
-    tensors are private (copy-on-write). ``False`` keeps them inside the embedded bytes.
+    the tensor payloads are appended to the library file (one write, after the linked code)
+    instead of going into the bytes TVM embeds: loading maps them without copying, pages are read
+    when first touched, and writes to bound tensors are private (copy-on-write). ``False`` keeps
+    them inside the embedded bytes. ``progress`` (internal), if given, is called as
+    ``progress(done_bytes, total_bytes)`` while the appended payloads are written.
 
     With ``weights_file`` (a ``.safetensors`` path) the tensor payloads go to that file instead,
     64-byte aligned under readable keys (``main/weights``), and the library keeps the code and the
@@ -137,6 +140,7 @@ def export_library(
         return _export_with_weights_file(module, path, os.fspath(weights_file), **kwargs)
     with _new_file(path) as staged:
         with tempfile.TemporaryDirectory(prefix="tvm_partial_") as workdir:
+            appended = None
             if (
                 isinstance(module, tvm_ffi.Module)
                 and _lib.is_partial(module)
@@ -145,9 +149,17 @@ def export_library(
                     or (zero_copy is None and _zero_copy.constant_bytes(module) >= _zero_copy.THRESHOLD_BYTES)
                 )
             ):
+                if path.endswith((".tar", ".wasm")):
+                    raise ValueError(
+                        f"export_library: a zero-copy export appends the payloads to a shared library; "
+                        f"{path} is not one (export to a .so, or pass zero_copy=False)"
+                    )
                 module, payload_object = _zero_copy.prepare(module, Path(workdir))
                 kwargs["addons"] = [*(kwargs.get("addons") or []), os.fspath(payload_object)]
+                appended = module
             module.export_library(staged, **kwargs)
+            if appended is not None:  # the linked library, then the payloads in one write
+                _zero_copy.append_payload_region(appended, staged, progress)
 
 
 def _code_of(module: tvm_ffi.Module) -> tuple[tvm_ffi.Module, list[str]]:
@@ -253,7 +265,10 @@ def _export_loaded(
         if art.region is not None:
             _, region_at = art.placement()  # refuses a damaged region
             symbol, _, region_bytes = art.region
-            external = _zero_copy.with_external_payloads(module, symbol, int(art.info["region_link"]))
+            # The same placement as the source: appended after the code (its trailer is copied
+            # with the rest of the file), or inside the data section (artifacts written before).
+            kind = _zero_copy.with_appended_payloads if art.appended else _zero_copy.with_external_payloads
+            external = kind(module, symbol, int(art.info["region_link"]))
         if zero_copy is not None and bool(zero_copy) != (external is not None):
             raise ValueError(
                 f"export_library: zero_copy={zero_copy} differs from {source}, whose payloads are "
@@ -551,6 +566,9 @@ def _file_kind(path: str) -> str:
 
 _U64_MASK = (1 << 64) - 1
 _REGION_MAGIC = b"TVMPREGN"
+_TRAILER_MAGIC = b"TVMPTRLR"
+_TRAILER_SIZE = 64
+_APPEND_ALIGNMENT = 64 * 1024
 
 
 class _mapped:
@@ -598,12 +616,17 @@ class _Artifact:
         self.weights_file = str(self.info["weights_file"]) if "weights_file" in self.info else None
         if self.weights_file is not None:  # flag 2: the library's region is the header alone
             self.payload_file = os.path.join(os.path.dirname(os.path.abspath(path)), self.weights_file)
-        self.region: tuple[str, int | None, int | None] | None = (
-            None  # (symbol, file offset, bytes) of a zero-copy region
-        )
+        # (symbol, file offset, bytes) of a zero-copy region
+        self.region: tuple[str, int | None, int | None] | None = None
+        # Flag 4: the region is appended after the code, located by the file's trailer; the
+        # library's symbol holds only its header (file offset, bytes).
+        self.appended = "region_appended" in self.info
+        self.header: tuple[int, int] | None = None  # (file offset, bytes) of the library's copy
         if self.payloads.startswith("region "):
             symbol = self.payloads.split(" ", 1)[1]
             found = self.elf.symbol(symbol.encode())
+            if self.appended:
+                self.header, found = found, _trailer(data, path)
             self.region = (symbol, *found) if found is not None else (symbol, None, None)
 
     def region_state(self) -> dict[str, Any] | None:
@@ -611,6 +634,8 @@ class _Artifact:
             return None
         symbol, offset, nbytes = self.region
         state: dict[str, Any] = {"symbol": symbol, "present": offset is not None}
+        if self.appended:
+            state["appended"] = True
         if offset is not None:
             data = self.elf.data
             size = int(self.info["region_size"])
@@ -621,6 +646,14 @@ class _Artifact:
                 == (size, int(self.info["region_link"]) & _U64_MASK)
                 and nbytes == (64 if self.weights_file is not None else size)
             )
+            if self.appended:  # the library's copy of the header must be there and the same
+                header_ok = (
+                    header_ok and offset % _APPEND_ALIGNMENT == 0 and offset + nbytes == len(data) - 64
+                )
+                header_ok = header_ok and self.header is not None and self.header[1] == 64
+                header_ok = (
+                    header_ok and data[self.header[0] : self.header[0] + 64] == data[offset : offset + 64]
+                )
             state.update(
                 file_offset=offset, bytes=nbytes, complete=header_ok and offset + nbytes <= len(data)
             )
@@ -656,7 +689,15 @@ class _Artifact:
         where payloads live; an external weights file would be one more case here."""
         if self.region is None:
             return "inline", self.blob.offset
-        state: dict[str, Any] = self.region_state()  # type: ignore[assignment]  # a region is there
+        state = self.region_state()
+        assert state is not None  # a region is there
+        if not state["present"] and self.appended:
+            raise ValueError(
+                f"{self.path} is truncated or was rewritten: its payload region "
+                f"({int(self.info['region_size'])} bytes, appended after the code) is missing, and "
+                "so is the trailer at the end of the file that locates it (tools such as strip drop "
+                "data appended to a library); copy or export it again"
+            )
         if not state["present"]:
             raise ValueError(f"{self.path} is damaged: its payload region {state['symbol']} is missing")
         if not state["complete"]:
@@ -681,7 +722,23 @@ class _Artifact:
         return f"region {state['symbol']}", state["file_offset"]
 
 
-def _relax_vm_info(art: _Artifact, data: bytes | mmap.mmap) -> dict[str, Any] | None:
+def _trailer(data, path: str) -> tuple | None:
+    """(region file offset, region bytes) from the trailer at the end of an artifact whose payload
+    region is appended (format flag 4: "TVMPTRLR", version, offset, size, link, hash), or None when
+    there is no intact trailer (magic, version and hash)."""
+    size = len(data)
+    if size < _TRAILER_SIZE:
+        return None
+    at = size - _TRAILER_SIZE
+    magic, version, _, offset, nbytes, _, recorded = struct.unpack_from("<8sIIQQQQ", data, at)
+    if magic != _TRAILER_MAGIC or version != 1:
+        return None
+    if recorded != _hash_file_range(path, at, 40) & _U64_MASK:
+        return None
+    return offset, nbytes  # checked against the file and the metadata by region_state
+
+
+def _relax_vm_info(art: _Artifact, data) -> dict | None:
     """The Relax VM's devices recorded in the artifact (a Relax model), or None."""
     from .relax_vm import KIND, describe_record
 
