@@ -123,7 +123,7 @@ def export_section_artifact(pm, path) -> None:
         zero_copy.write_payload_region(external, obj, lead=64)
         with open(obj, "r+b") as f:
             _elf.finish_payload_object(f, symbol, _elf.MACHINES[platform.machine().lower()], lead=64)
-        external.export_library(str(path), addons=[str(obj)])
+        external.export_library(str(path), addons=[str(obj)])  # type: ignore[call-arg]  # tvm's Module method
 
 
 def trailer_hash(data: bytes) -> int:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Union
 
 import tvm_ffi
 
-from . import _elf, _lib
+from . import _elf, _ffi_api, _lib
 from . import remote as _remote
 from . import zero_copy as _zero_copy
 from ._progress import ProgressCallback, hash_ranges
@@ -39,8 +39,8 @@ def export_library(
     self_contained: bool = False,
     zero_copy: bool | None = None,
     weights_file: PathLike | None = None,
-    progress=None,
-    **kwargs,
+    progress: ProgressCallback | None = None,
+    **kwargs: Any,
 ) -> None:
     """Export ``module`` (a partial module or any TVM module) and everything it imports into one
     shared library at ``path``: code and bound constants together.
@@ -506,7 +506,7 @@ def verify(path: PathLike, progress: ProgressCallback | None = None) -> dict[str
             placement, base = "inline", 0
         else:
             art = _Artifact(data, path)
-            info, source = art.info, art.payload_file
+            info, source = dict(art.info), art.payload_file
             placement, base = art.placement()
         source_size = os.path.getsize(source)
         payloads = []
@@ -637,6 +637,7 @@ class _Artifact:
         if self.appended:
             state["appended"] = True
         if offset is not None:
+            assert nbytes is not None  # found together
             data = self.elf.data
             size = int(self.info["region_size"])
             header_ok = (
@@ -650,9 +651,12 @@ class _Artifact:
                 header_ok = (
                     header_ok and offset % _APPEND_ALIGNMENT == 0 and offset + nbytes == len(data) - 64
                 )
-                header_ok = header_ok and self.header is not None and self.header[1] == 64
+                copy = self.header
                 header_ok = (
-                    header_ok and data[self.header[0] : self.header[0] + 64] == data[offset : offset + 64]
+                    header_ok
+                    and copy is not None
+                    and copy[1] == 64
+                    and data[copy[0] : copy[0] + 64] == data[offset : offset + 64]
                 )
             state.update(
                 file_offset=offset, bytes=nbytes, complete=header_ok and offset + nbytes <= len(data)
@@ -722,7 +726,7 @@ class _Artifact:
         return f"region {state['symbol']}", state["file_offset"]
 
 
-def _trailer(data, path: str) -> tuple | None:
+def _trailer(data: bytes | mmap.mmap, path: str) -> tuple[int, int] | None:
     """(region file offset, region bytes) from the trailer at the end of an artifact whose payload
     region is appended (format flag 4: "TVMPTRLR", version, offset, size, link, hash), or None when
     there is no intact trailer (magic, version and hash)."""
@@ -733,12 +737,12 @@ def _trailer(data, path: str) -> tuple | None:
     magic, version, _, offset, nbytes, _, recorded = struct.unpack_from("<8sIIQQQQ", data, at)
     if magic != _TRAILER_MAGIC or version != 1:
         return None
-    if recorded != _hash_file_range(path, at, 40) & _U64_MASK:
+    if recorded != _ffi_api.HashFileRange(path, at, 40) & _U64_MASK:
         return None
     return offset, nbytes  # checked against the file and the metadata by region_state
 
 
-def _relax_vm_info(art: _Artifact, data) -> dict | None:
+def _relax_vm_info(art: _Artifact, data: bytes | mmap.mmap) -> dict[str, Any] | None:
     """The Relax VM's devices recorded in the artifact (a Relax model), or None."""
     from .relax_vm import KIND, describe_record
 
@@ -824,10 +828,15 @@ def _embeds_loaders(art: _Artifact) -> bool:
     the payload region (a bound string could spell one), without reading those in bulk."""
     kinds = {m.kind for m in art.elf.embedded_modules() if m.kind.startswith("partial_apply")}
     data = art.elf.data
-    at, _ = art.elf.symbol(_elf.BLOB_SYMBOL)
+    blob = art.elf.symbol(_elf.BLOB_SYMBOL)
+    if blob is None:  # _Artifact found the partial module in it
+        raise ValueError(f"{art.path}: no {_elf.BLOB_SYMBOL.decode()} symbol")
+    at = blob[0]
     skip = [(at, at + 8 + art.elf.u64(at, "the embedded module blob's length"))]
-    if art.region is not None and art.region[1] is not None:
-        skip.append((art.region[1], art.region[1] + art.region[2]))
+    if art.region is not None:
+        _, offset, nbytes = art.region
+        if offset is not None and nbytes is not None:
+            skip.append((offset, offset + nbytes))
     spans, begin = [], 0
     for lo, hi in sorted(skip):
         spans.append((begin, lo))

@@ -27,6 +27,7 @@ from pathlib import Path
 import tvm_ffi
 
 from . import _elf, _lib
+from ._progress import ProgressCallback
 
 #: Exports whose constants reach this many bytes go zero-copy unless told otherwise.
 THRESHOLD_BYTES = 16 * 2**20
@@ -71,13 +72,15 @@ def with_external_payloads(module: tvm_ffi.Module, symbol: str, link: int) -> tv
     return _with_external_payloads(module, symbol, link)
 
 
-def with_appended_payloads(module, symbol: str, link: int):
+def with_appended_payloads(module: tvm_ffi.Module, symbol: str, link: int) -> tvm_ffi.Module:
     """Like ``with_external_payloads``, for a region appended to the library file (what
     ``append_payload_region`` writes); the library's region holds only the region header."""
     return _with_appended_payloads(module, symbol, link)
 
 
-def append_payload_region(external, path, progress=None) -> None:
+def append_payload_region(
+    external: tvm_ffi.Module, path: str | os.PathLike[str], progress: ProgressCallback | None = None
+) -> None:
     """Append the payload region of ``external`` (from ``prepare``) to the library at ``path``,
     linked with its bytes: one write of the payloads, hashed as they are written, then the trailer;
     then the payload hashes are patched into the partial module's bytes in the library (same
@@ -97,13 +100,13 @@ def append_payload_region(external, path, progress=None) -> None:
         f.write(final)
 
 
-def write_payload_region(external, path, lead: int = 0) -> None:
+def write_payload_region(external: tvm_ffi.Module, path: str | os.PathLike[str], lead: int = 0) -> None:
     """Write the payload region of a module from ``with_external_payloads`` to ``path``, after
     ``lead`` zero bytes (a multiple of 64)."""
     _write_payload_region(external, os.fspath(path), lead)
 
 
-def prepare(module, workdir: Path):
+def prepare(module: tvm_ffi.Module, workdir: Path) -> tuple[tvm_ffi.Module, Path]:
     """-> (the module to export, the object file to link in) for a zero-copy export. The object
     holds the region header only; after linking, ``append_payload_region(module, library)``
     appends the payloads."""
