@@ -158,6 +158,27 @@ Entry CheckEntry(const std::string& path, const std::string& key, const ffi::jso
 
 /*! \brief The innermost `ScopedWeightsFile` of this thread. */
 thread_local ScopedWeightsFile* current_scope = nullptr;
+/*! \brief Read the `length` bytes of JSON header after the 8-byte length of the open weights file
+ *         `fd` and parse them: a ValueError naming `path` unless they are one UTF-8 JSON object. */
+ffi::json::Object ReadHeader(int fd, const std::string& path, uint64_t length) {
+  std::string text(static_cast<size_t>(length), '\0');
+  if (length && pread(fd, &text[0], text.size(), 8) != static_cast<ssize_t>(text.size())) {
+    TVM_FFI_THROW(ValueError) << "weights file " << path << " is truncated inside its JSON header";
+  }
+  if (!IsUtf8(text)) {
+    TVM_FFI_THROW(ValueError) << "weights file " << path << ": malformed JSON header (not UTF-8)";
+  }
+  ffi::String error;
+  ffi::json::Value parsed = ffi::json::Parse(ffi::String(text), &error);
+  auto object = parsed.try_cast<ffi::json::Object>();
+  if (!error.empty() || !object.has_value()) {
+    TVM_FFI_THROW(ValueError) << "weights file " << path << ": malformed JSON header"
+                              << (error.empty() ? std::string(" (not an object)")
+                                                : " (" + std::string(error).substr(0, 200) + ")");
+  }
+  return *object;
+}
+
 }  // namespace
 
 std::string Beside(const std::string& library, const std::string& name) {
@@ -232,20 +253,9 @@ void CheckHeader(const std::string& path, const std::vector<Span>& spans) {
   if (pread(fd, &header_len, 8, 0) != 8 || header_len > kMaxHeader) {
     TVM_FFI_THROW(ValueError) << "weights file " << path << ": no readable safetensors header";
   }
-  std::string text(static_cast<size_t>(header_len), '\0');
-  if (header_len && pread(fd, &text[0], text.size(), 8) != static_cast<ssize_t>(text.size())) {
-    TVM_FFI_THROW(ValueError) << "weights file " << path << " is truncated inside its JSON header";
-  }
-  ffi::String error;
-  ffi::json::Value parsed = ffi::json::Parse(ffi::String(text), &error);
-  auto object = parsed.try_cast<ffi::json::Object>();
-  if (!error.empty() || !object.has_value()) {
-    TVM_FFI_THROW(ValueError) << "weights file " << path << ": malformed JSON header"
-                              << (error.empty() ? std::string(" (not an object)")
-                                                : " (" + std::string(error) + ")");
-  }
+  const ffi::json::Object object = ReadHeader(fd, path, header_len);
   std::set<std::pair<uint64_t, uint64_t>> ranges;  // every entry's [begin, end) in the data
-  for (const auto& kv : *object) {
+  for (const auto& kv : object) {
     auto entry = kv.second.try_cast<ffi::json::Object>();
     if (!entry.has_value() || !entry->count(ffi::String("data_offsets"))) continue;  // __metadata__
     auto offsets = entry->at(ffi::String("data_offsets")).try_cast<ffi::json::Array>();
@@ -304,27 +314,13 @@ File Open(const std::string& path) {
     TVM_FFI_THROW(ValueError) << "weights file " << path << " is truncated: its JSON header needs "
                               << 8 + length << " bytes, the file has " << size;
   }
-  std::string text(static_cast<size_t>(length), '\0');
-  if (length && pread(fd, &text[0], text.size(), 8) != static_cast<ssize_t>(text.size())) {
-    TVM_FFI_THROW(ValueError) << "weights file " << path << " is truncated inside its JSON header";
-  }
-  if (!IsUtf8(text)) {
-    TVM_FFI_THROW(ValueError) << "weights file " << path << ": malformed JSON header (not UTF-8)";
-  }
-  ffi::String error;
-  ffi::json::Value parsed = ffi::json::Parse(ffi::String(text), &error);
-  auto object = parsed.try_cast<ffi::json::Object>();
-  if (!error.empty() || !object.has_value()) {
-    TVM_FFI_THROW(ValueError) << "weights file " << path << ": malformed JSON header"
-                              << (error.empty() ? std::string(" (not an object)")
-                                                : " (" + std::string(error).substr(0, 200) + ")");
-  }
+  const ffi::json::Object object = ReadHeader(fd, path, length);
   const uint64_t data_start = 8 + length, data_size = size - data_start;
   File out;
   out.path = path;
   std::map<std::string, Entry> all;  // sorted by key: the first bad key named is deterministic
   std::map<std::string, ffi::json::Value> raw;
-  for (const auto& kv : *object) {
+  for (const auto& kv : object) {
     auto key = kv.first.try_cast<ffi::String>();
     if (!key.has_value()) continue;  // JSON object keys are strings
     if (std::string(*key) != "__metadata__") raw.emplace(std::string(*key), kv.second);
