@@ -49,33 +49,29 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   // Zero-copy export: a copy of `mod` whose SaveToBytes leaves the payloads to a region that
   // WritePayloadRegion writes and the export links into the library under `symbol`.
   detail::RegisterGlobalOnce(
-      "tvm_partial.WithExternalPayloads",
-      ffi::Function::FromTyped([](ffi::Module mod, ffi::String symbol, int64_t link) {
+      "tvm_partial.WithExternalPayloads", [](ffi::Module mod, ffi::String symbol, int64_t link) {
         return WithRegion("WithExternalPayloads", mod, symbol, link, std::nullopt);
-      }));
+      });
   // The same, with the payloads in a safetensors weights file beside the library (flag 2): the
   // library's region then holds only the region header; `weights_file` is relative to its folder.
   detail::RegisterGlobalOnce(
       "tvm_partial.WithExternalWeights",
-      ffi::Function::FromTyped(
-          [](ffi::Module mod, ffi::String symbol, int64_t link, ffi::String weights_file) {
-            return WithRegion("WithExternalWeights", mod, symbol, link, std::string(weights_file));
-          }));
-  detail::RegisterGlobalOnce(
-      "tvm_partial.WritePayloadRegion",
-      ffi::Function::FromTyped([](ffi::Module mod, ffi::String path, int64_t lead) {
-        const format::ExternalRegion* region = detail::PartialModuleRegion(mod);
-        if (region == nullptr) {
-          TVM_FFI_THROW(TypeError)
-              << "WritePayloadRegion: needs a module from WithExternalPayloads";
-        }
-        if (lead < 0 || lead % static_cast<int64_t>(format::kPayloadAlignment) != 0) {
-          TVM_FFI_THROW(ValueError)
-              << "WritePayloadRegion: lead must be a multiple of 64, got " << lead;
-        }
-        format::WriteRegion(*detail::PartialModuleRecords(mod), *region, std::string(path),
-                            static_cast<size_t>(lead));
-      }));
+      [](ffi::Module mod, ffi::String symbol, int64_t link, ffi::String weights_file) {
+        return WithRegion("WithExternalWeights", mod, symbol, link, std::string(weights_file));
+      });
+  detail::RegisterGlobalOnce("tvm_partial.WritePayloadRegion", [](ffi::Module mod, ffi::String path,
+                                                                  int64_t lead) {
+    const format::ExternalRegion* region = detail::PartialModuleRegion(mod);
+    if (region == nullptr) {
+      TVM_FFI_THROW(TypeError) << "WritePayloadRegion: needs a module from WithExternalPayloads";
+    }
+    if (lead < 0 || lead % static_cast<int64_t>(format::kPayloadAlignment) != 0) {
+      TVM_FFI_THROW(ValueError) << "WritePayloadRegion: lead must be a multiple of 64, got "
+                                << lead;
+    }
+    format::WriteRegion(*detail::PartialModuleRecords(mod), *region, std::string(path),
+                        static_cast<size_t>(lead));
+  });
 }
 
 }  // namespace tvm_partial
