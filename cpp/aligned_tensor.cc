@@ -104,8 +104,6 @@ ffi::Tensor AlignedCopy(const ffi::Tensor& src, DLDevice device) {
   return dst;
 }
 
-TVM_FFI_STATIC_INIT_BLOCK() {
-  detail::RegisterGlobalOnce("tvm_partial.AlignedCopy", ffi::Function::FromTyped(AlignedCopy));
-}
+TVM_FFI_STATIC_INIT_BLOCK() { detail::RegisterGlobalOnce("tvm_partial.AlignedCopy", AlignedCopy); }
 
 }  // namespace tvm_partial

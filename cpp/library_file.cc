@@ -81,7 +81,7 @@ ffi::Map<ffi::String, ffi::Any> LibraryFileOf(ffi::Module mod, const ffi::String
 }  // namespace
 
 TVM_FFI_STATIC_INIT_BLOCK() {
-  detail::RegisterGlobalOnce("tvm_partial.LibraryFileOf", ffi::Function::FromTyped(LibraryFileOf));
+  detail::RegisterGlobalOnce("tvm_partial.LibraryFileOf", LibraryFileOf);
 }
 
 }  // namespace tvm_partial

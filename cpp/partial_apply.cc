@@ -372,8 +372,7 @@ void PartialApplyPacked(ffi::PackedArgs args, ffi::Any* rv) {
 }  // namespace
 
 TVM_FFI_STATIC_INIT_BLOCK() {
-  detail::RegisterGlobalOnce("runtime.PartialApply",
-                             ffi::Function::FromPacked(&PartialApplyPacked));
+  detail::RegisterPackedGlobalOnce<ffi::Function>("runtime.PartialApply", &PartialApplyPacked);
 }
 
 }  // namespace tvm_partial

@@ -329,29 +329,25 @@ void PartialApplyModulePacked(ffi::PackedArgs args, ffi::Any* rv) {
 }  // namespace
 
 TVM_FFI_STATIC_INIT_BLOCK() {
-  detail::RegisterGlobalOnce("runtime.PartialApplyModule",
-                             ffi::Function::FromPacked(&PartialApplyModulePacked));
-  detail::RegisterGlobalOnce("runtime.PartialApplyBindings",
-                             ffi::Function::FromTyped(PartialApplyBindings));
+  detail::RegisterPackedGlobalOnce<ffi::Module>("runtime.PartialApplyModule",
+                                                &PartialApplyModulePacked);
+  detail::RegisterGlobalOnce("runtime.PartialApplyBindings", PartialApplyBindings);
   // A cheap test, so Python need not turn a C++ exception into a Python one to find out.
-  detail::RegisterGlobalOnce("tvm_partial.IsPartial", ffi::Function::FromTyped([](ffi::Any obj) {
-                               if (auto f = obj.try_cast<ffi::Function>()) {
-                                 return detail::IsPartialFunction(*f);
-                               }
-                               auto m = obj.try_cast<ffi::Module>();
-                               return m.has_value() && AsPartialModule(*m) != nullptr;
-                             }));
-  detail::RegisterGlobalOnce("tvm_partial.ParamNames",
-                             ffi::Function::FromTyped(PartialApplyParamNames));
-  detail::RegisterGlobalOnce("tvm_partial.Outputs", ffi::Function::FromTyped(PartialApplyOutputs));
+  detail::RegisterGlobalOnce("tvm_partial.IsPartial", [](ffi::Any obj) {
+    if (auto f = obj.try_cast<ffi::Function>()) {
+      return detail::IsPartialFunction(*f);
+    }
+    auto m = obj.try_cast<ffi::Module>();
+    return m.has_value() && AsPartialModule(*m) != nullptr;
+  });
+  detail::RegisterGlobalOnce("tvm_partial.ParamNames", PartialApplyParamNames);
+  detail::RegisterGlobalOnce("tvm_partial.Outputs", PartialApplyOutputs);
   detail::RegisterGlobalOnce("ffi.Module.load_from_bytes.partial_apply",
-                             ffi::Function::FromTyped(PartialModuleObj::LoadFromBytes));
-  detail::RegisterGlobalOnce("tvm_partial.SaveToBytes", ffi::Function::FromTyped([](ffi::Module m) {
-                               return m->SaveToBytes();
-                             }));
-  detail::RegisterGlobalOnce(
-      "tvm_partial.DescribeBytes",
-      ffi::Function::FromTyped([](ffi::Bytes b) { return format::Describe(b.data(), b.size()); }));
+                             PartialModuleObj::LoadFromBytes);
+  detail::RegisterGlobalOnce("tvm_partial.SaveToBytes",
+                             [](ffi::Module m) { return m->SaveToBytes(); });
+  detail::RegisterGlobalOnce("tvm_partial.DescribeBytes",
+                             [](ffi::Bytes b) { return format::Describe(b.data(), b.size()); });
 }
 
 }  // namespace tvm_partial

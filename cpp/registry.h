@@ -8,10 +8,15 @@
 #ifndef TVM_PARTIAL_REGISTRY_H_
 #define TVM_PARTIAL_REGISTRY_H_
 
+#include <tvm/ffi/c_api.h>
 #include <tvm/ffi/function.h>
 #include <tvm/ffi/optional.h>
+#include <tvm/ffi/string.h>
 
+#include <cstring>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 namespace tvm_partial {
 namespace detail {
@@ -21,7 +26,27 @@ namespace detail {
 constexpr const char* kEmbeddedPrefix = "tvm_partial.embedded_copy.";
 
 /*!
- * \brief Register `func` as global `name`, from a static initialiser.
+ * \brief Set global `name` to `func` with "type_schema" metadata, as reflection::GlobalDef does
+ *        (tvm-ffi-stubgen reads it), but honouring `can_override`, which GlobalDef does not take.
+ *        Throws on failure.
+ */
+inline void SetGlobalWithSchema(const char* name, const ::tvm::ffi::Function& func,
+                                const std::string& type_schema, bool can_override) {
+  namespace ffi = ::tvm::ffi;
+  const std::string metadata = std::string(R"({"type_schema":)") +
+                               ffi::EscapeStringJSON(ffi::String(type_schema)).c_str() + "}";
+  TVMFFIMethodInfo info;
+  info.name = TVMFFIByteArray{name, std::strlen(name)};
+  info.doc = TVMFFIByteArray{nullptr, 0};
+  info.metadata = TVMFFIByteArray{metadata.data(), metadata.size()};
+  info.flags = kTVMFFIFieldFlagBitMaskIsStaticMethod;  // what Function::SetGlobal records
+  info.method = ffi::AnyView(func).CopyToTVMFFIAny();  // borrowed: the table takes its own ref
+  TVM_FFI_CHECK_SAFE_CALL(TVMFFIFunctionSetGlobalFromMethodInfo(&info, can_override ? 1 : 0));
+}
+
+/*!
+ * \brief Register `func` as global `name` with type schema `type_schema`, from a static
+ *        initialiser. Called through RegisterGlobalOnce and RegisterPackedGlobalOnce below.
  *
  * Embedded copies (built with TVM_PARTIAL_EMBEDDED) never override: the first one loaded serves
  * until the installed library is loaded. The installed library takes over a registration that an
@@ -29,14 +54,15 @@ constexpr const char* kEmbeddedPrefix = "tvm_partial.embedded_copy.";
  * modules that copy made stays valid), and leaves any other existing registration alone.
  * Never throws: a throw in a static initialiser during dlopen aborts the process.
  */
-inline void RegisterGlobalOnce(const char* name, ::tvm::ffi::Function func) noexcept {
+inline void RegisterGlobalWithSchemaOnce(const char* name, const ::tvm::ffi::Function& func,
+                                         const std::string& type_schema) noexcept {
   namespace ffi = ::tvm::ffi;
   try {
     const std::string marker = std::string(kEmbeddedPrefix) + name;
     ffi::Optional<ffi::Function> existing = ffi::Function::GetGlobal(name);
 #ifdef TVM_PARTIAL_EMBEDDED
     if (existing.has_value()) return;
-    ffi::Function::SetGlobal(name, func, /*can_override=*/false);
+    SetGlobalWithSchema(name, func, type_schema, /*can_override=*/false);
     ffi::Function::SetGlobal(marker, func, /*can_override=*/true);
 #else
     if (existing.has_value()) {
@@ -44,10 +70,45 @@ inline void RegisterGlobalOnce(const char* name, ::tvm::ffi::Function func) noex
       if (!embedded.has_value() || !embedded.value().same_as(existing.value()))
         return;  // not an embedded copy's
     }
-    ffi::Function::SetGlobal(name, std::move(func), /*can_override=*/existing.has_value());
+    SetGlobalWithSchema(name, func, type_schema, /*can_override=*/existing.has_value());
 #endif
   } catch (...) {
     // Keep whatever is registered; the process must survive being loaded.
+  }
+}
+
+/*!
+ * \brief Register the typed function `func` (a function or lambda, as for Function::FromTyped)
+ *        as global `name`, with the type schema of its signature (what GlobalDef().def records).
+ */
+template <typename F>
+inline void RegisterGlobalOnce(const char* name, F func) noexcept {
+  namespace ffi = ::tvm::ffi;
+  try {
+    using Info = ffi::detail::FunctionInfo<std::decay_t<F>>;
+    RegisterGlobalWithSchemaOnce(name, ffi::Function::FromTyped(std::move(func)),
+                                 Info::TypeSchema());
+  } catch (...) {
+    // As above: building the function or its schema must not throw out of a static initialiser.
+  }
+}
+
+/*!
+ * \brief Register the packed function `func` (ffi::PackedArgs, ffi::Any*), which returns an `R`
+ *        and takes a variable argument list, as global `name`. Its schema is tvm-ffi's
+ *        "ffi.Function" schema with a return type and no "params" (tvm-ffi-stubgen writes it as
+ *        `def f(*args: Any) -> R`), where GlobalDef().def_packed records no return type.
+ */
+template <typename R, typename F>
+inline void RegisterPackedGlobalOnce(const char* name, F func) noexcept {
+  namespace ffi = ::tvm::ffi;
+  try {
+    const std::string schema = std::string(R"({"type":")") + ffi::StaticTypeKey::kTVMFFIFunction +
+                               R"(","named_args":{"return":[)" + ffi::detail::TypeSchema<R>::v() +
+                               "]}}";
+    RegisterGlobalWithSchemaOnce(name, ffi::Function::FromPacked(std::move(func)), schema);
+  } catch (...) {
+    // As above.
   }
 }
 

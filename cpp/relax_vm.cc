@@ -206,10 +206,9 @@ ffi::Module MakeRelaxVMModule(ffi::Module executable, ffi::Array<ffi::Array<int6
 }  // namespace
 
 TVM_FFI_STATIC_INIT_BLOCK() {
-  detail::RegisterGlobalOnce("tvm_partial.RelaxVMModule",
-                             ffi::Function::FromTyped(MakeRelaxVMModule));
+  detail::RegisterGlobalOnce("tvm_partial.RelaxVMModule", MakeRelaxVMModule);
   detail::RegisterGlobalOnce("ffi.Module.load_from_bytes.partial_apply_vm",
-                             ffi::Function::FromTyped(RelaxVMModuleObj::LoadFromBytes));
+                             RelaxVMModuleObj::LoadFromBytes);
 }
 
 }  // namespace tvm_partial

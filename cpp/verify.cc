@@ -82,9 +82,8 @@ int64_t HashFileRangeProgress(const ffi::String& path, int64_t offset, int64_t s
 }  // namespace
 
 TVM_FFI_STATIC_INIT_BLOCK() {
-  detail::RegisterGlobalOnce("tvm_partial.HashFileRange", ffi::Function::FromTyped(HashFileRange));
-  detail::RegisterGlobalOnce("tvm_partial.HashFileRangeProgress",
-                             ffi::Function::FromTyped(HashFileRangeProgress));
+  detail::RegisterGlobalOnce("tvm_partial.HashFileRange", HashFileRange);
+  detail::RegisterGlobalOnce("tvm_partial.HashFileRangeProgress", HashFileRangeProgress);
 }
 
 }  // namespace tvm_partial

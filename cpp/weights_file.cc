@@ -437,10 +437,9 @@ ffi::Module LoadWithWeights(const std::string& library, const std::string& weigh
 }
 
 TVM_FFI_STATIC_INIT_BLOCK() {
-  detail::RegisterGlobalOnce("tvm_partial.LoadWithWeights",
-                             ffi::Function::FromTyped([](ffi::String library, ffi::String path) {
-                               return LoadWithWeights(library, path);
-                             }));
+  detail::RegisterGlobalOnce(
+      "tvm_partial.LoadWithWeights",
+      [](ffi::String library, ffi::String path) { return LoadWithWeights(library, path); });
 }
 
 }  // namespace tvm_partial

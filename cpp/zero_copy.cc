@@ -59,78 +59,75 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   // Zero-copy export: a copy of `mod` whose SaveToBytes leaves the payloads to a region that
   // WritePayloadRegion writes and the export links into the library under `symbol`.
   detail::RegisterGlobalOnce(
-      "tvm_partial.WithExternalPayloads",
-      ffi::Function::FromTyped([](ffi::Module mod, ffi::String symbol, int64_t link) {
+      "tvm_partial.WithExternalPayloads", [](ffi::Module mod, ffi::String symbol, int64_t link) {
         return WithRegion("WithExternalPayloads", mod, symbol, link, std::nullopt);
-      }));
+      });
   // The same, with the payloads in a safetensors weights file beside the library (flag 2): the
   // library's region then holds only the region header; `weights_file` is relative to its folder.
   detail::RegisterGlobalOnce(
       "tvm_partial.WithExternalWeights",
-      ffi::Function::FromTyped(
-          [](ffi::Module mod, ffi::String symbol, int64_t link, ffi::String weights_file) {
-            return WithRegion("WithExternalWeights", mod, symbol, link, std::string(weights_file));
-          }));
+
+      [](ffi::Module mod, ffi::String symbol, int64_t link, ffi::String weights_file) {
+        return WithRegion("WithExternalWeights", mod, symbol, link, std::string(weights_file));
+      });
   // The default zero-copy export (flag 4): the library's region holds only the region header
   // (PayloadRegionHeader); AppendPayloadRegion appends the region to the linked library file.
   detail::RegisterGlobalOnce(
-      "tvm_partial.WithAppendedPayloads",
-      ffi::Function::FromTyped([](ffi::Module mod, ffi::String symbol, int64_t link) {
+      "tvm_partial.WithAppendedPayloads", [](ffi::Module mod, ffi::String symbol, int64_t link) {
         ffi::Module out = WithRegion("WithAppendedPayloads", mod, symbol, link, std::nullopt);
         format::ExternalRegion region = *detail::PartialModuleRegion(out);
         region.appended = true;
         return detail::WithExternalRegion(mod, std::move(region));
-      }));
-  detail::RegisterGlobalOnce(
-      "tvm_partial.PayloadRegionHeader", ffi::Function::FromTyped([](ffi::Module mod) {
-        const format::ExternalRegion* region = detail::PartialModuleRegion(mod);
-        if (region == nullptr) {
-          TVM_FFI_THROW(TypeError) << "PayloadRegionHeader: needs a module from "
-                                      "WithAppendedPayloads or WithExternalPayloads";
-        }
-        return ffi::Bytes(format::RegionHeader(*detail::PartialModuleRecords(mod), *region));
-      }));
+      });
+  detail::RegisterGlobalOnce("tvm_partial.PayloadRegionHeader", [](ffi::Module mod) {
+    const format::ExternalRegion* region = detail::PartialModuleRegion(mod);
+    if (region == nullptr) {
+      TVM_FFI_THROW(TypeError) << "PayloadRegionHeader: needs a module from "
+                                  "WithAppendedPayloads or WithExternalPayloads";
+    }
+    return ffi::Bytes(format::RegionHeader(*detail::PartialModuleRecords(mod), *region));
+  });
   detail::RegisterGlobalOnce(
       "tvm_partial.AppendPayloadRegion",
-      ffi::Function::FromTyped(
-          [](ffi::Module mod, ffi::String path, ffi::Optional<ffi::Function> progress) {
-            const format::ExternalRegion* region = AppendedRegion("AppendPayloadRegion", mod);
-            std::vector<uint64_t> hashes = format::AppendRegion(
-                *detail::PartialModuleRecords(mod), *region, std::string(path), progress);
-            ffi::Array<int64_t> out;
-            for (uint64_t h : hashes) out.push_back(static_cast<int64_t>(h));
-            return out;
-          }));
+
+      [](ffi::Module mod, ffi::String path, ffi::Optional<ffi::Function> progress) {
+        const format::ExternalRegion* region = AppendedRegion("AppendPayloadRegion", mod);
+        std::vector<uint64_t> hashes = format::AppendRegion(*detail::PartialModuleRecords(mod),
+                                                            *region, std::string(path), progress);
+        ffi::Array<int64_t> out;
+        for (uint64_t h : hashes) out.push_back(static_cast<int64_t>(h));
+        return out;
+      });
   // A copy of a module from WithAppendedPayloads that records `hashes` (the payload hashes that
   // AppendPayloadRegion returns), or zeros for None: the export links the blob with zeros, appends
   // the region (hashing it as it is written) and then patches the blob, which keeps its length.
-  detail::RegisterGlobalOnce(
-      "tvm_partial.WithPayloadHashes",
-      ffi::Function::FromTyped([](ffi::Module mod, ffi::Optional<ffi::Array<int64_t>> hashes) {
-        format::ExternalRegion region = *AppendedRegion("WithPayloadHashes", mod);
-        region.hashes_given = true;
-        region.hashes.clear();
-        if (hashes.has_value()) {
-          for (int64_t h : *hashes) region.hashes.push_back(static_cast<uint64_t>(h));
-          if (region.hashes.empty()) region.hashes_given = false;  // no tensors: nothing to record
-        }
-        return detail::WithExternalRegion(mod, std::move(region));
-      }));
-  detail::RegisterGlobalOnce(
-      "tvm_partial.WritePayloadRegion",
-      ffi::Function::FromTyped([](ffi::Module mod, ffi::String path, int64_t lead) {
-        const format::ExternalRegion* region = detail::PartialModuleRegion(mod);
-        if (region == nullptr) {
-          TVM_FFI_THROW(TypeError)
-              << "WritePayloadRegion: needs a module from WithExternalPayloads";
-        }
-        if (lead < 0 || lead % static_cast<int64_t>(format::kPayloadAlignment) != 0) {
-          TVM_FFI_THROW(ValueError)
-              << "WritePayloadRegion: lead must be a multiple of 64, got " << lead;
-        }
-        format::WriteRegion(*detail::PartialModuleRecords(mod), *region, std::string(path),
-                            static_cast<size_t>(lead));
-      }));
+  detail::RegisterGlobalOnce("tvm_partial.WithPayloadHashes",
+                             [](ffi::Module mod, ffi::Optional<ffi::Array<int64_t>> hashes) {
+                               format::ExternalRegion region =
+                                   *AppendedRegion("WithPayloadHashes", mod);
+                               region.hashes_given = true;
+                               region.hashes.clear();
+                               if (hashes.has_value()) {
+                                 for (int64_t h : *hashes)
+                                   region.hashes.push_back(static_cast<uint64_t>(h));
+                                 if (region.hashes.empty())
+                                   region.hashes_given = false;  // no tensors: nothing to record
+                               }
+                               return detail::WithExternalRegion(mod, std::move(region));
+                             });
+  detail::RegisterGlobalOnce("tvm_partial.WritePayloadRegion", [](ffi::Module mod, ffi::String path,
+                                                                  int64_t lead) {
+    const format::ExternalRegion* region = detail::PartialModuleRegion(mod);
+    if (region == nullptr) {
+      TVM_FFI_THROW(TypeError) << "WritePayloadRegion: needs a module from WithExternalPayloads";
+    }
+    if (lead < 0 || lead % static_cast<int64_t>(format::kPayloadAlignment) != 0) {
+      TVM_FFI_THROW(ValueError) << "WritePayloadRegion: lead must be a multiple of 64, got "
+                                << lead;
+    }
+    format::WriteRegion(*detail::PartialModuleRecords(mod), *region, std::string(path),
+                        static_cast<size_t>(lead));
+  });
 }
 
 }  // namespace tvm_partial

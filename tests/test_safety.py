@@ -270,8 +270,10 @@ names = ["runtime.PartialApply", "runtime.PartialApplyModule", "runtime.PartialA
 artifact = tvm.runtime.load_module(os.path.join(folder, "sc.so"))  # its embedded copy registers
 before = {n: tvm_ffi.get_global_func(n) for n in names}
 embedded = {n: tvm_ffi.get_global_func("tvm_partial.embedded_copy." + n) for n in names}
+schemas_before = {n: tvm_ffi.get_global_func_metadata(n).get("type_schema") for n in names}
 import tvm_partial                                                   # the installed library
 after = {n: tvm_ffi.get_global_func(n) for n in names}
+schemas_after = {n: tvm_ffi.get_global_func_metadata(n).get("type_schema") for n in names}
 x = np.arange(8, dtype="float32")
 
 def run(f):
@@ -285,6 +287,8 @@ reloaded = tvm_partial.load_from_bytes(tvm_partial.save_to_bytes(made))
 print(json.dumps({
     "embedded_served_first": all(before[n].same_as(embedded[n]) for n in names),
     "taken_over": [n for n in names if not after[n].same_as(before[n])],
+    # both copies register with their type schema (tvm-ffi-stubgen reads it), the same one
+    "typed": [schemas_before[n] is not None and schemas_before[n] == schemas_after[n] for n in names],
     "is_partial": [bool(after["tvm_partial.IsPartial"](g)), bool(after["tvm_partial.IsPartial"](made)),
                    bool(after["tvm_partial.IsPartial"](reloaded))],
     "bindings": sorted(int(i) for i in tvm_partial.bindings(made)["main"]),
@@ -321,6 +325,7 @@ def test_installed_library_takes_over_from_an_embedded_copy(self_contained):
             "tvm_partial.IsPartial",
             "ffi.Module.load_from_bytes.partial_apply",
         ],
+        "typed": [True] * 5,
         "is_partial": [True, True, True],
         "bindings": [1],
         "artifact": (x * 2).tolist(),

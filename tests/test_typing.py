@@ -7,6 +7,8 @@ and the tests. mypy's cache lives in build/ (pyproject's [tool.mypy]), so a reru
 from __future__ import annotations
 
 import ast
+import difflib
+import json
 import re
 import shutil
 import subprocess
@@ -19,7 +21,7 @@ import tvm_ffi
 from tvm_ffi.registry import get_global_func_metadata, list_global_func_names
 
 import tvm_partial
-from tvm_partial import _ffi_api
+from tvm_partial import _ffi_api, config
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "python" / "tvm_partial"
@@ -86,15 +88,68 @@ def test_ffi_api_names_every_global_the_library_registers():
     assert tvm_partial._lib.partial_apply is _ffi_api.PartialApply
 
 
-def test_ffi_api_is_hand_written_because_the_globals_carry_no_type_schema():
-    # tvm-ffi-stubgen generates signatures from a global's "type_schema" metadata, which
-    # RegisterGlobalOnce (Function::SetGlobal) does not record. When the registrations gain one,
-    # this fails: generate _ffi_api.py with tvm-ffi-stubgen instead (docs/typing.md).
-    full = [f"tvm_partial.{n}" for n in dir(_ffi_api) if isinstance(getattr(_ffi_api, n), tvm_ffi.Function)]
-    full = [n for n in full if n.split(".")[1] not in _ffi_api.OTHER_GLOBALS]
-    full += list(_ffi_api.OTHER_GLOBALS.values())
-    assert len(full) >= 15
-    assert [n for n in full if "type_schema" in get_global_func_metadata(n)] == []
+def _stubgen() -> Path:
+    stubgen = Path(sys.executable).with_name("tvm-ffi-stubgen")
+    if not stubgen.is_file():
+        found = shutil.which("tvm-ffi-stubgen")
+        if found is None:
+            pytest.skip("the tvm-ffi-stubgen entry point (apache-tvm-ffi) is not installed")
+        stubgen = Path(found)
+    return stubgen
+
+
+def test_ffi_api_stubs_are_what_stubgen_generates(tmp_path):
+    """The stub blocks of _ffi_api.py are tvm-ffi-stubgen's output for the library as built: run
+    it (docs/typing.md's command) on a copy and compare. Fails when a registration changes and
+    the stubs were not regenerated, or when the registrations lose their type schema. A second
+    file asks for a global/runtime block: stubgen accepts the hand-written schema of the packed
+    globals and can say no more than their return type, which is why they are typed by hand."""
+    library = config.libdir() / "libtvm_partial.so"
+    copy = tmp_path / "_ffi_api.py"
+    shutil.copyfile(_ffi_api.__file__, copy)
+    runtime = tmp_path / "runtime_api.py"
+    runtime.write_text("# tvm-ffi-stubgen(begin): global/runtime\n# tvm-ffi-stubgen(end)\n")
+    proc = subprocess.run(
+        [str(_stubgen()), "--dlls", str(library), str(copy), str(runtime)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "no type schema: tvm_partial." not in proc.stdout, proc.stdout
+    assert "no type schema: runtime.PartialApply" not in proc.stdout, proc.stdout
+    source = Path(_ffi_api.__file__).read_text()
+    diff = "".join(difflib.unified_diff(source.splitlines(True), copy.read_text().splitlines(True)))
+    assert diff == "", "regenerate the stubs (docs/typing.md):\n" + diff
+    generated = runtime.read_text()
+    assert "    def PartialApply(*args: Any) -> Callable[..., Any]: ...\n" in generated, generated
+    assert "    def PartialApplyModule(*args: Any) -> Module: ...\n" in generated, generated
+    # every tvm_partial.* global is in the generated block, with its parameters' types
+    block = source.split("# tvm-ffi-stubgen(begin): global/tvm_partial")[1].split("# tvm-ffi-stubgen(end)")[0]
+    own = {n.split(".", 1)[1] for n in list_global_func_names() if re.fullmatch(r"tvm_partial\.\w+", n)}
+    assert set(re.findall(r"^    def (\w+)\(", block, re.M)) == own
+    assert "    def SaveToBytes(_0: Module, /) -> bytes: ...\n" in block
+
+
+def test_registrations_carry_their_type_schema():
+    """What stubgen reads: every global of the library records its signature, the typed ones
+    with their parameters, the packed runtime.PartialApply(Module) with the return type alone."""
+    names = [f"tvm_partial.{n}" for n in dir(_ffi_api) if isinstance(getattr(_ffi_api, n), tvm_ffi.Function)]
+    names = [n for n in names if n.split(".")[1] not in _ffi_api.OTHER_GLOBALS]
+    names += list(_ffi_api.OTHER_GLOBALS.values())
+    assert len(names) >= 19
+    schemas = {n: json.loads(get_global_func_metadata(n)["type_schema"]) for n in names}
+    assert schemas["tvm_partial.SaveToBytes"] == {
+        "type": "ffi.Function",
+        "named_args": {"return": [{"type": "ffi.Bytes"}], "params": [{"type": "ffi.Module"}]},
+    }
+    assert schemas["runtime.PartialApply"] == {
+        "type": "ffi.Function",
+        "named_args": {"return": [{"type": "ffi.Function"}]},
+    }
+    assert schemas["runtime.PartialApplyModule"]["named_args"] == {"return": [{"type": "ffi.Module"}]}
+    packed = {"runtime.PartialApply", "runtime.PartialApplyModule"}
+    assert all("params" in schemas[n]["named_args"] for n in names if n not in packed)
 
 
 # A user's code against the public API: what each call gives, to the type checker.

@@ -2,26 +2,40 @@
 # SPDX-License-Identifier: Apache-2.0
 """The globals ``libtvm_partial.so`` registers, with their types.
 
-The layout follows tvm-ffi's ``_ffi_api.py`` convention (``init_ffi_api`` binds the
-``tvm_partial.*`` globals as attributes; typed signatures under ``TYPE_CHECKING``), but the
-signatures are written by hand, not by ``tvm-ffi-stubgen``: the library registers its globals
-through ``detail::RegisterGlobalOnce`` (``Function::SetGlobal``, so that a self-contained
-artifact's embedded copy and the installed library can take each other's registrations over),
-which records no type schema, and ``tvm-ffi-stubgen`` skips functions without one ("Function has
-no type schema"). ``runtime.PartialApply`` and ``runtime.PartialApplyModule`` are packed functions
-with optional trailing arguments, which a schema could not express either.
-``tests/test_typing.py`` checks that this file names every global the library registers, and
-fails when the registrations gain a schema (then generate the stubs: docs/typing.md).
+tvm-ffi's ``_ffi_api.py`` convention: ``init_ffi_api`` binds the ``tvm_partial.*`` globals as
+attributes, typed signatures under ``TYPE_CHECKING``. The blocks between
+``tvm-ffi-stubgen(begin)`` and ``tvm-ffi-stubgen(end)`` are written by ``tvm-ffi-stubgen`` from
+the "type_schema" each registration records (cpp/registry.h); do not edit them, regenerate them
+(docs/typing.md). ``tests/test_typing.py`` fails when they are out of date.
+
+The globals outside the ``tvm_partial.`` namespace (``OTHER_GLOBALS``) are typed by hand below
+the generated block: a ``global/runtime`` block would bind every ``runtime.*`` global registered
+at import (TVM's included), and ``runtime.PartialApply`` and ``runtime.PartialApplyModule`` are
+packed functions with optional trailing arguments, which their schema cannot express (it names
+only the return type: ``def PartialApply(*args: Any) -> Function``).
 
 Import this module after ``_lib`` has loaded the library (``import tvm_partial`` does).
 """
 
+# tvm-ffi-stubgen(import-object): collections.abc.Mapping;True;
+# tvm-ffi-stubgen(import-object): collections.abc.Sequence;True;
+# tvm-ffi-stubgen(import-object): typing.Any;True;
+# tvm-ffi-stubgen(import-object): tvm_ffi.Function;True;
+# tvm-ffi-stubgen(import-object): tvm_ffi.Module;True;
+# tvm-ffi-stubgen(import-object): tvm_ffi.get_global_func;False;
+# tvm-ffi-stubgen(begin): import-section
+# fmt: off
+# isort: off
 from __future__ import annotations
-
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
-
-import tvm_ffi
+from tvm_ffi import get_global_func, init_ffi_api as _FFI_INIT_FUNC
+from typing import TYPE_CHECKING
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from tvm_ffi import Device, Function, Module, Tensor
+    from typing import Any, Callable
+# isort: on
+# fmt: on
+# tvm-ffi-stubgen(end)
 
 #: Globals registered outside the ``tvm_partial.`` namespace, by their name here.
 OTHER_GLOBALS = {
@@ -32,58 +46,49 @@ OTHER_GLOBALS = {
     "LoadFromBytesVM": "ffi.Module.load_from_bytes.partial_apply_vm",
 }
 
-tvm_ffi.init_ffi_api("tvm_partial", __name__)
+# tvm-ffi-stubgen(begin): global/tvm_partial
+# fmt: off
+_FFI_INIT_FUNC("tvm_partial", __name__)
+if TYPE_CHECKING:
+    def AlignedCopy(_0: Tensor, _1: Device, /) -> Tensor: ...
+    def DescribeBytes(_0: bytes, /) -> Mapping[str, Any]: ...
+    def HashFileRange(_0: str, _1: int, _2: int, /) -> int: ...
+    def HashFileRangeProgress(_0: str, _1: int, _2: int, _3: Callable[..., Any], /) -> int: ...
+    def IsPartial(_0: Any, /) -> bool: ...
+    def LibraryFileOf(_0: Module, _1: str, /) -> Mapping[str, Any]: ...
+    def LoadWithWeights(_0: str, _1: str, /) -> Module: ...
+    def Outputs(_0: Any, /) -> Mapping[str, Sequence[Any]]: ...
+    def ParamNames(_0: Any, /) -> Mapping[str, Sequence[str]]: ...
+    def RelaxVMModule(_0: Module, _1: Sequence[Sequence[int]], /) -> Module: ...
+    def SaveToBytes(_0: Module, /) -> bytes: ...
+    def WithExternalPayloads(_0: Module, _1: str, _2: int, /) -> Module: ...
+    def WithExternalWeights(_0: Module, _1: str, _2: int, _3: str, /) -> Module: ...
+    def WritePayloadRegion(_0: Module, _1: str, _2: int, /) -> None: ...
+# fmt: on
+# tvm-ffi-stubgen(end)
 
 if TYPE_CHECKING:
-    # runtime.* and the module loaders (OTHER_GLOBALS)
+    # OTHER_GLOBALS, written by hand
     def PartialApply(
-        f: tvm_ffi.Function,
+        f: Function,
         bound: Mapping[int, Any],
         name: str | None = ...,
         names: Sequence[str] | None = ...,
         outputs: Sequence[Any] | None = ...,
         full_names: Sequence[str] | None = ...,
         /,
-    ) -> tvm_ffi.Function: ...
+    ) -> Function: ...
     def PartialApplyModule(
-        mod: tvm_ffi.Module,
+        mod: Module,
         bindings: Mapping[str, Mapping[int, Any]],
         names: Mapping[str, Sequence[str]] | None = ...,
         outputs: Mapping[str, Any] | None = ...,
         full_names: Mapping[str, Sequence[str]] | None = ...,
         /,
-    ) -> tvm_ffi.Module: ...
-    def PartialApplyBindings(
-        obj: tvm_ffi.Function | tvm_ffi.Module, /
-    ) -> Mapping[str, Mapping[int, Any]]: ...
-    def LoadFromBytes(data: bytes, /) -> tvm_ffi.Module: ...
-    def LoadFromBytesVM(data: bytes, /) -> tvm_ffi.Module: ...
-
-    # tvm_partial.*
-    def AlignedCopy(source: Any, device: tvm_ffi.Device, /) -> tvm_ffi.Tensor: ...
-    def DescribeBytes(data: bytes, /) -> Mapping[str, Any]: ...
-    def AppendPayloadRegion(
-        mod: tvm_ffi.Module, path: str, progress: Callable[[int, int], None] | None, /
-    ) -> Sequence[int]: ...
-    def HashFileRange(path: str, offset: int, size: int, /) -> int: ...
-    def HashFileRangeProgress(
-        path: str, offset: int, size: int, progress: Callable[[int, int], None] | None, /
-    ) -> int: ...
-    def IsPartial(obj: Any, /) -> bool: ...
-    def LoadWithWeights(library: str, weights_file: str, /) -> tvm_ffi.Module: ...
-    def LibraryFileOf(mod: tvm_ffi.Module, name: str, /) -> Mapping[str, Any]: ...
-    def Outputs(obj: tvm_ffi.Function | tvm_ffi.Module, /) -> Mapping[str, Sequence[Mapping[str, Any]]]: ...
-    def PayloadRegionHeader(mod: tvm_ffi.Module, /) -> bytes: ...
-    def ParamNames(obj: tvm_ffi.Function | tvm_ffi.Module, /) -> Mapping[str, Sequence[str]]: ...
-    def RelaxVMModule(executable: tvm_ffi.Module, devices: Sequence[Sequence[int]], /) -> tvm_ffi.Module: ...
-    def SaveToBytes(mod: tvm_ffi.Module, /) -> bytes: ...
-    def WithAppendedPayloads(mod: tvm_ffi.Module, symbol: str, link: int, /) -> tvm_ffi.Module: ...
-    def WithExternalPayloads(mod: tvm_ffi.Module, symbol: str, link: int, /) -> tvm_ffi.Module: ...
-    def WithExternalWeights(
-        mod: tvm_ffi.Module, symbol: str, link: int, weights_file: str, /
-    ) -> tvm_ffi.Module: ...
-    def WithPayloadHashes(mod: tvm_ffi.Module, hashes: Sequence[int] | None, /) -> tvm_ffi.Module: ...
-    def WritePayloadRegion(mod: tvm_ffi.Module, path: str, lead: int, /) -> None: ...
+    ) -> Module: ...
+    def PartialApplyBindings(obj: Function | Module, /) -> Mapping[str, Mapping[int, Any]]: ...
+    def LoadFromBytes(data: bytes, /) -> Module: ...
+    def LoadFromBytesVM(data: bytes, /) -> Module: ...
 else:
     for _name, _global in OTHER_GLOBALS.items():
-        globals()[_name] = tvm_ffi.get_global_func(_global)
+        globals()[_name] = get_global_func(_global)

@@ -548,9 +548,8 @@ def _tensor(
     if offset % _ALIGNMENT == 0 and nbytes:
         tensor = tvm_ffi.from_dlpack(array)  # a view: the mapping lives as long as the tensor
     else:
-        tensor = _lib.aligned_copy(array, tvm_ffi.device("cpu", 0))  # kernels need 64-byte alignment
-        if not isinstance(tensor, tvm_ffi.Tensor):
-            tensor = tvm_ffi.from_dlpack(tensor)
+        # kernels need 64-byte alignment (from_dlpack: what the call would do to the array anyway)
+        tensor = _lib.aligned_copy(tvm_ffi.from_dlpack(array), tvm_ffi.device("cpu", 0))
     if tvm_dtype != carrier:
         from .partial import _create_view
 
