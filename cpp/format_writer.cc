@@ -27,6 +27,7 @@
 #include "format.h"
 #include "format_common.h"
 #include "hash.h"
+#include "unique_fd.h"
 
 namespace tvm_partial {
 namespace format {
@@ -331,10 +332,7 @@ std::vector<uint64_t> AppendRegion(const std::vector<FunctionRecord>& functions,
     TVM_FFI_THROW(RuntimeError) << "cannot append the payload region to " << path << ": "
                                 << std::strerror(errno);
   }
-  std::unique_ptr<int, void (*)(int*)> closer(new int(fd), [](int* f) {
-    close(*f);
-    delete f;
-  });
+  const detail::UniqueFd closer(fd);
   struct stat st;
   if (fstat(fd, &st) != 0) {
     TVM_FFI_THROW(RuntimeError) << "cannot append the payload region to " << path << ": "

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "format.h"
+#include "unique_fd.h"
 
 namespace tvm_partial {
 namespace region {
@@ -129,10 +130,7 @@ MappedRegion MapAppended(const std::string& library, uint64_t size, uint64_t lin
                                 << " to map the payload region appended to it: "
                                 << std::strerror(errno);
   }
-  std::unique_ptr<int, void (*)(int*)> closer(new int(fd), [](int* f) {
-    close(*f);
-    delete f;
-  });
+  const detail::UniqueFd closer(fd);
   struct stat st;
   char trailer[format::kTrailerSize];
   uint64_t offset = 0, recorded_size = 0, recorded_link = 0;

@@ -29,6 +29,7 @@
 
 #include "format.h"
 #include "registry.h"
+#include "unique_fd.h"
 
 namespace tvm_partial {
 namespace weights {
@@ -201,10 +202,7 @@ region::MappedRegion Map(const std::string& path, size_t region_size) {
                                 << "; keep it beside the library under the name "
                                 << "it was exported with, or load(path, weights_file=...)";
   }
-  std::unique_ptr<int, void (*)(int*)> closer(new int(fd), [](int* f) {
-    close(*f);
-    delete f;
-  });
+  const detail::UniqueFd closer(fd);
   struct stat st;
   uint64_t header_len = 0;
   if (fstat(fd, &st) != 0 || pread(fd, &header_len, 8, 0) != 8) {
@@ -245,10 +243,7 @@ void CheckHeader(const std::string& path, const std::vector<Span>& spans) {
   if (fd < 0)
     TVM_FFI_THROW(RuntimeError) << "cannot open the weights file " << path << ": "
                                 << std::strerror(errno);
-  std::unique_ptr<int, void (*)(int*)> closer(new int(fd), [](int* f) {
-    close(*f);
-    delete f;
-  });
+  const detail::UniqueFd closer(fd);
   uint64_t header_len = 0;
   if (pread(fd, &header_len, 8, 0) != 8 || header_len > kMaxHeader) {
     TVM_FFI_THROW(ValueError) << "weights file " << path << ": no readable safetensors header";
@@ -290,10 +285,7 @@ File Open(const std::string& path) {
     TVM_FFI_THROW(RuntimeError) << "cannot open the weights file " << path << ": "
                                 << std::strerror(errno);
   }
-  std::unique_ptr<int, void (*)(int*)> closer(new int(fd), [](int* f) {
-    close(*f);
-    delete f;
-  });
+  const detail::UniqueFd closer(fd);
   struct stat st;
   if (fstat(fd, &st) != 0) {
     TVM_FFI_THROW(RuntimeError) << "cannot read the weights file " << path << ": "

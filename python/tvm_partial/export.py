@@ -531,16 +531,7 @@ def verify(path: PathLike, progress: ProgressCallback | None = None) -> dict[str
     hashes = hash_ranges([(source, e["file_offset"], e["bytes"]) for e, _ in payloads], progress)
     for (entry, recorded), got in zip(payloads, hashes):
         entry["intact"] = got == recorded
-    entries = [e for e, _ in payloads]
-    damaged = [p for p in entries if not p["intact"]]
-    return {
-        "path": path,
-        "intact": not damaged,
-        "checked": len(entries),
-        "bytes": sum(p["bytes"] for p in entries),
-        "payloads": entries,
-        "damaged": damaged,
-    }
+    return _weights.verify_report(path, [e for e, _ in payloads])
 
 
 #: The first bytes of ``save_to_bytes`` output (the format's magic).

@@ -349,6 +349,11 @@ def verify_weights(path: PathLike, progress: ProgressCallback | None = None) -> 
     got = hash_ranges([(path, p["file_offset"], p["bytes"]) for p in payloads], progress)
     for p, value in zip(payloads, got):
         p["intact"] = f"{value:016x}" == hashes[p["key"]]
+    return verify_report(path, payloads)
+
+
+def verify_report(path: str, payloads: list[dict[str, Any]]) -> dict[str, Any]:
+    """What ``verify`` returns, from the payloads it checked (each with ``intact`` and ``bytes``)."""
     damaged = [p for p in payloads if not p["intact"]]
     return {
         "path": path,
