@@ -22,7 +22,8 @@
 #include <vector>
 
 #include "bindings.h"
-#include "format.h"
+#include "format/common.h"
+#include "format/format.h"
 #include "outputs.h"
 #include "packed_args.h"
 #include "registry.h"
@@ -39,60 +40,101 @@ constexpr const char kKind[] = "partial_apply";
 
 class PartialModuleObj final : public ffi::ModuleObj {
  public:
-  /*! \param functions Bindings per function; `wrapped` becomes the first import (null: added later
-   *         by the library loader, which rebuilds the import tree after LoadFromBytes). */
+  /*! \param functions Bindings per function; `wrapped` becomes the first import. */
   PartialModuleObj(std::vector<format::FunctionRecord> functions,
                    ffi::Optional<ffi::Module> wrapped,
                    std::optional<format::ExternalRegion> external = std::nullopt)
       : functions_(std::move(functions)),
         index_(IndexByName(functions_)),
-        external_(std::move(external)) {
+        external_(std::move(external)),
+        resolved_(true) {
     if (wrapped.has_value()) imports_.push_back(*wrapped);
+  }
+
+  /*! \brief Loaded from `bytes` (already parsed): the records are built on first use, once the
+   *         library loader has attached the imports (which say which file the bytes came from). */
+  PartialModuleObj(ffi::Bytes bytes, format::Parsed parsed)
+      : functions_(Skeleton(parsed)), index_(IndexByName(functions_)), resolved_(false) {
+    pending_.emplace(Pending{std::move(bytes), std::move(parsed), {}});
   }
 
   const char* kind() const final { return kKind; }
 
   ffi::Optional<ffi::Function> GetFunction(const ffi::String& name) final {
     const format::FunctionRecord* record = Find(name);
+    if (record == nullptr && name == "main" && functions_.size() == 1 &&
+        !(HasWrapped() && Wrapped()->GetFunction(name, /*query_imports=*/true).has_value())) {
+      record = &functions_[0];  // pm(...) of a model whose one bound function is not main
+    }
     if (record == nullptr) {
       if (imports_.empty()) return std::nullopt;
       return Wrapped()->GetFunction(name, /*query_imports=*/true);
     }
+    const size_t at = static_cast<size_t>(record - functions_.data());  // before Records() fills
+    const format::FunctionRecord& bound = Records()[at];
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = cache_.find(std::string(name));
     if (it != cache_.end()) return it->second;
     if (imports_.empty()) {
-      TVM_FFI_THROW(RuntimeError) << "partial_apply module: function '" << name
+      TVM_FFI_THROW(RuntimeError) << "partial_apply module: function '" << bound.name
                                   << "' is bound but the module wraps no compiled code; import "
                                      "the module it was made from";
     }
-    ffi::Optional<ffi::Function> f = Wrapped()->GetFunction(name, /*query_imports=*/true);
+    ffi::Optional<ffi::Function> f = Wrapped()->GetFunction(bound.name, /*query_imports=*/true);
     if (!f.has_value()) {
-      TVM_FFI_THROW(AttributeError) << "partial_apply module: function '" << name
+      TVM_FFI_THROW(AttributeError) << "partial_apply module: function '" << bound.name
                                     << "' is bound but the wrapped module has no such function";
     }
-    ffi::Function closure = PartialApply(*f, detail::ToBindings(record->bound), record->name,
-                                         record->param_names, record->outputs);
+    ffi::Function closure = PartialApply(*f, detail::ToBindings(bound.bound), bound.name,
+                                         bound.param_names, bound.outputs);
     cache_.emplace(std::string(name), closure);
     return closure;
   }
 
   ffi::Bytes SaveToBytes() const final {
-    return ffi::Bytes(format::Encode(functions_, external_ ? &*external_ : nullptr));
+    const auto& records = const_cast<PartialModuleObj*>(this)->Records();
+    return ffi::Bytes(format::Encode(records, external_ ? &*external_ : nullptr));
   }
 
   static ffi::Module LoadFromBytes(const ffi::Bytes& bytes) {
-    return ffi::Module(ffi::make_object<PartialModuleObj>(
-        format::Decode(bytes.data(), bytes.size()), std::nullopt));
+    format::Parsed parsed = format::Parse(bytes.data(), bytes.size());
+    return ffi::Module(ffi::make_object<PartialModuleObj>(bytes, std::move(parsed)));
   }
 
   int GetPropertyMask() const final {
     return ffi::Module::kBinarySerializable | ffi::Module::kRunnable;
   }
 
+  /*! \brief The record named `name` (its name and parameter names; its values only through
+   *         Records()), or null. */
   const format::FunctionRecord* Find(const ffi::String& name) const {
     auto it = index_.find(std::string(name));
     return it == index_.end() ? nullptr : &functions_[it->second];
+  }
+
+  /*! \brief The records with their values: for a module loaded from bytes, built now (once)
+   *         from where its payloads lie. Thread-safe; a failure is raised again on the next use. */
+  const std::vector<format::FunctionRecord>& Records() {
+    std::lock_guard<std::mutex> lock(resolve_mutex_);
+    if (!resolved_) {
+      std::vector<format::FunctionRecord> decoded = detail::DecodeRecords(
+          pending_->bytes.data(), pending_->parsed, pending_->override_weights, imports_);
+      // Only the values are filled in: names, order and outputs (which GetFunction reads
+      // without the lock) are those of the skeleton already, and the vector never moves.
+      for (size_t i = 0; i < functions_.size(); ++i) functions_[i].bound = std::move(decoded[i].bound);
+      pending_.reset();
+      resolved_ = true;
+    }
+    return functions_;
+  }
+
+  /*! \brief Take the tensors from the weights file `path` by key instead of the module's own
+   *         payloads (load(path, weights_file=...)). Only before the records are built. */
+  bool SetWeightsOverride(const std::string& path) {
+    std::lock_guard<std::mutex> lock(resolve_mutex_);
+    if (resolved_) return false;
+    pending_->override_weights = path;
+    return true;
   }
 
   /*! \brief Name -> position in `functions`; names are unique (the loader and the merge ensure it).
@@ -105,15 +147,40 @@ class PartialModuleObj final : public ffi::ModuleObj {
     return index;
   }
 
+  /*! \brief The records of parsed bytes with names and outputs but no values yet. */
+  static std::vector<format::FunctionRecord> Skeleton(const format::Parsed& parsed) {
+    std::vector<format::FunctionRecord> out;
+    out.reserve(parsed.functions.size());
+    for (const format::ParsedFunction& fn : parsed.functions) {
+      format::FunctionRecord r{fn.name, fn.param_names, {}};
+      r.outputs = fn.outputs;
+      out.push_back(std::move(r));
+    }
+    return out;
+  }
+
   bool HasWrapped() const { return !imports_.empty(); }
   ffi::Module Wrapped() const { return imports_[0].cast<ffi::Module>(); }
+  const ffi::Array<ffi::Any>& Imports() const { return imports_; }
 
-  /*! \brief Bindings and recorded parameter names per function; immutable after construction. */
-  const std::vector<format::FunctionRecord> functions_;
+  /*! \brief Bound values and recorded parameter names per function. Names, order and outputs
+   *         are fixed at construction; values (for a loaded module) are filled in once by
+   *         Records(), and immutable afterwards. */
+  std::vector<format::FunctionRecord> functions_;
   /*! \brief Where each name's record is in functions_: lookups in O(1), not a scan. */
   const std::unordered_map<std::string, size_t> index_;
   /*! \brief Set for a zero-copy export: SaveToBytes writes metadata referring to this region. */
   const std::optional<format::ExternalRegion> external_;
+  /*! \brief What a module loaded from bytes keeps until Records() builds its values. */
+  struct Pending {
+    ffi::Bytes bytes;
+    format::Parsed parsed;
+    std::string override_weights;
+  };
+  std::optional<Pending> pending_;
+  /*! \brief Whether functions_ holds its values; guarded by resolve_mutex_. */
+  bool resolved_;
+  std::mutex resolve_mutex_;
   /*! \brief Guards cache_. */
   std::mutex mutex_;
   /*! \brief Bound closures built on first lookup. */
@@ -145,7 +212,7 @@ ffi::Module MakePartialModule(
   }
   if (inner != nullptr) {
     // Merge into one level over the same compiled code.
-    std::vector<format::FunctionRecord> merged = inner->functions_;
+    std::vector<format::FunctionRecord> merged = inner->Records();
     for (format::FunctionRecord& outer : functions) {
       const format::FunctionRecord* existing = inner->Find(outer.name);
       if (existing == nullptr) {
@@ -207,7 +274,7 @@ std::optional<std::vector<format::FunctionRecord>> RecordsOf(const ffi::Any& obj
     return std::vector<format::FunctionRecord>{std::move(record)};
   }
   if (auto m = obj.try_cast<ffi::Module>()) {
-    if (PartialModuleObj* pm = AsPartialModule(*m)) return pm->functions_;
+    if (PartialModuleObj* pm = AsPartialModule(*m)) return pm->Records();
   }
   return std::nullopt;
 }
@@ -277,7 +344,7 @@ namespace detail {
 
 const std::vector<format::FunctionRecord>* PartialModuleRecords(const ffi::Module& mod) {
   PartialModuleObj* pm = AsPartialModule(mod);
-  return pm == nullptr ? nullptr : &pm->functions_;
+  return pm == nullptr ? nullptr : &pm->Records();
 }
 
 const format::ExternalRegion* PartialModuleRegion(const ffi::Module& mod) {
@@ -285,12 +352,17 @@ const format::ExternalRegion* PartialModuleRegion(const ffi::Module& mod) {
   return pm == nullptr || !pm->external_ ? nullptr : &*pm->external_;
 }
 
+bool SetWeightsOverride(const ffi::Module& mod, const std::string& path) {
+  PartialModuleObj* pm = AsPartialModule(mod);
+  return pm != nullptr && pm->SetWeightsOverride(path);
+}
+
 ffi::Module WithExternalRegion(const ffi::Module& mod, format::ExternalRegion region) {
   PartialModuleObj* pm = AsPartialModule(mod);
   ffi::Optional<ffi::Module> wrapped;
   if (pm->HasWrapped()) wrapped = pm->Wrapped();
   return ffi::Module(
-      ffi::make_object<PartialModuleObj>(pm->functions_, wrapped, std::move(region)));
+      ffi::make_object<PartialModuleObj>(pm->Records(), wrapped, std::move(region)));
 }
 
 }  // namespace detail
@@ -346,8 +418,9 @@ TVM_FFI_STATIC_INIT_BLOCK() {
                              PartialModuleObj::LoadFromBytes);
   detail::RegisterGlobalOnce("tvm_partial.SaveToBytes",
                              [](ffi::Module m) { return m->SaveToBytes(); });
-  detail::RegisterGlobalOnce("tvm_partial.DescribeBytes",
-                             [](ffi::Bytes b) { return format::Describe(b.data(), b.size()); });
+  detail::RegisterGlobalOnce("tvm_partial.DescribeBytes", [](ffi::Bytes b) {
+    return format::Describe(format::Parse(b.data(), b.size()));
+  });
 }
 
 }  // namespace tvm_partial

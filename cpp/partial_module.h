@@ -2,26 +2,44 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file partial_module.h
- * \brief Internal: what other files (the zero-copy export, zero_copy.cc) read of a partial_apply
- *        module made by this copy of the code.
+ * \brief Internal: what other files (loading, load.cc; the zero-copy export, zero_copy.cc) use of
+ *        a partial_apply module made by this copy of the code.
  */
 #ifndef TVM_PARTIAL_PARTIAL_MODULE_H_
 #define TVM_PARTIAL_PARTIAL_MODULE_H_
 
 #include <tvm/ffi/extra/module.h>
 
+#include <string>
 #include <vector>
 
-#include "format.h"
+#include "format/format.h"
 
 namespace tvm_partial {
 namespace detail {
 
-/*! \brief The records of `mod` when it is a partial_apply module of this copy, else null. */
+/*! \brief The records of `mod` when it is a partial_apply module of this copy, else null. A
+ *         module loaded from bytes builds them here on first use (see DecodeRecords). */
 const std::vector<format::FunctionRecord>* PartialModuleRecords(const ffi::Module& mod);
 
 /*! \brief The region `mod` saves its payloads to (set by WithExternalRegion), else null. */
 const format::ExternalRegion* PartialModuleRegion(const ffi::Module& mod);
+
+/*!
+ * \brief Make the partial_apply module `mod`, loaded from bytes and not used yet, take its
+ *        tensors from the weights file `path` by key (load(path, weights_file=...)).
+ * \return false when `mod` is not such a module of this copy.
+ */
+bool SetWeightsOverride(const ffi::Module& mod, const std::string& path);
+
+/*!
+ * \brief The records of parsed bytes with their values (load.cc): where the payloads lie is
+ *        decided by storage::Locate from what the module offers (its bytes `blob`, the library
+ *        among `imports` that the loader attached, an override), the tensors built from there.
+ */
+std::vector<format::FunctionRecord> DecodeRecords(const char* blob, const format::Parsed& parsed,
+                                                  const std::string& override_weights,
+                                                  const ffi::Array<ffi::Any>& imports);
 
 /*!
  * \brief A copy of the partial_apply module `mod` (PartialModuleRecords is not null) over the same

@@ -103,6 +103,11 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
   }
 
   static ffi::Module LoadFromBytes(const ffi::Bytes& bytes) {
+    return ffi::Module(ffi::make_object<RelaxVMModuleObj>(ParseRecord(bytes), std::nullopt));
+  }
+
+  /*! \brief The devices a record (this module's bytes) names, checked. */
+  static std::vector<VMDevice> ParseRecord(const ffi::Bytes& bytes) {
     const char* who = "partial_apply_vm loader";
     const size_t size = bytes.size();
     const unsigned char* p = reinterpret_cast<const unsigned char*>(bytes.data());
@@ -127,7 +132,7 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
                          static_cast<int32_t>(get(at + 8))});
     }
     CheckDevices(devices, who);
-    return ffi::Module(ffi::make_object<RelaxVMModuleObj>(std::move(devices), std::nullopt));
+    return devices;
   }
 
  private:
@@ -209,6 +214,15 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   detail::RegisterGlobalOnce("tvm_partial.RelaxVMModule", MakeRelaxVMModule);
   detail::RegisterGlobalOnce("ffi.Module.load_from_bytes.partial_apply_vm",
                              RelaxVMModuleObj::LoadFromBytes);
+  // What a record names, for inspect (which reads an artifact without loading it):
+  // [[device type, device id, allocator], ...], checked as the loader checks it.
+  detail::RegisterGlobalOnce("tvm_partial.DescribeVMRecord", [](ffi::Bytes bytes) {
+    ffi::Array<ffi::Array<int64_t>> out;
+    for (const VMDevice& d : RelaxVMModuleObj::ParseRecord(bytes)) {
+      out.push_back({d.type, d.id, d.allocator});
+    }
+    return out;
+  });
 }
 
 }  // namespace tvm_partial

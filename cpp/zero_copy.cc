@@ -2,9 +2,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file zero_copy.cc
- * \brief The zero-copy export's globals (python/tvm_partial/zero_copy.py calls them): a copy of a
- *        partial_apply module that saves its payloads to a region of the library, or to a
- *        safetensors weights file beside it, and the writer of that region.
+ * \brief The zero-copy export's globals (python/tvm_partial/artifact/zero_copy.py calls them): a
+ *        copy of a partial_apply module whose bytes leave its payloads to a region appended to
+ *        the library file, or to a safetensors weights file beside it, and the writers of that
+ *        region.
  */
 #include <tvm/ffi/container/array.h>
 #include <tvm/ffi/error.h>
@@ -17,9 +18,10 @@
 #include <utility>
 #include <vector>
 
-#include "format.h"
+#include "format/format.h"
 #include "partial_module.h"
 #include "registry.h"
+#include "storage/appended_region.h"
 
 namespace tvm_partial {
 
@@ -56,13 +58,7 @@ const format::ExternalRegion* AppendedRegion(const char* who, const ffi::Module&
 }  // namespace
 
 TVM_FFI_STATIC_INIT_BLOCK() {
-  // Zero-copy export: a copy of `mod` whose SaveToBytes leaves the payloads to a region that
-  // WritePayloadRegion writes and the export links into the library under `symbol`.
-  detail::RegisterGlobalOnce(
-      "tvm_partial.WithExternalPayloads", [](ffi::Module mod, ffi::String symbol, int64_t link) {
-        return WithRegion("WithExternalPayloads", mod, symbol, link, std::nullopt);
-      });
-  // The same, with the payloads in a safetensors weights file beside the library (flag 2): the
+  // A copy of `mod` whose payloads go to a safetensors weights file beside the library (flag 2): the
   // library's region then holds only the region header; `weights_file` is relative to its folder.
   detail::RegisterGlobalOnce(
       "tvm_partial.WithExternalWeights",
@@ -83,7 +79,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
     const format::ExternalRegion* region = detail::PartialModuleRegion(mod);
     if (region == nullptr) {
       TVM_FFI_THROW(TypeError) << "PayloadRegionHeader: needs a module from "
-                                  "WithAppendedPayloads or WithExternalPayloads";
+                                  "WithAppendedPayloads or WithExternalWeights";
     }
     return ffi::Bytes(format::RegionHeader(*detail::PartialModuleRecords(mod), *region));
   });
@@ -92,7 +88,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
 
       [](ffi::Module mod, ffi::String path, ffi::Optional<ffi::Function> progress) {
         const format::ExternalRegion* region = AppendedRegion("AppendPayloadRegion", mod);
-        std::vector<uint64_t> hashes = format::AppendRegion(*detail::PartialModuleRecords(mod),
+        std::vector<uint64_t> hashes = storage::AppendRegion(*detail::PartialModuleRecords(mod),
                                                             *region, std::string(path), progress);
         ffi::Array<int64_t> out;
         for (uint64_t h : hashes) out.push_back(static_cast<int64_t>(h));
@@ -119,14 +115,15 @@ TVM_FFI_STATIC_INIT_BLOCK() {
                                                                   int64_t lead) {
     const format::ExternalRegion* region = detail::PartialModuleRegion(mod);
     if (region == nullptr) {
-      TVM_FFI_THROW(TypeError) << "WritePayloadRegion: needs a module from WithExternalPayloads";
+      TVM_FFI_THROW(TypeError) << "WritePayloadRegion: needs a module from WithAppendedPayloads "
+                                  "or WithExternalWeights";
     }
     if (lead < 0 || lead % static_cast<int64_t>(format::kPayloadAlignment) != 0) {
       TVM_FFI_THROW(ValueError) << "WritePayloadRegion: lead must be a multiple of 64, got "
                                 << lead;
     }
-    format::WriteRegion(*detail::PartialModuleRecords(mod), *region, std::string(path),
-                        static_cast<size_t>(lead));
+    storage::WriteRegion(*detail::PartialModuleRecords(mod), *region, std::string(path),
+                         static_cast<uint64_t>(lead));
   });
 }
 

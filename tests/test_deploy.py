@@ -20,7 +20,8 @@ from tvm.support import cc
 import tvm_partial
 from helpers import run_json
 from tvm_partial import _fixtures as fixtures
-from tvm_partial import config, export
+from tvm_partial import config
+from tvm_partial.artifact import export
 
 ROOT = Path(__file__).resolve().parent.parent
 NO_AUTOLOAD = {"TVM_DEVICE_BACKEND_AUTOLOAD": "0"}
@@ -83,7 +84,7 @@ def test_default_export_stays_lean(artifacts):
 
 
 def test_self_contained_artifact_inspects_like_the_default(artifacts):
-    plain, contained = export.inspect(artifacts / "a.so"), export.inspect(artifacts / "a_sc.so")
+    plain, contained = tvm_partial.inspect(artifacts / "a.so"), tvm_partial.inspect(artifacts / "a_sc.so")
     assert (contained["self_contained"], plain["self_contained"]) == (True, False)
     assert {**contained, "path": "", "self_contained": None} == {**plain, "path": "", "self_contained": None}
 

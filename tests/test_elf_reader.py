@@ -19,7 +19,7 @@ import pytest
 
 import tvm_partial
 from helpers import run_json
-from tvm_partial import _elf
+from tvm_partial.artifact import _elf
 
 CASES = int(os.environ.get("TVM_PARTIAL_ELF_FUZZ_CASES", "1000"))
 SEED = int(os.environ.get("TVM_PARTIAL_ELF_FUZZ_SEED", "0"))
@@ -65,7 +65,7 @@ def _targets(path) -> list:
 _FUZZ = """
 import json, os, random, struct, sys, traceback
 import tvm_partial
-from tvm_partial.export import check_complete
+from tvm_partial.artifact.load import check_complete
 
 src, work, cases, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 ranges = json.loads(sys.argv[5])
@@ -145,5 +145,5 @@ def test_known_malformations(artifacts, tmp_path):
             with pytest.raises(ValueError, match=message):
                 check(path)
     with pytest.raises(ValueError, match="program headers"):
-        tvm_partial.export.check_complete(cases[4][0])
+        check_complete(cases[4][0])
     assert shoff > 0

@@ -393,7 +393,7 @@ def ctx(conv, tmp_path_factory):
     # The payloads are appended after the library's code (the last "TVMPREGN"): cut them off, as
     # strip does (it keeps only what the ELF sections cover).
     (folder / "cut_appended.so").write_bytes(data[: data.rfind(b"TVMPREGN")])
-    from tvm_partial import zero_copy
+    from tvm_partial.artifact import zero_copy
 
     external_blob = tvm_partial.save_to_bytes(zero_copy.prepare(pm, folder)[0])
     tvm_partial.export_library(pm, folder / "partial_wb.so")

@@ -20,7 +20,7 @@ from tvm import te
 
 import tvm_partial
 from helpers import compile_te, run_json
-from tvm_partial import _elf
+from tvm_partial.artifact import _elf
 
 GIB = 2**30
 SIZE = 3 * GIB + 4096  # past 2 GiB and past 3 GiB: the case that failed to link in .data

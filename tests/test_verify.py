@@ -124,7 +124,7 @@ def test_large_payload_hashed_in_chunks(affine4, tmp_path):
 
 def test_damaged_metadata_names_the_file(artifacts, tmp_path):
     """The format's own checks (here the metadata hash) name the file too, in one line."""
-    from tvm_partial import _elf
+    from tvm_partial.artifact import _elf
 
     data = bytearray(artifacts["inline"].read_bytes())
     blob = next(m for m in _elf.ElfFile(bytes(data), "x").embedded_modules() if m.kind == "partial_apply")

@@ -12,10 +12,10 @@ import pytest
 import tvm
 
 import tvm_partial
-from helpers import affine4_ref, export_section_artifact, ints, run_json, tensor, trailer_hash
+from helpers import affine4_ref, ints, reseal, run_json, tensor, trailer_hash
 from tvm_partial import _fixtures as fixtures
-from tvm_partial import export as _export
-from tvm_partial import zero_copy
+from tvm_partial.artifact import read as _read
+from tvm_partial.artifact import zero_copy
 from tvm_partial._progress import format_size
 
 
@@ -175,25 +175,17 @@ def _load_error(lib) -> str:
     return result
 
 
-@pytest.mark.parametrize("layout", ["appended", "section"])
-def test_truncated_region_refused(affine4, tmp_path, layout):
+def test_truncated_region_refused(affine4, tmp_path):
     exe, _ = affine4
     pm = tvm_partial.partial(exe, {1: np.arange(2**20, dtype="float32")})
     lib = tmp_path / "t.so"
-    if layout == "appended":
-        tvm_partial.export_library(pm, lib, zero_copy=True)
-    else:
-        export_section_artifact(pm, lib)
+    tvm_partial.export_library(pm, lib, zero_copy=True)
     data = lib.read_bytes()
-    start = data.rfind(b"TVMPREGN")  # the region (an appended one follows the library's copy)
-    assert start > 0 and start % (65536 if layout == "appended" else 64) == 0
+    start = data.rfind(b"TVMPREGN")  # the region (it follows the library's copy of its header)
+    assert start > 0 and start % 65536 == 0
     lib.write_bytes(data[: start + 2**21])  # cut in the middle of the payloads
-    message = _load_error(lib)
-    assert message.startswith(f"ValueError: {lib} is truncated"), message
-    if layout == "appended":  # the code is whole; the payloads and their trailer are gone
-        assert "its payload region (4194368 bytes, appended after the code) is missing" in message
-    else:
-        assert "is truncated: its segments need" in message, message
+    # The code is whole; the payloads and their trailer are gone.
+    all_refuse(lib, "is truncated or was rewritten: its payload region (4194368 bytes, appended after the code) is missing")
 
 
 def _export_appended(exe, tmp_path, name="a.so", count=4096):
@@ -214,7 +206,7 @@ def test_appended_region_layout(affine4, tmp_path):
     info = tvm_partial.inspect(lib)
     region = info["region"]
     start, size = region["file_offset"], region["bytes"]
-    assert region["appended"] and region["complete"] and size == 64 + b.nbytes
+    assert region["placement"] == "appended" and size == 64 + b.nbytes
     assert start % 65536 == 0 and start < 2**20 and len(data) == start + size + 64
     assert data.count(b"TVMPREGN") == 2 and data.find(b"TVMPREGN") < start  # the library's copy
     assert data[data.find(b"TVMPREGN") : data.find(b"TVMPREGN") + 64] == data[start : start + 64]
@@ -223,8 +215,8 @@ def test_appended_region_layout(affine4, tmp_path):
         "<8sIIQQQQ", data, len(data) - 64
     )
     assert (magic, version, zero, offset, nbytes) == (b"TVMPTRLR", 1, 0, start, size)
-    with _export._mapped(str(lib)) as mapped:
-        assert link == int(_export._Artifact(mapped, str(lib)).info["region_link"]) & (2**64 - 1)
+    with _read.mapped(str(lib)) as mapped:
+        assert link == int(_read.locate(str(lib), mapped).inspect()["region_link"]) & (2**64 - 1)
     assert recorded == trailer_hash(data[-64:-24]) and data[-16:] == bytes(16)
     assert tvm_partial.verify(lib)["intact"]
 
@@ -272,19 +264,38 @@ def test_damaged_trailer_refused(affine4, tmp_path):
     struct.pack_into("<Q", moved, len(data) - 64 + 16, 2 * 65536)  # another offset, hash resealed
     struct.pack_into("<Q", moved, len(data) - 64 + 40, trailer_hash(bytes(moved[-64:-24])))
     (tmp_path / "moved.so").write_bytes(bytes(moved))
-    missing = _load_error(tmp_path / "flipped.so")
-    assert missing.startswith(f"ValueError: {tmp_path / 'flipped.so'} is truncated or was rewritten"), missing
-    damaged = _load_error(tmp_path / "moved.so")
-    assert damaged.startswith(f"ValueError: {tmp_path / 'moved.so'} is damaged: the trailer"), damaged
-    assert not tvm_partial.inspect(tmp_path / "flipped.so")["region"]["present"]
-    moved_state = tvm_partial.inspect(tmp_path / "moved.so")["region"]
-    assert moved_state["present"] and not moved_state["complete"]
-    with pytest.raises(ValueError, match=r"flipped\.so is truncated or was rewritten"):
-        tvm_partial.verify(tmp_path / "flipped.so")
-    with pytest.raises(
-        ValueError, match=r"moved\.so is damaged or truncated: the header of its payload region"
-    ):
-        tvm_partial.verify(tmp_path / "moved.so")
+    relinked = bytearray(data)  # another link number, hash resealed: the metadata disagrees
+    struct.pack_into("<Q", relinked, len(data) - 64 + 32, 12345)
+    struct.pack_into("<Q", relinked, len(data) - 64 + 40, trailer_hash(bytes(relinked[-64:-24])))
+    (tmp_path / "relinked.so").write_bytes(bytes(relinked))
+    far = bytearray(data)  # an offset of 2**63: refused, never an overflow
+    struct.pack_into("<Q", far, len(data) - 64 + 16, 2**63)
+    struct.pack_into("<Q", far, len(data) - 64 + 40, trailer_hash(bytes(far[-64:-24])))
+    (tmp_path / "far.so").write_bytes(bytes(far))
+    all_refuse(tmp_path / "flipped.so", "is truncated or was rewritten")
+    for name in ("moved", "relinked", "far"):
+        all_refuse(tmp_path / f"{name}.so", "is damaged: the trailer of its appended payload region")
+
+
+def all_refuse(lib, reason: str) -> str:
+    """load (in a fresh process), inspect, verify and the CLI all refuse ``lib`` for ``reason``,
+    naming it, with the same message: one reader, one verdict."""
+    import re
+    import subprocess
+    import sys
+
+    message = _load_error(lib)
+    assert message.startswith(f"ValueError: {lib} ") and reason in message, message
+    text = message.split(": ", 1)[1]
+    for check in (tvm_partial.inspect, tvm_partial.verify):
+        with pytest.raises(ValueError, match=re.escape(text)):
+            check(lib)
+    for command in ("inspect", "verify"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "tvm_partial", command, str(lib)], capture_output=True, text=True
+        )
+        assert proc.returncode == 2 and text in proc.stderr, (command, proc.returncode, proc.stderr)
+    return text
 
 
 def test_strip_drops_the_region_and_says_so(affine4, tmp_path):
@@ -302,43 +313,27 @@ def test_strip_drops_the_region_and_says_so(affine4, tmp_path):
     shutil.copyfile(lib, stripped)
     subprocess.run(["strip", str(stripped)], check=True)
     assert stripped.stat().st_size < lib.stat().st_size
-    with pytest.raises(ValueError, match=r"stripped\.so is truncated or was rewritten: its payload region"):
-        tvm_partial.verify(stripped)
-    region = tvm_partial.inspect(stripped)["region"]
-    assert region == {"symbol": region["symbol"], "present": False, "appended": True}
-    text = subprocess.run(
-        [sys.executable, "-m", "tvm_partial", "inspect", str(stripped)], capture_output=True, text=True
-    ).stdout
-    assert "MISSING from the file (it is appended after the code" in text
-    message = _load_error(stripped)
-    assert message.startswith(f"ValueError: {stripped} is truncated or was rewritten"), message
+    message = all_refuse(stripped, "is truncated or was rewritten: its payload region")
     assert "tools such as strip drop data appended to a library" in message
 
 
-def test_section_artifacts_still_load(affine4, tmp_path):
-    """Artifacts written before the payloads were appended (the region in a data section) load,
-    inspect and verify as before."""
+def test_section_layout_is_retired_with_a_clear_error(affine4, tmp_path):
+    """The zero-copy layout of development builds (the whole region in a data section, format
+    flag 1 alone) is no longer read: load, inspect and verify refuse it naming the format (its
+    loads shared pages across every load of the file, so copy-on-write did not hold per load)."""
+    from tvm_partial.artifact import _elf
+
     exe, _ = affine4
-    b, c = ints(16, seed=4), ints(16, seed=5)
-    lib = tmp_path / "old.so"
-    export_section_artifact(tvm_partial.partial(exe, {1: b, 2: c}), lib)
-    region = tvm_partial.inspect(lib)["region"]
-    assert "appended" not in region and region["complete"] and region["bytes"] == 64 + 2 * 64
-    assert tvm_partial.verify(lib)["intact"]
-    a = ints(16, seed=6)
-    got = run_json(
-        """
-        import json, sys
-        import numpy as np, tvm, tvm_partial
-        lib = tvm_partial.load(sys.argv[1])
-        out = tvm.runtime.empty((16,), "float32")
-        lib(tvm.runtime.tensor(np.array(json.loads(sys.argv[2]), "float32")), out)
-        print(json.dumps(out.numpy().tolist()))
-        """,
-        str(lib),
-        str(a.tolist()),
-    )
-    assert np.array_equal(np.array(got, "float32"), affine4_ref(a, b, c))
+    lib, _ = _export_appended(exe, tmp_path)
+    data = bytearray(lib.read_bytes())
+    blob = next(m for m in _elf.ElfFile(bytes(data), str(lib)).embedded_modules() if m.kind == "partial_apply")
+    assert int.from_bytes(data[blob.offset + 12 : blob.offset + 16], "little") == 5  # flags 1 | 4
+    data[blob.offset + 12] = 1
+    data[blob.offset : blob.offset + blob.size] = reseal(bytes(data[blob.offset : blob.offset + blob.size]))
+    old = tmp_path / "old.so"
+    old.write_bytes(bytes(data))
+    text = all_refuse(old, "keeps its payloads in a data section of the library (format flag 1 alone)")
+    assert "no longer reads; export the model again" in text
 
 
 def test_altered_region_header_refused(affine4, tmp_path):
@@ -360,8 +355,9 @@ def test_metadata_without_its_library(affine4, tmp_path):
     ext = zero_copy.prepare(pm, tmp_path)[0]
     blob = tvm_partial.save_to_bytes(ext)
     with pytest.raises(
-        RuntimeError,
-        match=r"live in the payload region __tvm_partial_payload_\w+ of its library, which is not loaded",
+        ValueError,
+        match=r"lie in the file of the library it was exported in \(region __tvm_partial_payload_\w+\), "
+        r"not in its bytes: load that library",
     ):
         tvm_partial.load_from_bytes(blob)
 
@@ -425,7 +421,7 @@ def test_inspect_checks_the_region(affine4, tmp_path):
     )
     info = tvm_partial.inspect(lib)
     region = info["region"]
-    assert region["present"] and region["complete"] and region["bytes"] == 64 + 4096 * 4
+    assert region["placement"] == "appended" and region["bytes"] == 64 + 4096 * 4
     assert lib.read_bytes()[region["file_offset"] : region["file_offset"] + 8] == b"TVMPREGN"
 
     def cli(path):
@@ -435,27 +431,17 @@ def test_inspect_checks_the_region(affine4, tmp_path):
 
     text = cli(lib).stdout
     assert (
-        f"payload region at file offset {region['file_offset']}, {format_size(region['bytes'])} "
-        "(present, header intact, inside the file)" in text
+        f"payload region appended at file offset {region['file_offset']}, {format_size(region['bytes'])} "
+        "(header and trailer intact, inside the file)" in text
     )
-    assert "payload hashes: not checked (run tvm-partial verify)" in text and "complete" not in text
+    assert "payload hashes: not checked (run tvm-partial verify)" in text
     data = bytearray(lib.read_bytes())
     data[region["file_offset"] + 16] ^= 1  # the region's size field
     (tmp_path / "damaged.so").write_bytes(bytes(data))
-    assert "(TRUNCATED OR DAMAGED)" in cli(tmp_path / "damaged.so").stdout
+    all_refuse(tmp_path / "damaged.so", "is damaged: the header of its appended payload region")
     # Cut in the appended payloads: the library is whole, its region and trailer are gone.
     (tmp_path / "cut.so").write_bytes(bytes(data[: region["file_offset"] + 100]))
-    proc = cli(tmp_path / "cut.so")
-    assert (
-        proc.returncode == 0
-        and "MISSING from the file (it is appended after the code; the file was cut short" in proc.stdout
-    )
-    proc = subprocess.run(
-        [sys.executable, "-m", "tvm_partial", "verify", str(tmp_path / "cut.so")],
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 2 and "cut.so is truncated or was rewritten" in proc.stderr
+    all_refuse(tmp_path / "cut.so", "is truncated or was rewritten")
     # Cut inside the library itself: refused as before.
     (tmp_path / "cut.so").write_bytes(bytes(data[: data.find(b"TVMPREGN") + 100]))
     proc = cli(tmp_path / "cut.so")
@@ -491,16 +477,12 @@ print(json.dumps(out.numpy().tolist()))
 """
 
 
-@pytest.mark.parametrize("mode", [False, True, "section"], ids=["inline", "zero_copy", "zero_copy_section"])
+@pytest.mark.parametrize("mode", [False, True], ids=["inline", "zero_copy"])
 def test_load_rebind_export_library(conv, tmp_path, mode):
-    """``zero_copy_section``: an artifact written before payloads were appended updates as before."""
     exe, tensors, inputs, expected = conv
     pm = tvm_partial.partial(exe, signature=tensors, weights=inputs["weights"], bias=inputs["bias"])
     first, second = tmp_path / "model.so", tmp_path / "other.so"
-    if mode == "section":
-        export_section_artifact(pm, first)
-    else:
-        tvm_partial.export_library(pm, first, zero_copy=mode)
+    tvm_partial.export_library(pm, first, zero_copy=mode)
     before = sha256(first)
     new_weights = (inputs["weights"] * 3 - 1).astype("float32")
     np.save(tmp_path / "w.npy", new_weights)
@@ -559,7 +541,7 @@ def test_update_flow_refusals(affine4, tmp_path):
     longer, same_file, placement, options, replaced = got
     assert (
         replaced.startswith("ValueError: export_library:")
-        and "has been replaced or removed since" in replaced
+        and "was replaced after this process first loaded it" in replaced
     )
     assert not (tmp_path / "third.so").exists()
     assert (
@@ -637,7 +619,7 @@ def test_loaded_plain_library_export_refused(affine4, tmp_path):
     exe.export_library(str(tmp_path / "plain.so"))
     pm = tvm_partial.partial(tvm.runtime.load_module(str(tmp_path / "plain.so")), {1: 1.0})
     with pytest.raises(
-        ValueError, match=r"which TVM cannot export again, and it is not an intact tvm-partial artifact"
+        ValueError, match=r"which TVM cannot export again, and it is not a tvm-partial artifact"
     ):
         tvm_partial.export_library(pm, tmp_path / "out.so")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.so"]

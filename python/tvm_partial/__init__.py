@@ -7,7 +7,9 @@ between the caller and the kernel; export the module with its constants inside o
 """
 
 from ._lib import LIB
-from .export import export_library, inspect, load, load_from_bytes, save_to_bytes, verify
+from .artifact.export import export_library
+from .artifact.inspect import inspect, verify
+from .artifact.load import load, load_from_bytes, save_to_bytes
 from .output_specs import outputs
 from .partial import bindings, param_names, partial, rebind
 from .weights import open_weights, save_weights

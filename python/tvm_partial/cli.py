@@ -33,7 +33,7 @@ def format_verify(report: dict, quiet: bool = False) -> str:
         name = f" ({p['name']})" if p.get("name") else ""
         where = f" in {p['weights_file']}" if "weights_file" in p else ""
         lines.append(
-            f"{report['path']}: DAMAGED: function {p['function']!r} position {p['index']}{name}: "
+            f"{report['path']}: DAMAGED: function {p['function']!r} position {p['position']}{name}: "
             f"{format_size(p['bytes'])} at file offset {p['file_offset']}{where} ({p['placement']}) "
             "do not match their recorded hash"
         )
@@ -75,34 +75,19 @@ def format_inspect(info: dict) -> str:
         lines.append("  the bindings alone, without code: tvm_partial.load_from_bytes(data, compiled_module)")
     region = info.get("region")
     if region is not None:
-        if not region["present"]:
-            lines.append(
-                f"  payload region {region['symbol']}: MISSING from the file"
-                + (
-                    " (it is appended after the code; the file was cut short, or rewritten by a "
-                    "tool such as strip)"
-                    if region.get("appended")
-                    else ""
-                )
-            )
-        else:
-            state = (
-                "present, header intact, inside the file" if region["complete"] else "TRUNCATED OR DAMAGED"
-            )
-            lines.append(
-                f"  payload region at file offset {region['file_offset']}, "
-                f"{format_size(region['bytes'])} ({state})"
-            )
+        where = {"appended": "appended", "weights file": "in its weights file"}.get(region["placement"], "")
+        intact = (
+            "header and trailer intact, inside the file"
+            if region["placement"] == "appended"
+            else "header intact, matches this artifact"
+        )
+        lines.append(
+            f"  payload region {where} at file offset {region['file_offset']}, "
+            f"{format_size(region['bytes'])} ({intact})"
+        )
         weights = region.get("weights_file")
         if weights is not None:
-            state = (
-                "MISSING"
-                if not weights["present"]
-                else "present, matches this artifact"
-                if weights["complete"]
-                else "TRUNCATED OR NOT WRITTEN WITH THIS ARTIFACT"
-            )
-            lines.append(f"  weights file {weights['name']} ({weights['path']}): {state}")
+            lines.append(f"  weights file {weights['name']} ({weights['path']})")
     lines.append(f"  payload hashes: {info['payload_hashes']}")
     if info.get("relax_vm"):
         vm = info["relax_vm"]
@@ -112,7 +97,7 @@ def format_inspect(info: dict) -> str:
         free = ", ".join(fn["free"]) if fn["param_names"] else "unknown names"
         lines.append(f"  function {fn['name']}({free})")
         for b in fn["bindings"]:
-            label = f"{b['index']}" + (f" {b['name']}" if "name" in b else "")
+            label = f"{b['position']}" + (f" {b['name']}" if "name" in b else "")
             if b["kind"] == "tensor":
                 desc = (
                     f"tensor {b['dtype']}[{_shape(b['shape'])}] on {b['device']}, {format_size(b['bytes'])}"
@@ -121,7 +106,7 @@ def format_inspect(info: dict) -> str:
                 desc = f"{b['kind']} {b.get('value')!r}"
             lines.append(f"    bound {label}: {desc}")
         for o in fn.get("outputs", []):
-            label = f"{o['index']}" + (f" {o['name']}" if "name" in o else "")
+            label = f"{o['position']}" + (f" {o['name']}" if "name" in o else "")
             lines.append(
                 f"    output {label}: tensor {o['dtype']}[{_shape(o['shape'])}], allocated per call and returned"
             )
@@ -146,7 +131,7 @@ def format_weights(info: dict) -> str:
     ]
     for fn in info["functions"]:
         for t in fn["bindings"]:
-            where = f", function {fn['name']} position {t['index']}" if isinstance(t["index"], int) else ""
+            where = f", function {fn['name']} position {t['position']}" if isinstance(t["position"], int) else ""
             aligned = "" if t["aligned"] else ", NOT 64-byte aligned (copied when loaded)"
             digest = f", hash {t['hash']}" if "hash" in t else ""
             lines.append(
@@ -231,8 +216,8 @@ def main(argv: list[str] | None = None) -> int:
 
         return run(out_dir=args.out, calls=args.calls, self_contained=args.self_contained)
 
-    from .export import inspect as inspect_artifact
-    from .export import verify as verify_artifact
+    from .artifact.inspect import inspect as inspect_artifact
+    from .artifact.inspect import verify as verify_artifact
 
     try:
         if args.command == "verify":

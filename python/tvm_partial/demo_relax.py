@@ -54,7 +54,7 @@ def run(
     import tvm
     from tvm import relax
 
-    from . import export as _export
+    import tvm_partial as _export
     from .partial import param_names, partial
 
     exe, params, x = build()

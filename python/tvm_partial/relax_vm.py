@@ -152,19 +152,12 @@ _ALLOCATOR_NAMES = {v: k for k, v in ALLOCATORS.items()}
 
 def describe_record(data: bytes) -> dict[str, Any]:
     """The devices a ``partial_apply_vm`` record (its saved bytes) names, for ``inspect``:
-    ``{"devices": ["cpu:0"], "allocators": ["pooled"]}``; ``ValueError`` when malformed."""
-    data = bytes(data)
-    if len(data) < 12 or data[:8] != b"TVMPAVM1":
-        raise ValueError("malformed partial_apply_vm record: bad magic or truncated")
-    count = int.from_bytes(data[8:12], "little")
-    if not 1 <= count <= 8 or len(data) != 12 + 12 * count:
-        raise ValueError(f"malformed partial_apply_vm record: {len(data)} bytes for {count} devices")
+    ``{"devices": ["cpu:0"], "allocators": ["pooled"]}``, as the C++ loader reads the record
+    (``ValueError`` when malformed)."""
+    from . import _ffi_api
+
     devices, allocators = [], []
-    for i in range(count):
-        kind, index, allocator = (
-            int.from_bytes(data[12 + 12 * i + 4 * k : 16 + 12 * i + 4 * k], "little", signed=True)
-            for k in range(3)
-        )
+    for kind, index, allocator in _ffi_api.DescribeVMRecord(bytes(data)):
         devices.append(f"{_DEVICE_NAMES.get(kind, f'device type {kind}')}:{index}")
         allocators.append(_ALLOCATOR_NAMES.get(allocator, f"allocator {allocator}"))
     return {"devices": devices, "allocators": allocators}

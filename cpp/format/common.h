@@ -1,7 +1,7 @@
 // Copyright 2026 The tvm-partial Authors
 // SPDX-License-Identifier: Apache-2.0
 /*!
- * \file format_common.h
+ * \file format/common.h
  * \brief Internal: what the writer (format_writer.cc) and the reader (format_reader.cc) of the
  *        format share: the header's constants and the checks both apply, so that what one
  *        accepts the other does. The layout itself is described in format.h.
@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <string>
 
-#include "format.h"
+#include "format/format.h"
 
 // The format is little-endian and written with plain memcpy of integers.
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
@@ -29,7 +29,6 @@ constexpr char kRegionMagic[8] = {'T', 'V', 'M', 'P', 'R', 'E', 'G', 'N'};
 constexpr uint32_t kFlagExternalPayloads = 1;  // payloads live in a region of the library file
 constexpr uint32_t kFlagWeightsFile = 2;       // ... of a safetensors file beside it (with flag 1)
 constexpr uint32_t kFlagAppended = 4;  // ... appended to the library file (with flag 1, not 2)
-constexpr char kTrailerMagic[8] = {'T', 'V', 'M', 'P', 'T', 'R', 'L', 'R'};
 constexpr size_t kHeaderSize = 40;    // magic, version, flags, total, metadata size, hash
 constexpr size_t kHashedHeader = 32;  // the header bytes covered by the metadata hash
 
@@ -59,6 +58,23 @@ std::string TensorProblem(DLDataType dtype, int32_t device_type, int32_t device_
  *        shape). For dtypes TensorProblem accepts (whole bytes), so the size is exact.
  */
 std::string ShapeProblem(const int64_t* shape, size_t ndim, DLDataType dtype, uint64_t* bytes);
+
+/*! \brief The tensor's data when it lives in host memory (readable directly), else null. */
+const char* HostData(const DLTensor* t);
+
+/*! \brief Copy `nbytes` of `tensor` (any device, through the TVM runtime) to host memory `dst`. */
+void CopyTensorToHost(const ffi::Tensor& tensor, char* dst, size_t nbytes);
+
+/*! \brief A tensor's bytes in host memory: the tensor's own for host tensors, else a copy. */
+class HostBytes {
+ public:
+  HostBytes(const ffi::Tensor& tensor, size_t nbytes);
+  const char* data() const { return data_; }
+
+ private:
+  const char* data_;
+  std::string copy_;
+};
 
 }  // namespace format
 }  // namespace tvm_partial

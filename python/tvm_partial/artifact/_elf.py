@@ -1,8 +1,9 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Reading and writing the ELF files tvm-partial deals with: artifacts (to inspect, verify and
-check them before loading, and to find the bytes an update rewrites) and the relocatable object
-that carries a zero-copy payload region.
+"""Reading and writing the ELF files tvm-partial deals with: artifacts (to find, without loading
+them, where their embedded bytes and region header lie, which inspect, verify and the update of a
+loaded artifact then hand to the C++ reader; and to check a library is complete before the
+system's loader maps it) and the relocatable object that carries a zero-copy region header.
 
 Every read is bounds-checked: malformed or truncated input raises ``ValueError`` saying what is
 wrong, never ``struct.error``, ``IndexError`` or ``OverflowError``, and never reads past the data.
@@ -233,33 +234,20 @@ def _parse_library_bin(elf: ElfFile, pos: int, end: int) -> list:
 
 #: ELF machine numbers of the hosts whose object files are written directly (else: assembler).
 MACHINES = {"x86_64": 62, "amd64": 62, "aarch64": 183, "arm64": 183}
+#: The data section of the 64-byte region header a zero-copy export links in.
 PAYLOAD_SECTION = b".data.tvm_partial_payload"
-_EM_X86_64 = 62
-#: On x86-64 the region (now only its 64-byte header: the payloads are appended after linking)
-#: goes into a *large* data section (``SHF_X86_64_LARGE``, named ``.ldata.*``), which GNU ld places
-#: after every other section: when the whole region was linked in, that kept the code's 32-bit
-#: PC-relative references from spanning the payloads past 2 GiB (in ``.data`` such links stopped
-#: with "relocation truncated to fit: R_X86_64_PC32").
-LARGE_PAYLOAD_SECTION = b".ldata.tvm_partial_payload"
-_SHF_WRITE_ALLOC, _SHF_X86_64_LARGE = 0x3, 0x10000000
-
-
-def payload_section(machine: int) -> tuple:
-    """(section name, section flags) of the payload region in an object for ``machine``."""
-    if machine == _EM_X86_64:
-        return LARGE_PAYLOAD_SECTION, _SHF_WRITE_ALLOC | _SHF_X86_64_LARGE
-    return PAYLOAD_SECTION, _SHF_WRITE_ALLOC
+_SHF_WRITE_ALLOC = 0x3
 
 
 def finish_payload_object(f: BinaryIO, symbol: str, machine: int, lead: int = 64) -> None:
     """Turn the open file ``f`` (``lead`` bytes of room, then the payload region up to its end)
-    into a relocatable ELF64 object: the region in a writable, 64-byte-aligned data section under
-    the global ``symbol``, with the symbol and section tables after it."""
+    into a relocatable ELF64 object: the region (its 64-byte header) in a writable, 64-byte-aligned
+    data section under the global ``symbol``, with the symbol and section tables after it."""
     f.seek(0, 2)
     pos = f.tell()
     size = pos - lead
     strtab = b"\0" + symbol.encode() + b"\0"
-    section_name, section_flags = payload_section(machine)
+    section_name, section_flags = PAYLOAD_SECTION, _SHF_WRITE_ALLOC
     names = [b"", section_name, b".symtab", b".strtab", b".shstrtab", b".note.GNU-stack"]
     shstrtab, name_at = b"", []
     for name in names:

@@ -1,7 +1,7 @@
 // Copyright 2026 The tvm-partial Authors
 // SPDX-License-Identifier: Apache-2.0
 /*!
- * \file hash.h
+ * \file format/hash.h
  * \brief Internal: the 64-bit payload and metadata hash of the partial module format.
  *
  * The project's own multiply-rotate hash (it is not xxHash64, though it borrows its primes):

@@ -1,16 +1,20 @@
 // Copyright 2026 The tvm-partial Authors
 // SPDX-License-Identifier: Apache-2.0
 /*!
- * \file format.cc
+ * \file format/common.cc
  * \brief The checks the format's writer and reader share (format_common.h).
  */
 #include <tvm/ffi/dtype.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/function.h>
+
+#include <cstring>
 
 #include <string>
 
 #include "device.h"
-#include "format_common.h"
-#include "hash.h"
+#include "format/common.h"
+#include "format/hash.h"
 
 namespace tvm_partial {
 namespace format {
@@ -107,6 +111,40 @@ std::string ShapeProblem(const int64_t* shape, size_t ndim, DLDataType dtype, ui
   }
   if (empty) *bytes = 0;
   return "";
+}
+
+/*! \brief The tensor's data when it lives in host memory (readable directly), else null. */
+const char* HostData(const DLTensor* t) {
+  if (!detail::IsHostDevice(t->device)) return nullptr;
+  return static_cast<const char*>(t->data) + t->byte_offset;
+}
+
+void CopyTensorToHost(const ffi::Tensor& tensor, char* dst, size_t nbytes) {
+  if (nbytes == 0) return;
+  const DLTensor* t = tensor.GetDLTensorPtr();
+  if (const char* host = HostData(t)) {
+    std::memcpy(dst, host, nbytes);
+    return;
+  }
+  // Looked up each time: tvm may be imported after the first save.
+  auto copy = ffi::Function::GetGlobal("runtime.TVMTensorCopyToBytes");
+  if (!copy.has_value()) {
+    TVM_FFI_THROW(RuntimeError) << "saving a tensor on "
+                                << detail::DeviceString(t->device.device_type, t->device.device_id)
+                                << " needs the TVM runtime (runtime.TVMTensorCopyToBytes); "
+                                   "import tvm first";
+  }
+  (*copy)(tensor, static_cast<void*>(dst), static_cast<int64_t>(nbytes));
+}
+
+/*! \brief A tensor's bytes in host memory: the tensor's own for host tensors, else a copy. */
+HostBytes::HostBytes(const ffi::Tensor& tensor, size_t nbytes)
+    : data_(HostData(tensor.GetDLTensorPtr())) {
+  if (data_ == nullptr) {
+    copy_.resize(nbytes);
+    CopyTensorToHost(tensor, copy_.data(), nbytes);
+    data_ = copy_.data();
+  }
 }
 
 }  // namespace format

@@ -1,33 +1,26 @@
 // Copyright 2026 The tvm-partial Authors
 // SPDX-License-Identifier: Apache-2.0
 /*!
- * \file format_writer.cc
- * \brief The writer of the partial module format (format.h): the blob, and the payload region of
- *        a zero-copy export.
+ * \file format/writer.cc
+ * \brief The writer of the partial module format (format.h): the blob, and the header of the
+ *        payload region an external placement refers to.
  */
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/dtype.h>
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/function.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <memory>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "device.h"
-#include "format.h"
-#include "format_common.h"
-#include "hash.h"
-#include "unique_fd.h"
+#include "format/common.h"
+#include "format/format.h"
+#include "format/hash.h"
 
 namespace tvm_partial {
 namespace format {
@@ -42,6 +35,11 @@ class Writer {
     buf_.append(reinterpret_cast<const char*>(&v), sizeof(T));
   }
   void PutStr(const std::string& s) {
+    // The format counts string bytes in 32 bits; a longer string cannot be written (or read).
+    if (s.size() > UINT32_MAX) {
+      TVM_FFI_THROW(ValueError) << "cannot save a string of " << s.size()
+                                << " bytes: the format holds strings of at most " << UINT32_MAX;
+    }
     Put<uint32_t>(static_cast<uint32_t>(s.size()));
     buf_.append(s);
   }
@@ -54,47 +52,6 @@ class Writer {
 
  private:
   std::string buf_;
-};
-
-/*! \brief The tensor's data when it lives in host memory (readable directly), else null. */
-const char* HostData(const DLTensor* t) {
-  if (!detail::IsHostDevice(t->device)) return nullptr;
-  return static_cast<const char*>(t->data) + t->byte_offset;
-}
-
-void CopyTensorToHost(const ffi::Tensor& tensor, char* dst, size_t nbytes) {
-  if (nbytes == 0) return;
-  const DLTensor* t = tensor.GetDLTensorPtr();
-  if (const char* host = HostData(t)) {
-    std::memcpy(dst, host, nbytes);
-    return;
-  }
-  // Looked up each time: tvm may be imported after the first save.
-  auto copy = ffi::Function::GetGlobal("runtime.TVMTensorCopyToBytes");
-  if (!copy.has_value()) {
-    TVM_FFI_THROW(RuntimeError) << "saving a tensor on "
-                                << detail::DeviceString(t->device.device_type, t->device.device_id)
-                                << " needs the TVM runtime (runtime.TVMTensorCopyToBytes); "
-                                   "import tvm first";
-  }
-  (*copy)(tensor, static_cast<void*>(dst), static_cast<int64_t>(nbytes));
-}
-
-/*! \brief A tensor's bytes in host memory: the tensor's own for host tensors, else a copy. */
-class HostBytes {
- public:
-  HostBytes(const ffi::Tensor& tensor, size_t nbytes) : data_(HostData(tensor.GetDLTensorPtr())) {
-    if (data_ == nullptr) {
-      copy_.resize(nbytes);
-      CopyTensorToHost(tensor, copy_.data(), nbytes);
-      data_ = copy_.data();
-    }
-  }
-  const char* data() const { return data_; }
-
- private:
-  const char* data_;
-  std::string copy_;
 };
 
 void WriteOutputs(Writer* w, const Outputs& outputs) {
@@ -260,10 +217,7 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
   return std::move(w.str());
 }
 
-namespace {
-
-/*! \brief The bound tensors in the order Encode lays out their payloads. */
-std::vector<ffi::Tensor> RegionTensors(const std::vector<FunctionRecord>& functions) {
+std::vector<ffi::Tensor> PayloadTensors(const std::vector<FunctionRecord>& functions) {
   std::vector<ffi::Tensor> tensors;
   for (const FunctionRecord& fn : functions) {
     for (const auto& [index, value] : fn.bound) {
@@ -274,14 +228,13 @@ std::vector<ffi::Tensor> RegionTensors(const std::vector<FunctionRecord>& functi
   return tensors;
 }
 
-/*! \brief The size of the region holding `tensors` (header, payloads at multiples of 64). */
-size_t RegionEnd(const std::vector<ffi::Tensor>& tensors) {
-  size_t end = kRegionHeaderSize;
+uint64_t RegionSize(const std::vector<ffi::Tensor>& tensors) {
+  uint64_t end = kRegionHeaderSize;
   for (const ffi::Tensor& t : tensors) end = AlignUp(end) + ffi::GetDataSize(*t.GetDLTensorPtr());
   return end;
 }
 
-std::string HeaderOfRegion(uint64_t size, uint64_t link) {
+std::string EncodeRegionHeader(uint64_t size, uint64_t link) {
   std::string header(kRegionHeaderSize, '\0');
   const uint32_t version = kVersionNoOutputs;
   std::memcpy(&header[0], kRegionMagic, 8);
@@ -291,139 +244,13 @@ std::string HeaderOfRegion(uint64_t size, uint64_t link) {
   return header;
 }
 
-}  // namespace
+bool RegionHeaderMatches(const char* header, uint64_t size, uint64_t link) {
+  return std::memcmp(header, EncodeRegionHeader(size, link).data(), kRegionHeaderSize) == 0;
+}
 
 std::string RegionHeader(const std::vector<FunctionRecord>& functions,
                          const ExternalRegion& region) {
-  return HeaderOfRegion(RegionEnd(RegionTensors(functions)), region.link);
-}
-
-std::string EncodeTrailer(uint64_t offset, uint64_t size, uint64_t link) {
-  std::string trailer(kTrailerSize, '\0');
-  std::memcpy(&trailer[0], kTrailerMagic, 8);
-  std::memcpy(&trailer[8], &kTrailerVersion, 4);
-  std::memcpy(&trailer[16], &offset, 8);
-  std::memcpy(&trailer[24], &size, 8);
-  std::memcpy(&trailer[32], &link, 8);
-  const uint64_t h = hash::Hash(trailer.data(), 40);
-  std::memcpy(&trailer[40], &h, 8);
-  return trailer;
-}
-
-bool DecodeTrailer(const char* trailer, uint64_t* offset, uint64_t* size, uint64_t* link) {
-  uint32_t version;
-  uint64_t h;
-  std::memcpy(&version, trailer + 8, 4);
-  std::memcpy(offset, trailer + 16, 8);
-  std::memcpy(size, trailer + 24, 8);
-  std::memcpy(link, trailer + 32, 8);
-  std::memcpy(&h, trailer + 40, 8);
-  return std::memcmp(trailer, kTrailerMagic, 8) == 0 && version == kTrailerVersion &&
-         h == hash::Hash(trailer, 40);
-}
-
-std::vector<uint64_t> AppendRegion(const std::vector<FunctionRecord>& functions,
-                                   const ExternalRegion& region, const std::string& path,
-                                   const ffi::Optional<ffi::Function>& progress) {
-  const std::vector<ffi::Tensor> tensors = RegionTensors(functions);
-  const size_t total = RegionEnd(tensors);
-  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) {
-    TVM_FFI_THROW(RuntimeError) << "cannot append the payload region to " << path << ": "
-                                << std::strerror(errno);
-  }
-  const detail::UniqueFd closer(fd);
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    TVM_FFI_THROW(RuntimeError) << "cannot append the payload region to " << path << ": "
-                                << std::strerror(errno);
-  }
-  const uint64_t start =
-      static_cast<uint64_t>(st.st_size) + kAppendAlignment - 1 -
-      (static_cast<uint64_t>(st.st_size) + kAppendAlignment - 1) % kAppendAlignment;
-  uint64_t at = static_cast<uint64_t>(st.st_size);
-  // pwrite at explicit offsets: every byte goes to the file once, straight from the tensor.
-  auto put = [&](const char* data, size_t n) {
-    while (n > 0) {
-      const ssize_t done = pwrite(fd, data, std::min<size_t>(n, size_t{1} << 30), at);
-      if (done < 0 && errno == EINTR) continue;
-      if (done <= 0) {
-        TVM_FFI_THROW(RuntimeError)
-            << "writing the payload region to " << path
-            << " failed: " << (done < 0 ? std::strerror(errno) : "no progress");
-      }
-      data += done;
-      n -= static_cast<size_t>(done);
-      at += static_cast<uint64_t>(done);
-    }
-  };
-  static const char zeros[kPayloadAlignment] = {};
-  auto pad_to = [&](uint64_t target) {
-    while (at < target) put(zeros, std::min<uint64_t>(target - at, sizeof(zeros)));
-  };
-  constexpr size_t kChunk = size_t{64} << 20;  // progress granularity
-  constexpr size_t kPiece = size_t{4} << 20;   // hashed, then written while still in the cache
-  std::vector<uint64_t> hashes;
-  auto report = [&](uint64_t done) {
-    if (progress.has_value()) (*progress)(static_cast<int64_t>(done), static_cast<int64_t>(total));
-  };
-  pad_to(start);
-  const std::string header = HeaderOfRegion(total, region.link);
-  put(header.data(), header.size());
-  for (const ffi::Tensor& t : tensors) {
-    const size_t nbytes = ffi::GetDataSize(*t.GetDLTensorPtr());
-    pad_to(start + AlignUp(at - start));
-    HostBytes host(t, nbytes);
-    hash::Hasher hasher;
-    for (size_t done = 0; done < nbytes;) {
-      const size_t n = std::min(kChunk, nbytes - done);
-      for (size_t piece = 0; piece < n; piece += kPiece) {
-        const size_t m = std::min(kPiece, n - piece);
-        hasher.Update(host.data() + done + piece, m);
-        put(host.data() + done + piece, m);
-      }
-      done += n;
-      if (at - start < total) report(at - start);
-    }
-    hashes.push_back(hasher.Final());
-  }
-  const std::string trailer = EncodeTrailer(start, total, region.link);
-  put(trailer.data(), trailer.size());
-  report(total);
-  return hashes;
-}
-
-void WriteRegion(const std::vector<FunctionRecord>& functions, const ExternalRegion& region,
-                 const std::string& path, size_t lead) {
-  const std::vector<ffi::Tensor> tensors = RegionTensors(functions);
-  const size_t end = RegionEnd(tensors);
-  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "wb"), std::fclose);
-  if (!file) TVM_FFI_THROW(RuntimeError) << "cannot write the payload region to " << path;
-  auto put = [&](const void* data, size_t n) {
-    if (n != 0 && std::fwrite(data, 1, n, file.get()) != n) {
-      TVM_FFI_THROW(RuntimeError) << "writing the payload region to " << path << " failed";
-    }
-  };
-  static const char zeros[kPayloadAlignment] = {};
-  for (size_t left = lead; left > 0;) {  // room for an object file's header before the region
-    size_t n = std::min(left, sizeof(zeros));
-    put(zeros, n);
-    left -= n;
-  }
-  const std::string header = HeaderOfRegion(end, region.link);
-  put(header.data(), header.size());
-  size_t written = kRegionHeaderSize;
-  for (const ffi::Tensor& t : tensors) {
-    size_t nbytes = ffi::GetDataSize(*t.GetDLTensorPtr());
-    put(zeros, AlignUp(written) - written);
-    written = AlignUp(written);
-    put(HostBytes(t, nbytes).data(), nbytes);
-    written += nbytes;
-  }
-  // A write error can surface only when the buffered data is flushed (a full disk): check it.
-  if (std::fclose(file.release()) != 0) {
-    TVM_FFI_THROW(RuntimeError) << "writing the payload region to " << path << " failed";
-  }
+  return EncodeRegionHeader(RegionSize(PayloadTensors(functions)), region.link);
 }
 
 }  // namespace format

@@ -1,10 +1,10 @@
 // Copyright 2026 The tvm-partial Authors
 // SPDX-License-Identifier: Apache-2.0
 /*!
- * \file hash.cc
+ * \file format/hash.cc
  * \brief The format's 64-bit multiply-rotate hash (see hash.h).
  */
-#include "hash.h"
+#include "format/hash.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,0 +1,190 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
+/*!
+ * \file format/format.h
+ * \brief Internal: the serialisation format of a partial module (`SaveToBytes`): its writer
+ *        (`Encode`), its parser (`Parse`) and its description (`Describe`). The parser checks the
+ *        bytes it is given and nothing else: where the payloads of external placements live is
+ *        decided by storage/payload_source.h, which sits on top of it.
+ *
+ * Layout (versions 1 and 2, little-endian). Flags: 0, the payloads follow the metadata inside
+ * the blob; 1 | 4, they are appended to the library file after the linked code, located by a
+ * trailer at the file's end (storage/appended_region.h), and the library keeps a copy of the
+ * region's 64-byte header under a symbol of its own; 1 | 2, they are the data of a safetensors
+ * weights file beside the library (storage/weights_file.h), whose first 64 bytes are that
+ * header. Flag 1 alone (the whole region in a data section of the library) was written by
+ * development builds only and is no longer read. With flag 1 the metadata starts with
+ * str symbol | u64 link | u64 region size, then (flag 2) str weights file, a path relative to
+ * the library's folder.
+ *
+ *   header   magic "TVMPARTL" | u32 version | u32 flags | u64 total size | u64 metadata size
+ *            | u64 metadata hash (over the header before it and the metadata)      = 40 bytes
+ *   metadata u32 function count, then per function:
+ *              str name | u32 parameter-name count | str names... | u32 binding count
+ *              per binding: i64 position | u8 kind | value
+ *                kind 0 None; 1 int: i64; 2 float: f64; 3 bool: u8; 4 str: str;
+ *                kind 5 tensor: str dtype | i32 device type | i32 device id | u32 ndim
+ *                               | i64 shape[ndim] | u64 byte length | u64 payload offset | u64 hash
+ *              version 2 only (written when some function has outputs, else version 1):
+ *              u32 output count, per output (in the order the call returns them):
+ *                i64 position | str dtype | u32 ndim | per dimension: i64 source | i64 value
+ *                  source -1: value is a static extent (>= 0); source >= 0: the extent of axis
+ *                  `value` of the call's argument at position `source` (a free input)
+ *   payloads each at an offset from the start that is a multiple of 64; padding bytes are zero.
+ *
+ *   str = u32 length + UTF-8 bytes. Every read is bounds-checked, every tensor payload hashed.
+ */
+#ifndef TVM_PARTIAL_FORMAT_FORMAT_H_
+#define TVM_PARTIAL_FORMAT_FORMAT_H_
+
+#include <tvm/ffi/container/map.h>
+#include <tvm/ffi/function.h>
+#include <tvm/ffi/optional.h>
+#include <tvm/ffi/string.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bindings.h"
+#include "outputs.h"
+
+namespace tvm_partial {
+namespace format {
+
+/*! \brief The newest version: written for blobs that carry outputs, and read. */
+constexpr uint32_t kVersion = 2;
+/*! \brief Blobs without outputs are written as version 1 (byte-identical to before version 2
+ *         existed, so older readers read them); payload regions are always version 1. */
+constexpr uint32_t kVersionNoOutputs = 1;
+constexpr size_t kPayloadAlignment = 64;
+/*! \brief A payload region starts with "TVMPREGN" | u32 version | u32 0 | u64 size | u64 link,
+ *         padded to 64 bytes; payloads follow as in a blob, offsets from its start. */
+constexpr size_t kRegionHeaderSize = 64;
+/*! \brief Region symbols start with this (then a random hex id per export). */
+constexpr const char* kRegionSymbolPrefix = "__tvm_partial_payload_";
+
+/*! \brief Where a zero-copy export puts the payloads: a symbol of the library, and a number
+ *         that the region and the metadata both record so a mismatch is caught. */
+struct ExternalRegion {
+  std::string symbol;
+  uint64_t link;
+  /*! \brief Flag 2: non-empty when the payloads live in this safetensors file (a path relative
+   *         to the library's folder) and the library's region holds only the region header. */
+  std::string weights_file = {};
+  /*! \brief Flag 4: the region is appended to the library file and the library keeps only the
+   *         region header. Exports write either this or `weights_file`. */
+  bool appended = false;
+  /*! \brief The payload hashes Encode records: computed by Encode when `hashes_given` is false;
+   *         else these (AppendRegion computes them while writing), or zeros while empty (the
+   *         blob that is linked first, then patched in place with the same length). */
+  bool hashes_given = false;
+  std::vector<uint64_t> hashes = {};
+};
+
+/*! \brief What one function of a partial module records. */
+struct FunctionRecord {
+  ffi::String name;
+  ffi::Array<ffi::String> param_names;  // empty when unknown
+  detail::BoundList bound;
+  Outputs outputs;  // version 2: allocated per call and returned (outputs.h)
+};
+
+/*!
+ * \brief Serialise. Tensors are copied to host memory (through the TVM runtime for devices).
+ * \throws TypeError naming the function and position of a value that cannot be serialised.
+ */
+std::string Encode(const std::vector<FunctionRecord>& functions,
+                   const ExternalRegion* region = nullptr);
+
+/*! \brief The 64-byte header of the payload region that `Encode(functions, &region)` refers to. */
+std::string RegionHeader(const std::vector<FunctionRecord>& functions,
+                         const ExternalRegion& region);
+
+/*! \brief The 64-byte region header for a region of `size` bytes recording `link`. */
+std::string EncodeRegionHeader(uint64_t size, uint64_t link);
+
+/*! \brief Whether the 64 bytes at `header` are a region header recording `size` and `link`. */
+bool RegionHeaderMatches(const char* header, uint64_t size, uint64_t link);
+
+/*! \brief The bound tensors of `functions` in the order Encode lays out their payloads. */
+std::vector<ffi::Tensor> PayloadTensors(const std::vector<FunctionRecord>& functions);
+
+/*! \brief The size of a region holding `tensors` (header, payloads at multiples of 64). */
+uint64_t RegionSize(const std::vector<ffi::Tensor>& tensors);
+
+// ------------------------------------------------------------------------------------------
+// Parsing: the bytes as they are, every field checked; no tensor is built, no file opened.
+
+/*! \brief Where the payloads of a parsed blob are (flags). */
+enum class Placement {
+  kInline,       // flags 0: after the metadata, inside the blob
+  kAppended,     // flags 1 | 4: appended to the library file
+  kWeightsFile,  // flags 1 | 2: the data of a safetensors file beside the library
+  kSection,      // flag 1 alone: a data section of the library (no longer read)
+};
+
+/*! \brief A tensor binding as recorded: no payload read. */
+struct TensorMeta {
+  DLDataType dtype;
+  int32_t device_type;
+  int32_t device_id;
+  std::vector<int64_t> shape;
+  uint64_t nbytes;
+  uint64_t offset;  // from the blob's start (inline) or the region's
+  uint64_t hash;
+};
+
+struct ParsedValue {
+  int64_t index;
+  uint8_t kind;      // ValueKind (common.h)
+  ffi::Any scalar;   // kinds 0-4
+  TensorMeta tensor; // kind 5
+};
+
+struct ParsedFunction {
+  ffi::String name;
+  ffi::Array<ffi::String> param_names;
+  std::vector<ParsedValue> values;
+  Outputs outputs;  // version 2
+};
+
+struct Parsed {
+  uint32_t version = 0;
+  uint64_t total = 0;
+  Placement placement = Placement::kInline;
+  std::string symbol;        // external: the symbol of the library's copy of the region header
+  uint64_t link = 0;         // external: the number the region header must repeat
+  uint64_t region_size = 0;  // external: the region's size, header included
+  std::string weights_file;  // kWeightsFile: relative to the library's folder (or absolute)
+  std::vector<ParsedFunction> functions;
+  bool external() const { return placement != Placement::kInline; }
+  /*! \brief How many tensor bindings there are (payloads to find). */
+  size_t TensorCount() const;
+};
+
+/*!
+ * \brief Parse `size` bytes at `data`: header, metadata hash, every field, the layout of the
+ *        payloads (offsets, alignment, zero padding, nothing left over). Inline payloads are not
+ *        hashed here (the loader hashes each as it copies it, verify as it reads it).
+ * \throws ValueError saying what is wrong ("corrupted partial_apply data: ...").
+ */
+Parsed Parse(const char* data, size_t size);
+
+/*!
+ * \brief The structure as data, for inspection: {"version", "total_bytes", "constant_bytes",
+ *        "payloads" ("inline" | "region SYMBOL"), ["weights_file"], ["region_appended"],
+ *        ["region_link", "region_size"], "functions": [{"name", "param_names", "bindings":
+ *        [{"index", "kind", "value" | "dtype", "shape", "device", "bytes", "offset", "hash"}],
+ *        "outputs"}]}. A tensor's "offset" counts from the blob's start (inline) or the region's;
+ *        "hash" is the recorded payload hash as the int64 of its bits.
+ */
+ffi::Map<ffi::String, ffi::Any> Describe(const Parsed& parsed);
+
+/*! \brief "function 'main' position 1", how messages name a binding. */
+std::string Where(const ParsedFunction& fn, int64_t index);
+
+}  // namespace format
+}  // namespace tvm_partial
+
+#endif  // TVM_PARTIAL_FORMAT_FORMAT_H_

@@ -1,0 +1,414 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
+/*!
+ * \file format/reader.cc
+ * \brief The bounds-checked parser of the partial module format (format.h), one function per
+ *        section as the writer writes them: header, placement record, functions (names,
+ *        bindings, tensors, outputs), the end. It reads the bytes it is given and nothing else.
+ */
+#include <tvm/ffi/container/shape.h>
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/dtype.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/function.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "device.h"
+#include "format/common.h"
+#include "format/format.h"
+#include "format/hash.h"
+
+namespace tvm_partial {
+namespace format {
+
+namespace {
+
+constexpr uint32_t kMaxNdim = 64;
+#ifdef TVM_PARTIAL_FUZZING
+// A coverage-guided fuzzer cannot get past a checksum; the fuzz build checks everything else.
+constexpr bool kVerifyChecksums = false;
+#else
+constexpr bool kVerifyChecksums = true;
+#endif
+
+[[noreturn]] void Corrupt(const std::string& msg) {
+  TVM_FFI_THROW(ValueError) << "corrupted partial_apply data: " << msg;
+  TVM_FFI_UNREACHABLE();
+}
+
+class Reader {
+ public:
+  Reader(const char* data, size_t begin, size_t end) : data_(data), pos_(begin), end_(end) {}
+
+  template <typename T>
+  T Get(const char* what) {
+    Need(sizeof(T), what);
+    T v;
+    std::memcpy(&v, data_ + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return v;
+  }
+  std::string GetStr(const char* what) {
+    uint32_t n = Get<uint32_t>(what);
+    Need(n, what);
+    if (!IsValidUtf8(data_ + pos_, n)) {
+      TVM_FFI_THROW(ValueError) << "corrupted partial_apply data: " << what << " at byte " << pos_
+                                << " is not valid UTF-8";
+    }
+    std::string s(data_ + pos_, n);
+    pos_ += n;
+    return s;
+  }
+  /*! \brief A count of items each at least `min_item` bytes long: refuse counts that cannot fit. */
+  uint32_t GetCount(const char* what, size_t min_item) {
+    uint32_t n = Get<uint32_t>(what);
+    if (static_cast<uint64_t>(n) * min_item > end_ - pos_) {
+      TVM_FFI_THROW(ValueError) << "corrupted partial_apply data: " << what << " " << n
+                                << " cannot fit in the " << (end_ - pos_)
+                                << " bytes of metadata left";
+    }
+    return n;
+  }
+  size_t pos() const { return pos_; }
+  size_t left() const { return end_ - pos_; }
+
+ private:
+  void Need(size_t n, const char* what) {
+    if (n > end_ - pos_) {
+      TVM_FFI_THROW(ValueError) << "corrupted partial_apply data: " << what << " at byte " << pos_
+                                << " needs " << n << " bytes, " << (end_ - pos_) << " left";
+    }
+  }
+  const char* data_;
+  size_t pos_;
+  size_t end_;
+};
+
+uint64_t CheckedByteSize(const std::vector<int64_t>& shape, DLDataType dtype,
+                         const std::string& where) {
+  uint64_t bytes = 0;
+  std::string problem = ShapeProblem(shape.data(), shape.size(), dtype, &bytes);
+  if (!problem.empty()) Corrupt(where + ": " + problem);
+  return bytes;
+}
+
+/*! \brief Version 2: the outputs of one function, bounds-checked and checked for consistency. */
+void ReadOutputs(Reader* r, ParsedFunction* fn, uint32_t num_names) {
+  const std::string who = "function '" + std::string(fn->name) + "'";
+  uint32_t count = r->GetCount("output count", 16);
+  for (uint32_t k = 0; k < count; ++k) {
+    Output o;
+    o.position = r->Get<int64_t>("output position");
+    std::string dtype = r->GetStr("output dtype");
+    try {
+      o.dtype = ffi::StringToDLDataType(dtype);
+    } catch (const ffi::Error&) {
+      Corrupt(who + " output at position " + std::to_string(o.position) + ": unknown dtype '" +
+              dtype + "'");
+    }
+    uint32_t ndim = r->Get<uint32_t>("output ndim");
+    if (ndim > kMaxNdim) {
+      Corrupt(who + " output at position " + std::to_string(o.position) + ": ndim " +
+              std::to_string(ndim) + " exceeds " + std::to_string(kMaxNdim));
+    }
+    for (uint32_t d = 0; d < ndim; ++d) {
+      int64_t source = r->Get<int64_t>("output dimension source");
+      int64_t value = r->Get<int64_t>("output dimension value");
+      o.shape.push_back(OutputDim{source, value});
+    }
+    fn->outputs.push_back(std::move(o));
+  }
+  std::vector<int64_t> bound;
+  for (const ParsedValue& v : fn->values) bound.push_back(v.index);
+  try {
+    detail::ValidateRecordedOutputs(fn->outputs, bound, num_names, who);
+  } catch (const ffi::Error& err) {
+    Corrupt(err.message());
+  }
+}
+
+/*! \brief The header: magic, version, flags, sizes, metadata hash. Returns the flags and the
+ *         metadata's end; fills version, total. */
+uint32_t ReadHeader(const char* data, size_t size, Parsed* out, size_t* meta_end) {
+  static_assert(sizeof(uint64_t) == 8 && sizeof(double) == 8);
+  if (size < kHeaderSize) {
+    Corrupt("truncated: " + std::to_string(size) + " bytes is shorter than the " +
+            std::to_string(kHeaderSize) + "-byte header");
+  }
+  if (std::memcmp(data, kMagic, sizeof(kMagic)) != 0) {
+    TVM_FFI_THROW(ValueError) << "not partial_apply data: bad magic (expected \"TVMPARTL\")";
+  }
+  Reader header(data, sizeof(kMagic), kHeaderSize);
+  out->version = header.Get<uint32_t>("version");
+  if (out->version > kVersion) {
+    TVM_FFI_THROW(ValueError) << "partial_apply data has format version " << out->version
+                              << ", newer than this tvm-partial reads (" << kVersion
+                              << "); upgrade tvm-partial";
+  }
+  if (out->version == 0) Corrupt("format version 0 is invalid");
+  const uint32_t flags = header.Get<uint32_t>("flags");
+  if (flags != 0 && flags != kFlagExternalPayloads &&
+      flags != (kFlagExternalPayloads | kFlagWeightsFile) &&
+      flags != (kFlagExternalPayloads | kFlagAppended)) {
+    Corrupt("unknown flags " + std::to_string(flags));
+  }
+  out->total = header.Get<uint64_t>("total size");
+  if (out->total != size) {
+    Corrupt("size mismatch: the header says " + std::to_string(out->total) + " bytes, got " +
+            std::to_string(size) + (size < out->total ? " (truncated)" : ""));
+  }
+  const uint64_t meta_size = header.Get<uint64_t>("metadata size");
+  if (meta_size > size - kHeaderSize) {
+    Corrupt("metadata of " + std::to_string(meta_size) + " bytes runs past the end (" +
+            std::to_string(size) + " bytes)");
+  }
+  const uint64_t meta_hash = header.Get<uint64_t>("metadata hash");
+  if (kVerifyChecksums && meta_hash != MetadataHash(data, meta_size)) {
+    Corrupt("metadata checksum mismatch");
+  }
+  *meta_end = kHeaderSize + static_cast<size_t>(meta_size);
+  return flags;
+}
+
+/*! \brief Flags 1: the region record (symbol, link, size; flag 2: the weights file's name). */
+void ReadPlacement(Reader* r, uint32_t flags, Parsed* out) {
+  out->placement = (flags & kFlagAppended)     ? Placement::kAppended
+                   : (flags & kFlagWeightsFile) ? Placement::kWeightsFile
+                                                : Placement::kSection;
+  out->symbol = r->GetStr("payload region symbol");
+  out->link = r->Get<uint64_t>("payload region link");
+  out->region_size = r->Get<uint64_t>("payload region size");
+  if (flags & kFlagWeightsFile) {
+    out->weights_file = r->GetStr("weights file name");
+    if (out->weights_file.empty() || out->weights_file.find('\0') != std::string::npos) {
+      Corrupt("the weights file name is empty or holds a NUL byte");
+    }
+  }
+  if (out->symbol.rfind(kRegionSymbolPrefix, 0) != 0) {
+    Corrupt("payload region symbol '" + out->symbol + "' does not start with " +
+            kRegionSymbolPrefix);
+  }
+  if (out->region_size < kRegionHeaderSize) {
+    Corrupt("payload region of " + std::to_string(out->region_size) +
+            " bytes cannot hold its 64-byte header");
+  }
+}
+
+/*! \brief Where the payloads must lie: each at the next multiple of 64 after the last, zero
+ *         padding between them (inline), ending exactly at `limit`. */
+struct Layout {
+  const char* data;   // the blob (its padding bytes are checked when inline)
+  bool inline_;       // payloads inside the blob
+  uint64_t limit;     // the blob's size (inline) or the region's
+  uint64_t next;      // where the next payload must start
+  uint64_t end;       // where the last payload ended
+};
+
+/*! \brief A tensor binding: dtype, device, shape, byte length, offset (checked against `layout`), hash. */
+void ReadTensor(Reader* r, const std::string& where, Layout* layout, TensorMeta* t) {
+  std::string dtype = r->GetStr("tensor dtype");
+  try {
+    t->dtype = ffi::StringToDLDataType(dtype);
+  } catch (const ffi::Error&) {
+    Corrupt(where + ": unknown dtype '" + dtype + "'");
+  }
+  if (std::string(ffi::DLDataTypeToString(t->dtype)) != dtype) {
+    Corrupt(where + ": dtype '" + dtype + "' is not written as the writer writes it ('" +
+            std::string(ffi::DLDataTypeToString(t->dtype)) + "')");
+  }
+  t->device_type = r->Get<int32_t>("device type");
+  t->device_id = r->Get<int32_t>("device id");
+  std::string problem = TensorProblem(t->dtype, t->device_type, t->device_id);
+  if (!problem.empty()) Corrupt(where + ": " + problem);
+  const uint32_t ndim = r->Get<uint32_t>("tensor ndim");
+  if (ndim > kMaxNdim) {
+    Corrupt(where + ": ndim " + std::to_string(ndim) + " exceeds " + std::to_string(kMaxNdim));
+  }
+  for (uint32_t i = 0; i < ndim; ++i) t->shape.push_back(r->Get<int64_t>("tensor shape"));
+  t->nbytes = r->Get<uint64_t>("tensor byte length");
+  t->offset = r->Get<uint64_t>("tensor payload offset");
+  t->hash = r->Get<uint64_t>("tensor payload hash");
+  const uint64_t expected_bytes = CheckedByteSize(t->shape, t->dtype, where);
+  if (t->nbytes != expected_bytes) {
+    Corrupt(where + ": byte length " + std::to_string(t->nbytes) +
+            " does not match its shape and dtype (" + std::to_string(expected_bytes) + ")");
+  }
+  if (t->offset != layout->next) {
+    Corrupt(where + ": payload offset " + std::to_string(t->offset) + " is not the expected " +
+            std::to_string(layout->next));
+  }
+  if (t->offset > layout->limit || t->nbytes > layout->limit - t->offset) {
+    Corrupt(where + ": payload of " + std::to_string(t->nbytes) + " bytes at offset " +
+            std::to_string(t->offset) + " runs past the end (" + std::to_string(layout->limit) +
+            " bytes)");
+  }
+  for (uint64_t pad = layout->end; layout->inline_ && pad < t->offset; ++pad) {
+    if (layout->data[pad] != 0) Corrupt("non-zero padding byte at " + std::to_string(pad));
+  }
+  layout->end = t->offset + t->nbytes;
+  layout->next = AlignUp(layout->end);
+}
+
+/*! \brief One binding: position (checked), kind, value. */
+ParsedValue ReadBinding(Reader* r, const ParsedFunction& fn, size_t num_names, int64_t last_index,
+                        Layout* layout) {
+  ParsedValue v;
+  v.index = r->Get<int64_t>("position");
+  const std::string where = Where(fn, v.index);
+  if (v.index <= last_index) Corrupt(where + " is negative or out of order");
+  if (v.index > detail::kMaxPosition) {
+    Corrupt(where + " cannot be reached: a call passes at most " +
+            std::to_string(detail::kMaxCallArgs) + " arguments, so positions go up to " +
+            std::to_string(detail::kMaxPosition));
+  }
+  if (num_names > 0 && v.index >= static_cast<int64_t>(num_names)) {
+    Corrupt(where + " is past its " + std::to_string(num_names) + " parameters");
+  }
+  v.kind = r->Get<uint8_t>("value kind");
+  switch (v.kind) {
+    case kNone:
+      v.scalar = nullptr;
+      break;
+    case kInt:
+      v.scalar = r->Get<int64_t>("int value");
+      break;
+    case kFloat:
+      v.scalar = r->Get<double>("float value");
+      break;
+    case kBool: {
+      const uint8_t b8 = r->Get<uint8_t>("bool value");
+      if (b8 > 1) Corrupt(where + ": bool value " + std::to_string(b8));
+      v.scalar = b8 == 1;
+      break;
+    }
+    case kStr:
+      v.scalar = ffi::String(r->GetStr("str value"));
+      break;
+    case kTensor:
+      ReadTensor(r, where, layout, &v.tensor);
+      break;
+    default:
+      Corrupt(where + ": unknown value kind " + std::to_string(v.kind));
+  }
+  return v;
+}
+
+/*! \brief One function: name, parameter names, bindings, outputs (version 2). */
+ParsedFunction ReadFunction(Reader* r, uint32_t version, Layout* layout) {
+  ParsedFunction fn;
+  fn.name = r->GetStr("function name");
+  const uint32_t num_names = r->GetCount("parameter name count", 4);
+  for (uint32_t i = 0; i < num_names; ++i) fn.param_names.push_back(r->GetStr("parameter name"));
+  const uint32_t num_bound = r->GetCount("binding count", 9);
+  int64_t last_index = -1;
+  for (uint32_t b = 0; b < num_bound; ++b) {
+    fn.values.push_back(ReadBinding(r, fn, num_names, last_index, layout));
+    last_index = fn.values.back().index;
+  }
+  if (version >= 2) ReadOutputs(r, &fn, num_names);
+  return fn;
+}
+
+}  // namespace
+
+size_t Parsed::TensorCount() const {
+  size_t n = 0;
+  for (const ParsedFunction& fn : functions) {
+    for (const ParsedValue& v : fn.values) n += v.kind == kTensor;
+  }
+  return n;
+}
+
+std::string Where(const ParsedFunction& fn, int64_t index) {
+  return "function '" + std::string(fn.name) + "' position " + std::to_string(index);
+}
+
+Parsed Parse(const char* data, size_t size) {
+  Parsed out;
+  size_t meta_end = 0;
+  const uint32_t flags = ReadHeader(data, size, &out, &meta_end);
+  Reader r(data, kHeaderSize, meta_end);
+  if (flags & kFlagExternalPayloads) {
+    ReadPlacement(&r, flags, &out);
+    if (size != meta_end) Corrupt("data after the metadata of a blob whose payloads are external");
+  }
+  Layout layout{data, !out.external(), out.external() ? out.region_size : size,
+                out.external() ? kRegionHeaderSize : AlignUp(meta_end),
+                out.external() ? kRegionHeaderSize : meta_end};
+  const uint32_t num_functions = r.GetCount("function count", 12);
+  std::unordered_set<std::string> seen;  // function names so far: duplicates in O(1) each
+  seen.reserve(num_functions);
+  out.functions.reserve(num_functions);
+  for (uint32_t f = 0; f < num_functions; ++f) {
+    out.functions.push_back(ReadFunction(&r, out.version, &layout));
+    const std::string& name = out.functions.back().name;
+    if (!seen.insert(name).second) Corrupt("function '" + name + "' appears twice");
+  }
+  if (out.version >= 2 &&
+      std::all_of(out.functions.begin(), out.functions.end(),
+                  [](const ParsedFunction& fn) { return fn.outputs.empty(); })) {
+    Corrupt("format version 2 without outputs (such data is written as version 1)");
+  }
+  if (r.left() != 0) Corrupt(std::to_string(r.left()) + " unread bytes at the end of the metadata");
+  if (layout.end != layout.limit) {
+    Corrupt(std::to_string(layout.limit - layout.end) + " bytes after the last payload");
+  }
+  return out;
+}
+
+ffi::Map<ffi::String, ffi::Any> Describe(const Parsed& parsed) {
+  static const char* kKindNames[] = {"None", "int", "float", "bool", "str", "tensor"};
+  ffi::Array<ffi::Any> functions;
+  uint64_t constant_bytes = 0;
+  for (const ParsedFunction& fn : parsed.functions) {
+    ffi::Array<ffi::Any> bindings;
+    for (const ParsedValue& v : fn.values) {
+      ffi::Map<ffi::String, ffi::Any> b;
+      b.Set("position", v.index);
+      b.Set("kind", ffi::String(kKindNames[v.kind]));
+      if (v.kind == kTensor) {
+        b.Set("dtype", ffi::DLDataTypeToString(v.tensor.dtype));
+        b.Set("shape", ffi::Array<int64_t>(v.tensor.shape.begin(), v.tensor.shape.end()));
+        b.Set("device",
+              ffi::String(detail::DeviceString(v.tensor.device_type, v.tensor.device_id)));
+        b.Set("bytes", static_cast<int64_t>(v.tensor.nbytes));
+        // Where the payload is (from the blob's start, or the region's) and its recorded hash.
+        b.Set("offset", static_cast<int64_t>(v.tensor.offset));
+        b.Set("hash", static_cast<int64_t>(v.tensor.hash));
+        constant_bytes += v.tensor.nbytes;
+      } else {
+        b.Set("value", v.scalar);
+      }
+      bindings.push_back(b);
+    }
+    ffi::Map<ffi::String, ffi::Any> f;
+    f.Set("name", fn.name);
+    f.Set("param_names", fn.param_names);
+    f.Set("bindings", bindings);
+    f.Set("outputs", detail::OutputsToAny(fn.outputs));
+    functions.push_back(f);
+  }
+  ffi::Map<ffi::String, ffi::Any> out;
+  out.Set("version", static_cast<int64_t>(parsed.version));
+  out.Set("total_bytes", static_cast<int64_t>(parsed.total));
+  out.Set("constant_bytes", static_cast<int64_t>(constant_bytes));
+  out.Set("payloads", ffi::String(parsed.external() ? "region " + parsed.symbol : "inline"));
+  if (!parsed.weights_file.empty()) out.Set("weights_file", ffi::String(parsed.weights_file));
+  if (parsed.placement == Placement::kAppended) out.Set("region_appended", true);
+  if (parsed.placement == Placement::kSection) out.Set("region_in_section", true);
+  if (parsed.external()) {
+    out.Set("region_link", static_cast<int64_t>(parsed.link));
+    out.Set("region_size", static_cast<int64_t>(parsed.region_size));
+  }
+  out.Set("functions", functions);
+  return out;
+}
+
+}  // namespace format
+}  // namespace tvm_partial

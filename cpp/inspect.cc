@@ -1,0 +1,336 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
+/*!
+ * \file inspect.cc
+ * \brief What `tvm_partial.inspect`, `verify` and `open_weights` ask of a file without loading
+ *        it: the same parser (format/) and the same placement rules (storage/payload_source.h)
+ *        the loader applies, so the three can never disagree.
+ *
+ * An artifact is a shared library: Python's ELF reader (python/tvm_partial/artifact/_elf.py)
+ * finds where its embedded bytes and its copy of the region header lie in the file, without
+ * running any of it; everything after that is here.
+ */
+#include <tvm/ffi/container/array.h>
+#include <tvm/ffi/container/map.h>
+#include <tvm/ffi/dtype.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/function.h>
+#include <tvm/ffi/string.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "format/common.h"
+#include "format/format.h"
+#include "registry.h"
+#include "storage/file.h"
+#include "storage/payload_source.h"
+#include "storage/verify.h"
+#include "storage/weights_file.h"
+
+namespace tvm_partial {
+
+namespace {
+
+using Dict = ffi::Map<ffi::String, ffi::Any>;
+
+/*! \brief A partial module's bytes as they lie in a file, parsed, and what Locate needs. */
+struct FileArtifact {
+  std::string blob;
+  format::Parsed parsed;
+  storage::Origin origin;
+};
+
+/*! \brief Read and parse the bytes at [blob_offset, + blob_size) of `path` (size -1: to the end)
+ *         and the 64-byte region header at `header_offset` (-1: the library has none). */
+FileArtifact ReadArtifact(const std::string& path, int64_t blob_offset, int64_t blob_size,
+                          int64_t header_offset) {
+  FileArtifact out;
+  out.origin.library = storage::OpenRegular(path, "artifact");
+  const storage::File& file = *out.origin.library;
+  if (blob_size < 0) blob_size = static_cast<int64_t>(file.size) - blob_offset;
+  if (blob_offset < 0 || blob_size < 0 || static_cast<uint64_t>(blob_offset) > file.size ||
+      static_cast<uint64_t>(blob_size) > file.size - static_cast<uint64_t>(blob_offset)) {
+    TVM_FFI_THROW(ValueError) << path << " is truncated: its partial module's " << blob_size
+                              << " bytes at offset " << blob_offset
+                              << " run past the end of the file (" << file.size << " bytes)";
+  }
+  out.blob.resize(static_cast<size_t>(blob_size));
+  if (!storage::ReadAt(file, static_cast<uint64_t>(blob_offset), out.blob.size(), &out.blob[0])) {
+    TVM_FFI_THROW(ValueError) << path << " is truncated inside its partial module's bytes";
+  }
+  try {
+    out.parsed = format::Parse(out.blob.data(), out.blob.size());
+  } catch (const ffi::Error& err) {
+    TVM_FFI_THROW(ValueError) << path << ": " << err.message();
+  }
+  out.origin.library_path = storage::RealPath(file);
+  out.origin.blob_offset = static_cast<uint64_t>(blob_offset);
+  if (header_offset >= 0) {
+    std::string header(format::kRegionHeaderSize, '\0');
+    if (storage::ReadAt(file, static_cast<uint64_t>(header_offset), header.size(), &header[0])) {
+      out.origin.header = std::move(header);
+    }
+  }
+  return out;
+}
+
+/*! \brief {"function", "position", ["name"], "placement", "file_offset", "bytes", "hash"} per
+ *         tensor binding, where `source` puts it. */
+ffi::Array<ffi::Any> PayloadEntries(const format::Parsed& parsed,
+                                    const storage::PayloadSource& source) {
+  ffi::Array<ffi::Any> out;
+  size_t k = 0;
+  for (const format::ParsedFunction& fn : parsed.functions) {
+    for (const format::ParsedValue& v : fn.values) {
+      if (v.kind != format::kTensor) continue;
+      Dict e;
+      e.Set("function", fn.name);
+      e.Set("position", v.index);
+      if (v.index < static_cast<int64_t>(fn.param_names.size())) {
+        e.Set("name", fn.param_names[v.index]);
+      }
+      e.Set("placement", ffi::String(source.placement));
+      e.Set("file", ffi::String(source.file->path));
+      e.Set("file_offset", static_cast<int64_t>(source.offsets[k++]));
+      e.Set("bytes", static_cast<int64_t>(v.tensor.nbytes));
+      e.Set("hash", static_cast<int64_t>(v.tensor.hash));
+      out.push_back(e);
+    }
+  }
+  return out;
+}
+
+/*! \brief Hash each payload of `entries` (from `file`), calling progress(done, total). */
+std::vector<uint64_t> HashAll(const std::vector<std::pair<uint64_t, uint64_t>>& ranges,
+                              const storage::File& file,
+                              const ffi::Optional<ffi::Function>& progress) {
+  uint64_t total = 0;
+  for (const auto& r : ranges) total += r.second;
+  std::vector<uint64_t> out;
+  uint64_t base = 0;
+  std::function<void(uint64_t)> report;
+  for (const auto& [offset, size] : ranges) {
+    if (progress.has_value()) {
+      report = [&](uint64_t done) {
+        (*progress)(static_cast<int64_t>(base + done), static_cast<int64_t>(total));
+      };
+    }
+    out.push_back(storage::HashRange(file, offset, size, report));
+    base += size;
+  }
+  if (progress.has_value()) (*progress)(static_cast<int64_t>(total), static_cast<int64_t>(total));
+  return out;
+}
+
+/*! \brief inspect: the description, where the payloads lie, or why they cannot be found. */
+Dict InspectArtifact(const ffi::String& path, int64_t blob_offset, int64_t blob_size,
+                     int64_t header_offset) {
+  FileArtifact art = ReadArtifact(path, blob_offset, blob_size, header_offset);
+  Dict out = format::Describe(art.parsed);
+  out.Set("real_path", ffi::String(art.origin.library_path));
+  if (art.parsed.placement == format::Placement::kWeightsFile) {
+    out.Set("weights_file_path",
+            ffi::String(storage::Beside(art.origin.library_path, art.parsed.weights_file)));
+  }
+  out.Set("header_found", art.origin.header.has_value());
+  try {
+    const storage::PayloadSource source = storage::Locate(art.parsed, art.origin);
+    out.Set("placement", ffi::String(source.placement));
+    out.Set("payload_base", static_cast<int64_t>(source.base));
+    out.Set("payload_entries", PayloadEntries(art.parsed, source));
+  } catch (const ffi::Error& err) {
+    Dict problem;
+    problem.Set("kind", ffi::String(err.kind()));
+    problem.Set("message", ffi::String(err.message()));
+    out.Set("problem", problem);
+  }
+  return out;
+}
+
+/*! \brief verify: every payload hashed where Locate puts it; {"payloads": [..., "intact"]}. */
+Dict VerifyArtifact(const ffi::String& path, int64_t blob_offset, int64_t blob_size,
+                    int64_t header_offset, ffi::Optional<ffi::Function> progress) {
+  FileArtifact art = ReadArtifact(path, blob_offset, blob_size, header_offset);
+  const storage::PayloadSource source = storage::Locate(art.parsed, art.origin);
+  ffi::Array<ffi::Any> entries = PayloadEntries(art.parsed, source);
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (const ffi::Any& any : entries) {
+    Dict e = any.cast<Dict>();
+    ranges.emplace_back(static_cast<uint64_t>(e.at("file_offset").cast<int64_t>()),
+                        static_cast<uint64_t>(e.at("bytes").cast<int64_t>()));
+  }
+  const std::vector<uint64_t> got = HashAll(ranges, *source.file, progress);
+  ffi::Array<ffi::Any> payloads;
+  for (size_t i = 0; i < got.size(); ++i) {
+    Dict e = entries[i].cast<Dict>();
+    e.Set("intact", got[i] == static_cast<uint64_t>(e.at("hash").cast<int64_t>()));
+    payloads.push_back(e);
+  }
+  Dict out;
+  out.Set("placement", ffi::String(source.placement));
+  out.Set("payloads", payloads);
+  return out;
+}
+
+/*! \brief The tensors of a weights file as entries (tensor keys only), by file offset. */
+ffi::Array<ffi::Any> WeightsEntries(const weights::WeightsFile& file) {
+  const auto recorded = weights::RecordedBindings(file);
+  std::vector<std::pair<uint64_t, std::string>> order;
+  for (const auto& [key, e] : file.entries) {
+    if (weights::WeightsFile::IsTensorKey(key)) order.emplace_back(e.begin, key);
+  }
+  std::sort(order.begin(), order.end());
+  ffi::Array<ffi::Any> out;
+  for (const auto& [begin, key] : order) {
+    const weights::Entry& e = file.entries.at(key);
+    Dict d;
+    d.Set("key", ffi::String(key));
+    d.Set("dtype", ffi::String(e.dtype->tvm));
+    d.Set("shape", ffi::Array<int64_t>(e.shape.begin(), e.shape.end()));
+    d.Set("file_offset", static_cast<int64_t>(file.data_start + e.begin));
+    d.Set("bytes", static_cast<int64_t>(e.end - e.begin));
+    const weights::KeyRef ref = weights::ParseKey(file.file->path, key);
+    auto where = recorded.find(key);
+    if (where != recorded.end()) {
+      d.Set("function", ffi::String(where->second.first));
+      d.Set("position", where->second.second);
+    } else {
+      d.Set("function", ffi::String(ref.function));
+      if (ref.name.empty()) d.Set("position", ref.position);
+    }
+    d.Set("name", ffi::String(ref.name.empty() ? std::to_string(ref.position) : ref.name));
+    out.push_back(d);
+  }
+  return out;
+}
+
+Dict InspectWeights(const ffi::String& path) {
+  const weights::WeightsFile file = weights::Open(path);
+  Dict out;
+  out.Set("total_bytes", static_cast<int64_t>(file.file->size));
+  out.Set("data_offset", static_cast<int64_t>(file.data_start));
+  out.Set("tensors", WeightsEntries(file));
+  Dict metadata;
+  for (const auto& [k, v] : file.metadata) metadata.Set(ffi::String(k), ffi::String(v));
+  out.Set("metadata", metadata);
+  if (auto hashes = weights::RecordedHashes(file)) {
+    Dict h;
+    for (const auto& [k, v] : *hashes) h.Set(ffi::String(k), static_cast<int64_t>(v));
+    out.Set("hashes", h);
+  }
+  return out;
+}
+
+Dict VerifyWeights(const ffi::String& path, ffi::Optional<ffi::Function> progress) {
+  const weights::WeightsFile file = weights::Open(path);
+  const auto hashes = weights::RecordedHashes(file);
+  if (!hashes.has_value()) {
+    TVM_FFI_THROW(ValueError) << "weights file " << path << " records no payload hashes (it was "
+                              << "not written by tvm_partial.save_weights): its header is "
+                              << "consistent, its bytes cannot be checked";
+  }
+  ffi::Array<ffi::Any> entries = WeightsEntries(file);
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (const ffi::Any& any : entries) {
+    Dict e = any.cast<Dict>();
+    const std::string key(e.at("key").cast<ffi::String>());
+    if (!hashes->count(key)) {
+      TVM_FFI_THROW(ValueError) << "weights file " << path << ": tensor '" << key
+                                << "' has no recorded hash";
+    }
+    ranges.emplace_back(static_cast<uint64_t>(e.at("file_offset").cast<int64_t>()),
+                        static_cast<uint64_t>(e.at("bytes").cast<int64_t>()));
+  }
+  const std::vector<uint64_t> got = HashAll(ranges, *file.file, progress);
+  ffi::Array<ffi::Any> payloads;
+  for (size_t i = 0; i < got.size(); ++i) {
+    Dict e = entries[i].cast<Dict>();
+    e.Set("placement", ffi::String("weights file"));
+    e.Set("intact", got[i] == hashes->at(std::string(e.at("key").cast<ffi::String>())));
+    payloads.push_back(e);
+  }
+  Dict out;
+  out.Set("payloads", payloads);
+  return out;
+}
+
+/*! \brief open_weights: {name or position: tensor} of `function`'s keys (and bare names). */
+ffi::Map<ffi::Any, ffi::Any> OpenWeights(const ffi::String& path, const ffi::String& function) {
+  const weights::WeightsFile file = weights::Open(path);
+  std::map<std::string, std::string> by_name;  // name -> the key it came from
+  std::map<int64_t, std::string> by_position;
+  std::vector<std::string> keys;
+  std::vector<std::string> functions;
+  for (const auto& [key, e] : file.entries) {
+    if (!weights::WeightsFile::IsTensorKey(key)) continue;
+    const weights::KeyRef ref = weights::ParseKey(std::string(path), key);
+    if (!ref.function.empty() && ref.function != std::string(function)) {
+      functions.push_back(ref.function);
+      continue;
+    }
+    std::string earlier;
+    if (ref.name.empty()) {
+      auto [it, fresh] = by_position.emplace(ref.position, key);
+      if (!fresh) earlier = it->second;
+    } else {
+      auto [it, fresh] = by_name.emplace(ref.name, key);
+      if (!fresh) earlier = it->second;
+    }
+    if (!earlier.empty()) {
+      TVM_FFI_THROW(ValueError) << "weights file " << path << ": tensors '" << earlier
+                                << "' and '" << key << "' both name "
+                                << (ref.name.empty() ? "position " + std::to_string(ref.position)
+                                                     : "parameter '" + ref.name + "'")
+                                << " of function '" << function << "'; keep one";
+    }
+    keys.push_back(key);
+  }
+  if (keys.empty()) {
+    std::sort(functions.begin(), functions.end());
+    functions.erase(std::unique(functions.begin(), functions.end()), functions.end());
+    std::string names;
+    for (const std::string& f : functions) names += (names.empty() ? "" : ", ") + f;
+    TVM_FFI_THROW(ValueError) << path << ": no weights for function '" << function
+                              << "' (functions in the file: " << (names.empty() ? "none" : names)
+                              << ")";
+  }
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (const std::string& key : keys) {
+    lo = std::min(lo, file.entries.at(key).begin);
+    hi = std::max(hi, file.entries.at(key).end);
+  }
+  const storage::Mapping mapping =
+      storage::MapPrivate(*file.file, file.data_start + lo, hi - lo);
+  ffi::Map<ffi::Any, ffi::Any> out;
+  for (const std::string& key : keys) {
+    const weights::Entry& e = file.entries.at(key);
+    const weights::KeyRef ref = weights::ParseKey(std::string(path), key);
+    ffi::Tensor t = storage::HostPayloadTensor(mapping.data + (e.begin - lo), mapping.keepalive,
+                                               ffi::StringToDLDataType(e.dtype->tvm), e.shape,
+                                               e.end - e.begin);
+    if (ref.name.empty()) {
+      out.Set(ref.position, t);
+    } else {
+      out.Set(ffi::String(ref.name), t);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TVM_FFI_STATIC_INIT_BLOCK() {
+  detail::RegisterGlobalOnce("tvm_partial.InspectArtifact", InspectArtifact);
+  detail::RegisterGlobalOnce("tvm_partial.VerifyArtifact", VerifyArtifact);
+  detail::RegisterGlobalOnce("tvm_partial.InspectWeights", InspectWeights);
+  detail::RegisterGlobalOnce("tvm_partial.VerifyWeights", VerifyWeights);
+  detail::RegisterGlobalOnce("tvm_partial.OpenWeights", OpenWeights);
+}
+
+}  // namespace tvm_partial

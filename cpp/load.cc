@@ -1,0 +1,139 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
+/*!
+ * \file load.cc
+ * \brief Loading partial modules: the values of a loaded module's records (DecodeRecords),
+ *        `tvm_partial::LoadWithWeights`, and the global that makes a loaded tree build its records
+ *        now (`tvm_partial.ResolveLoaded`, what `tvm_partial.load` calls so errors show at load).
+ *
+ * A module loaded from bytes is parsed at once (malformed bytes are refused by the loader) and
+ * builds its values on first use: only then has the library loader attached its imports, and the
+ * library among them is the object whose file holds the payloads (storage/loaded_library.h).
+ */
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/extra/module.h>
+#include <tvm/ffi/function.h>
+#include <tvm/ffi/string.h>
+#include <tvm_partial/partial_apply.h>
+
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "format/common.h"
+#include "partial_module.h"
+#include "registry.h"
+#include "storage/loaded_library.h"
+#include "storage/payload_source.h"
+
+namespace tvm_partial {
+
+namespace {
+
+/*! \brief The first module of kind "library" among `imports` and theirs (depth first, in
+ *         import order): the code the library loader attached to a module it loaded. */
+ffi::Optional<ffi::Module> FindLibrary(const ffi::Array<ffi::Any>& imports, int depth = 0) {
+  if (depth > 64) return std::nullopt;
+  for (const ffi::Any& any : imports) {
+    ffi::Module m = any.cast<ffi::Module>();
+    if (std::strcmp(m->kind(), "library") == 0) return m;
+    if (auto found = FindLibrary(m->imports(), depth + 1)) return found;
+  }
+  return std::nullopt;
+}
+
+/*! \brief `mod` and every module it imports, each once, depth first. */
+void Collect(const ffi::Module& mod, std::vector<ffi::Module>* out, int depth = 0) {
+  if (depth > 64) return;
+  for (const ffi::Module& seen : *out) {
+    if (seen.same_as(mod)) return;
+  }
+  out->push_back(mod);
+  for (const ffi::Any& any : mod->imports()) Collect(any.cast<ffi::Module>(), out, depth + 1);
+}
+
+}  // namespace
+
+namespace detail {
+
+std::vector<format::FunctionRecord> DecodeRecords(const char* blob, const format::Parsed& parsed,
+                                                  const std::string& override_weights,
+                                                  const ffi::Array<ffi::Any>& imports) {
+  storage::Origin origin;
+  origin.blob = blob;
+  origin.override_weights = override_weights;
+  ffi::Optional<ffi::Module> library = FindLibrary(imports);
+  if (library.has_value() && parsed.external() && override_weights.empty()) {
+    storage::LoadedLibrary file = storage::OpenLoadedLibrary(*library, parsed.symbol);
+    origin.library = file.file;
+    origin.library_path = file.real_path;
+    origin.header = file.symbol_bytes;
+  } else if (library.has_value() && override_weights.empty()) {
+    // Inline payloads are the loader's own (in the bytes it mapped); still, a file replaced at
+    // the path since this process first loaded it is refused rather than served as the old
+    // version the caller did not ask for. A file removed since leaves only that version.
+    if (storage::WasReplaced(*library)) storage::OpenLoadedLibrary(*library);  // says so
+  }
+  const storage::PayloadSource source = storage::Locate(parsed, origin);
+  std::vector<ffi::Tensor> tensors = storage::MakeTensors(parsed, source, origin);
+  std::vector<format::FunctionRecord> out;
+  out.reserve(parsed.functions.size());
+  size_t next = 0;
+  for (const format::ParsedFunction& fn : parsed.functions) {
+    format::FunctionRecord rec{fn.name, fn.param_names, {}};
+    rec.outputs = fn.outputs;
+    for (const format::ParsedValue& v : fn.values) {
+      if (v.kind == format::kTensor) {
+        rec.bound.emplace_back(v.index, std::move(tensors[next++]));
+      } else {
+        rec.bound.emplace_back(v.index, v.scalar);
+      }
+    }
+    out.push_back(std::move(rec));
+  }
+  return out;
+}
+
+/*! \brief Build the records of every partial module of this copy in `mod`'s tree; how many. */
+int ResolveTree(const ffi::Module& mod) {
+  std::vector<ffi::Module> all;
+  Collect(mod, &all);
+  int count = 0;
+  for (const ffi::Module& m : all) count += PartialModuleRecords(m) != nullptr;
+  return count;
+}
+
+}  // namespace detail
+
+ffi::Module LoadWithWeights(const std::string& library, const std::string& weights_file) {
+  if (weights_file.empty()) {
+    TVM_FFI_THROW(ValueError) << "LoadWithWeights: weights_file is empty; name a safetensors file";
+  }
+  // dlopen searches the library path for a bare file name: pass a path.
+  ffi::Module mod =
+      ffi::Module::LoadFromFile(library.find('/') == std::string::npos ? "./" + library : library);
+  std::vector<ffi::Module> all;
+  Collect(mod, &all);
+  int overridden = 0;
+  for (const ffi::Module& m : all) overridden += detail::SetWeightsOverride(m, weights_file);
+  if (overridden == 0) {
+    TVM_FFI_THROW(ValueError) << library << " holds no partial module that this tvm-partial "
+                              << "loads, so it binds no tensors that the weights file "
+                              << weights_file << " could replace";
+  }
+  detail::ResolveTree(mod);
+  return mod;
+}
+
+TVM_FFI_STATIC_INIT_BLOCK() {
+  detail::RegisterGlobalOnce(
+      "tvm_partial.LoadWithWeights",
+      [](ffi::String library, ffi::String path) { return LoadWithWeights(library, path); });
+  // Build the records of every partial module in a loaded tree now (each builds them on first
+  // use otherwise), so that a missing or damaged payload is reported by the load itself.
+  detail::RegisterGlobalOnce("tvm_partial.ResolveLoaded",
+                             [](ffi::Module mod) { return detail::ResolveTree(mod); });
+}
+
+}  // namespace tvm_partial

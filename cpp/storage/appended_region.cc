@@ -1,0 +1,206 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
+/*!
+ * \file storage/appended_region.cc
+ * \brief The appended payload region and its trailer (storage/appended_region.h): writing them,
+ *        and finding them in a library file.
+ */
+#include "storage/appended_region.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/error.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "format/common.h"
+#include "format/hash.h"
+
+namespace tvm_partial {
+namespace storage {
+
+namespace {
+
+constexpr char kTrailerMagic[8] = {'T', 'V', 'M', 'P', 'T', 'R', 'L', 'R'};
+
+/*! \brief Positioned writes into an open file, every failure naming the file and the system's
+ *         error (ENOSPC: "No space left on device", EFBIG: "File too large"). */
+class FileWriter {
+ public:
+  FileWriter(const std::string& path, int flags, const char* what) : path_(path), what_(what) {
+    const int fd = open(path.c_str(), flags | O_CLOEXEC, 0644);
+    if (fd < 0) Fail("cannot open");
+    fd_ = UniqueFd(fd);
+  }
+  uint64_t Size() {
+    struct stat st;
+    if (fstat(fd_.get(), &st) != 0) Fail("cannot read the size of");
+    return static_cast<uint64_t>(st.st_size);
+  }
+  void Put(const char* data, size_t n) {
+    while (n > 0) {
+      const ssize_t done =
+          pwrite(fd_.get(), data, std::min<size_t>(n, size_t{1} << 30), static_cast<off_t>(at_));
+      if (done < 0 && errno == EINTR) continue;
+      if (done < 0) Fail("writing failed:");
+      if (done == 0) {
+        errno = ENOSPC;
+        Fail("writing made no progress:");
+      }
+      data += done;
+      n -= static_cast<size_t>(done);
+      at_ += static_cast<uint64_t>(done);
+    }
+  }
+  void PadTo(uint64_t target) {
+    static const char zeros[4096] = {};
+    while (at_ < target) Put(zeros, static_cast<size_t>(std::min<uint64_t>(target - at_, sizeof(zeros))));
+  }
+  void Close() {
+    // A delayed write error (a network file system, a quota) shows here.
+    if (close(fd_.release()) != 0) Fail("closing failed:");
+  }
+  uint64_t at() const { return at_; }
+  void Seek(uint64_t at) { at_ = at; }
+
+ private:
+  [[noreturn]] void Fail(const char* what) {
+    const int err = errno;
+    TVM_FFI_THROW(RuntimeError) << what_ << ": " << what << " " << path_ << " "
+                                << std::strerror(err);
+    TVM_FFI_UNREACHABLE();
+  }
+  std::string path_;
+  const char* what_;
+  UniqueFd fd_;
+  uint64_t at_ = 0;
+};
+
+}  // namespace
+
+std::string EncodeTrailer(uint64_t offset, uint64_t size, uint64_t link) {
+  std::string trailer(kTrailerSize, '\0');
+  std::memcpy(&trailer[0], kTrailerMagic, 8);
+  std::memcpy(&trailer[8], &kTrailerVersion, 4);
+  std::memcpy(&trailer[16], &offset, 8);
+  std::memcpy(&trailer[24], &size, 8);
+  std::memcpy(&trailer[32], &link, 8);
+  const uint64_t h = hash::Hash(trailer.data(), 40);
+  std::memcpy(&trailer[40], &h, 8);
+  return trailer;
+}
+
+Trailer DecodeTrailer(const char* trailer) {
+  Trailer out;
+  uint32_t version;
+  uint64_t h;
+  std::memcpy(&version, trailer + 8, 4);
+  std::memcpy(&out.offset, trailer + 16, 8);
+  std::memcpy(&out.size, trailer + 24, 8);
+  std::memcpy(&out.link, trailer + 32, 8);
+  std::memcpy(&h, trailer + 40, 8);
+  out.intact = std::memcmp(trailer, kTrailerMagic, 8) == 0 && version == kTrailerVersion &&
+               h == hash::Hash(trailer, 40);
+  return out;
+}
+
+uint64_t LocateAppended(const File& library, uint64_t size, uint64_t link) {
+  char bytes[kTrailerSize];
+  const Trailer trailer =
+      library.size >= kTrailerSize &&
+              ReadAt(library, library.size - kTrailerSize, kTrailerSize, bytes)
+          ? DecodeTrailer(bytes)
+          : Trailer();
+  if (!trailer.intact) {
+    TVM_FFI_THROW(ValueError) << library.path << " is truncated or was rewritten: its payload "
+                              << "region (" << size << " bytes, appended after the code) is "
+                              << "missing, and so is the trailer at the end of the file that "
+                              << "locates it (tools such as strip drop data appended to a "
+                              << "library); copy or export it again";
+  }
+  const uint64_t end = library.size - kTrailerSize;
+  if (trailer.size != size || trailer.link != link || trailer.offset % kAppendAlignment != 0 ||
+      trailer.offset > end || trailer.size != end - trailer.offset) {
+    TVM_FFI_THROW(ValueError) << library.path << " is damaged: the trailer of its appended "
+                              << "payload region (offset " << trailer.offset << ", "
+                              << trailer.size << " bytes, link " << trailer.link
+                              << ") does not match its metadata (" << size << " bytes, link "
+                              << link << ") or the file (" << library.size
+                              << " bytes); copy or export it again";
+  }
+  char header[format::kRegionHeaderSize];
+  if (!ReadAt(library, trailer.offset, sizeof(header), header) ||
+      !format::RegionHeaderMatches(header, size, link)) {
+    TVM_FFI_THROW(ValueError) << library.path << " is damaged: the header of its appended "
+                              << "payload region (at offset " << trailer.offset
+                              << ") does not match its metadata; copy or export it again";
+  }
+  return trailer.offset;
+}
+
+std::vector<uint64_t> AppendRegion(const std::vector<format::FunctionRecord>& functions,
+                                   const format::ExternalRegion& region, const std::string& path,
+                                   const ffi::Optional<ffi::Function>& progress) {
+  const std::vector<ffi::Tensor> tensors = format::PayloadTensors(functions);
+  const uint64_t total = format::RegionSize(tensors);
+  FileWriter out(path, O_WRONLY, "export_library: appending the payload region");
+  const uint64_t size = out.Size();
+  const uint64_t start = (size + kAppendAlignment - 1) / kAppendAlignment * kAppendAlignment;
+  out.Seek(size);
+  constexpr size_t kChunk = size_t{64} << 20;  // progress granularity
+  constexpr size_t kPiece = size_t{4} << 20;   // hashed, then written while still in the cache
+  std::vector<uint64_t> hashes;
+  auto report = [&](uint64_t done) {
+    if (progress.has_value()) (*progress)(static_cast<int64_t>(done), static_cast<int64_t>(total));
+  };
+  out.PadTo(start);
+  const std::string header = format::EncodeRegionHeader(total, region.link);
+  out.Put(header.data(), header.size());
+  for (const ffi::Tensor& t : tensors) {
+    const size_t nbytes = ffi::GetDataSize(*t.GetDLTensorPtr());
+    out.PadTo(start + format::AlignUp(out.at() - start));
+    format::HostBytes host(t, nbytes);
+    hash::Hasher hasher;
+    for (size_t done = 0; done < nbytes;) {
+      const size_t n = std::min(kChunk, nbytes - done);
+      for (size_t piece = 0; piece < n; piece += kPiece) {
+        const size_t m = std::min(kPiece, n - piece);
+        hasher.Update(host.data() + done + piece, m);
+        out.Put(host.data() + done + piece, m);
+      }
+      done += n;
+      if (out.at() - start < total) report(out.at() - start);
+    }
+    hashes.push_back(hasher.Final());
+  }
+  const std::string trailer = EncodeTrailer(start, total, region.link);
+  out.Put(trailer.data(), trailer.size());
+  out.Close();
+  report(total);
+  return hashes;
+}
+
+void WriteRegion(const std::vector<format::FunctionRecord>& functions,
+                 const format::ExternalRegion& region, const std::string& path, uint64_t lead) {
+  const std::vector<ffi::Tensor> tensors = format::PayloadTensors(functions);
+  FileWriter out(path, O_WRONLY | O_CREAT | O_TRUNC, "writing the payload region");
+  out.PadTo(lead);  // room for what comes before the region
+  const std::string header =
+      format::EncodeRegionHeader(format::RegionSize(tensors), region.link);
+  out.Put(header.data(), header.size());
+  for (const ffi::Tensor& t : tensors) {
+    const size_t nbytes = ffi::GetDataSize(*t.GetDLTensorPtr());
+    out.PadTo(lead + format::AlignUp(out.at() - lead));
+    out.Put(format::HostBytes(t, nbytes).data(), nbytes);
+  }
+  out.Close();
+}
+
+}  // namespace storage
+}  // namespace tvm_partial

@@ -1,0 +1,148 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
+/*!
+ * \file storage/file.cc
+ * \brief Opening, reading and mapping the files tvm-partial reads (storage/file.h).
+ */
+#include "file.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <tvm/ffi/error.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace tvm_partial {
+namespace storage {
+
+namespace {
+
+/*! \brief What a file that is not a regular file is, for messages. */
+const char* KindOf(mode_t mode) {
+  if (S_ISDIR(mode)) return "a folder";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  return "not a regular file";
+}
+
+[[noreturn]] void NotRegular(const std::string& path, const char* what, mode_t mode) {
+  TVM_FFI_THROW(ValueError) << what << " " << path << " is " << KindOf(mode)
+                            << ", not a regular file; give the path of a file";
+  TVM_FFI_UNREACHABLE();
+}
+
+}  // namespace
+
+std::shared_ptr<File> OpenRegular(const std::string& path, const char* what) {
+  struct stat st;
+  // Checked before opening: open() of a FIFO for reading blocks until a writer comes.
+  if (stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) {
+      TVM_FFI_THROW(FileNotFoundError) << what << " " << path << " does not exist";
+    }
+    TVM_FFI_THROW(RuntimeError) << "cannot read the " << what << " " << path << ": "
+                                << std::strerror(errno);
+  }
+  if (!S_ISREG(st.st_mode)) NotRegular(path, what, st.st_mode);
+  // O_NONBLOCK: should the path be swapped for a FIFO in between, open() still returns at once,
+  // and fstat below refuses it. It does not change reads of a regular file.
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) {
+    if (errno == ENOENT) {
+      TVM_FFI_THROW(FileNotFoundError) << what << " " << path << " does not exist";
+    }
+    TVM_FFI_THROW(RuntimeError) << "cannot open the " << what << " " << path << ": "
+                                << std::strerror(errno);
+  }
+  auto file = std::make_shared<File>();
+  file->fd = UniqueFd(fd);
+  file->path = path;
+  if (fstat(fd, &st) != 0) {
+    TVM_FFI_THROW(RuntimeError) << "cannot read the " << what << " " << path << ": "
+                                << std::strerror(errno);
+  }
+  if (!S_ISREG(st.st_mode)) NotRegular(path, what, st.st_mode);
+  file->size = static_cast<uint64_t>(st.st_size);
+  return file;
+}
+
+bool ReadAt(const File& file, uint64_t offset, size_t size, char* out) {
+  if (offset > file.size || size > file.size - offset) return false;
+  while (size > 0) {
+    const ssize_t got =
+        pread(file.fd.get(), out, std::min<size_t>(size, size_t{1} << 30), static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      TVM_FFI_THROW(RuntimeError) << "reading " << file.path << " failed: " << std::strerror(errno);
+    }
+    if (got == 0) return false;  // cut short since it was opened
+    out += got;
+    size -= static_cast<size_t>(got);
+    offset += static_cast<uint64_t>(got);
+  }
+  return true;
+}
+
+Mapping MapPrivate(const File& file, uint64_t offset, uint64_t size) {
+  if (offset > file.size || size > file.size - offset) {
+    TVM_FFI_THROW(ValueError) << file.path << " is truncated: " << size << " bytes at offset "
+                              << offset << " run past the end of the file (" << file.size
+                              << " bytes)";
+  }
+  Mapping out;
+  out.size = static_cast<size_t>(size);
+  if (size == 0) {
+    static const char kEmpty[64] alignas(64) = {};
+    out.data = kEmpty;
+    return out;
+  }
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t start = offset - offset % page;
+  const size_t length = static_cast<size_t>(offset + size - start);
+  void* base = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE, file.fd.get(),
+                    static_cast<off_t>(start));
+  if (base == MAP_FAILED) {
+    if (errno == ENOMEM) {
+      TVM_FFI_THROW(MemoryError) << "cannot map " << size << " bytes of " << file.path
+                                 << ": out of address space";
+    }
+    TVM_FFI_THROW(RuntimeError) << "cannot map " << file.path << ": " << std::strerror(errno);
+  }
+  out.keepalive = std::shared_ptr<void>(base, [length](void* p) { munmap(p, length); });
+  out.data = static_cast<const char*>(base) + (offset - start);
+  return out;
+}
+
+std::string RealPath(const File& file) {
+  char buffer[PATH_MAX + 1];
+  const std::string link = "/proc/self/fd/" + std::to_string(file.fd.get());
+  const ssize_t n = readlink(link.c_str(), buffer, PATH_MAX);
+  if (n > 0 && buffer[0] == '/') {
+    std::string out(buffer, static_cast<size_t>(n));
+    // A file removed since it was opened reads "PATH (deleted)"; its folder is still that path's.
+    return out;
+  }
+  if (char* resolved = realpath(file.path.c_str(), nullptr)) {
+    std::string out(resolved);
+    free(resolved);
+    return out;
+  }
+  return file.path;
+}
+
+std::string Beside(const std::string& path, const std::string& name) {
+  if (!name.empty() && name[0] == '/') return name;
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? name : path.substr(0, slash + 1) + name;
+}
+
+}  // namespace storage
+}  // namespace tvm_partial

@@ -1,0 +1,60 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
+/*!
+ * \file storage/loaded_library.h
+ * \brief Internal: which file a loaded library module's code was mapped from, answered by that
+ *        module itself, never by process-wide state.
+ *
+ * A partial module loaded from an artifact reads its external payloads from the artifact's file.
+ * That file must be the very one the dynamic loader mapped the code and the embedded module blob
+ * from: a process may hold several versions of one artifact (each computes with its own
+ * weights), and the path may have been replaced since the loader first mapped it (the loader
+ * then returns the object it already has, so the blob being decoded is the old one). So the
+ * object is found from the library module (its embedded blob `__tvm_ffi__library_bin`, looked up
+ * through the module, checked to be that object's own symbol), the file is opened by the name
+ * the loader mapped it under, and it is accepted only when it holds, at the blob's place, the
+ * very bytes the process has mapped. Otherwise the load is refused, saying what happened.
+ */
+#ifndef TVM_PARTIAL_STORAGE_LOADED_LIBRARY_H_
+#define TVM_PARTIAL_STORAGE_LOADED_LIBRARY_H_
+
+#include <tvm/ffi/extra/module.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "storage/file.h"
+
+namespace tvm_partial {
+namespace storage {
+
+namespace ffi = ::tvm::ffi;
+
+/*! \brief The file a library module was loaded from, opened and proven to be it. */
+struct LoadedLibrary {
+  std::shared_ptr<File> file;
+  std::string real_path;  // absolute, symlinks resolved: where a recorded weights file is looked for
+  /*! \brief The 64 bytes under `symbol` in the object itself (not a dependency), if asked for and
+   *         defined there with that size. */
+  std::optional<std::string> symbol_bytes;
+};
+
+/*!
+ * \brief Open the file that `library` (a module of kind "library", as the loader created it)
+ *        was mapped from, and copy the 64-byte data symbol `symbol` of that object (if given).
+ * \throws ValueError when the module holds no embedded blob, when its object cannot be told
+ *         apart, or when the file was replaced since the process loaded it; FileNotFoundError
+ *         when it was removed (or renamed) since.
+ */
+LoadedLibrary OpenLoadedLibrary(const ffi::Module& library, const std::string& symbol = "");
+
+/*! \brief Whether the file `library` was mapped from now holds something else (proven: it is
+ *         there, and differs where the embedded blob lies); false when it is the same, was
+ *         removed, or cannot be told. */
+bool WasReplaced(const ffi::Module& library);
+
+}  // namespace storage
+}  // namespace tvm_partial
+
+#endif  // TVM_PARTIAL_STORAGE_LOADED_LIBRARY_H_

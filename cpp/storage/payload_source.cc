@@ -1,0 +1,244 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
+/*!
+ * \file storage/payload_source.cc
+ * \brief Where the payloads of a partial module's bytes lie, and the tensors built from them
+ *        (storage/payload_source.h).
+ */
+#include "storage/payload_source.h"
+
+#include <tvm/ffi/container/shape.h>
+#include <tvm/ffi/dtype.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/function.h>
+#include <tvm_partial/partial_apply.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "device.h"
+#include "format/common.h"
+#include "format/hash.h"
+#include "storage/appended_region.h"
+#include "storage/weights_file.h"
+
+namespace tvm_partial {
+namespace storage {
+
+namespace {
+
+#ifdef TVM_PARTIAL_FUZZING
+constexpr bool kVerifyChecksums = false;  // as in format/reader.cc
+#else
+constexpr bool kVerifyChecksums = true;
+#endif
+
+/*! \brief Each tensor binding of `parsed` with its function, in metadata order. */
+template <typename F>
+void ForEachTensor(const format::Parsed& parsed, F visit) {
+  for (const format::ParsedFunction& fn : parsed.functions) {
+    for (const format::ParsedValue& v : fn.values) {
+      if (v.kind == format::kTensor) visit(fn, v);
+    }
+  }
+}
+
+/*! \brief The artifact's file, which an external placement needs. */
+const File& RequireLibrary(const format::Parsed& parsed, const Origin& origin) {
+  if (origin.library == nullptr) {
+    TVM_FFI_THROW(ValueError) << "the payloads of this partial_apply module lie in the file of "
+                              << "the library it was exported in (region " << parsed.symbol
+                              << "), not in its bytes: load that library "
+                              << "(tvm.runtime.load_module or tvm_partial.load)";
+  }
+  return *origin.library;
+}
+
+/*! \brief The library's copy of the region header must be there and describe the region. */
+void CheckLibraryHeader(const format::Parsed& parsed, const Origin& origin) {
+  if (!origin.header.has_value() ||
+      !format::RegionHeaderMatches(origin.header->data(), parsed.region_size, parsed.link)) {
+    TVM_FFI_THROW(ValueError) << origin.library->path << " is damaged: "
+                              << (origin.header.has_value() ? "its copy of the region header "
+                                                            : "the region header it keeps ")
+                              << parsed.symbol
+                              << (origin.header.has_value() ? " does not match its metadata"
+                                                            : " is missing")
+                              << "; copy or export it again";
+  }
+}
+
+PayloadSource FromOverride(const format::Parsed& parsed, const Origin& origin) {
+  weights::WeightsFile file = weights::Open(origin.override_weights);
+  std::vector<weights::Wanted> wanted;
+  ForEachTensor(parsed, [&](const format::ParsedFunction& fn, const format::ParsedValue& v) {
+    wanted.push_back({fn.name, v.index, &fn.param_names, ffi::DLDataTypeToString(v.tensor.dtype),
+                      v.tensor.shape});
+  });
+  PayloadSource out{"weights file given to load", file.file, weights::Match(file, wanted)};
+  return out;
+}
+
+PayloadSource FromWeightsFile(const format::Parsed& parsed, const Origin& origin) {
+  RequireLibrary(parsed, origin);
+  CheckLibraryHeader(parsed, origin);
+  const std::string path = Beside(origin.library_path, parsed.weights_file);
+  weights::WeightsFile file;
+  try {
+    file = weights::Open(path);
+  } catch (const ffi::Error& err) {
+    if (err.kind() != "FileNotFoundError") throw;
+    TVM_FFI_THROW(FileNotFoundError)
+        << "the weights file " << path << " of " << origin.library->path << " does not exist; "
+        << "keep it beside the library under the name it was exported with ("
+        << parsed.weights_file << "), or load(path, weights_file=...) to bind the tensors of "
+        << "another file";
+  }
+  weights::CheckRegionFile(file, parsed);
+  PayloadSource out{"weights file", file.file, {}, file.data_start};
+  ForEachTensor(parsed, [&](const format::ParsedFunction&, const format::ParsedValue& v) {
+    out.offsets.push_back(file.data_start + v.tensor.offset);
+  });
+  return out;
+}
+
+PayloadSource FromAppended(const format::Parsed& parsed, const Origin& origin) {
+  const File& library = RequireLibrary(parsed, origin);
+  CheckLibraryHeader(parsed, origin);
+  const uint64_t region = LocateAppended(library, parsed.region_size, parsed.link);
+  PayloadSource out{"appended", origin.library, {}, region};
+  ForEachTensor(parsed, [&](const format::ParsedFunction&, const format::ParsedValue& v) {
+    out.offsets.push_back(region + v.tensor.offset);
+  });
+  return out;
+}
+
+PayloadSource FromBlob(const format::Parsed& parsed, const Origin& origin) {
+  PayloadSource out{"inline", nullptr, {}};
+  uint64_t base = 0;
+  if (origin.blob == nullptr) {  // read from the artifact's file, where the bytes lie
+    if (origin.library == nullptr || !origin.blob_offset.has_value()) {
+      TVM_FFI_THROW(InternalError) << "Locate: inline payloads without their bytes";
+    }
+    out.file = origin.library;
+    base = *origin.blob_offset;
+  }
+  out.base = base;
+  ForEachTensor(parsed, [&](const format::ParsedFunction&, const format::ParsedValue& v) {
+    out.offsets.push_back(base + v.tensor.offset);
+  });
+  return out;
+}
+
+// A host tensor viewing a mapping: no copy; it keeps the mapping alive.
+struct MappedView {
+  const char* data;
+  std::shared_ptr<void> keepalive;
+  void AllocData(DLTensor* tensor) { tensor->data = const_cast<char*>(data); }
+  void FreeData(DLTensor* tensor) { tensor->data = nullptr; }
+};
+
+/*! \brief A tensor of `t` on its device holding the `t.nbytes` bytes at `payload`. */
+ffi::Tensor CopiedTensor(const format::TensorMeta& t, const char* payload,
+                         const std::string& where) {
+  DLDevice device{static_cast<DLDeviceType>(t.device_type), t.device_id};
+  if (t.device_type == kDLCPU) {
+    ffi::Tensor out = AlignedEmpty(ffi::Shape(t.shape), t.dtype, device);
+    if (t.nbytes) std::memcpy(out.data_ptr(), payload, t.nbytes);
+    return out;
+  }
+  const std::string dev = detail::DeviceString(t.device_type, t.device_id);
+  auto api =
+      ffi::Function::GetGlobal(std::string("device_api.") + detail::DeviceName(t.device_type));
+  auto copy = ffi::Function::GetGlobal("runtime.TVMTensorCopyFromBytes");
+  if (!api.has_value() || !copy.has_value()) {
+    TVM_FFI_THROW(RuntimeError) << where << " was bound on device " << dev
+                                << ", which this process cannot reach: no TVM runtime for "
+                                << detail::DeviceName(t.device_type) << " is loaded";
+  }
+  auto exists = ffi::Function::GetGlobal("runtime.GetDeviceAttr");
+  if (exists.has_value() && !(*exists)(t.device_type, t.device_id, 0).cast<bool>()) {
+    TVM_FFI_THROW(RuntimeError) << where << " was bound on device " << dev
+                                << ", which does not exist in this process";
+  }
+  ffi::Tensor out = AlignedEmpty(ffi::Shape(t.shape), t.dtype, device);
+  (*copy)(out, const_cast<void*>(static_cast<const void*>(payload)),
+          static_cast<int64_t>(t.nbytes));
+  return out;
+}
+
+}  // namespace
+
+PayloadSource Locate(const format::Parsed& parsed, const Origin& origin) {
+  if (!origin.override_weights.empty()) return FromOverride(parsed, origin);
+  switch (parsed.placement) {
+    case format::Placement::kInline:
+      return FromBlob(parsed, origin);
+    case format::Placement::kAppended:
+      return FromAppended(parsed, origin);
+    case format::Placement::kWeightsFile:
+      return FromWeightsFile(parsed, origin);
+    case format::Placement::kSection:
+      break;
+  }
+  TVM_FFI_THROW(ValueError) << (origin.library ? origin.library->path : std::string("this artifact"))
+                            << " keeps its payloads in a data section of the "
+                            << "library (format flag 1 alone), a zero-copy layout that only "
+                            << "development builds of tvm-partial wrote and this version no "
+                            << "longer reads; export the model again";
+  TVM_FFI_UNREACHABLE();
+}
+
+std::vector<ffi::Tensor> MakeTensors(const format::Parsed& parsed, const PayloadSource& source,
+                                     const Origin& origin) {
+  std::vector<ffi::Tensor> out;
+  out.reserve(source.offsets.size());
+  if (source.file == nullptr) {  // inline, in memory: hash-checked and copied
+    ForEachTensor(parsed, [&](const format::ParsedFunction& fn, const format::ParsedValue& v) {
+      const char* payload = origin.blob + source.offsets[out.size()];
+      if (kVerifyChecksums && hash::Hash(payload, v.tensor.nbytes) != v.tensor.hash) {
+        TVM_FFI_THROW(ValueError) << "corrupted partial_apply data: " << format::Where(fn, v.index)
+                                  << ": tensor payload checksum mismatch";
+      }
+      out.push_back(CopiedTensor(v.tensor, payload, format::Where(fn, v.index)));
+    });
+    return out;
+  }
+  // One private mapping over every payload.
+  uint64_t lo = UINT64_MAX, hi = 0;
+  size_t k = 0;
+  ForEachTensor(parsed, [&](const format::ParsedFunction&, const format::ParsedValue& v) {
+    lo = std::min(lo, source.offsets[k]);
+    hi = std::max(hi, source.offsets[k] + v.tensor.nbytes);
+    ++k;
+  });
+  if (k == 0) return out;
+  const Mapping mapping = MapPrivate(*source.file, lo, hi - lo);
+  ForEachTensor(parsed, [&](const format::ParsedFunction& fn, const format::ParsedValue& v) {
+    const char* payload = mapping.data + (source.offsets[out.size()] - lo);
+    const format::TensorMeta& t = v.tensor;
+    out.push_back(t.device_type == kDLCPU
+                      ? HostPayloadTensor(payload, mapping.keepalive, t.dtype, t.shape, t.nbytes)
+                      : CopiedTensor(t, payload, format::Where(fn, v.index)));
+  });
+  return out;
+}
+
+ffi::Tensor HostPayloadTensor(const char* payload, const std::shared_ptr<void>& keepalive,
+                              DLDataType dtype, const std::vector<int64_t>& shape,
+                              uint64_t nbytes) {
+  const DLDevice cpu{kDLCPU, 0};
+  if (reinterpret_cast<uintptr_t>(payload) % format::kPayloadAlignment == 0) {
+    return ffi::Tensor::FromNDAlloc(MappedView{payload, keepalive}, ffi::Shape(shape), dtype, cpu);
+  }
+  ffi::Tensor out = AlignedEmpty(ffi::Shape(shape), dtype, cpu);
+  if (nbytes) std::memcpy(out.data_ptr(), payload, nbytes);
+  return out;
+}
+
+}  // namespace storage
+}  // namespace tvm_partial

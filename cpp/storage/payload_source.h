@@ -1,0 +1,92 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
+/*!
+ * \file storage/payload_source.h
+ * \brief Internal: the one place that decides where the tensor payloads of a partial module's
+ *        bytes lie, and the tensors built from them.
+ *
+ * `Locate` answers it for every reader alike (the loader, `inspect`, `verify`): inside the
+ * bytes (inline), in the region appended to the artifact's file, in the weights file beside it,
+ * or, for `load(path, weights_file=...)`, in another weights file by key. It is given what the
+ * artifact being decoded offers (`Origin`: its bytes, the proven file of its library, that
+ * library's copy of the region header, an override) and asks nothing of the process: no symbol
+ * searched across loaded objects, no path but the artifact's own and those it records.
+ */
+#ifndef TVM_PARTIAL_STORAGE_PAYLOAD_SOURCE_H_
+#define TVM_PARTIAL_STORAGE_PAYLOAD_SOURCE_H_
+
+#include <tvm/ffi/container/tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "format/format.h"
+#include "storage/file.h"
+
+namespace tvm_partial {
+namespace storage {
+
+/*! \brief What decoding a partial module's bytes can draw on besides the parsed bytes. */
+struct Origin {
+  /*! \brief The bytes being decoded, in memory (inline payloads are read from them), or null. */
+  const char* blob = nullptr;
+  /*! \brief The artifact's file: for a loaded artifact, the file its library was proven to be
+   *         mapped from; for inspect and verify, the file they read. Null: bytes alone. */
+  std::shared_ptr<File> library;
+  /*! \brief That file's absolute path, symlinks resolved (recorded weights files lie beside it). */
+  std::string library_path;
+  /*! \brief Where the bytes lie in `library` (inspect, verify), when they are read from it. */
+  std::optional<uint64_t> blob_offset;
+  /*! \brief The library's copy of the region header (under the recorded symbol), if it has one. */
+  std::optional<std::string> header;
+  /*! \brief `load(path, weights_file=...)`: take every tensor from this file by key instead. */
+  std::string override_weights;
+};
+
+/*! \brief Where each tensor payload lies, in the order of the metadata's tensor bindings. */
+struct PayloadSource {
+  /*! \brief "inline", "appended", "weights file", or "weights file given to load". */
+  std::string placement;
+  /*! \brief The file holding them; null when they are in `Origin::blob` (inline, in memory). */
+  std::shared_ptr<File> file;
+  /*! \brief Per tensor: its file offset, or its offset in the blob when `file` is null. */
+  std::vector<uint64_t> offsets;
+  /*! \brief Where the recorded payload offsets count from in `file` (the region's start, the
+   *         weights file's data, the bytes' place in the file); 0 for the override and in memory. */
+  uint64_t base = 0;
+};
+
+/*!
+ * \brief Decide where the payloads of `parsed` lie and check that they are there: each rule of
+ *        the placement (the trailer, the region header, the weights file and its header) once.
+ * \throws ValueError saying what is missing or damaged and what to do.
+ */
+PayloadSource Locate(const format::Parsed& parsed, const Origin& origin);
+
+/*!
+ * \brief The tensors of `parsed`'s tensor bindings, in order, built from `source`: host tensors
+ *        whose payload is 64-byte aligned in a file are views of a private mapping of it (pages
+ *        read when touched, writes stay in the process); inline payloads are hash-checked and
+ *        copied into aligned memory; tensors bound on a device are copied there.
+ * \throws ValueError for an inline payload whose hash does not match; RuntimeError naming the
+ *         binding when its device is not available in this process.
+ */
+std::vector<ffi::Tensor> MakeTensors(const format::Parsed& parsed, const PayloadSource& source,
+                                     const Origin& origin);
+
+/*!
+ * \brief A host tensor of `dtype` and `shape` holding the payload at `payload` (inside a private
+ *        mapping kept alive by `keepalive`): a view when it is 64-byte aligned, else an aligned
+ *        copy (TVM kernels assume that alignment).
+ */
+ffi::Tensor HostPayloadTensor(const char* payload, const std::shared_ptr<void>& keepalive,
+                              DLDataType dtype, const std::vector<int64_t>& shape,
+                              uint64_t nbytes);
+
+}  // namespace storage
+}  // namespace tvm_partial
+
+#endif  // TVM_PARTIAL_STORAGE_PAYLOAD_SOURCE_H_

@@ -1,0 +1,489 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
+/*!
+ * \file storage/weights_file.cc
+ * \brief The safetensors header: reading and checking it, the key rule, writing it
+ *        (storage/weights_file.h).
+ */
+#include "storage/weights_file.h"
+
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/extra/json.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bindings.h"
+#include "format/common.h"
+
+namespace tvm_partial {
+namespace weights {
+
+namespace {
+
+constexpr Dtype kDtypes[] = {
+    {"BOOL", "bool", 1},    {"U8", "uint8", 1},      {"I8", "int8", 1},
+    {"U16", "uint16", 2},   {"I16", "int16", 2},     {"F16", "float16", 2},
+    {"BF16", "bfloat16", 2}, {"U32", "uint32", 4},   {"I32", "int32", 4},
+    {"F32", "float32", 4},  {"U64", "uint64", 8},    {"I64", "int64", 8},
+    {"F64", "float64", 8},  {"F8_E4M3", "float8_e4m3fn", 1}, {"F8_E5M2", "float8_e5m2", 1},
+    {"F8_E8M0", "float8_e8m0fnu", 1}};
+
+[[noreturn]] void Bad(const std::string& path, const std::string& what) {
+  TVM_FFI_THROW(ValueError) << "weights file " << path << ": " << what;
+  TVM_FFI_UNREACHABLE();
+}
+
+/*! \brief `[8, 3, 3, 3]`, as Python prints a list. */
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+/*! \brief How deep `text` (JSON) nests arrays and objects, counted without parsing it (strings
+ *         skipped, escapes honoured); stops counting past `limit`. */
+int NestingDepth(const std::string& text, int limit) {
+  int depth = 0, deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+      if (deepest > limit) return deepest;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+/*! \brief `text` parsed as JSON when it is UTF-8 and nests at most `max_depth` deep. */
+ffi::json::Value ParseBounded(const std::string& path, const std::string& text, int max_depth,
+                              const char* what) {
+  if (!format::IsValidUtf8(text.data(), text.size())) Bad(path, std::string(what) + " is not UTF-8");
+  if (NestingDepth(text, max_depth) > max_depth) {
+    Bad(path, std::string(what) + " nests deeper than " + std::to_string(max_depth) +
+                  " levels; a safetensors header never does (damaged or crafted)");
+  }
+  ffi::String error;
+  ffi::json::Value parsed = ffi::json::Parse(ffi::String(text), &error);
+  if (!error.empty()) {
+    Bad(path, std::string("malformed ") + what + " (" + std::string(error).substr(0, 200) + ")");
+  }
+  return parsed;
+}
+
+/*! \brief An int of the JSON header (not a bool, a float or a string), else nullopt. */
+std::optional<int64_t> JsonInt(const ffi::json::Value& v) {
+  if (v.type_index() != ffi::TypeIndex::kTVMFFIInt) return std::nullopt;
+  return v.cast<int64_t>();
+}
+
+/*! \brief One header entry, checked: dtype, shape, offsets inside the data. */
+Entry ReadEntry(const std::string& path, const std::string& key, const ffi::json::Value& value,
+                uint64_t data_size) {
+  const std::string where = "tensor '" + key + "'";
+  auto entry = value.try_cast<ffi::json::Object>();
+  if (!entry.has_value()) Bad(path, where + ": its header entry is not an object");
+  auto field = [&entry](const char* name) -> std::optional<ffi::json::Value> {
+    auto it = entry->find(ffi::String(name));
+    if (it == entry->end()) return std::nullopt;
+    return (*it).second;
+  };
+  auto dtype_field = field("dtype");
+  auto dtype_text = dtype_field ? dtype_field->try_cast<ffi::String>() : std::nullopt;
+  const Dtype* dtype = dtype_text.has_value() ? DtypeByCode(std::string(*dtype_text)) : nullptr;
+  if (dtype == nullptr) {
+    Bad(path, where + ": dtype " +
+                  (dtype_text ? std::string(*dtype_text).substr(0, 40) : std::string("(none)")) +
+                  " is not one tvm-partial reads (" + KnownCodes() + ")");
+  }
+  Entry out{dtype, {}, 0, 0};
+  auto shape = field("shape");
+  auto dims = shape ? shape->try_cast<ffi::json::Array>() : std::nullopt;
+  bool shape_ok = dims.has_value() && dims->size() <= 64;
+  // The element count in 128 bits, saturated: a crafted shape cannot overflow it.
+  unsigned __int128 count = 1;
+  for (size_t i = 0; shape_ok && i < dims->size(); ++i) {
+    std::optional<int64_t> d = JsonInt((*dims)[i]);
+    shape_ok = d.has_value() && *d >= 0;
+    if (shape_ok) {
+      out.shape.push_back(*d);
+      count = count > (static_cast<unsigned __int128>(1) << 64) ? count : count * *d;
+    }
+  }
+  if (!shape_ok) Bad(path, where + ": shape is not a list of at most 64 non-negative ints");
+  auto offsets_field = field("data_offsets");
+  auto offsets = offsets_field ? offsets_field->try_cast<ffi::json::Array>() : std::nullopt;
+  std::optional<int64_t> begin, end;
+  if (offsets.has_value() && offsets->size() == 2) {
+    begin = JsonInt((*offsets)[0]);
+    end = JsonInt((*offsets)[1]);
+  }
+  if (!begin || !end || *begin < 0 || *end < *begin) {
+    Bad(path, where + ": data_offsets is not [begin, end] with 0 <= begin <= end");
+  }
+  out.begin = static_cast<uint64_t>(*begin);
+  out.end = static_cast<uint64_t>(*end);
+  const unsigned __int128 expected = count * dtype->bytes;
+  if (expected != out.end - out.begin) {
+    Bad(path, where + ": data_offsets span " + std::to_string(out.end - out.begin) +
+                  " bytes, its dtype " + dtype->code + " and shape " + ShapeText(out.shape) +
+                  " need " +
+                  (expected >> 64 ? std::string("more than 2^64")
+                                  : std::to_string(static_cast<uint64_t>(expected))));
+  }
+  if (out.end > data_size) {
+    Bad(path, where + ": its data ends at byte " + std::to_string(out.end) +
+                  " of the data, which has " + std::to_string(data_size) +
+                  ": the file is truncated");
+  }
+  return out;
+}
+
+/*! \brief `s` parsed as a position: ASCII digits only (so "²" or "-1" is a name, not a number). */
+std::optional<int64_t> AsPosition(const std::string& s) {
+  if (s.empty() || s.size() > 19 || s.find_first_not_of("0123456789") != std::string::npos) {
+    return s.size() > 19 && s.find_first_not_of("0123456789") == std::string::npos
+               ? std::optional<int64_t>(INT64_MAX)  // out of range: refused by the caller
+               : std::nullopt;
+  }
+  return static_cast<int64_t>(std::stoull(s));
+}
+
+}  // namespace
+
+const Dtype* DtypeByCode(const std::string& code) {
+  for (const Dtype& d : kDtypes) {
+    if (code == d.code) return &d;
+  }
+  return nullptr;
+}
+
+const Dtype* DtypeByTvm(const std::string& tvm) {
+  for (const Dtype& d : kDtypes) {
+    if (tvm == d.tvm) return &d;
+  }
+  return nullptr;
+}
+
+std::string KnownCodes() {
+  std::vector<std::string> codes;
+  for (const Dtype& d : kDtypes) codes.emplace_back(d.code);
+  std::sort(codes.begin(), codes.end());
+  std::string out;
+  for (const std::string& c : codes) out += (out.empty() ? "" : ", ") + c;
+  return out;
+}
+
+bool WeightsFile::IsTensorKey(const std::string& key) {
+  return key.rfind(kPaddingPrefix, 0) != 0 && key != kRegionKey;
+}
+
+WeightsFile Open(const std::string& path) {
+  WeightsFile out;
+  out.file = storage::OpenRegular(path, "weights file");
+  const storage::File& file = *out.file;
+  uint64_t length = 0;
+  if (file.size < 8 || !storage::ReadAt(file, 0, 8, reinterpret_cast<char*>(&length))) {
+    Bad(path, "truncated: " + std::to_string(file.size) +
+                  " bytes, not even a safetensors header length");
+  }
+  if (length > kMaxHeader) {
+    Bad(path, "its JSON header claims " + std::to_string(length) + " bytes, more than the " +
+                  std::to_string(kMaxHeader) + " read; it is not a safetensors file or is damaged");
+  }
+  if (8 + length > file.size) {
+    Bad(path, "truncated: its JSON header needs " + std::to_string(8 + length) +
+                  " bytes, the file has " + std::to_string(file.size));
+  }
+  std::string text(static_cast<size_t>(length), '\0');
+  if (length && !storage::ReadAt(file, 8, text.size(), &text[0])) {
+    Bad(path, "truncated inside its JSON header");
+  }
+  auto object = ParseBounded(path, text, kMaxDepth, "JSON header").try_cast<ffi::json::Object>();
+  if (!object.has_value()) Bad(path, "malformed JSON header (not an object)");
+  out.data_start = 8 + length;
+  out.data_size = file.size - out.data_start;
+  std::map<std::string, ffi::json::Value> raw;  // sorted: the first bad key named is stable
+  for (const auto& kv : *object) {
+    auto key = kv.first.try_cast<ffi::String>();
+    if (!key.has_value()) continue;  // JSON object keys are strings
+    if (std::string(*key) == "__metadata__") {
+      auto meta = kv.second.try_cast<ffi::json::Object>();
+      if (!meta.has_value()) Bad(path, "__metadata__ is not an object");
+      for (const auto& m : *meta) {
+        auto name = m.first.try_cast<ffi::String>();
+        auto value = m.second.try_cast<ffi::String>();
+        if (!name.has_value() || !value.has_value()) {
+          Bad(path, "__metadata__ holds a value that is not a string");
+        }
+        out.metadata.emplace(std::string(*name), std::string(*value));
+      }
+      continue;
+    }
+    raw.emplace(std::string(*key), kv.second);
+  }
+  std::vector<std::pair<std::pair<uint64_t, uint64_t>, std::string>> spans;
+  for (const auto& [key, value] : raw) {
+    Entry e = ReadEntry(path, key, value, out.data_size);
+    if (e.end > e.begin) spans.push_back({{e.begin, e.end}, key});
+    out.entries.emplace(key, std::move(e));
+  }
+  std::sort(spans.begin(), spans.end());
+  for (size_t i = 1; i < spans.size(); ++i) {
+    if (spans[i].first.first < spans[i - 1].first.second) {
+      Bad(path, "tensors '" + spans[i - 1].second + "' and '" + spans[i].second +
+                    "' overlap in the file");
+    }
+  }
+  return out;
+}
+
+std::optional<std::map<std::string, uint64_t>> RecordedHashes(const WeightsFile& file) {
+  auto it = file.metadata.find(kMetadataHashes);
+  if (it == file.metadata.end()) return std::nullopt;
+  const std::string& path = file.file->path;
+  auto object =
+      ParseBounded(path, it->second, 1, "tvm_partial.hashes record").try_cast<ffi::json::Object>();
+  if (!object.has_value()) Bad(path, "malformed tvm_partial metadata (hashes: not an object)");
+  std::map<std::string, uint64_t> out;
+  for (const auto& kv : *object) {
+    auto key = kv.first.try_cast<ffi::String>();
+    auto hex = kv.second.try_cast<ffi::String>();
+    const std::string text = hex.has_value() ? std::string(*hex) : std::string();
+    if (!key.has_value() || text.size() != 16 ||
+        text.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      Bad(path, "malformed tvm_partial metadata (a hash is not 16 hex digits)");
+    }
+    out.emplace(std::string(*key), std::stoull(text, nullptr, 16));
+  }
+  return out;
+}
+
+std::map<std::string, std::pair<std::string, int64_t>> RecordedBindings(const WeightsFile& file) {
+  std::map<std::string, std::pair<std::string, int64_t>> out;
+  auto it = file.metadata.find(kMetadataBindings);
+  if (it == file.metadata.end()) return out;
+  const std::string& path = file.file->path;
+  auto object = ParseBounded(path, it->second, 2, "tvm_partial.bindings record")
+                    .try_cast<ffi::json::Object>();
+  if (!object.has_value()) Bad(path, "malformed tvm_partial metadata (bindings: not an object)");
+  for (const auto& kv : *object) {
+    auto key = kv.first.try_cast<ffi::String>();
+    auto pair = kv.second.try_cast<ffi::json::Array>();
+    std::optional<ffi::String> function;
+    std::optional<int64_t> position;
+    if (pair.has_value() && pair->size() == 2) {
+      function = (*pair)[0].try_cast<ffi::String>();
+      position = JsonInt((*pair)[1]);
+    }
+    if (!key.has_value() || !function.has_value() || !position.has_value() || *position < 0) {
+      Bad(path, "malformed tvm_partial metadata (a binding is not [function, position])");
+    }
+    out.emplace(std::string(*key), std::make_pair(std::string(*function), *position));
+  }
+  return out;
+}
+
+std::string Key(const std::string& function, int64_t position,
+                const ffi::Array<ffi::String>& param_names) {
+  std::string name;
+  if (position >= 0 && position < static_cast<int64_t>(param_names.size())) {
+    name = param_names[position];
+  }
+  bool unique = !name.empty() && name.find('/') == std::string::npos &&
+                name.find_first_not_of("0123456789") != std::string::npos;
+  for (int64_t i = 0; unique && i < static_cast<int64_t>(param_names.size()); ++i) {
+    unique = i == position || std::string(param_names[i]) != name;
+  }
+  return function + "/" + (unique ? name : std::to_string(position));
+}
+
+KeyRef ParseKey(const std::string& path, const std::string& key) {
+  KeyRef out;
+  const size_t slash = key.find('/');
+  if (slash == std::string::npos) {
+    out.name = key;
+    return out;
+  }
+  out.function = key.substr(0, slash);
+  const std::string rest = key.substr(slash + 1);
+  if (std::optional<int64_t> position = AsPosition(rest)) {
+    if (*position > detail::kMaxPosition) {
+      Bad(path, "tensor '" + key + "' names position " + rest + ", which no call can reach");
+    }
+    out.position = *position;
+  } else {
+    out.name = rest;
+  }
+  return out;
+}
+
+std::vector<uint64_t> Match(const WeightsFile& file, const std::vector<Wanted>& wanted) {
+  const std::string& path = file.file->path;
+  const char* scheme =
+      " (keys read FUNCTION/PARAMETER, e.g. main/weights, FUNCTION/POSITION, e.g. main/1, or a "
+      "parameter name alone where one bound function has it)";
+  // Each key of the file -> the binding it supplies.
+  std::map<std::pair<std::string, int64_t>, std::string> supplied;  // binding -> key
+  std::map<std::pair<std::string, int64_t>, size_t> index;          // binding -> wanted[i]
+  for (size_t i = 0; i < wanted.size(); ++i) index[{wanted[i].function, wanted[i].position}] = i;
+  std::string binds;
+  for (const Wanted& w : wanted) {
+    binds += (binds.empty() ? "" : ", ") + Key(w.function, w.position, *w.param_names);
+  }
+  for (const auto& [key, entry] : file.entries) {
+    if (!WeightsFile::IsTensorKey(key)) continue;
+    const KeyRef ref = ParseKey(path, key);
+    std::vector<std::pair<std::string, int64_t>> targets;
+    for (const Wanted& w : wanted) {
+      if (!ref.function.empty() && ref.function != w.function) continue;
+      const bool by_name = !ref.name.empty() && w.position < static_cast<int64_t>(w.param_names->size()) &&
+                           std::string((*w.param_names)[w.position]) == ref.name;
+      if (by_name || (ref.name.empty() && ref.position == w.position)) {
+        targets.emplace_back(w.function, w.position);
+      }
+    }
+    if (targets.empty()) {
+      Bad(path, "tensor '" + key + "' is not a tensor the module binds (it binds " +
+                    (binds.empty() ? std::string("no tensors") : binds) +
+                    "); it holds the weights of another model" + scheme);
+    }
+    if (targets.size() > 1) {
+      Bad(path, "tensor '" + key + "' could be '" + Key(targets[0].first, targets[0].second, *wanted[index[targets[0]]].param_names) +
+                    "' or '" + Key(targets[1].first, targets[1].second, *wanted[index[targets[1]]].param_names) +
+                    "': a parameter of that name is bound in several functions; name it "
+                    "FUNCTION/" + ref.name);
+    }
+    auto [it, fresh] = supplied.emplace(targets[0], key);
+    if (!fresh) {
+      Bad(path, "tensors '" + it->second + "' and '" + key + "' both supply " +
+                    Key(targets[0].first, targets[0].second, *wanted[index[targets[0]]].param_names) +
+                    "; keep one");
+    }
+  }
+  std::vector<uint64_t> out;
+  std::vector<std::string> missing;
+  for (const Wanted& w : wanted) {
+    auto it = supplied.find({w.function, w.position});
+    if (it == supplied.end()) missing.push_back(Key(w.function, w.position, *w.param_names));
+  }
+  if (!missing.empty()) {
+    Bad(path, "lacks tensor '" + missing[0] + "' that the module binds" +
+                  (missing.size() > 1 ? " (and " + std::to_string(missing.size() - 1) + " more)"
+                                      : std::string()) +
+                  "; it holds the weights of another model" + scheme);
+  }
+  for (const Wanted& w : wanted) {
+    const std::string& key = supplied.at({w.function, w.position});
+    const Entry& e = file.entries.at(key);
+    if (e.dtype->tvm != w.dtype || e.shape != w.shape) {
+      Bad(path, "tensor '" + key + "' is " + e.dtype->tvm + ShapeText(e.shape) +
+                    ", the module binds " + w.dtype + ShapeText(w.shape) + " there");
+    }
+    out.push_back(file.data_start + e.begin);
+  }
+  return out;
+}
+
+void CheckRegionFile(const WeightsFile& file, const format::Parsed& parsed) {
+  const std::string& path = file.file->path;
+  const char* foreign = "; it was not written with this artifact (export again, or "
+                        "load(path, weights_file=...) to bind other weights)";
+  if (file.data_start % format::kPayloadAlignment != 0 || parsed.region_size > file.data_size) {
+    Bad(path, "its data (" + std::to_string(file.data_size) + " bytes at offset " +
+                  std::to_string(file.data_start) + ") cannot hold the " +
+                  std::to_string(parsed.region_size) +
+                  " bytes of this artifact's payloads: it is truncated, or" + std::string(foreign + 1));
+  }
+  std::set<std::pair<uint64_t, uint64_t>> ranges;
+  for (const auto& [key, e] : file.entries) ranges.emplace(e.begin, e.end);
+  auto region = file.entries.find(kRegionKey);
+  if (region == file.entries.end() || region->second.begin != 0 ||
+      region->second.end != format::kRegionHeaderSize) {
+    Bad(path, std::string("its JSON header has no region header entry (") + kRegionKey +
+                  " at [0, 64])" + foreign);
+  }
+  char header[format::kRegionHeaderSize];
+  if (!storage::ReadAt(*file.file, file.data_start, sizeof(header), header) ||
+      !format::RegionHeaderMatches(header, parsed.region_size, parsed.link)) {
+    Bad(path, std::string("its region header does not match the artifact's metadata") + foreign);
+  }
+  for (const format::ParsedFunction& fn : parsed.functions) {
+    for (const format::ParsedValue& v : fn.values) {
+      if (v.kind != format::kTensor) continue;
+      const uint64_t begin = v.tensor.offset, end = v.tensor.offset + v.tensor.nbytes;
+      if (!ranges.count({begin, end})) {
+        Bad(path, "its JSON header has no tensor at data offsets [" + std::to_string(begin) +
+                      ", " + std::to_string(end) + "], where the metadata puts " +
+                      format::Where(fn, v.index) + foreign);
+      }
+    }
+  }
+}
+
+std::string EncodeHeader(std::vector<OutEntry> entries,
+                         const std::map<std::string, std::string>& metadata, uint64_t data_size) {
+  std::sort(entries.begin(), entries.end(),
+            [](const OutEntry& a, const OutEntry& b) { return a.begin < b.begin; });
+  auto quote = [](const std::string& s) { return std::string(ffi::EscapeStringJSON(ffi::String(s))); };
+  std::string json = "{";
+  auto add = [&](const std::string& key, const char* code, const std::vector<int64_t>& shape,
+                 uint64_t begin, uint64_t end) {
+    std::string dims;
+    for (size_t i = 0; i < shape.size(); ++i) dims += (i ? "," : "") + std::to_string(shape[i]);
+    json += (json.size() > 1 ? "," : "") + quote(key) + ":{\"dtype\":\"" + code +
+            "\",\"shape\":[" + dims + "],\"data_offsets\":[" + std::to_string(begin) + "," +
+            std::to_string(end) + "]}";
+  };
+  uint64_t at = 0;
+  for (const OutEntry& e : entries) {
+    const Dtype* dtype = DtypeByTvm(e.tvm_dtype);
+    if (dtype == nullptr) {
+      TVM_FFI_THROW(TypeError) << "tensor '" << e.key << "' has dtype " << e.tvm_dtype
+                               << ", which a safetensors weights file cannot hold (it holds "
+                               << KnownCodes() << ")";
+    }
+    if (e.begin > at) add(std::string(kPaddingPrefix) + std::to_string(at), "U8", {static_cast<int64_t>(e.begin - at)}, at, e.begin);
+    add(e.key, dtype->code, e.shape, e.begin, e.end);
+    at = e.end;
+  }
+  if (data_size > at) add(std::string(kPaddingPrefix) + std::to_string(at), "U8", {static_cast<int64_t>(data_size - at)}, at, data_size);
+  if (!metadata.empty()) {
+    json += (json.size() > 1 ? "," : "") + std::string("\"__metadata__\":{");
+    bool first = true;
+    for (const auto& [k, v] : metadata) {
+      json += (first ? "" : ",") + quote(k) + ":" + quote(v);
+      first = false;
+    }
+    json += "}";
+  }
+  json += "}";
+  json.append((format::kPayloadAlignment - (8 + json.size()) % format::kPayloadAlignment) %
+                  format::kPayloadAlignment,
+              ' ');  // the format allows trailing spaces: the data starts at a multiple of 64
+  const uint64_t length = json.size();
+  std::string out(8, '\0');
+  std::memcpy(&out[0], &length, 8);
+  return out + json;
+}
+
+}  // namespace weights
+}  // namespace tvm_partial

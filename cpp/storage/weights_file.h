@@ -1,0 +1,161 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
+/*!
+ * \file storage/weights_file.h
+ * \brief Internal: safetensors weights files, the one reader of their header (every tool of
+ *        tvm-partial that opens one goes through `Open`) and the rule that names bound tensors.
+ *
+ * A safetensors file is a u64 header length, a JSON header (`{key: {"dtype", "shape",
+ * "data_offsets": [begin, end]}}`, offsets counting from the end of the header, and an optional
+ * `"__metadata__"` object of strings), then the data. The header is checked before it is
+ * trusted: at most kMaxHeader bytes, UTF-8, nested at most kMaxDepth deep (the JSON parser
+ * recurses, so depth is bounded before it runs), each entry's dtype, shape and offsets inside
+ * the data, no two tensors overlapping.
+ *
+ * Keys of the tensors tvm-partial binds are `FUNCTION/PARAMETER` (`main/weights`), or
+ * `FUNCTION/POSITION` (`main/1`) where the parameter has no recorded, unique name; a key without
+ * a `/` (a file another tool wrote, a state_dict's `fc1.weight`) names a parameter of any bound
+ * function where that name is unique. Entries `__padding__/N` (gaps kept so every payload lies at
+ * a multiple of 64) and `__tvm_partial_region__` (the region header of an artifact exported
+ * with `weights_file=`) are not tensors anyone binds.
+ */
+#ifndef TVM_PARTIAL_STORAGE_WEIGHTS_FILE_H_
+#define TVM_PARTIAL_STORAGE_WEIGHTS_FILE_H_
+
+#include <tvm/ffi/container/array.h>
+#include <tvm/ffi/string.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "format/format.h"
+#include "storage/file.h"
+
+namespace tvm_partial {
+namespace weights {
+
+/*! \brief The largest JSON header read (the safetensors package's own limit). */
+constexpr uint64_t kMaxHeader = 100u << 20;
+/*! \brief The deepest nesting of a header accepted: the header object, an entry, its shape. */
+constexpr int kMaxDepth = 8;
+constexpr const char kPaddingPrefix[] = "__padding__/";
+constexpr const char kRegionKey[] = "__tvm_partial_region__";
+constexpr const char kMetadataFormat[] = "tvm_partial.format";
+constexpr const char kMetadataBindings[] = "tvm_partial.bindings";
+constexpr const char kMetadataHashes[] = "tvm_partial.hashes";
+
+/*! \brief A dtype both safetensors and TVM name: the safetensors code, TVM's name, bytes. */
+struct Dtype {
+  const char* code;
+  const char* tvm;
+  uint64_t bytes;
+};
+/*! \brief The entry for a safetensors code ("F32") or a TVM dtype ("float32"), else null. */
+const Dtype* DtypeByCode(const std::string& code);
+const Dtype* DtypeByTvm(const std::string& tvm);
+/*! \brief "BF16, BOOL, F16, ...": the codes read, for messages. */
+std::string KnownCodes();
+
+/*! \brief A tensor entry of the header. */
+struct Entry {
+  const Dtype* dtype;
+  std::vector<int64_t> shape;
+  uint64_t begin;  // in the data
+  uint64_t end;
+};
+
+/*! \brief An open weights file and its checked header. */
+struct WeightsFile {
+  std::shared_ptr<storage::File> file;
+  uint64_t data_start = 0;  // file offset of the data (8 + header length)
+  uint64_t data_size = 0;
+  std::map<std::string, Entry> entries;         // every entry, padding and region included
+  std::map<std::string, std::string> metadata;  // `__metadata__`, strings only
+  /*! \brief Whether `key` is a tensor someone binds (not padding, not the region header). */
+  static bool IsTensorKey(const std::string& key);
+};
+
+/*!
+ * \brief Open the safetensors file at `path` (a regular file) and check its header.
+ * \throws FileNotFoundError when it does not exist; ValueError naming the file, and the tensor
+ *         where one is at fault, for anything the format does not allow.
+ */
+WeightsFile Open(const std::string& path);
+
+/*!
+ * \brief The payload hashes recorded in `__metadata__` (`tvm_partial.hashes`: key -> 16 hex
+ *        digits), or nullopt when none are recorded.
+ * \throws ValueError naming the file when the record is malformed.
+ */
+std::optional<std::map<std::string, uint64_t>> RecordedHashes(const WeightsFile& file);
+
+/*! \brief `[function, position]` per key as `tvm_partial.bindings` records it (may be empty). */
+std::map<std::string, std::pair<std::string, int64_t>> RecordedBindings(const WeightsFile& file);
+
+/*! \brief The key tvm-partial writes for a bound tensor: `FUNCTION/PARAMETER`, or
+ *         `FUNCTION/POSITION` where the name is unknown, not unique, holds a `/` or is digits. */
+std::string Key(const std::string& function, int64_t position,
+                const ffi::Array<ffi::String>& param_names);
+
+/*! \brief A key read back: `FUNCTION/NAME`, `FUNCTION/POSITION` or a bare `NAME`. */
+struct KeyRef {
+  std::string function;  // empty for a bare name
+  std::string name;      // empty when a position is given
+  int64_t position = -1;
+};
+/*! \brief Parse `key` (ASCII digits after the `/` are a position). \throws ValueError naming the
+ *         file for a position no call can reach. */
+KeyRef ParseKey(const std::string& path, const std::string& key);
+
+/*! \brief A bound tensor a weights file must supply: where it is bound, what it is. */
+struct Wanted {
+  std::string function;
+  int64_t position;
+  const ffi::Array<ffi::String>* param_names;
+  std::string dtype;
+  std::vector<int64_t> shape;
+};
+
+/*!
+ * \brief Which tensor of `file` supplies each of `wanted` (their data offsets in the file, in
+ *        order). Each key of the file is resolved to one binding (a `FUNCTION/...` key in its
+ *        function; a bare name in the one function binding a parameter of that name); every
+ *        binding must be supplied exactly once, with its dtype and shape, and nothing else.
+ * \throws ValueError naming the file, the key and the binding otherwise (and the key scheme).
+ */
+std::vector<uint64_t> Match(const WeightsFile& file, const std::vector<Wanted>& wanted);
+
+/*!
+ * \brief Check a weights file exported with `weights_file=` against its metadata: the region
+ *        header entry at data [0, 64) holding that header, and each payload of `parsed` under an
+ *        entry with exactly its offsets; the data holds the whole region.
+ * \throws ValueError naming the file: "was not written with this artifact", "is truncated".
+ */
+void CheckRegionFile(const WeightsFile& file, const format::Parsed& parsed);
+
+/*! \brief One entry of a header being written. */
+struct OutEntry {
+  std::string key;
+  std::string tvm_dtype;
+  std::vector<int64_t> shape;
+  uint64_t begin;
+  uint64_t end;
+};
+/*!
+ * \brief The bytes before the data of a safetensors file (u64 length, JSON header padded with
+ *        spaces so the data starts at a multiple of 64) holding `entries` and `metadata`; gaps
+ *        between entries are filled with `__padding__/N` entries.
+ * \throws TypeError naming the key for a dtype safetensors cannot hold.
+ */
+std::string EncodeHeader(std::vector<OutEntry> entries,
+                         const std::map<std::string, std::string>& metadata, uint64_t data_size);
+
+}  // namespace weights
+}  // namespace tvm_partial
+
+#endif  // TVM_PARTIAL_STORAGE_WEIGHTS_FILE_H_

@@ -1,0 +1,218 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
+/*!
+ * \file storage/weights_writer.cc
+ * \brief Writing safetensors weights files: `save_weights` (the bound tensors of a partial, each
+ *        at a multiple of 64), and the weights file of an export with `weights_file=` (whose
+ *        data is the payload region the metadata refers to). Globals
+ *        `tvm_partial.SaveWeights` and `tvm_partial.WriteWeightsRegionFile`; Python stages the
+ *        file under a new name and renames it into place.
+ */
+#include <fcntl.h>
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/dtype.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/function.h>
+#include <tvm/ffi/string.h>
+#include <tvm_partial/partial_apply.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "format/common.h"
+#include "format/format.h"
+#include "format/hash.h"
+#include "partial_module.h"
+#include "registry.h"
+#include "storage/appended_region.h"
+#include "storage/weights_file.h"
+
+namespace tvm_partial {
+namespace weights {
+
+namespace {
+
+std::string Hex(uint64_t h) {
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016" PRIx64, h);
+  return text;
+}
+
+/*! \brief `{"key": [function, position], ...}` and `{"key": "hash", ...}` as JSON text. */
+std::map<std::string, std::string> Metadata(
+    const std::vector<std::pair<std::string, std::pair<std::string, int64_t>>>& where,
+    const std::map<std::string, uint64_t>& hashes) {
+  auto quote = [](const std::string& s) {
+    return std::string(ffi::EscapeStringJSON(ffi::String(s)));
+  };
+  std::string bindings = "{", recorded = "{";
+  for (const auto& [key, at] : where) {
+    bindings += (bindings.size() > 1 ? "," : "") + quote(key) + ":[" + quote(at.first) + "," +
+                std::to_string(at.second) + "]";
+  }
+  for (const auto& [key, h] : hashes) {
+    recorded += (recorded.size() > 1 ? "," : "") + quote(key) + ":\"" + Hex(h) + "\"";
+  }
+  return {{kMetadataFormat, "1"}, {kMetadataBindings, bindings + "}"},
+          {kMetadataHashes, recorded + "}"}};
+}
+
+/*! \brief Write `header` at the start of the file at `path` (its data already written after it). */
+void WriteHeaderAt(const std::string& path, const std::string& header) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  storage::UniqueFd closer(fd);
+  size_t done = 0;
+  while (fd >= 0 && done < header.size()) {
+    const ssize_t n = pwrite(fd, header.data() + done, header.size() - done, done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  if (fd < 0 || done != header.size() || close(closer.release()) != 0) {
+    TVM_FFI_THROW(RuntimeError) << "writing the weights file " << path
+                                << " failed: " << std::strerror(errno);
+  }
+}
+
+/*! \brief The records of a partial function (as function "main") or a partial module. */
+std::vector<format::FunctionRecord> RecordsOf(const ffi::Any& obj) {
+  std::vector<format::FunctionRecord> out;
+  ffi::Map<ffi::String, Bindings> bound = PartialApplyBindings(obj);
+  ffi::Map<ffi::String, ffi::Array<ffi::String>> names = PartialApplyParamNames(obj);
+  for (const auto& [name, values] : bound) {
+    format::FunctionRecord r{name.empty() ? ffi::String("main") : name,
+                             names.Get(name).value_or(ffi::Array<ffi::String>()),
+                             {}};
+    for (const auto& [position, value] : values) r.bound.emplace_back(position, value);
+    std::sort(r.bound.begin(), r.bound.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    out.push_back(std::move(r));
+  }
+  std::sort(out.begin(), out.end(), [](const format::FunctionRecord& a,
+                                       const format::FunctionRecord& b) {
+    return std::string(a.name) < std::string(b.name);
+  });
+  return out;
+}
+
+void SaveWeights(const ffi::Any& obj, const std::string& path) {
+  const std::vector<format::FunctionRecord> records = RecordsOf(obj);
+  std::vector<OutEntry> entries;
+  std::vector<std::pair<std::string, std::pair<std::string, int64_t>>> where;
+  std::vector<ffi::Tensor> tensors;
+  uint64_t end = 0;
+  for (const format::FunctionRecord& r : records) {
+    for (const auto& [position, value] : r.bound) {
+      if (value.type_index() != ffi::TypeIndex::kTVMFFITensor) continue;
+      ffi::Tensor t = value.cast<ffi::Tensor>();
+      const std::string key = Key(r.name, position, r.param_names);
+      const uint64_t nbytes = ffi::GetDataSize(*t.GetDLTensorPtr());
+      const uint64_t begin = format::AlignUp(end);
+      const DLTensor* dl = t.GetDLTensorPtr();
+      entries.push_back({key, ffi::DLDataTypeToString(dl->dtype),
+                         std::vector<int64_t>(dl->shape, dl->shape + dl->ndim), begin,
+                         begin + nbytes});
+      where.push_back({key, {std::string(r.name), position}});
+      tensors.push_back(t);
+      end = begin + nbytes;
+    }
+  }
+  if (entries.empty()) {
+    TVM_FFI_THROW(ValueError) << "save_weights: the module binds no tensors; there are no "
+                              << "weights to save";
+  }
+  // Hashes are fixed-width hex: the header is written first with zeros, then again with them.
+  std::map<std::string, uint64_t> hashes;
+  for (const OutEntry& e : entries) hashes[e.key] = 0;
+  const std::string placeholder = EncodeHeader(entries, Metadata(where, hashes), end);
+  {
+    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      TVM_FFI_THROW(RuntimeError) << "save_weights: cannot write " << path << ": "
+                                  << std::strerror(errno);
+    }
+    storage::UniqueFd closer(fd);
+    auto put = [&](const char* data, size_t n, uint64_t at) {
+      while (n > 0) {
+        const ssize_t done = pwrite(fd, data, std::min<size_t>(n, size_t{1} << 30), at);
+        if (done < 0 && errno == EINTR) continue;
+        if (done <= 0) {
+          TVM_FFI_THROW(RuntimeError) << "save_weights: writing " << path << " failed: "
+                                      << std::strerror(done < 0 ? errno : ENOSPC);
+        }
+        data += done;
+        n -= static_cast<size_t>(done);
+        at += static_cast<uint64_t>(done);
+      }
+    };
+    put(placeholder.data(), placeholder.size(), 0);
+    static const char zeros[format::kPayloadAlignment] = {};
+    uint64_t at = 0;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const OutEntry& e = entries[i];
+      if (e.begin > at) put(zeros, e.begin - at, placeholder.size() + at);
+      format::HostBytes host(tensors[i], e.end - e.begin);
+      put(host.data(), e.end - e.begin, placeholder.size() + e.begin);
+      hashes[e.key] = hash::Hash(host.data(), e.end - e.begin);
+      at = e.end;
+    }
+    if (close(closer.release()) != 0) {
+      TVM_FFI_THROW(RuntimeError) << "save_weights: writing " << path << " failed: "
+                                  << std::strerror(errno);
+    }
+  }
+  const std::string header = EncodeHeader(entries, Metadata(where, hashes), end);
+  if (header.size() != placeholder.size()) {
+    TVM_FFI_THROW(InternalError) << "save_weights: the header changed size";
+  }
+  WriteHeaderAt(path, header);
+}
+
+void WriteRegionFile(const ffi::Module& external, const std::string& path) {
+  const auto* records = detail::PartialModuleRecords(external);
+  const format::ExternalRegion* region = detail::PartialModuleRegion(external);
+  if (records == nullptr || region == nullptr || region->weights_file.empty()) {
+    TVM_FFI_THROW(TypeError) << "WriteWeightsRegionFile: needs a module from WithExternalWeights";
+  }
+  const std::string blob = format::Encode(*records, region);
+  const format::Parsed parsed = format::Parse(blob.data(), blob.size());
+  std::vector<OutEntry> entries{{kRegionKey, "uint8", {64}, 0, format::kRegionHeaderSize}};
+  std::vector<std::pair<std::string, std::pair<std::string, int64_t>>> where;
+  std::map<std::string, uint64_t> hashes;
+  for (const format::ParsedFunction& fn : parsed.functions) {
+    for (const format::ParsedValue& v : fn.values) {
+      if (v.kind != format::kTensor) continue;
+      const std::string key = Key(fn.name, v.index, fn.param_names);
+      entries.push_back({key, ffi::DLDataTypeToString(v.tensor.dtype), v.tensor.shape,
+                         v.tensor.offset, v.tensor.offset + v.tensor.nbytes});
+      where.push_back({key, {std::string(fn.name), v.index}});
+      hashes[key] = v.tensor.hash;
+    }
+  }
+  const std::string header = EncodeHeader(entries, Metadata(where, hashes), parsed.region_size);
+  storage::WriteRegion(*records, *region, path, header.size());
+  WriteHeaderAt(path, header);
+}
+
+}  // namespace
+
+}  // namespace weights
+
+TVM_FFI_STATIC_INIT_BLOCK() {
+  detail::RegisterGlobalOnce("tvm_partial.SaveWeights", [](ffi::Any obj, ffi::String path) {
+    weights::SaveWeights(obj, path);
+  });
+  detail::RegisterGlobalOnce("tvm_partial.WriteWeightsRegionFile",
+                             [](ffi::Module external, ffi::String path) {
+                               weights::WriteRegionFile(external, path);
+                             });
+}
+
+}  // namespace tvm_partial

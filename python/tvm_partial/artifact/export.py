@@ -1,0 +1,223 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
+"""``export_library``: a partial module (or any TVM module) and everything it imports as one
+deploy library, code and bound constants together; each file written under a new name and renamed
+into place."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import tempfile
+from importlib import metadata
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import tvm_ffi
+
+from .. import _lib
+from .. import remote as _remote
+from .._progress import ProgressCallback
+from .._typing import PathLike
+from . import zero_copy as _zero_copy
+
+if TYPE_CHECKING:
+    from .._typing import ExecutableLike
+
+_EMBED_OBJECT = "tvm_partial_embed.o"
+
+
+def export_library(
+    module: tvm_ffi.Module | ExecutableLike,
+    path: PathLike,
+    *,
+    self_contained: bool = False,
+    zero_copy: bool | None = None,
+    weights_file: PathLike | None = None,
+    progress: ProgressCallback | None = None,
+    **kwargs: Any,
+) -> None:
+    """Export ``module`` (a partial module or any TVM module) and everything it imports into one
+    shared library at ``path``: code and bound constants together.
+
+    With ``self_contained=True`` tvm-partial's own code (``tvm_partial_embed.o`` from the installed
+    wheel) is linked in too, so the artifact loads where the extension is not registered: a C++
+    program linking only libtvm_ffi (and libtvm_runtime), or ``import tvm`` with
+    ``TVM_DEVICE_BACKEND_AUTOLOAD=0``. It costs about 0.4 MB. The default artifact holds only the
+    compiled code and the constants, and needs tvm-partial where it is loaded.
+
+    With ``zero_copy`` (default: when the constants reach ``zero_copy.THRESHOLD_BYTES``, 16 MiB)
+    the tensor payloads are appended to the library file (one write, after the linked code)
+    instead of going into the bytes TVM embeds: loading maps them without copying, pages are read
+    when first touched, and writes to bound tensors are private (copy-on-write). ``False`` keeps
+    them inside the embedded bytes. ``progress`` (internal), if given, is called as
+    ``progress(done_bytes, total_bytes)`` while the appended payloads are written.
+
+    With ``weights_file`` (a ``.safetensors`` path) the tensor payloads go to that file instead,
+    64-byte aligned under readable keys (``main/weights``), and the library keeps the code and the
+    metadata, with the file's name relative to the library's folder: loading maps the file beside
+    the library without copying (see docs/large_constants.md).
+
+    A module loaded back from an artifact (then ``rebind``) is exported as a copy of that
+    artifact's file with the new constants (see docs/large_constants.md).
+
+    The library is written under a new name and renamed onto ``path``: a file already there is
+    replaced, never rewritten in place (a process may have it mapped). A value that cannot be
+    serialised is refused before anything is written; on any failure ``path`` is as it was. ``kwargs`` go to TVM's ``export_library`` (``addons``, ``options``,
+    ``cc``, ...).
+    """
+    path = os.fspath(path)
+    if not hasattr(module, "export_library"):
+        raise TypeError(f"export_library needs a tvm.runtime.Module, got {type(module).__name__}")
+    _remote.refuse_export(module)
+    if (
+        isinstance(module, tvm_ffi.Module)
+        and _lib.is_partial(module)
+        and module.imports
+        and module.imports[0].kind == "relax.VirtualMachine"
+    ):
+        raise TypeError(
+            "export_library: this partial module binds a relax.VirtualMachine, which cannot be saved; "
+            "bind the executable instead: tvm_partial.partial(exe, device=dev, ...) (what "
+            "tvm.compile returned), which records the device and creates the VM when loaded"
+        )
+    if weights_file is not None:
+        if not (isinstance(module, tvm_ffi.Module) and _lib.is_partial(module)):
+            raise TypeError("export_library: weights_file= needs a partial module (tvm_partial.partial(...))")
+        if zero_copy is False:
+            raise ValueError(
+                "export_library: weights_file= places the payloads in that file; zero_copy=False "
+                "(payloads inside the library) contradicts it"
+            )
+        weights_path = os.path.abspath(os.fspath(weights_file))
+        if weights_path == os.path.abspath(path) or (
+            os.path.exists(path) and os.path.exists(weights_path) and os.path.samefile(path, weights_path)
+        ):
+            raise ValueError(
+                f"export_library: weights_file={os.fspath(weights_file)!r} is the library's own "
+                "path; give the weights file a name of its own (e.g. model.safetensors)"
+            )
+        if os.path.isdir(weights_path):
+            raise ValueError(
+                f"export_library: weights_file={os.fspath(weights_file)!r} is a folder; name the "
+                "file to write (e.g. model.safetensors)"
+            )
+        if not os.path.isdir(os.path.dirname(weights_path)):
+            raise FileNotFoundError(
+                f"export_library: the folder of weights_file={os.fspath(weights_file)!r} "
+                "does not exist; create it first"
+            )
+        if _loaded(module):
+            raise ValueError(
+                "export_library: weights_file= with a module loaded from an artifact is not "
+                "supported: bind the compiled module with tvm_partial.partial() and export that"
+            )
+    if isinstance(module, tvm_ffi.Module) and _lib.is_partial(module) and _loaded(module):
+        from .reexport import export_loaded
+
+        return export_loaded(module, path, zero_copy=zero_copy, self_contained=self_contained, **kwargs)
+    if kwargs.get("addons"):
+        kwargs["addons"] = list(kwargs["addons"])  # TVM appends to the list: keep the caller's
+    if self_contained:
+        if path.endswith((".tar", ".wasm")):
+            raise ValueError(f"self_contained=True needs a shared library path (.so), got {path}")
+        kwargs["addons"] = [*(kwargs.get("addons") or []), os.fspath(embed_object())]
+        options = kwargs.get("options") or []
+        # The embedded code registers global functions that point into the artifact: it must
+        # never be unloaded, or a program that closes the library crashes at exit.
+        kwargs["options"] = [*([options] if isinstance(options, str) else options), "-Wl,-z,nodelete"]
+    if weights_file is not None:
+        return _export_with_weights_file(module, path, os.fspath(weights_file), **kwargs)
+    with new_file(path) as staged:
+        with tempfile.TemporaryDirectory(prefix="tvm_partial_") as workdir:
+            appended = None
+            if (
+                isinstance(module, tvm_ffi.Module)
+                and _lib.is_partial(module)
+                and (
+                    zero_copy
+                    or (zero_copy is None and _zero_copy.constant_bytes(module) >= _zero_copy.THRESHOLD_BYTES)
+                )
+            ):
+                if path.endswith((".tar", ".wasm")):
+                    raise ValueError(
+                        f"export_library: a zero-copy export appends the payloads to a shared library; "
+                        f"{path} is not one (export to a .so, or pass zero_copy=False)"
+                    )
+                module, payload_object = _zero_copy.prepare(module, Path(workdir))
+                kwargs["addons"] = [*(kwargs.get("addons") or []), os.fspath(payload_object)]
+                appended = module
+            module.export_library(staged, **kwargs)
+            if appended is not None:  # the linked library, then the payloads in one write
+                _zero_copy.append_payload_region(appended, staged, progress)
+
+
+def _loaded(module: tvm_ffi.Module) -> bool:
+    """A partial module whose code was loaded from an artifact (TVM cannot export it again)."""
+    return bool(module.imports) and (module.imports[0].kind == "library" or relax_loaded(module))
+
+
+def relax_loaded(module: tvm_ffi.Module) -> bool:
+    """A partial module over a Relax VM (partial_apply_vm) whose executable's code was loaded."""
+    vm = module.imports[0] if module.imports else None
+    if vm is None or vm.kind != "partial_apply_vm" or not vm.imports:
+        return False
+    return any(m.kind == "library" for m in vm.imports[0].imports)
+
+
+def _export_with_weights_file(module: Any, path: str, weights_file: str, **kwargs: Any) -> None:
+    """The library (code, metadata, the region header) and the weights file, each written under a
+    new name and renamed into place (the weights file first: the library names it)."""
+    name = os.path.relpath(os.path.abspath(weights_file), os.path.dirname(os.path.abspath(path)))
+    with new_file(path) as staged, new_file(weights_file) as staged_weights:
+        with tempfile.TemporaryDirectory(prefix="tvm_partial_") as workdir:
+            module, payload_object = _zero_copy.prepare_weights_file(
+                module, Path(workdir), Path(staged_weights), name
+            )
+            kwargs["addons"] = [*(kwargs.get("addons") or []), os.fspath(payload_object)]
+            module.export_library(staged, **kwargs)
+
+
+class new_file:
+    """``with new_file(path) as staged``: write ``staged`` (a new name in the same folder, same
+    suffix), then move it onto ``path`` in one step. A file at ``path`` is never changed in place,
+    so a process that has it mapped (a loaded zero-copy artifact) keeps the old bytes; on any
+    failure nothing is left behind and ``path`` is as it was."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        folder, name = os.path.split(os.path.abspath(path))
+        stem, dot, suffix = name.partition(".")
+        self.staged = os.path.join(folder, f".{stem}.{secrets.token_hex(6)}.tmp{dot}{suffix}")
+
+    def __enter__(self) -> str:
+        return self.staged
+
+    def __exit__(
+        self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            if kind is None:
+                os.replace(self.staged, self.path)
+        finally:
+            if os.path.exists(self.staged):
+                os.remove(self.staged)
+
+
+def embed_object() -> Path:
+    """``tvm_partial_embed.o``: tvm-partial's code as one relocatable object, which
+    ``export_library(..., self_contained=True)`` links into an artifact. Found in the installed
+    distribution's file list."""
+    for file in metadata.distribution("tvm-partial").files or []:
+        if file.name == _EMBED_OBJECT:
+            located = Path(file.locate()).resolve()
+            if located.is_file():
+                return located
+    raise RuntimeError(
+        f"{_EMBED_OBJECT} is not in the installed tvm-partial distribution, so self-contained "
+        "artifacts cannot be made (it is built on ELF platforms with ld and objcopy); reinstall "
+        "tvm-partial there, or export without self_contained=True"
+    )
+
+

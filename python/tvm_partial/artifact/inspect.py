@@ -1,0 +1,235 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
+"""``inspect`` and ``verify``: what a file holds and whether its payloads are intact, read
+without loading it. The rules are the loader's own: the C++ reader decides where the payloads
+lie (``read.Located``), so a file ``load`` refuses is refused here too, with the same reason.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import tvm_ffi
+
+from .._progress import ProgressCallback
+from .._typing import PathLike
+from . import _elf
+from .read import Located, file_kind, locate, mapped, not_an_artifact
+
+
+def inspect(path: PathLike) -> dict[str, Any]:
+    """Describe what the file at ``path`` holds, without loading or running it: an exported library
+    (``"kind": "library"``), the bytes of ``save_to_bytes`` (``"save_to_bytes"``) or a safetensors
+    weights file (``"weights file"``, see ``weights.inspect_weights``). The kind is read from the
+    file's first bytes, not its name.
+
+    Returns ``{"path", "kind", "format_version", "total_bytes", "constant_bytes", "payloads",
+    "region", "payload_hashes", "self_contained", "functions": [{"name", "param_names", "free",
+    "bindings": [...], "outputs": [...]}], "relax_vm"}`` (``region``: where an external region
+    lies, ``{"symbol", "placement", "file_offset", "bytes", ["weights_file"]}``, else None;
+    ``self_contained``: whether a library embeds tvm-partial's loader, so it loads with TVM alone;
+    None for the other kinds. ``relax_vm``: the recorded devices and allocators of a Relax model,
+    else None). Sizes are bytes, in keys ending in ``bytes``; each binding names its
+    ``position``. The structure is checked as the loader checks it (metadata hash, region header
+    and trailer, the weights file and its header), the payload bytes are not: ``payload_hashes``
+    says so; ``verify`` checks them. Raises ``ValueError`` when the file is not a tvm-partial
+    artifact or is damaged or cut short (the loader's reason), ``FileNotFoundError`` when it, or
+    the weights file it records, does not exist, ``OSError`` when it cannot be read.
+    """
+    from .. import weights as _weights
+
+    path = os.fspath(path)
+    kind = file_kind(path)
+    if kind == "weights file":
+        info = _weights.inspect_weights(path)
+        return {"path": info.pop("path"), "kind": kind, **info, "self_contained": None}
+    if kind == "unknown":
+        raise not_an_artifact(path)
+    with mapped(path) as data:  # nothing read in bulk
+        where = locate(path, data)
+        described = where.inspect()
+        _raise_problem(described)
+        out = {**_describe(described, path, where.kind), "region": _region(described)}
+        if where.elf is None:
+            return {**out, "self_contained": None, "relax_vm": None}
+        return {**out, "self_contained": _embeds_loaders(where), "relax_vm": _relax_vm_info(where)}
+
+
+def verify(path: PathLike, progress: ProgressCallback | None = None) -> dict[str, Any]:
+    """Read every tensor payload of an exported artifact, wherever it lies (inline in the embedded
+    blob, in the region appended to the file, in its weights file), and check it against its
+    recorded hash. ``path`` may also be a ``save_to_bytes`` file or a weights file that
+    ``save_weights`` wrote. ``progress``, when given, is called as ``progress(done_bytes,
+    total_bytes)`` while the payloads are read (in 1 MiB chunks), e.g. a ``Progress``.
+
+    Returns ``{"path", "intact", "checked", "bytes", "payloads": [{"function", "position",
+    "name" (when recorded), "placement", "file_offset", "bytes", "intact", ["weights_file"]}],
+    "damaged": [the payloads that do not match]}``. Raises ``ValueError`` when the file is not an
+    artifact, its structure or metadata is damaged, or it is cut short (a payload past the end of
+    the file), as ``load`` would; ``FileNotFoundError`` when a recorded weights file is missing.
+    """
+    from .. import weights as _weights
+
+    path = os.fspath(path)
+    kind = file_kind(path)
+    if kind == "weights file":
+        return _weights.verify_weights(path, progress=progress)
+    if kind == "unknown":
+        raise not_an_artifact(path)
+    with mapped(path) as data:
+        where = locate(path, data)
+    checked = where.verify(progress)
+    payloads = [_payload_entry(dict(p), path) for p in checked["payloads"]]
+    return report(path, payloads)
+
+
+def report(path: str, payloads: list[dict[str, Any]]) -> dict[str, Any]:
+    """What ``verify`` returns, from the payloads it checked (each with ``intact`` and ``bytes``)."""
+    damaged = [p for p in payloads if not p["intact"]]
+    return {
+        "path": path,
+        "intact": not damaged,
+        "checked": len(payloads),
+        "bytes": sum(p["bytes"] for p in payloads),
+        "payloads": payloads,
+        "damaged": damaged,
+    }
+
+
+def _payload_entry(p: dict[str, Any], path: str) -> dict[str, Any]:
+    entry = {k: _plain(p[k]) for k in ("function", "position", "name", "placement", "file_offset", "bytes")
+             if k in p}
+    entry["intact"] = bool(p["intact"])
+    if str(p["file"]) != path:
+        entry["weights_file"] = str(p["file"])
+    return entry
+
+
+def _raise_problem(described: Mapping[str, Any]) -> None:
+    """Raise what the loader would raise when the payloads cannot be located."""
+    problem = described.get("problem")
+    if problem is None:
+        return
+    message = str(problem["message"])
+    if str(problem["kind"]) == "FileNotFoundError":
+        raise FileNotFoundError(message)
+    raise ValueError(message)
+
+
+def _region(described: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Where an external region lies, from the located payloads."""
+    payloads = str(described["payloads"])
+    if not payloads.startswith("region "):
+        return None
+    out: dict[str, Any] = {
+        "symbol": payloads.split(" ", 1)[1],
+        "placement": str(described["placement"]),
+        "file_offset": int(described["payload_base"]),
+        "bytes": int(described["region_size"]),
+    }
+    if "weights_file" in described:
+        out["weights_file"] = {"name": str(described["weights_file"]), "path": str(described["weights_file_path"])}
+    return out
+
+
+def _describe(info: Mapping[str, Any], path: str, kind: str) -> dict[str, Any]:
+    """What ``inspect`` shows of the C++ reader's description ``info``."""
+    functions = []
+    for fn in info["functions"]:
+        names = [str(n) for n in fn["param_names"]]
+        bound = []
+        for b in fn["bindings"]:
+            entry = {k: _plain(v) for k, v in b.items() if k not in ("offset", "hash")}
+            position = entry["position"]
+            if position < len(names):
+                entry["name"] = names[position]
+            bound.append(entry)
+        outs = [_output_entry(o, names) for o in fn.get("outputs", [])]
+        taken = {b["position"] for b in bound} | {o["position"] for o in outs}
+        functions.append(
+            {
+                "name": str(fn["name"]),
+                "param_names": names,
+                "free": [n for i, n in enumerate(names) if i not in taken],
+                "bindings": bound,
+                "outputs": outs,
+            }
+        )
+    return {
+        "path": path,
+        "kind": kind,
+        "format_version": int(info["version"]),
+        "total_bytes": int(info["total_bytes"]),
+        "constant_bytes": int(info["constant_bytes"]),
+        "payloads": str(info["payloads"]),
+        "payload_hashes": "not checked (run tvm-partial verify)",
+        "weights_file": str(info["weights_file"]) if "weights_file" in info else None,
+        "functions": functions,
+    }
+
+
+def _embeds_loaders(where: Located) -> bool:
+    """Whether the library carries tvm-partial's loader for every module kind of tvm-partial it
+    embeds (``export_library(..., self_contained=True)`` links them in): then it loads with TVM
+    alone. The loaders' registered names are looked for outside the embedded modules' bytes
+    (a bound string could spell one), without reading those in bulk."""
+    elf = where.elf
+    assert elf is not None  # a library
+    kinds = {m.kind for m in elf.embedded_modules() if m.kind.startswith("partial_apply")}
+    data = elf.data
+    blob = elf.symbol(_elf.BLOB_SYMBOL)
+    if blob is None:  # locate found the partial module in it
+        raise ValueError(f"{where.path}: no {_elf.BLOB_SYMBOL.decode()} symbol")
+    at = blob[0]
+    skip = (at, at + 8 + elf.u64(at, "the embedded module blob's length"))
+    spans = [(0, skip[0]), (skip[1], len(data))]
+    for kind in kinds:
+        needle = f"ffi.Module.load_from_bytes.{kind}".encode() + b"\0"
+        if not any(lo < hi and data.find(needle, lo, hi) >= 0 for lo, hi in spans):
+            return False
+    return True
+
+
+def _relax_vm_info(where: Located) -> dict[str, Any] | None:
+    """The Relax VM's devices recorded in the artifact (a Relax model), or None."""
+    from ..relax_vm import KIND, describe_record
+
+    elf = where.elf
+    assert elf is not None  # a library
+    found = [m for m in elf.embedded_modules() if m.kind == KIND]
+    if not found:
+        return None
+    try:
+        return describe_record(bytes(elf.data[found[0].offset : found[0].offset + found[0].size]))
+    except ValueError as err:
+        raise ValueError(f"{where.path}: {err}") from err
+
+
+def _output_entry(spec: Mapping[str, Any], names: list[str]) -> dict[str, Any]:
+    """An output as inspect shows it: position, name, dtype, shape (an int, or "name.shape[axis]")."""
+
+    def dim(d: Any) -> int | str:
+        if isinstance(d, int):
+            return d
+        arg, axis = int(d[0]), int(d[1])
+        return f"{names[arg] if arg < len(names) else f'arg{arg}'}.shape[{axis}]"
+
+    entry: dict[str, Any] = {
+        "position": int(spec["position"]),
+        "dtype": str(spec["dtype"]),
+        "shape": [dim(d) for d in spec["shape"]],
+    }
+    if entry["position"] < len(names):
+        entry["name"] = names[entry["position"]]
+    return entry
+
+
+def _plain(value: Any) -> Any:
+    """ffi containers -> Python lists, ints, strs (for JSON)."""
+    if isinstance(value, (tvm_ffi.Array, list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, str):
+        return str(value)
+    return value

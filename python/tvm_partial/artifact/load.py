@@ -1,0 +1,80 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Loading artifacts and the bytes of partial modules: ``load``, ``save_to_bytes``,
+``load_from_bytes``."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+import tvm_ffi
+
+from .. import _ffi_api, _lib
+from .. import remote as _remote
+from .._typing import PathLike
+from . import _elf
+from .read import file_kind, mapped, not_an_artifact
+
+if TYPE_CHECKING:
+    from .._typing import ExecutableLike
+
+
+def save_to_bytes(module: tvm_ffi.Module) -> bytes:
+    """The bytes of a partial module: its bindings and constants, not the code it wraps."""
+    _remote.refuse_export(module, "save_to_bytes")
+    return bytes(_lib.save_to_bytes(module))
+
+
+def load_from_bytes(data: bytes, wrapped: tvm_ffi.Module | ExecutableLike | None = None) -> tvm_ffi.Module:
+    """Rebuild a partial module from ``save_to_bytes``; ``wrapped`` is the compiled module it
+    binds (a module, or an ``Executable``), imported so its functions can be called. Bytes whose
+    payloads lie in an artifact's file (a zero-copy export) rebuild only with that artifact's
+    loaded library as ``wrapped``: the file is the one that library was loaded from."""
+    module = _lib.load_from_bytes(bytes(data))
+    if wrapped is not None:
+        module.import_module(getattr(wrapped, "mod", wrapped))  # type: ignore[arg-type]  # a Module
+    _ffi_api.ResolveLoaded(module)
+    return module
+
+
+def load(path: PathLike, weights_file: PathLike | None = None) -> tvm_ffi.Module:
+    """Load an exported artifact; a partial module comes back as the root, callable as ``pm(...)``.
+
+    Its tensors come from the artifact's own file, the one the system's loader mapped its code
+    from: a process may hold several artifacts and versions at once, each computing with its own
+    weights. A file replaced at ``path`` after this process first loaded it is refused (the
+    loader would return the code it loaded first): load it in a new process or under a new path.
+
+    With ``weights_file`` (a safetensors file such as ``save_weights`` writes) its tensors are
+    bound instead of the artifact's: keys ``FUNCTION/PARAMETER`` or the parameter names alone,
+    same dtypes and shapes, mapped without copying. The artifact's own payloads are not read and
+    the weights file it records is not opened (it may be absent); the C++ loader does the matching
+    (``tvm_partial::LoadWithWeights``), so the checks are the same from C++.
+
+    The file is checked first: anything but a regular file is refused (a FIFO would block), and a
+    library cut short (an interrupted copy) would otherwise crash the process inside the system's
+    loader, which maps its segments without checking the file's size. Every binding is built at
+    load, so a missing or damaged payload raises here, not at the first call.
+    """
+    import tvm.runtime
+
+    path = os.fspath(path)
+    check_complete(path)
+    if weights_file is None:
+        module = tvm.runtime.load_module(path)
+        _ffi_api.ResolveLoaded(module)
+        return module
+    module = _lib.load_with_weights(os.path.realpath(path), os.fspath(weights_file))
+    tvm_ffi.get_global_func("ffi.ModuleGlobalsAdd")(module)  # as tvm.runtime.load_module does
+    return module
+
+
+def check_complete(path: PathLike) -> None:
+    """Raise ``ValueError`` unless ``path`` is a regular file holding a complete ELF library (its
+    headers intact, no shorter than its loadable segments say)."""
+    path = os.fspath(path)
+    if file_kind(path) != "library":
+        raise not_an_artifact(path)
+    with mapped(path) as data:
+        _elf.ElfFile(data, path).check_segments()

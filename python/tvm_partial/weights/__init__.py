@@ -1,0 +1,135 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Weights in safetensors files: ``save_weights`` writes the bound tensors of a partial module,
+``open_weights`` maps a file and gives its tensors to bind, without copying where their data is
+64-byte aligned; ``inspect_weights`` and ``verify_weights`` describe and check a file.
+
+The format is read and written in C++ (cpp/storage/weights_file.h, one reader for every tool:
+``load(path, weights_file=)``, artifacts exported with ``weights_file=``, ``open_weights``,
+``inspect``, ``verify``); this module is the Python face of it. Keys written are
+``FUNCTION/PARAMETER`` (``main/weights``), or ``FUNCTION/POSITION`` (``main/1``) where the
+parameter has no recorded unique name. Every payload lies at a file offset that is a multiple of
+64; where a tensor's size would leave the next one off that boundary, a ``__padding__/N`` entry of
+uint8 fills the gap (the format allows no holes).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import tvm_ffi
+
+from .. import _ffi_api
+from .._progress import ProgressCallback
+from .._typing import PathLike
+
+#: The key of the region header in a weights file written by ``export_library(weights_file=)``.
+REGION_KEY = "__tvm_partial_region__"
+PADDING_PREFIX = "__padding__/"
+#: ``__metadata__`` keys written by ``save_weights``.
+METADATA_FORMAT = "tvm_partial.format"
+METADATA_BINDINGS = "tvm_partial.bindings"
+METADATA_HASHES = "tvm_partial.hashes"
+_U64 = (1 << 64) - 1
+
+
+def save_weights(module: tvm_ffi.Module | tvm_ffi.Function, path: PathLike) -> None:
+    """Write the bound tensors of partial ``module`` to the safetensors file ``path`` (written
+    under a new name, then renamed into place): ``save_weights(rebind(pm, weights=new),
+    "v2.safetensors")``.
+
+    Keys are ``FUNCTION/PARAMETER`` (``FUNCTION/POSITION`` where no name is recorded); the
+    ``__metadata__`` records ``tvm_partial.bindings``, a JSON object mapping each key to
+    ``[function, position]`` (a partial function's tensors go under ``main/``), and
+    ``tvm_partial.hashes``, each payload's hash (the format's 64-bit hash, 16 hex digits) that
+    ``verify`` checks. Scalars and strings bound beside the tensors are not written.
+    """
+    from ..artifact.export import new_file
+
+    with new_file(os.fspath(path)) as staged:
+        _ffi_api.SaveWeights(module, staged)
+
+
+def open_weights(path: PathLike, function: str = "main") -> dict[Any, tvm_ffi.Tensor]:
+    """Map the safetensors file ``path`` (privately: writes never reach the file) and return
+    ``{parameter: tvm Tensor}`` to bind: ``partial(exe, signature=sig, **open_weights(p))``.
+
+    Keys ``FUNCTION/NAME`` are taken for ``function`` (``main/weights`` -> ``weights``; a
+    ``FUNCTION/POSITION`` key -> the int position: bind those through the mapping,
+    ``partial(exe, open_weights(p))``); keys without a ``/`` (files of other tools) are taken as
+    they are. Two keys naming the same parameter (``main/weights`` and ``weights``) are refused,
+    naming both. Tensors whose data is 64-byte aligned in the file are views of the mapping (no
+    copy; they keep it open); others are copied once into aligned memory.
+    """
+    found = _ffi_api.OpenWeights(os.fspath(path), function)
+    return {(k if isinstance(k, int) else str(k)): v for k, v in found.items()}
+
+
+def inspect_weights(path: PathLike) -> dict[str, Any]:
+    """Describe a safetensors weights file without reading its payloads: the same keys as
+    ``inspect`` of an artifact (``payloads`` is ``"weights file"``), each tensor with its key and
+    recorded hash (``hash``, 16 hex digits, where ``save_weights`` recorded one), and the file's
+    ``__metadata__`` as ``metadata``."""
+    path = os.fspath(path)
+    info = _ffi_api.InspectWeights(path)
+    hashes = info.get("hashes")
+    functions: dict[str, list[dict[str, Any]]] = {}
+    for t in info["tensors"]:
+        entry = {
+            "position": int(t["position"]) if "position" in t else str(t["key"]),
+            "name": str(t["name"]),
+            "kind": "tensor",
+            "dtype": str(t["dtype"]),
+            "shape": [int(d) for d in t["shape"]],
+            "device": "cpu:0",
+            "bytes": int(t["bytes"]),
+            "offset": int(t["file_offset"]),
+            "key": str(t["key"]),
+            "aligned": int(t["file_offset"]) % 64 == 0,
+        }
+        if hashes is not None and str(t["key"]) in hashes:
+            entry["hash"] = f"{int(hashes[str(t['key'])]) & _U64:016x}"
+        functions.setdefault(str(t["function"]), []).append(entry)
+    return {
+        "path": path,
+        "format_version": "safetensors",
+        "total_bytes": int(info["total_bytes"]),
+        "constant_bytes": sum(b["bytes"] for fn in functions.values() for b in fn),
+        "payloads": "weights file",
+        "region": None,
+        "payload_hashes": (
+            "recorded, not checked (run tvm-partial verify)"
+            if hashes is not None
+            else "none recorded (not written by tvm_partial.save_weights)"
+        ),
+        "functions": [{"name": f, "param_names": [], "free": [], "bindings": b} for f, b in functions.items()],
+        "metadata": {str(k): str(v) for k, v in info["metadata"].items()},
+    }
+
+
+def verify_weights(path: PathLike, progress: ProgressCallback | None = None) -> dict[str, Any]:
+    """Check every payload of a weights file written by ``save_weights`` against the hash its
+    ``__metadata__`` records (reads the file in 1 MiB chunks; ``progress(done_bytes,
+    total_bytes)`` as they go by). The report has the keys of ``verify``'s. Raises
+    ``ValueError`` for a damaged header or a file without recorded hashes."""
+    from ..artifact.inspect import report
+
+    path = os.fspath(path)
+    checked = _ffi_api.VerifyWeights(path, progress)
+    payloads = []
+    for p in checked["payloads"]:
+        entry: dict[str, Any] = {
+            "key": str(p["key"]),
+            "function": str(p["function"]),
+            "position": int(p["position"]) if "position" in p else None,
+            "name": str(p["name"]),
+            "placement": "weights file",
+            "dtype": str(p["dtype"]),
+            "shape": [int(d) for d in p["shape"]],
+            "file_offset": int(p["file_offset"]),
+            "bytes": int(p["bytes"]),
+            "intact": bool(p["intact"]),
+        }
+        payloads.append(entry)
+    return report(path, payloads)
