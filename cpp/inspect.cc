@@ -44,15 +44,28 @@ struct FileArtifact {
   std::string blob;
   format::Parsed parsed;
   storage::Origin origin;
+  bool bytes_only = false;  // save_to_bytes output: no library, so no external payloads here
 };
 
-/*! \brief Read and parse the bytes at [blob_offset, + blob_size) of `path` (size -1: to the end)
- *         and the 64-byte region header at `header_offset` (-1: the library has none). */
+/*! \brief save_to_bytes output of a module whose payloads lie in a library's file. */
+[[noreturn]] void PayloadsElsewhere(const std::string& path, const format::Parsed& parsed) {
+  TVM_FFI_THROW(ValueError) << path << " holds the bindings of a partial module whose payloads "
+                            << "lie elsewhere (in the file of the library it was exported in, "
+                            << "region " << parsed.symbol << "), not the payloads themselves: "
+                            << "verify that library instead";
+  TVM_FFI_UNREACHABLE();
+}
+
+/*! \brief Read and parse the bytes at [blob_offset, + blob_size) of `path` (size -1: the whole
+ *         file, save_to_bytes output, not a library) and the 64-byte region header at
+ *         `header_offset` (-1: the library has none). */
 FileArtifact ReadArtifact(const std::string& path, int64_t blob_offset, int64_t blob_size,
                           int64_t header_offset) {
   FileArtifact out;
-  out.origin.library = storage::OpenRegular(path, "artifact");
-  const storage::File& file = *out.origin.library;
+  out.origin.blob_file = storage::OpenRegular(path, "artifact");
+  const storage::File& file = *out.origin.blob_file;
+  const bool library = blob_size >= 0;
+  if (library) out.origin.library = out.origin.blob_file;
   if (blob_size < 0) blob_size = static_cast<int64_t>(file.size) - blob_offset;
   if (blob_offset < 0 || blob_size < 0 || static_cast<uint64_t>(blob_offset) > file.size ||
       static_cast<uint64_t>(blob_size) > file.size - static_cast<uint64_t>(blob_offset)) {
@@ -71,6 +84,7 @@ FileArtifact ReadArtifact(const std::string& path, int64_t blob_offset, int64_t 
   }
   out.origin.library_path = storage::RealPath(file);
   out.origin.blob_offset = static_cast<uint64_t>(blob_offset);
+  out.bytes_only = !library;
   if (header_offset >= 0) {
     std::string header(format::kRegionHeaderSize, '\0');
     if (storage::ReadAt(file, static_cast<uint64_t>(header_offset), header.size(), &header[0])) {
@@ -139,6 +153,10 @@ Dict InspectArtifact(const ffi::String& path, int64_t blob_offset, int64_t blob_
             ffi::String(storage::Beside(art.origin.library_path, art.parsed.weights_file)));
   }
   out.Set("header_found", art.origin.header.has_value());
+  if (art.bytes_only && art.parsed.external()) {
+    out.Set("placement", ffi::String("elsewhere"));  // described, not located: no library here
+    return out;
+  }
   try {
     const storage::PayloadSource source = storage::Locate(art.parsed, art.origin);
     out.Set("placement", ffi::String(source.placement));
@@ -157,6 +175,7 @@ Dict InspectArtifact(const ffi::String& path, int64_t blob_offset, int64_t blob_
 Dict VerifyArtifact(const ffi::String& path, int64_t blob_offset, int64_t blob_size,
                     int64_t header_offset, ffi::Optional<ffi::Function> progress) {
   FileArtifact art = ReadArtifact(path, blob_offset, blob_size, header_offset);
+  if (art.bytes_only && art.parsed.external()) PayloadsElsewhere(path, art.parsed);
   const storage::PayloadSource source = storage::Locate(art.parsed, art.origin);
   ffi::Array<ffi::Any> entries = PayloadEntries(art.parsed, source);
   std::vector<std::pair<uint64_t, uint64_t>> ranges;

@@ -15,6 +15,8 @@
 
 #include <cstring>
 #include <mutex>
+#include <new>
+#include <stdexcept>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -27,6 +29,7 @@
 #include "outputs.h"
 #include "packed_args.h"
 #include "registry.h"
+#include "storage/payload_source.h"
 
 namespace tvm_partial {
 
@@ -37,6 +40,21 @@ using detail::BoundList;
 /*! \brief The kind; its address also identifies modules of this library (TVM is built without
  *         RTTI, so dynamic_cast cannot be used on its modules). */
 constexpr const char kKind[] = "partial_apply";
+
+/*! \brief `f()`, with an allocation that fails (std::bad_alloc, or a length no container can
+ *         hold) raised as MemoryError saying what ran out: these run from the library loader and
+ *         from TVM's export, outside any global that could convert it. */
+template <typename F>
+auto OutOfMemoryAsError(const char* what, F f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    TVM_FFI_THROW(MemoryError) << what << ": out of memory";
+  } catch (const std::length_error&) {
+    TVM_FFI_THROW(MemoryError) << what << ": out of memory (a size no allocation can hold)";
+  }
+  TVM_FFI_UNREACHABLE();
+}
 
 class PartialModuleObj final : public ffi::ModuleObj {
  public:
@@ -67,7 +85,7 @@ class PartialModuleObj final : public ffi::ModuleObj {
       record = &functions_[0];  // pm(...) of a model whose one bound function is not main
     }
     if (record == nullptr) {
-      if (imports_.empty()) return std::nullopt;
+      if (!HasWrapped()) return std::nullopt;
       return Wrapped()->GetFunction(name, /*query_imports=*/true);
     }
     const size_t at = static_cast<size_t>(record - functions_.data());  // before Records() fills
@@ -75,7 +93,7 @@ class PartialModuleObj final : public ffi::ModuleObj {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = cache_.find(std::string(name));
     if (it != cache_.end()) return it->second;
-    if (imports_.empty()) {
+    if (!HasWrapped()) {
       TVM_FFI_THROW(RuntimeError) << "partial_apply module: function '" << bound.name
                                   << "' is bound but the module wraps no compiled code; import "
                                      "the module it was made from";
@@ -93,12 +111,18 @@ class PartialModuleObj final : public ffi::ModuleObj {
 
   ffi::Bytes SaveToBytes() const final {
     const auto& records = const_cast<PartialModuleObj*>(this)->Records();
-    return ffi::Bytes(format::Encode(records, external_ ? &*external_ : nullptr));
+    return OutOfMemoryAsError("saving a partial_apply module", [&] {
+      return ffi::Bytes(format::Encode(records, external_ ? &*external_ : nullptr));
+    });
   }
 
   static ffi::Module LoadFromBytes(const ffi::Bytes& bytes) {
-    format::Parsed parsed = format::Parse(bytes.data(), bytes.size());
-    return ffi::Module(ffi::make_object<PartialModuleObj>(bytes, std::move(parsed)));
+    return OutOfMemoryAsError("loading a partial_apply module", [&] {
+      format::Parsed parsed = format::Parse(bytes.data(), bytes.size());
+      // What the bytes alone can tell is refused now; the tensors are built on first use.
+      storage::CheckBytes(parsed, bytes.data());
+      return ffi::Module(ffi::make_object<PartialModuleObj>(bytes, std::move(parsed)));
+    });
   }
 
   int GetPropertyMask() const final {
@@ -117,8 +141,11 @@ class PartialModuleObj final : public ffi::ModuleObj {
   const std::vector<format::FunctionRecord>& Records() {
     std::lock_guard<std::mutex> lock(resolve_mutex_);
     if (!resolved_) {
-      std::vector<format::FunctionRecord> decoded = detail::DecodeRecords(
-          pending_->bytes.data(), pending_->parsed, pending_->override_weights, imports_);
+      std::vector<format::FunctionRecord> decoded =
+          OutOfMemoryAsError("loading the tensors of a partial_apply module", [&] {
+            return detail::DecodeRecords(pending_->bytes.data(), pending_->parsed,
+                                         pending_->override_weights, imports_);
+          });
       // Only the values are filled in: names, order and outputs (which GetFunction reads
       // without the lock) are those of the skeleton already, and the vector never moves.
       for (size_t i = 0; i < functions_.size(); ++i) functions_[i].bound = std::move(decoded[i].bound);
@@ -159,8 +186,18 @@ class PartialModuleObj final : public ffi::ModuleObj {
     return out;
   }
 
-  bool HasWrapped() const { return !imports_.empty(); }
-  ffi::Module Wrapped() const { return imports_[0].cast<ffi::Module>(); }
+  /*! \brief The compiled code the bindings apply to: the first import that is not a partial
+   *         module of this copy (a partial over a partial is merged, so the code is never one;
+   *         the library loader may place other imported partial modules before it). */
+  bool HasWrapped() const { return WrappedIndex() < imports_.size(); }
+  ffi::Module Wrapped() const { return imports_[WrappedIndex()].cast<ffi::Module>(); }
+  size_t WrappedIndex() const {
+    for (size_t i = 0; i < imports_.size(); ++i) {
+      if (!IsOurs(imports_[i].cast<ffi::Module>())) return i;
+    }
+    return imports_.size();
+  }
+  static bool IsOurs(const ffi::Module& mod) { return mod->kind() == kKind; }
   const ffi::Array<ffi::Any>& Imports() const { return imports_; }
 
   /*! \brief Bound values and recorded parameter names per function. Names, order and outputs
@@ -359,10 +396,12 @@ bool SetWeightsOverride(const ffi::Module& mod, const std::string& path) {
 
 ffi::Module WithExternalRegion(const ffi::Module& mod, format::ExternalRegion region) {
   PartialModuleObj* pm = AsPartialModule(mod);
-  ffi::Optional<ffi::Module> wrapped;
-  if (pm->HasWrapped()) wrapped = pm->Wrapped();
-  return ffi::Module(
-      ffi::make_object<PartialModuleObj>(pm->Records(), wrapped, std::move(region)));
+  ffi::Module out(
+      ffi::make_object<PartialModuleObj>(pm->Records(), std::nullopt, std::move(region)));
+  // Every import travels with the copy (the wrapped code first, then what was imported into
+  // the partial module), so each export writes the same module tree as the inline one.
+  for (const ffi::Any& import : pm->Imports()) out->ImportModule(import.cast<ffi::Module>());
+  return out;
 }
 
 }  // namespace detail

@@ -120,12 +120,12 @@ PayloadSource FromAppended(const format::Parsed& parsed, const Origin& origin) {
 PayloadSource FromBlob(const format::Parsed& parsed, const Origin& origin) {
   PayloadSource out{"inline", nullptr, {}};
   uint64_t base = 0;
-  if (origin.blob == nullptr) {  // read from the artifact's file, where the bytes lie
-    if (origin.library == nullptr || !origin.blob_offset.has_value()) {
+  if (origin.blob == nullptr) {  // read from the file where the bytes lie
+    if (origin.blob_file == nullptr) {
       TVM_FFI_THROW(InternalError) << "Locate: inline payloads without their bytes";
     }
-    out.file = origin.library;
-    base = *origin.blob_offset;
+    out.file = origin.blob_file;
+    base = origin.blob_offset;
   }
   out.base = base;
   ForEachTensor(parsed, [&](const format::ParsedFunction&, const format::ParsedValue& v) {
@@ -142,15 +142,10 @@ struct MappedView {
   void FreeData(DLTensor* tensor) { tensor->data = nullptr; }
 };
 
-/*! \brief A tensor of `t` on its device holding the `t.nbytes` bytes at `payload`. */
-ffi::Tensor CopiedTensor(const format::TensorMeta& t, const char* payload,
-                         const std::string& where) {
-  DLDevice device{static_cast<DLDeviceType>(t.device_type), t.device_id};
-  if (t.device_type == kDLCPU) {
-    ffi::Tensor out = AlignedEmpty(ffi::Shape(t.shape), t.dtype, device);
-    if (t.nbytes) std::memcpy(out.data_ptr(), payload, t.nbytes);
-    return out;
-  }
+/*! \brief Refuse a tensor bound on a device this process cannot reach (its runtime is not
+ *         loaded, or the device does not exist). */
+void CheckDevice(const format::TensorMeta& t, const std::string& where) {
+  if (t.device_type == kDLCPU) return;
   const std::string dev = detail::DeviceString(t.device_type, t.device_id);
   auto api =
       ffi::Function::GetGlobal(std::string("device_api.") + detail::DeviceName(t.device_type));
@@ -165,7 +160,19 @@ ffi::Tensor CopiedTensor(const format::TensorMeta& t, const char* payload,
     TVM_FFI_THROW(RuntimeError) << where << " was bound on device " << dev
                                 << ", which does not exist in this process";
   }
+}
+
+/*! \brief A tensor of `t` on its device holding the `t.nbytes` bytes at `payload`. */
+ffi::Tensor CopiedTensor(const format::TensorMeta& t, const char* payload,
+                         const std::string& where) {
+  DLDevice device{static_cast<DLDeviceType>(t.device_type), t.device_id};
+  CheckDevice(t, where);
   ffi::Tensor out = AlignedEmpty(ffi::Shape(t.shape), t.dtype, device);
+  if (t.device_type == kDLCPU) {
+    if (t.nbytes) std::memcpy(out.data_ptr(), payload, t.nbytes);
+    return out;
+  }
+  auto copy = ffi::Function::GetGlobal("runtime.TVMTensorCopyFromBytes");
   (*copy)(out, const_cast<void*>(static_cast<const void*>(payload)),
           static_cast<int64_t>(t.nbytes));
   return out;
@@ -197,13 +204,9 @@ std::vector<ffi::Tensor> MakeTensors(const format::Parsed& parsed, const Payload
                                      const Origin& origin) {
   std::vector<ffi::Tensor> out;
   out.reserve(source.offsets.size());
-  if (source.file == nullptr) {  // inline, in memory: hash-checked and copied
+  if (source.file == nullptr) {  // inline, in memory (hash-checked by CheckBytes): copied
     ForEachTensor(parsed, [&](const format::ParsedFunction& fn, const format::ParsedValue& v) {
       const char* payload = origin.blob + source.offsets[out.size()];
-      if (kVerifyChecksums && hash::Hash(payload, v.tensor.nbytes) != v.tensor.hash) {
-        TVM_FFI_THROW(ValueError) << "corrupted partial_apply data: " << format::Where(fn, v.index)
-                                  << ": tensor payload checksum mismatch";
-      }
       out.push_back(CopiedTensor(v.tensor, payload, format::Where(fn, v.index)));
     });
     return out;
@@ -226,6 +229,17 @@ std::vector<ffi::Tensor> MakeTensors(const format::Parsed& parsed, const Payload
                       : CopiedTensor(t, payload, format::Where(fn, v.index)));
   });
   return out;
+}
+
+void CheckBytes(const format::Parsed& parsed, const char* blob) {
+  ForEachTensor(parsed, [&](const format::ParsedFunction& fn, const format::ParsedValue& v) {
+    CheckDevice(v.tensor, format::Where(fn, v.index));
+    if (parsed.placement == format::Placement::kInline && kVerifyChecksums &&
+        hash::Hash(blob + v.tensor.offset, v.tensor.nbytes) != v.tensor.hash) {
+      TVM_FFI_THROW(ValueError) << "corrupted partial_apply data: " << format::Where(fn, v.index)
+                                << ": tensor payload checksum mismatch";
+    }
+  });
 }
 
 ffi::Tensor HostPayloadTensor(const char* payload, const std::shared_ptr<void>& keepalive,

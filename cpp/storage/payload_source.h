@@ -38,8 +38,10 @@ struct Origin {
   std::shared_ptr<File> library;
   /*! \brief That file's absolute path, symlinks resolved (recorded weights files lie beside it). */
   std::string library_path;
-  /*! \brief Where the bytes lie in `library` (inspect, verify), when they are read from it. */
-  std::optional<uint64_t> blob_offset;
+  /*! \brief The file the bytes lie in and where (inspect, verify, which read them from a file
+   *         rather than memory): an artifact (then the same as `library`) or save_to_bytes output. */
+  std::shared_ptr<File> blob_file;
+  uint64_t blob_offset = 0;
   /*! \brief The library's copy of the region header (under the recorded symbol), if it has one. */
   std::optional<std::string> header;
   /*! \brief `load(path, weights_file=...)`: take every tensor from this file by key instead. */
@@ -67,12 +69,19 @@ struct PayloadSource {
 PayloadSource Locate(const format::Parsed& parsed, const Origin& origin);
 
 /*!
+ * \brief What the bytes alone can tell, checked when they are loaded: every device a tensor was
+ *        bound on is reachable here, and every inline payload (in `blob`) matches its hash.
+ * \throws RuntimeError naming the binding whose device is missing; ValueError for a payload whose
+ *         hash does not match.
+ */
+void CheckBytes(const format::Parsed& parsed, const char* blob);
+
+/*!
  * \brief The tensors of `parsed`'s tensor bindings, in order, built from `source`: host tensors
  *        whose payload is 64-byte aligned in a file are views of a private mapping of it (pages
- *        read when touched, writes stay in the process); inline payloads are hash-checked and
- *        copied into aligned memory; tensors bound on a device are copied there.
- * \throws ValueError for an inline payload whose hash does not match; RuntimeError naming the
- *         binding when its device is not available in this process.
+ *        read when touched, writes stay in the process); inline payloads (checked by
+ *        CheckBytes) are copied into aligned memory; tensors bound on a device are copied there.
+ * \throws RuntimeError naming the binding when its device is not available in this process.
  */
 std::vector<ffi::Tensor> MakeTensors(const format::Parsed& parsed, const PayloadSource& source,
                                      const Origin& origin);

@@ -121,7 +121,7 @@ def _raise_problem(described: Mapping[str, Any]) -> None:
 def _region(described: Mapping[str, Any]) -> dict[str, Any] | None:
     """Where an external region lies, from the located payloads."""
     payloads = str(described["payloads"])
-    if not payloads.startswith("region "):
+    if not payloads.startswith("region ") or str(described["placement"]) == "elsewhere":
         return None
     out: dict[str, Any] = {
         "symbol": payloads.split(" ", 1)[1],

@@ -61,20 +61,29 @@ def load(path: PathLike, weights_file: PathLike | None = None) -> tvm_ffi.Module
 
     path = os.fspath(path)
     check_complete(path)
-    if weights_file is None:
-        module = tvm.runtime.load_module(path)
-        _ffi_api.ResolveLoaded(module)
-        return module
-    module = _lib.load_with_weights(os.path.realpath(path), os.fspath(weights_file))
+    try:
+        if weights_file is None:
+            module = tvm.runtime.load_module(path)
+            _ffi_api.ResolveLoaded(module)
+            return module
+        module = _lib.load_with_weights(os.path.realpath(path), os.fspath(weights_file))
+    except ValueError as err:  # the format's reader: say which file, as inspect and verify do
+        if str(err).startswith("corrupted partial_apply data") or str(err).startswith("partial_apply data"):
+            raise ValueError(f"{path}: {err}") from None
+        raise
     tvm_ffi.get_global_func("ffi.ModuleGlobalsAdd")(module)  # as tvm.runtime.load_module does
     return module
 
 
 def check_complete(path: PathLike) -> None:
-    """Raise ``ValueError`` unless ``path`` is a regular file holding a complete ELF library (its
-    headers intact, no shorter than its loadable segments say)."""
+    """Raise ``ValueError`` unless ``path`` is a regular file holding a complete ELF library: its
+    headers intact, no shorter than its loadable segments say, and its embedded module tree (if
+    any) whole, as ``inspect`` reads it (TVM's loader trusts the lengths it records)."""
     path = os.fspath(path)
     if file_kind(path) != "library":
         raise not_an_artifact(path)
     with mapped(path) as data:
-        _elf.ElfFile(data, path).check_segments()
+        elf = _elf.ElfFile(data, path)
+        elf.check_segments()
+        if elf.symbol(_elf.BLOB_SYMBOL) is not None:
+            elf.embedded_modules()

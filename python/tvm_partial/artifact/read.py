@@ -122,7 +122,7 @@ def locate(path: str, data: bytes | mmap.mmap) -> Located:
             f"{path} is not a tvm-partial artifact: it embeds no partial_apply module "
             f"(embedded modules: {kinds})"
         )
-    blob = partial[0]
+    blob = partial[0]  # the root (TVM writes the module tree root first)
     header_offset = -1
     try:
         payloads = str(_ffi_api.DescribeBytes(bytes(data[blob.offset : blob.offset + blob.size]))["payloads"])

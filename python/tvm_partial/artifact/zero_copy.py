@@ -79,10 +79,14 @@ def append_payload_region(
     final = bytes(_lib.save_to_bytes(_ffi_api.WithPayloadHashes(external, hashes)))
     with open(path, "r+b") as f:
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            found = [m for m in _elf.ElfFile(data, path).embedded_modules() if m.kind == "partial_apply"]
-            at = found[0].offset if len(found) == 1 else -1
-            if at < 0 or len(final) != len(linked) or data[at : at + len(linked)] != linked:
+            found = [
+                m.offset
+                for m in _elf.ElfFile(data, path).embedded_modules()
+                if m.kind == "partial_apply" and m.size == len(linked) and data[m.offset : m.offset + m.size] == linked
+            ]  # other partial modules imported into this one are embedded beside it
+            if len(found) != 1 or len(final) != len(linked):
                 raise RuntimeError(f"export_library: cannot find the partial module's bytes in {path}")
+            at = found[0]
         f.seek(at)
         f.write(final)
 

@@ -1,0 +1,212 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Many artifacts in one process: each loaded artifact reads only its own file.
+
+Which file, which version, which pages are answered by the artifact being decoded (the library
+module the loader returned, and the file proven to be the one it was mapped from), never by
+process-wide state. Each test loads into this process, as a server does, under paths of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tvm
+
+import tvm_partial
+from helpers import affine4_ref, ints
+
+PLACEMENTS = ["inline", "zero_copy", "weights_file"]
+
+
+def _export(pm, path, placement):
+    if placement == "weights_file":
+        tvm_partial.export_library(pm, path, weights_file=str(path) + ".safetensors")
+    else:
+        tvm_partial.export_library(pm, path, zero_copy=placement == "zero_copy")
+
+
+def _call(mod, a):
+    out = tvm.runtime.empty((16,), "float32")
+    mod(tvm.runtime.tensor(a), out)
+    return out.numpy()
+
+
+@pytest.fixture
+def bound(affine4):
+    """(executable, b, c): affine4 with b and c bound by position."""
+    exe, _ = affine4
+    return exe, ints(16, seed=1), ints(16, seed=2)
+
+
+@pytest.mark.parametrize("placement", ["inline", "zero_copy"])
+def test_two_versions_compute_with_their_own_weights(bound, tmp_path, placement):
+    """The documented update flow: A exported and loaded, rebind(load(A)) exported to B and
+    loaded, then A loaded again: each computes with its own file's weights, bindings() and
+    verify() say so. (Both files define the same region symbol: B is a copy of A's file.)"""
+    exe, b, c = bound
+    a = ints(16, seed=3)
+    first, second = tmp_path / "A.so", tmp_path / "B.so"
+    _export(tvm_partial.partial(exe, {1: b, 2: c}), first, placement)
+    loaded_a = tvm_partial.load(first)
+    new_b = (b * 5 - 2).astype("float32")
+    tvm_partial.export_library(tvm_partial.rebind(loaded_a, {1: new_b}), second)
+    loaded_b = tvm_partial.load(second)
+    again = tvm_partial.load(first)
+    assert np.array_equal(_call(loaded_a, a), affine4_ref(a, b, c))
+    assert np.array_equal(_call(loaded_b, a), affine4_ref(a, new_b, c))
+    assert np.array_equal(_call(again, a), affine4_ref(a, b, c))
+    assert np.array_equal(tvm_partial.bindings(again)["main"][1].numpy(), b)
+    assert np.array_equal(tvm_partial.bindings(loaded_b)["main"][1].numpy(), new_b)
+    assert tvm_partial.verify(first)["intact"] and tvm_partial.verify(second)["intact"]
+
+
+@pytest.mark.parametrize("placement", PLACEMENTS)
+def test_a_file_replaced_after_loading_is_refused(bound, tmp_path, placement):
+    """Hot reload the documented safe way (export to a new file, rename over the old): loading
+    the path again in the same process would get the old code and bindings from the system's
+    loader; it is refused, saying what happened, never mixed with the new file's tensors."""
+    exe, b, c = bound
+    a = ints(16, seed=4)
+    path = tmp_path / "model.so"
+    _export(tvm_partial.partial(exe, {1: b, 2: c}), path, placement)
+    first = tvm_partial.load(path)
+    staged = tmp_path / "staged.so"
+    _export(tvm_partial.partial(exe, {1: c, 2: b}), staged, placement)
+    os.replace(staged, path)
+    if placement == "weights_file":  # the new library names its own weights file
+        assert tvm_partial.inspect(path)["weights_file"] == "staged.so.safetensors"
+    with pytest.raises(ValueError, match=rf"{path} was replaced after this process first loaded it"):
+        tvm_partial.load(path)
+    assert np.array_equal(_call(first, a), affine4_ref(a, b, c))  # the first load is untouched
+    # Under a new path the new version loads (in this process too).
+    fresh = tmp_path / "model-v2.so"
+    shutil.copyfile(path, fresh)
+    assert np.array_equal(_call(tvm_partial.load(fresh), a), affine4_ref(a, c, b))
+
+
+def test_re_export_to_a_loaded_path_then_load_says_so(bound, tmp_path):
+    """Exporting onto a path this process has loaded, then loading it again: the message says
+    the file was replaced, not that an intact file is damaged."""
+    exe, b, c = bound
+    path = tmp_path / "m.so"
+    tvm_partial.export_library(tvm_partial.partial(exe, {1: b, 2: c}), path, zero_copy=True)
+    tvm_partial.load(path)
+    tvm_partial.export_library(tvm_partial.partial(exe, {1: c, 2: b}), path, zero_copy=True)
+    assert tvm_partial.verify(path)["intact"]  # the new file is whole
+    with pytest.raises(ValueError, match="was replaced after this process first loaded it"):
+        tvm_partial.load(path)
+
+
+@pytest.mark.parametrize("placement", ["zero_copy", "weights_file"])
+def test_a_deleted_copy_does_not_shadow_the_original(bound, tmp_path, placement):
+    """Load a copy, delete the copy, load the original: the original's own file is read."""
+    exe, b, c = bound
+    a = ints(16, seed=5)
+    original = tmp_path / "C.so"
+    _export(tvm_partial.partial(exe, {1: b, 2: c}), original, placement)
+    copy_dir = tmp_path / "copy"
+    copy_dir.mkdir()
+    shutil.copyfile(original, copy_dir / "C.so")
+    if placement == "weights_file":
+        shutil.copyfile(str(original) + ".safetensors", copy_dir / "C.so.safetensors")
+    copy = tvm_partial.load(copy_dir / "C.so")
+    shutil.rmtree(copy_dir)
+    assert np.array_equal(_call(tvm_partial.load(original), a), affine4_ref(a, b, c))
+    assert np.array_equal(_call(copy, a), affine4_ref(a, b, c))  # its pages are its own
+
+
+def test_each_load_has_its_own_pages(bound, tmp_path):
+    """Copy-on-write holds per load: writing into one load's bound tensor reaches neither another
+    load of the same file in this process nor the file."""
+    exe, b, c = bound
+    path = tmp_path / "cow.so"
+    tvm_partial.export_library(tvm_partial.partial(exe, {1: b, 2: c}), path, zero_copy=True)
+    before = path.read_bytes()
+    one, two = tvm_partial.load(path), tvm_partial.load(path)
+    tvm_partial.bindings(one)["main"][1].copyfrom(np.full(16, 9, "float32"))
+    assert np.array_equal(tvm_partial.bindings(two)["main"][1].numpy(), b)
+    assert np.array_equal(tvm_partial.bindings(tvm_partial.load(path))["main"][1].numpy(), b)
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("placement", PLACEMENTS)
+def test_every_export_keeps_imported_modules(affine4, tmp_path, placement):
+    """A partial module with another module imported into it keeps it in every placement."""
+    exe, _ = affine4
+    b, c = ints(16, seed=6), ints(16, seed=7)
+    pa = tvm_partial.partial(exe, {1: b, 2: c})
+    pb = tvm_partial.partial(exe, {1: c, 2: b})
+    pa.import_module(pb)
+    path = tmp_path / "both.so"
+    _export(pa, path, placement)
+    loaded = tvm_partial.load(path)
+    kinds = [m.kind for m in loaded.imports]
+    assert kinds.count("partial_apply") == 1, kinds
+    inner = next(m for m in loaded.imports if m.kind == "partial_apply")
+    a = ints(16, seed=8)
+    assert np.array_equal(_call(inner, a), affine4_ref(a, c, b))
+    assert np.array_equal(_call(loaded, a), affine4_ref(a, b, c))
+
+
+def test_weights_file_reached_through_a_symlink(bound, tmp_path):
+    """current.so -> v1/model.so: the recorded weights file is looked for beside the real file
+    (v1/), by load, verify and inspect alike."""
+    exe, b, c = bound
+    a = ints(16, seed=9)
+    (tmp_path / "v1").mkdir()
+    real = tmp_path / "v1" / "model.so"
+    tvm_partial.export_library(
+        tvm_partial.partial(exe, {1: b, 2: c}), real, weights_file=tmp_path / "v1" / "model.safetensors"
+    )
+    link = tmp_path / "current.so"
+    link.symlink_to("v1/model.so")
+    assert np.array_equal(_call(tvm_partial.load(link), a), affine4_ref(a, b, c))
+    assert tvm_partial.verify(link)["intact"]
+    region = tvm_partial.inspect(link)["region"]
+    assert region["weights_file"] == {
+        "name": "model.safetensors",
+        "path": str((tmp_path / "v1" / "model.safetensors").resolve()),
+    }
+    proc = subprocess.run([sys.executable, "-m", "tvm_partial", "verify", str(link)], capture_output=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+_FIFO = """
+import os, sys, tvm_partial
+path = sys.argv[1]
+os.mkfifo(path)
+for name, call in [
+    ("inspect", lambda: tvm_partial.inspect(path)),
+    ("verify", lambda: tvm_partial.verify(path)),
+    ("load", lambda: tvm_partial.load(path)),
+    ("open_weights", lambda: tvm_partial.open_weights(path)),
+    ("load weights_file", lambda: tvm_partial.load(sys.argv[2], weights_file=path)),
+]:
+    try:
+        call()
+        print(name, "LOADED")
+    except ValueError as err:
+        print(name, "ValueError", "FIFO" in str(err) and path in str(err))
+"""
+
+
+def test_a_fifo_is_refused_not_waited_on(bound, tmp_path):
+    """Nothing opens a FIFO for reading (it would block until a writer comes): each reader says
+    it is not a regular file, naming it. In a subprocess with a timeout: a hang fails the test."""
+    exe, b, c = bound
+    lib = tmp_path / "ok.so"
+    tvm_partial.export_library(tvm_partial.partial(exe, {1: b, 2: c}), lib)
+    proc = subprocess.run(
+        [sys.executable, "-c", _FIFO, str(tmp_path / "pipe"), str(lib)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.split("\n")
+    assert [line for line in lines if line] == [
+        f"{name} ValueError True" for name in ("inspect", "verify", "load", "open_weights", "load weights_file")
+    ], proc.stdout
