@@ -302,8 +302,8 @@ ffi::Map<ffi::Any, ffi::Any> OpenWeights(const ffi::String& path, const ffi::Str
       if (!fresh) earlier = it->second;
     }
     if (!earlier.empty()) {
-      TVM_FFI_THROW(ValueError) << "weights file " << path << ": tensors '" << earlier
-                                << "' and '" << key << "' both name "
+      TVM_FFI_THROW(ValueError) << "weights file " << path << ": tensors '" << earlier << "' and '"
+                                << key << "' both name "
                                 << (ref.name.empty() ? "position " + std::to_string(ref.position)
                                                      : "parameter '" + ref.name + "'")
                                 << " of function '" << function << "'; keep one";
@@ -324,15 +324,14 @@ ffi::Map<ffi::Any, ffi::Any> OpenWeights(const ffi::String& path, const ffi::Str
     lo = std::min(lo, file.entries.at(key).begin);
     hi = std::max(hi, file.entries.at(key).end);
   }
-  const storage::Mapping mapping =
-      storage::MapPrivate(*file.file, file.data_start + lo, hi - lo);
+  const storage::Mapping mapping = storage::MapPrivate(*file.file, file.data_start + lo, hi - lo);
   ffi::Map<ffi::Any, ffi::Any> out;
   for (const std::string& key : keys) {
     const weights::Entry& e = file.entries.at(key);
     const weights::KeyRef ref = weights::ParseKey(std::string(path), key);
-    ffi::Tensor t = storage::HostPayloadTensor(mapping.data + (e.begin - lo), mapping.keepalive,
-                                               ffi::StringToDLDataType(e.dtype->tvm), e.shape,
-                                               e.end - e.begin);
+    ffi::Tensor t =
+        storage::HostPayloadTensor(mapping.data + (e.begin - lo), mapping.keepalive,
+                                   ffi::StringToDLDataType(e.dtype->tvm), e.shape, e.end - e.begin);
     if (ref.name.empty()) {
       out.Set(ref.position, t);
     } else {

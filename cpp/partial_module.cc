@@ -16,8 +16,8 @@
 #include <cstring>
 #include <mutex>
 #include <new>
-#include <stdexcept>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -148,7 +148,8 @@ class PartialModuleObj final : public ffi::ModuleObj {
           });
       // Only the values are filled in: names, order and outputs (which GetFunction reads
       // without the lock) are those of the skeleton already, and the vector never moves.
-      for (size_t i = 0; i < functions_.size(); ++i) functions_[i].bound = std::move(decoded[i].bound);
+      for (size_t i = 0; i < functions_.size(); ++i)
+        functions_[i].bound = std::move(decoded[i].bound);
       pending_.reset();
       resolved_ = true;
     }

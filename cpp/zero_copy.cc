@@ -58,8 +58,9 @@ const format::ExternalRegion* AppendedRegion(const char* who, const ffi::Module&
 }  // namespace
 
 TVM_FFI_STATIC_INIT_BLOCK() {
-  // A copy of `mod` whose payloads go to a safetensors weights file beside the library (flag 2): the
-  // library's region then holds only the region header; `weights_file` is relative to its folder.
+  // A copy of `mod` whose payloads go to a safetensors weights file beside the library (flag 2):
+  // the library's region then holds only the region header; `weights_file` is relative to its
+  // folder.
   detail::RegisterGlobalOnce(
       "tvm_partial.WithExternalWeights",
 
@@ -89,7 +90,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
       [](ffi::Module mod, ffi::String path, ffi::Optional<ffi::Function> progress) {
         const format::ExternalRegion* region = AppendedRegion("AppendPayloadRegion", mod);
         std::vector<uint64_t> hashes = storage::AppendRegion(*detail::PartialModuleRecords(mod),
-                                                            *region, std::string(path), progress);
+                                                             *region, std::string(path), progress);
         ffi::Array<int64_t> out;
         for (uint64_t h : hashes) out.push_back(static_cast<int64_t>(h));
         return out;
@@ -111,20 +112,21 @@ TVM_FFI_STATIC_INIT_BLOCK() {
                                }
                                return detail::WithExternalRegion(mod, std::move(region));
                              });
-  detail::RegisterGlobalOnce("tvm_partial.WritePayloadRegion", [](ffi::Module mod, ffi::String path,
-                                                                  int64_t lead) {
-    const format::ExternalRegion* region = detail::PartialModuleRegion(mod);
-    if (region == nullptr) {
-      TVM_FFI_THROW(TypeError) << "WritePayloadRegion: needs a module from WithAppendedPayloads "
-                                  "or WithExternalWeights";
-    }
-    if (lead < 0 || lead % static_cast<int64_t>(format::kPayloadAlignment) != 0) {
-      TVM_FFI_THROW(ValueError) << "WritePayloadRegion: lead must be a multiple of 64, got "
-                                << lead;
-    }
-    storage::WriteRegion(*detail::PartialModuleRecords(mod), *region, std::string(path),
-                         static_cast<uint64_t>(lead));
-  });
+  detail::RegisterGlobalOnce(
+      "tvm_partial.WritePayloadRegion", [](ffi::Module mod, ffi::String path, int64_t lead) {
+        const format::ExternalRegion* region = detail::PartialModuleRegion(mod);
+        if (region == nullptr) {
+          TVM_FFI_THROW(TypeError)
+              << "WritePayloadRegion: needs a module from WithAppendedPayloads "
+                 "or WithExternalWeights";
+        }
+        if (lead < 0 || lead % static_cast<int64_t>(format::kPayloadAlignment) != 0) {
+          TVM_FFI_THROW(ValueError)
+              << "WritePayloadRegion: lead must be a multiple of 64, got " << lead;
+        }
+        storage::WriteRegion(*detail::PartialModuleRecords(mod), *region, std::string(path),
+                             static_cast<uint64_t>(lead));
+      });
 }
 
 }  // namespace tvm_partial

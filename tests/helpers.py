@@ -105,27 +105,6 @@ def reseal(blob: bytes) -> bytes:
     return blob[:32] + struct.pack("<Q", digest) + blob[40:]
 
 
-def export_section_artifact(pm, path) -> None:
-    """Export ``pm`` as tvm-partial wrote zero-copy artifacts before the payloads were appended to
-    the file (format flag 1 alone): the whole payload region linked into a data section of the
-    library. Such artifacts must keep loading, verifying and updating."""
-    import platform
-    import secrets
-    import tempfile
-    from pathlib import Path
-
-    from tvm_partial import _elf, zero_copy
-
-    symbol = "__tvm_partial_payload_" + secrets.token_hex(8)
-    external = zero_copy.with_external_payloads(pm, symbol, secrets.randbits(63))
-    with tempfile.TemporaryDirectory() as workdir:
-        obj = Path(workdir) / "payloads.o"
-        zero_copy.write_payload_region(external, obj, lead=64)
-        with open(obj, "r+b") as f:
-            _elf.finish_payload_object(f, symbol, _elf.MACHINES[platform.machine().lower()], lead=64)
-        external.export_library(str(path), addons=[str(obj)])  # type: ignore[call-arg]  # tvm's Module method
-
-
 def trailer_hash(data: bytes) -> int:
     """The format's hash of ``data`` (what a zero-copy trailer records over its first 40 bytes)."""
     return format_hash(data)

@@ -143,7 +143,9 @@ def test_weights_file_mutants_agree(affine4, tmp_path):
         lambda h: h["main/1"].__setitem__("data_offsets", [64, 64 + 63]),
         lambda h: h.pop("__tvm_partial_region__"),
         lambda h: h.__setitem__("__metadata__", {"tvm_partial.hashes": "[" * 100000}),
-        lambda h: h.__setitem__("extra", {"dtype": "U8", "shape": [[[[[[[[[[1]]]]]]]]]], "data_offsets": [0, 1]}),
+        lambda h: h.__setitem__(
+            "extra", {"dtype": "U8", "shape": [[[[[[[[[[1]]]]]]]]]], "data_offsets": [0, 1]}
+        ),
         lambda h: h["main/2"].__setitem__("data_offsets", [2**63, 2**63 + 16384]),
         lambda h: None,  # unchanged: accepted by all three
     ]
@@ -182,4 +184,6 @@ def test_payload_damage_is_verify_s_alone(affine4, tmp_path):
     bad.write_bytes(bytes(data))
     assert _load_verdicts([str(bad)]) == {str(bad): "accepted"}
     report = tvm_partial.verify(bad)
-    assert not report["intact"] and [(p["function"], p["position"]) for p in report["damaged"]] == [("main", 1)]
+    assert not report["intact"] and [(p["function"], p["position"]) for p in report["damaged"]] == [
+        ("main", 1)
+    ]

@@ -101,7 +101,7 @@ def test_inspect_json(demo_run):
     assert fn["name"] == "main" and fn["free"] == ["data", "result"]
     assert fn["param_names"] == ["data", "weights", "bias", "result"]
     assert [
-        (b["index"], b["name"], b["dtype"], b["shape"], b["device"], b["bytes"]) for b in fn["bindings"]
+        (b["position"], b["name"], b["dtype"], b["shape"], b["device"], b["bytes"]) for b in fn["bindings"]
     ] == [(1, "weights", "float32", [8, 3, 3, 3], "cpu:0", 864), (2, "bias", "float32", [8], "cpu:0", 32)]
 
 
@@ -120,7 +120,7 @@ def test_inspect_shows_outputs(tmp_path):
     assert "output 1 y: tensor float32[x.shape[0]x4], allocated per call and returned" in proc.stdout
     info = json.loads(cli("inspect", str(tmp_path / "o.so"), "--json").stdout)
     assert info["functions"][0]["outputs"] == [
-        {"index": 1, "name": "y", "dtype": "float32", "shape": ["x.shape[0]", 4]}
+        {"position": 1, "name": "y", "dtype": "float32", "shape": ["x.shape[0]", 4]}
     ]
     assert info["functions"][0]["free"] == ["x"]
 
@@ -131,7 +131,7 @@ def test_inspect_scalars(tmp_path):
     proc = cli("inspect", str(tmp_path / "s.so"))
     assert "function main(unknown names)" in proc.stdout and "bound 1: float 2.5" in proc.stdout
     info = json.loads(cli("inspect", str(tmp_path / "s.so"), "--json").stdout)
-    assert info["functions"][0]["bindings"] == [{"index": 1, "kind": "float", "value": 2.5}]
+    assert info["functions"][0]["bindings"] == [{"position": 1, "kind": "float", "value": 2.5}]
     assert info["functions"][0]["param_names"] == [] and info["functions"][0]["free"] == []
 
 

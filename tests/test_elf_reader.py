@@ -20,6 +20,7 @@ import pytest
 import tvm_partial
 from helpers import run_json
 from tvm_partial.artifact import _elf
+from tvm_partial.artifact.load import check_complete
 
 CASES = int(os.environ.get("TVM_PARTIAL_ELF_FUZZ_CASES", "1000"))
 SEED = int(os.environ.get("TVM_PARTIAL_ELF_FUZZ_SEED", "0"))

@@ -203,10 +203,14 @@ def test_a_fifo_is_refused_not_waited_on(bound, tmp_path):
     lib = tmp_path / "ok.so"
     tvm_partial.export_library(tvm_partial.partial(exe, {1: b, 2: c}), lib)
     proc = subprocess.run(
-        [sys.executable, "-c", _FIFO, str(tmp_path / "pipe"), str(lib)], capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", _FIFO, str(tmp_path / "pipe"), str(lib)],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.split("\n")
     assert [line for line in lines if line] == [
-        f"{name} ValueError True" for name in ("inspect", "verify", "load", "open_weights", "load weights_file")
+        f"{name} ValueError True"
+        for name in ("inspect", "verify", "load", "open_weights", "load weights_file")
     ], proc.stdout

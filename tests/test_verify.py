@@ -39,14 +39,11 @@ def artifacts(conv, tmp_path_factory):
 def test_intact_artifact_verifies(artifacts, kind):
     report = tvm_partial.verify(artifacts[kind])
     assert report["intact"] and report["damaged"] == [] and report["checked"] == 2 and report["bytes"] == 896
-    assert [(p["function"], p["index"], p["name"], p["bytes"]) for p in report["payloads"]] == [
+    assert [(p["function"], p["position"], p["name"], p["bytes"]) for p in report["payloads"]] == [
         ("main", 1, "weights", 864),
         ("main", 2, "bias", 32),
     ]
-    assert all(
-        p["placement"] == ("inline" if kind == "inline" else tvm_partial.inspect(artifacts[kind])["payloads"])
-        for p in report["payloads"]
-    )
+    assert all(p["placement"] == ("inline" if kind == "inline" else "appended") for p in report["payloads"])
     proc = cli("verify", str(artifacts[kind]))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == f"{artifacts[kind]}: intact: 2 payloads, 896 B, match their recorded hashes"
@@ -64,7 +61,7 @@ def test_flipped_payload_byte_is_found(artifacts, kind, tmp_path):
     assert tvm_partial.inspect(bad)["payload_hashes"] == "not checked (run tvm-partial verify)"
     report = tvm_partial.verify(bad)
     assert not report["intact"] and report["checked"] == 2
-    assert [(p["function"], p["index"], p["name"]) for p in report["damaged"]] == [("main", 1, "weights")]
+    assert [(p["function"], p["position"], p["name"]) for p in report["damaged"]] == [("main", 1, "weights")]
 
     proc = cli("verify", str(bad))
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -73,7 +70,7 @@ def test_flipped_payload_byte_is_found(artifacts, kind, tmp_path):
         f"{weights['file_offset']}" in proc.stdout
     )
     assert "1 of 2 payloads damaged" in proc.stdout and "bias" not in proc.stdout
-    assert json.loads(cli("verify", str(bad), "--json").stdout)["damaged"][0]["index"] == 1
+    assert json.loads(cli("verify", str(bad), "--json").stdout)["damaged"][0]["position"] == 1
     text = cli("inspect", str(bad)).stdout
     assert "payload hashes: not checked (run tvm-partial verify)" in text and "complete" not in text
 

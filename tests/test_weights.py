@@ -16,7 +16,6 @@ from tvm import te
 
 import tvm_partial
 from helpers import affine4_ref, compile_te, ints
-from tvm_partial import weights as W
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 
@@ -117,11 +116,14 @@ def _rewrite(path, header: dict, data: bytes = b""):
 
 
 def test_swap_refuses_another_model(kernel, tmp_path):
+    """load(artifact, weights_file=) of another model's weights: refused, naming the tensor."""
     pm, _path = _saved(kernel, tmp_path)
+    lib = tmp_path / "model.so"
+    tvm_partial.export_library(pm, lib)
     other = tmp_path / "other.safetensors"
     safetensors_numpy.save_file({"main/b": np.zeros(N, "float32")}, str(other))
     with pytest.raises(ValueError, match=r"other.safetensors lacks tensor 'main/c'"):
-        W.swap_weights(pm, other)
+        tvm_partial.load(lib, weights_file=other)
     safetensors_numpy.save_file(
         {
             "main/b": np.zeros(N, "float32"),
@@ -131,17 +133,17 @@ def test_swap_refuses_another_model(kernel, tmp_path):
         str(other),
     )
     with pytest.raises(ValueError, match=r"tensor 'main/x' is not a tensor the module binds"):
-        W.swap_weights(pm, other)
+        tvm_partial.load(lib, weights_file=other)
     safetensors_numpy.save_file(
         {"main/b": np.zeros(N, "float64"), "main/c": np.zeros(N, "float32")}, str(other)
     )
     with pytest.raises(ValueError, match=r"tensor 'main/b' is float64\[21\], the module binds float32\[21\]"):
-        W.swap_weights(pm, other)
+        tvm_partial.load(lib, weights_file=other)
     safetensors_numpy.save_file(
         {"main/b": np.zeros(N + 1, "float32"), "main/c": np.zeros(N, "float32")}, str(other)
     )
     with pytest.raises(ValueError, match=r"tensor 'main/b' is float32\[22\]"):
-        W.swap_weights(pm, other)
+        tvm_partial.load(lib, weights_file=other)
 
 
 def test_bad_files_refused(kernel, tmp_path):
@@ -211,7 +213,7 @@ def test_verify_and_inspect_weights_file(kernel, tmp_path):
     keys = {b["key"]: b for fn in info["functions"] for b in fn["bindings"]}
     assert set(keys) == {"main/b", "main/c"} and all(b["aligned"] for b in keys.values())
     assert (
-        keys["main/c"]["index"] == 2
+        keys["main/c"]["position"] == 2
         and keys["main/c"]["dtype"] == "float32"
         and keys["main/c"]["shape"] == [N]
     )
@@ -301,10 +303,11 @@ def test_export_with_weights_file(external, tmp_path):
     assert np.array_equal(got["main/b"], b) and np.array_equal(got["main/c"], c)
     assert lib.stat().st_size < 64 * 1024  # the code and metadata; the weights are in the file
     info = tvm_partial.inspect(lib)
-    assert info["weights_file"] == "model.safetensors" and info["region"]["weights_file"]["complete"]
+    assert info["weights_file"] == "model.safetensors"
+    assert info["region"]["weights_file"] == {"name": "model.safetensors", "path": str(weights.resolve())}
     report = tvm_partial.verify(lib)
     assert report["intact"] and report["checked"] == 2
-    assert {p["placement"] for p in report["payloads"]} == {"weights file model.safetensors"}
+    assert {p["placement"] for p in report["payloads"]} == {"weights file"}
     assert tvm_partial.verify(weights)["intact"]
     import subprocess
     import sys
@@ -505,7 +508,7 @@ def test_external_weights_bad_files(external, kernel, tmp_path):
     weights.write_bytes(good[:-30])  # cut short
     proc = run_python(code, str(lib))
     assert proc.returncode == 1 and "ValueError: weights file" in proc.stderr and "truncated" in proc.stderr
-    with pytest.raises(ValueError, match="is truncated or was not written with this artifact"):
+    with pytest.raises(ValueError, match="the file is truncated"):
         tvm_partial.verify(lib)
     weights.unlink()  # missing
     proc = run_python(code, str(lib))
@@ -513,7 +516,7 @@ def test_external_weights_bad_files(external, kernel, tmp_path):
         proc.returncode == 1
         and f"FileNotFoundError: the weights file {weights} of this artifact does not exist" in proc.stderr
     ), proc.stderr[-2000:]
-    with pytest.raises(ValueError, match=r"model\.safetensors is missing"):
+    with pytest.raises(FileNotFoundError, match=r"model\.safetensors of this artifact does not exist"):
         tvm_partial.verify(lib)
     # The weights file of another export (same names, dtypes and shapes): refused, not silently used.
     _exe, _sig = kernel
@@ -523,11 +526,11 @@ def test_external_weights_bad_files(external, kernel, tmp_path):
     # Changed in place: verify names the tensor.
     tvm_partial.export_library(pm, lib, weights_file=weights)
     raw = bytearray(weights.read_bytes())
-    at = next(p["file_offset"] for p in tvm_partial.verify(lib)["payloads"] if p["index"] == 2)
+    at = next(p["file_offset"] for p in tvm_partial.verify(lib)["payloads"] if p["position"] == 2)
     raw[at] ^= 0x40
     weights.write_bytes(bytes(raw))
     report = tvm_partial.verify(lib)
-    assert [(p["function"], p["index"]) for p in report["damaged"]] == [("main", 2)]
+    assert [(p["function"], p["position"]) for p in report["damaged"]] == [("main", 2)]
 
 
 def test_external_weights_header_checked_in_cpp(external):
@@ -536,7 +539,7 @@ def test_external_weights_header_checked_in_cpp(external):
     from helpers import run_python
 
     _pm, lib, weights, _b, _c = external
-    code = "import sys, tvm\ntvm.runtime.load_module(sys.argv[1])"
+    code = "import sys, tvm_partial\ntvm_partial.load(sys.argv[1])"
     good = weights.read_bytes()
     (n,) = struct.unpack_from("<Q", good)
     header = good[8 : 8 + n]
@@ -547,7 +550,21 @@ def test_external_weights_header_checked_in_cpp(external):
     proc = run_python(code, str(lib))
     assert (
         proc.returncode == 1
-        and "has no tensor at data offsets [64, 148], where the metadata puts function 'main' position 1"
+        and "data_offsets span 83 bytes, its dtype F32 and shape [21] need 84" in proc.stderr
+    )
+    # The keys swapped (each still a consistent entry): the tensor under main/b is not where the
+    # metadata puts it.
+    swapped = (
+        header.replace(b'"main/b"', b'"main/X"')
+        .replace(b'"main/c"', b'"main/b"')
+        .replace(b'"main/X"', b'"main/c"')
+    )
+    weights.write_bytes(good[:8] + swapped + good[8 + n :])
+    proc = run_python(code, str(lib))
+    assert (
+        proc.returncode == 1
+        and "has no tensor 'main/b' at data offsets [64, 148] (with its dtype and shape), where the "
+        "metadata puts function 'main' position 1"
         in proc.stderr
     ), proc.stderr[-2000:]
     weights.write_bytes(good[:8] + b"[" + header[1:] + good[8 + n :])
@@ -588,7 +605,7 @@ def test_external_weights_loader_fuzz(external):
                 f.write(bytes(data))
             os.replace(tmp, weights)      # a new file: mappings of earlier loads keep theirs
             try:
-                tvm.runtime.load_module(lib)
+                tvm_partial.load(lib)
                 kinds["loaded"] = kinds.get("loaded", 0) + 1
             except Exception as err:
                 kinds[type(err).__name__] = kinds.get(type(err).__name__, 0) + 1

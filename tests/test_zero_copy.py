@@ -14,9 +14,9 @@ import tvm
 import tvm_partial
 from helpers import affine4_ref, ints, reseal, run_json, tensor, trailer_hash
 from tvm_partial import _fixtures as fixtures
+from tvm_partial._progress import format_size
 from tvm_partial.artifact import read as _read
 from tvm_partial.artifact import zero_copy
-from tvm_partial._progress import format_size
 
 
 def sha256(path) -> str:
@@ -185,7 +185,10 @@ def test_truncated_region_refused(affine4, tmp_path):
     assert start > 0 and start % 65536 == 0
     lib.write_bytes(data[: start + 2**21])  # cut in the middle of the payloads
     # The code is whole; the payloads and their trailer are gone.
-    all_refuse(lib, "is truncated or was rewritten: its payload region (4194368 bytes, appended after the code) is missing")
+    all_refuse(
+        lib,
+        "is truncated or was rewritten: its payload region (4194368 bytes, appended after the code) is missing",
+    )
 
 
 def _export_appended(exe, tmp_path, name="a.so", count=4096):
@@ -303,7 +306,6 @@ def test_strip_drops_the_region_and_says_so(affine4, tmp_path):
     the region is missing and name the file (never a crash, never other values)."""
     import shutil
     import subprocess
-    import sys
 
     exe, _ = affine4
     if shutil.which("strip") is None:
@@ -326,7 +328,9 @@ def test_section_layout_is_retired_with_a_clear_error(affine4, tmp_path):
     exe, _ = affine4
     lib, _ = _export_appended(exe, tmp_path)
     data = bytearray(lib.read_bytes())
-    blob = next(m for m in _elf.ElfFile(bytes(data), str(lib)).embedded_modules() if m.kind == "partial_apply")
+    blob = next(
+        m for m in _elf.ElfFile(bytes(data), str(lib)).embedded_modules() if m.kind == "partial_apply"
+    )
     assert int.from_bytes(data[blob.offset + 12 : blob.offset + 16], "little") == 5  # flags 1 | 4
     data[blob.offset + 12] = 1
     data[blob.offset : blob.offset + blob.size] = reseal(bytes(data[blob.offset : blob.offset + blob.size]))

@@ -4,16 +4,16 @@
  * \file format/common.cc
  * \brief The checks the format's writer and reader share (format_common.h).
  */
+#include "format/common.h"
+
 #include <tvm/ffi/dtype.h>
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/function.h>
 
 #include <cstring>
-
 #include <string>
 
 #include "device.h"
-#include "format/common.h"
 #include "format/hash.h"
 
 namespace tvm_partial {

@@ -29,8 +29,8 @@ constexpr char kRegionMagic[8] = {'T', 'V', 'M', 'P', 'R', 'E', 'G', 'N'};
 constexpr uint32_t kFlagExternalPayloads = 1;  // payloads live in a region of the library file
 constexpr uint32_t kFlagWeightsFile = 2;       // ... of a safetensors file beside it (with flag 1)
 constexpr uint32_t kFlagAppended = 4;  // ... appended to the library file (with flag 1, not 2)
-constexpr size_t kHeaderSize = 40;    // magic, version, flags, total, metadata size, hash
-constexpr size_t kHashedHeader = 32;  // the header bytes covered by the metadata hash
+constexpr size_t kHeaderSize = 40;     // magic, version, flags, total, metadata size, hash
+constexpr size_t kHashedHeader = 32;   // the header bytes covered by the metadata hash
 
 enum ValueKind : uint8_t { kNone = 0, kInt = 1, kFloat = 2, kBool = 3, kStr = 4, kTensor = 5 };
 

@@ -137,9 +137,9 @@ struct TensorMeta {
 
 struct ParsedValue {
   int64_t index;
-  uint8_t kind;      // ValueKind (common.h)
-  ffi::Any scalar;   // kinds 0-4
-  TensorMeta tensor; // kind 5
+  uint8_t kind;       // ValueKind (common.h)
+  ffi::Any scalar;    // kinds 0-4
+  TensorMeta tensor;  // kind 5
 };
 
 struct ParsedFunction {

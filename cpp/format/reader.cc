@@ -178,7 +178,7 @@ uint32_t ReadHeader(const char* data, size_t size, Parsed* out, size_t* meta_end
 
 /*! \brief Flags 1: the region record (symbol, link, size; flag 2: the weights file's name). */
 void ReadPlacement(Reader* r, uint32_t flags, Parsed* out) {
-  out->placement = (flags & kFlagAppended)     ? Placement::kAppended
+  out->placement = (flags & kFlagAppended)      ? Placement::kAppended
                    : (flags & kFlagWeightsFile) ? Placement::kWeightsFile
                                                 : Placement::kSection;
   out->symbol = r->GetStr("payload region symbol");
@@ -203,14 +203,15 @@ void ReadPlacement(Reader* r, uint32_t flags, Parsed* out) {
 /*! \brief Where the payloads must lie: each at the next multiple of 64 after the last, zero
  *         padding between them (inline), ending exactly at `limit`. */
 struct Layout {
-  const char* data;   // the blob (its padding bytes are checked when inline)
-  bool inline_;       // payloads inside the blob
-  uint64_t limit;     // the blob's size (inline) or the region's
-  uint64_t next;      // where the next payload must start
-  uint64_t end;       // where the last payload ended
+  const char* data;  // the blob (its padding bytes are checked when inline)
+  bool inline_;      // payloads inside the blob
+  uint64_t limit;    // the blob's size (inline) or the region's
+  uint64_t next;     // where the next payload must start
+  uint64_t end;      // where the last payload ended
 };
 
-/*! \brief A tensor binding: dtype, device, shape, byte length, offset (checked against `layout`), hash. */
+/*! \brief A tensor binding: dtype, device, shape, byte length, offset (checked against `layout`),
+ * hash. */
 void ReadTensor(Reader* r, const std::string& where, Layout* layout, TensorMeta* t) {
   std::string dtype = r->GetStr("tensor dtype");
   try {

@@ -60,7 +60,8 @@ class FileWriter {
   }
   void PadTo(uint64_t target) {
     static const char zeros[4096] = {};
-    while (at_ < target) Put(zeros, static_cast<size_t>(std::min<uint64_t>(target - at_, sizeof(zeros))));
+    while (at_ < target)
+      Put(zeros, static_cast<size_t>(std::min<uint64_t>(target - at_, sizeof(zeros))));
   }
   void Close() {
     // A delayed write error (a network file system, a quota) shows here.
@@ -112,11 +113,10 @@ Trailer DecodeTrailer(const char* trailer) {
 
 uint64_t LocateAppended(const File& library, uint64_t size, uint64_t link) {
   char bytes[kTrailerSize];
-  const Trailer trailer =
-      library.size >= kTrailerSize &&
-              ReadAt(library, library.size - kTrailerSize, kTrailerSize, bytes)
-          ? DecodeTrailer(bytes)
-          : Trailer();
+  const Trailer trailer = library.size >= kTrailerSize &&
+                                  ReadAt(library, library.size - kTrailerSize, kTrailerSize, bytes)
+                              ? DecodeTrailer(bytes)
+                              : Trailer();
   if (!trailer.intact) {
     TVM_FFI_THROW(ValueError) << library.path << " is truncated or was rewritten: its payload "
                               << "region (" << size << " bytes, appended after the code) is "
@@ -128,8 +128,8 @@ uint64_t LocateAppended(const File& library, uint64_t size, uint64_t link) {
   if (trailer.size != size || trailer.link != link || trailer.offset % kAppendAlignment != 0 ||
       trailer.offset > end || trailer.size != end - trailer.offset) {
     TVM_FFI_THROW(ValueError) << library.path << " is damaged: the trailer of its appended "
-                              << "payload region (offset " << trailer.offset << ", "
-                              << trailer.size << " bytes, link " << trailer.link
+                              << "payload region (offset " << trailer.offset << ", " << trailer.size
+                              << " bytes, link " << trailer.link
                               << ") does not match its metadata (" << size << " bytes, link "
                               << link << ") or the file (" << library.size
                               << " bytes); copy or export it again";
@@ -191,8 +191,7 @@ void WriteRegion(const std::vector<format::FunctionRecord>& functions,
   const std::vector<ffi::Tensor> tensors = format::PayloadTensors(functions);
   FileWriter out(path, O_WRONLY | O_CREAT | O_TRUNC, "writing the payload region");
   out.PadTo(lead);  // room for what comes before the region
-  const std::string header =
-      format::EncodeRegionHeader(format::RegionSize(tensors), region.link);
+  const std::string header = format::EncodeRegionHeader(format::RegionSize(tensors), region.link);
   out.Put(header.data(), header.size());
   for (const ffi::Tensor& t : tensors) {
     const size_t nbytes = ffi::GetDataSize(*t.GetDLTensorPtr());

@@ -77,8 +77,8 @@ std::shared_ptr<File> OpenRegular(const std::string& path, const char* what) {
 bool ReadAt(const File& file, uint64_t offset, size_t size, char* out) {
   if (offset > file.size || size > file.size - offset) return false;
   while (size > 0) {
-    const ssize_t got =
-        pread(file.fd.get(), out, std::min<size_t>(size, size_t{1} << 30), static_cast<off_t>(offset));
+    const ssize_t got = pread(file.fd.get(), out, std::min<size_t>(size, size_t{1} << 30),
+                              static_cast<off_t>(offset));
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) {
       TVM_FFI_THROW(RuntimeError) << "reading " << file.path << " failed: " << std::strerror(errno);

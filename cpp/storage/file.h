@@ -98,7 +98,8 @@ Mapping MapPrivate(const File& file, uint64_t offset, uint64_t size);
  *         absolute when the system cannot say (no /proc). */
 std::string RealPath(const File& file);
 
-/*! \brief The folder of the absolute path `path` joined with `name` (`name` as is when absolute). */
+/*! \brief The folder of the absolute path `path` joined with `name` (`name` as is when absolute).
+ */
 std::string Beside(const std::string& path, const std::string& name);
 
 }  // namespace storage

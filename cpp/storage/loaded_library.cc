@@ -126,7 +126,6 @@ bool SameBytes(const File& file, uint64_t offset, const char* memory, uint64_t s
   return true;
 }
 
-
 /*! \brief The loaded object of a library module and where its embedded blob lies, in memory
  *         and in the file; false when the object cannot be told apart. */
 bool FindBlob(const ffi::Module& library, Object* object, const char** address, uint64_t* at,

@@ -34,7 +34,8 @@ namespace ffi = ::tvm::ffi;
 /*! \brief The file a library module was loaded from, opened and proven to be it. */
 struct LoadedLibrary {
   std::shared_ptr<File> file;
-  std::string real_path;  // absolute, symlinks resolved: where a recorded weights file is looked for
+  std::string
+      real_path;  // absolute, symlinks resolved: where a recorded weights file is looked for
   /*! \brief The 64 bytes under `symbol` in the object itself (not a dependency), if asked for and
    *         defined there with that size. */
   std::optional<std::string> symbol_bytes;

@@ -93,9 +93,10 @@ PayloadSource FromWeightsFile(const format::Parsed& parsed, const Origin& origin
   } catch (const ffi::Error& err) {
     if (err.kind() != "FileNotFoundError") throw;
     TVM_FFI_THROW(FileNotFoundError)
-        << "the weights file " << path << " of " << origin.library->path << " does not exist; "
-        << "keep it beside the library under the name it was exported with ("
-        << parsed.weights_file << "), or load(path, weights_file=...) to bind the tensors of "
+        << "the weights file " << path << " of this artifact does not exist ("
+        << origin.library->path << " records it as " << parsed.weights_file
+        << ", beside itself); keep it beside the "
+        << "library under that name, or load(path, weights_file=...) to bind the tensors of "
         << "another file";
   }
   weights::CheckRegionFile(file, parsed);
@@ -192,7 +193,8 @@ PayloadSource Locate(const format::Parsed& parsed, const Origin& origin) {
     case format::Placement::kSection:
       break;
   }
-  TVM_FFI_THROW(ValueError) << (origin.library ? origin.library->path : std::string("this artifact"))
+  TVM_FFI_THROW(ValueError) << (origin.library ? origin.library->path
+                                               : std::string("this artifact"))
                             << " keeps its payloads in a data section of the "
                             << "library (format flag 1 alone), a zero-copy layout that only "
                             << "development builds of tvm-partial wrote and this version no "

@@ -39,7 +39,8 @@ struct Origin {
   /*! \brief That file's absolute path, symlinks resolved (recorded weights files lie beside it). */
   std::string library_path;
   /*! \brief The file the bytes lie in and where (inspect, verify, which read them from a file
-   *         rather than memory): an artifact (then the same as `library`) or save_to_bytes output. */
+   *         rather than memory): an artifact (then the same as `library`) or save_to_bytes output.
+   */
   std::shared_ptr<File> blob_file;
   uint64_t blob_offset = 0;
   /*! \brief The library's copy of the region header (under the recorded symbol), if it has one. */
@@ -57,7 +58,8 @@ struct PayloadSource {
   /*! \brief Per tensor: its file offset, or its offset in the blob when `file` is null. */
   std::vector<uint64_t> offsets;
   /*! \brief Where the recorded payload offsets count from in `file` (the region's start, the
-   *         weights file's data, the bytes' place in the file); 0 for the override and in memory. */
+   *         weights file's data, the bytes' place in the file); 0 for the override and in memory.
+   */
   uint64_t base = 0;
 };
 
@@ -92,8 +94,7 @@ std::vector<ffi::Tensor> MakeTensors(const format::Parsed& parsed, const Payload
  *        copy (TVM kernels assume that alignment).
  */
 ffi::Tensor HostPayloadTensor(const char* payload, const std::shared_ptr<void>& keepalive,
-                              DLDataType dtype, const std::vector<int64_t>& shape,
-                              uint64_t nbytes);
+                              DLDataType dtype, const std::vector<int64_t>& shape, uint64_t nbytes);
 
 }  // namespace storage
 }  // namespace tvm_partial

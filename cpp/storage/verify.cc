@@ -57,7 +57,8 @@ int64_t HashFileRange(const ffi::String& path, int64_t offset, int64_t size,
   }
   auto file = OpenRegular(path, "file");
   std::function<void(uint64_t)> report;
-  if (progress.has_value()) report = [&](uint64_t done) { (*progress)(static_cast<int64_t>(done)); };
+  if (progress.has_value())
+    report = [&](uint64_t done) { (*progress)(static_cast<int64_t>(done)); };
   // The bits of the u64 the format records.
   return static_cast<int64_t>(
       HashRange(*file, static_cast<uint64_t>(offset), static_cast<uint64_t>(size), report));

@@ -7,11 +7,13 @@
  */
 #include "storage/weights_file.h"
 
+#include <tvm/ffi/dtype.h>
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/extra/json.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -28,16 +30,28 @@ namespace weights {
 
 namespace {
 
-constexpr Dtype kDtypes[] = {
-    {"BOOL", "bool", 1},    {"U8", "uint8", 1},      {"I8", "int8", 1},
-    {"U16", "uint16", 2},   {"I16", "int16", 2},     {"F16", "float16", 2},
-    {"BF16", "bfloat16", 2}, {"U32", "uint32", 4},   {"I32", "int32", 4},
-    {"F32", "float32", 4},  {"U64", "uint64", 8},    {"I64", "int64", 8},
-    {"F64", "float64", 8},  {"F8_E4M3", "float8_e4m3fn", 1}, {"F8_E5M2", "float8_e5m2", 1},
-    {"F8_E8M0", "float8_e8m0fnu", 1}};
+constexpr Dtype kDtypes[] = {{"BOOL", "bool", 1},
+                             {"U8", "uint8", 1},
+                             {"I8", "int8", 1},
+                             {"U16", "uint16", 2},
+                             {"I16", "int16", 2},
+                             {"F16", "float16", 2},
+                             {"BF16", "bfloat16", 2},
+                             {"U32", "uint32", 4},
+                             {"I32", "int32", 4},
+                             {"F32", "float32", 4},
+                             {"U64", "uint64", 8},
+                             {"I64", "int64", 8},
+                             {"F64", "float64", 8},
+                             {"F8_E4M3", "float8_e4m3fn", 1},
+                             {"F8_E5M2", "float8_e5m2", 1},
+                             {"F8_E8M0", "float8_e8m0fnu", 1}};
 
+/*! \brief "weights file PATH is truncated: ...", "weights file PATH lacks ...", or
+ *         "weights file PATH: tensor 'k': ..." */
 [[noreturn]] void Bad(const std::string& path, const std::string& what) {
-  TVM_FFI_THROW(ValueError) << "weights file " << path << ": " << what;
+  const bool sentence = what.rfind("is ", 0) == 0 || what.rfind("lacks ", 0) == 0;
+  TVM_FFI_THROW(ValueError) << "weights file " << path << (sentence ? " " : ": ") << what;
   TVM_FFI_UNREACHABLE();
 }
 
@@ -76,7 +90,8 @@ int NestingDepth(const std::string& text, int limit) {
 /*! \brief `text` parsed as JSON when it is UTF-8 and nests at most `max_depth` deep. */
 ffi::json::Value ParseBounded(const std::string& path, const std::string& text, int max_depth,
                               const char* what) {
-  if (!format::IsValidUtf8(text.data(), text.size())) Bad(path, std::string(what) + " is not UTF-8");
+  if (!format::IsValidUtf8(text.data(), text.size()))
+    Bad(path, std::string(what) + " is not UTF-8");
   if (NestingDepth(text, max_depth) > max_depth) {
     Bad(path, std::string(what) + " nests deeper than " + std::to_string(max_depth) +
                   " levels; a safetensors header never does (damaged or crafted)");
@@ -111,7 +126,8 @@ Entry ReadEntry(const std::string& path, const std::string& key, const ffi::json
   const Dtype* dtype = dtype_text.has_value() ? DtypeByCode(std::string(*dtype_text)) : nullptr;
   if (dtype == nullptr) {
     Bad(path, where + ": dtype " +
-                  (dtype_text ? std::string(*dtype_text).substr(0, 40) : std::string("(none)")) +
+                  (dtype_text ? "'" + std::string(*dtype_text).substr(0, 40) + "'"
+                              : std::string("(none)")) +
                   " is not one tvm-partial reads (" + KnownCodes() + ")");
   }
   Entry out{dtype, {}, 0, 0};
@@ -202,7 +218,7 @@ WeightsFile Open(const std::string& path) {
   const storage::File& file = *out.file;
   uint64_t length = 0;
   if (file.size < 8 || !storage::ReadAt(file, 0, 8, reinterpret_cast<char*>(&length))) {
-    Bad(path, "truncated: " + std::to_string(file.size) +
+    Bad(path, "is truncated: " + std::to_string(file.size) +
                   " bytes, not even a safetensors header length");
   }
   if (length > kMaxHeader) {
@@ -210,12 +226,12 @@ WeightsFile Open(const std::string& path) {
                   std::to_string(kMaxHeader) + " read; it is not a safetensors file or is damaged");
   }
   if (8 + length > file.size) {
-    Bad(path, "truncated: its JSON header needs " + std::to_string(8 + length) +
+    Bad(path, "is truncated: its JSON header needs " + std::to_string(8 + length) +
                   " bytes, the file has " + std::to_string(file.size));
   }
   std::string text(static_cast<size_t>(length), '\0');
   if (length && !storage::ReadAt(file, 8, text.size(), &text[0])) {
-    Bad(path, "truncated inside its JSON header");
+    Bad(path, "is truncated inside its JSON header");
   }
   auto object = ParseBounded(path, text, kMaxDepth, "JSON header").try_cast<ffi::json::Object>();
   if (!object.has_value()) Bad(path, "malformed JSON header (not an object)");
@@ -241,10 +257,13 @@ WeightsFile Open(const std::string& path) {
     raw.emplace(std::string(*key), kv.second);
   }
   std::vector<std::pair<std::pair<uint64_t, uint64_t>, std::string>> spans;
-  for (const auto& [key, value] : raw) {
-    Entry e = ReadEntry(path, key, value, out.data_size);
-    if (e.end > e.begin) spans.push_back({{e.begin, e.end}, key});
-    out.entries.emplace(key, std::move(e));
+  for (const bool tensors : {true, false}) {  // a bad tensor is named before a bad padding entry
+    for (const auto& [key, value] : raw) {
+      if (WeightsFile::IsTensorKey(key) != tensors) continue;
+      Entry e = ReadEntry(path, key, value, out.data_size);
+      if (e.end > e.begin) spans.push_back({{e.begin, e.end}, key});
+      out.entries.emplace(key, std::move(e));
+    }
   }
   std::sort(spans.begin(), spans.end());
   for (size_t i = 1; i < spans.size(); ++i) {
@@ -355,7 +374,8 @@ std::vector<uint64_t> Match(const WeightsFile& file, const std::vector<Wanted>& 
     std::vector<std::pair<std::string, int64_t>> targets;
     for (const Wanted& w : wanted) {
       if (!ref.function.empty() && ref.function != w.function) continue;
-      const bool by_name = !ref.name.empty() && w.position < static_cast<int64_t>(w.param_names->size()) &&
+      const bool by_name = !ref.name.empty() &&
+                           w.position < static_cast<int64_t>(w.param_names->size()) &&
                            std::string((*w.param_names)[w.position]) == ref.name;
       if (by_name || (ref.name.empty() && ref.position == w.position)) {
         targets.emplace_back(w.function, w.position);
@@ -367,16 +387,21 @@ std::vector<uint64_t> Match(const WeightsFile& file, const std::vector<Wanted>& 
                     "); it holds the weights of another model" + scheme);
     }
     if (targets.size() > 1) {
-      Bad(path, "tensor '" + key + "' could be '" + Key(targets[0].first, targets[0].second, *wanted[index[targets[0]]].param_names) +
-                    "' or '" + Key(targets[1].first, targets[1].second, *wanted[index[targets[1]]].param_names) +
-                    "': a parameter of that name is bound in several functions; name it "
-                    "FUNCTION/" + ref.name);
+      Bad(path,
+          "tensor '" + key + "' could be '" +
+              Key(targets[0].first, targets[0].second, *wanted[index[targets[0]]].param_names) +
+              "' or '" +
+              Key(targets[1].first, targets[1].second, *wanted[index[targets[1]]].param_names) +
+              "': a parameter of that name is bound in several functions; name it "
+              "FUNCTION/" +
+              ref.name);
     }
     auto [it, fresh] = supplied.emplace(targets[0], key);
     if (!fresh) {
-      Bad(path, "tensors '" + it->second + "' and '" + key + "' both supply " +
-                    Key(targets[0].first, targets[0].second, *wanted[index[targets[0]]].param_names) +
-                    "; keep one");
+      Bad(path,
+          "tensors '" + it->second + "' and '" + key + "' both supply " +
+              Key(targets[0].first, targets[0].second, *wanted[index[targets[0]]].param_names) +
+              "; keep one");
     }
   }
   std::vector<uint64_t> out;
@@ -405,16 +430,17 @@ std::vector<uint64_t> Match(const WeightsFile& file, const std::vector<Wanted>& 
 
 void CheckRegionFile(const WeightsFile& file, const format::Parsed& parsed) {
   const std::string& path = file.file->path;
-  const char* foreign = "; it was not written with this artifact (export again, or "
-                        "load(path, weights_file=...) to bind other weights)";
+  const char* foreign =
+      "; it was not written with this artifact (export again, or "
+      "load(path, weights_file=...) to bind other weights)";
   if (file.data_start % format::kPayloadAlignment != 0 || parsed.region_size > file.data_size) {
     Bad(path, "its data (" + std::to_string(file.data_size) + " bytes at offset " +
                   std::to_string(file.data_start) + ") cannot hold the " +
                   std::to_string(parsed.region_size) +
-                  " bytes of this artifact's payloads: it is truncated, or" + std::string(foreign + 1));
+                  " bytes of this artifact's payloads: it is truncated, or" +
+                  std::string(foreign + 1));
   }
-  std::set<std::pair<uint64_t, uint64_t>> ranges;
-  for (const auto& [key, e] : file.entries) ranges.emplace(e.begin, e.end);
+
   auto region = file.entries.find(kRegionKey);
   if (region == file.entries.end() || region->second.begin != 0 ||
       region->second.end != format::kRegionHeaderSize) {
@@ -430,28 +456,50 @@ void CheckRegionFile(const WeightsFile& file, const format::Parsed& parsed) {
     for (const format::ParsedValue& v : fn.values) {
       if (v.kind != format::kTensor) continue;
       const uint64_t begin = v.tensor.offset, end = v.tensor.offset + v.tensor.nbytes;
-      if (!ranges.count({begin, end})) {
-        Bad(path, "its JSON header has no tensor at data offsets [" + std::to_string(begin) +
-                      ", " + std::to_string(end) + "], where the metadata puts " +
+      const std::string key = Key(fn.name, v.index, fn.param_names);
+      auto entry = file.entries.find(key);
+      if (entry == file.entries.end() || entry->second.begin != begin || entry->second.end != end ||
+          entry->second.dtype->tvm != ffi::DLDataTypeToString(v.tensor.dtype) ||
+          entry->second.shape != v.tensor.shape) {
+        Bad(path, "its JSON header has no tensor '" + key + "' at data offsets [" +
+                      std::to_string(begin) + ", " + std::to_string(end) +
+                      "] (with its dtype and shape), where the metadata puts " +
                       format::Where(fn, v.index) + foreign);
       }
     }
   }
 }
 
+std::string JsonQuote(const std::string& s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char code[8];
+      std::snprintf(code, sizeof(code), "\\u%04x", static_cast<unsigned>(c));
+      out += code;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
 std::string EncodeHeader(std::vector<OutEntry> entries,
                          const std::map<std::string, std::string>& metadata, uint64_t data_size) {
   std::sort(entries.begin(), entries.end(),
             [](const OutEntry& a, const OutEntry& b) { return a.begin < b.begin; });
-  auto quote = [](const std::string& s) { return std::string(ffi::EscapeStringJSON(ffi::String(s))); };
+  auto quote = JsonQuote;
   std::string json = "{";
   auto add = [&](const std::string& key, const char* code, const std::vector<int64_t>& shape,
                  uint64_t begin, uint64_t end) {
     std::string dims;
     for (size_t i = 0; i < shape.size(); ++i) dims += (i ? "," : "") + std::to_string(shape[i]);
-    json += (json.size() > 1 ? "," : "") + quote(key) + ":{\"dtype\":\"" + code +
-            "\",\"shape\":[" + dims + "],\"data_offsets\":[" + std::to_string(begin) + "," +
-            std::to_string(end) + "]}";
+    json += (json.size() > 1 ? "," : "") + quote(key) + ":{\"dtype\":\"" + code + "\",\"shape\":[" +
+            dims + "],\"data_offsets\":[" + std::to_string(begin) + "," + std::to_string(end) +
+            "]}";
   };
   uint64_t at = 0;
   for (const OutEntry& e : entries) {
@@ -461,11 +509,15 @@ std::string EncodeHeader(std::vector<OutEntry> entries,
                                << ", which a safetensors weights file cannot hold (it holds "
                                << KnownCodes() << ")";
     }
-    if (e.begin > at) add(std::string(kPaddingPrefix) + std::to_string(at), "U8", {static_cast<int64_t>(e.begin - at)}, at, e.begin);
+    if (e.begin > at)
+      add(std::string(kPaddingPrefix) + std::to_string(at), "U8",
+          {static_cast<int64_t>(e.begin - at)}, at, e.begin);
     add(e.key, dtype->code, e.shape, e.begin, e.end);
     at = e.end;
   }
-  if (data_size > at) add(std::string(kPaddingPrefix) + std::to_string(at), "U8", {static_cast<int64_t>(data_size - at)}, at, data_size);
+  if (data_size > at)
+    add(std::string(kPaddingPrefix) + std::to_string(at), "U8",
+        {static_cast<int64_t>(data_size - at)}, at, data_size);
   if (!metadata.empty()) {
     json += (json.size() > 1 ? "," : "") + std::string("\"__metadata__\":{");
     bool first = true;

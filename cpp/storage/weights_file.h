@@ -138,6 +138,10 @@ std::vector<uint64_t> Match(const WeightsFile& file, const std::vector<Wanted>& 
  */
 void CheckRegionFile(const WeightsFile& file, const format::Parsed& parsed);
 
+/*! \brief `s` as a JSON string (quoted; `"`, `\\` and control characters escaped, nothing else:
+ *         keys stay as people read them, `main/weights`). */
+std::string JsonQuote(const std::string& s);
+
 /*! \brief One entry of a header being written. */
 struct OutEntry {
   std::string key;

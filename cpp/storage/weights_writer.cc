@@ -49,9 +49,7 @@ std::string Hex(uint64_t h) {
 std::map<std::string, std::string> Metadata(
     const std::vector<std::pair<std::string, std::pair<std::string, int64_t>>>& where,
     const std::map<std::string, uint64_t>& hashes) {
-  auto quote = [](const std::string& s) {
-    return std::string(ffi::EscapeStringJSON(ffi::String(s)));
-  };
+  auto quote = JsonQuote;
   std::string bindings = "{", recorded = "{";
   for (const auto& [key, at] : where) {
     bindings += (bindings.size() > 1 ? "," : "") + quote(key) + ":[" + quote(at.first) + "," +
@@ -60,7 +58,8 @@ std::map<std::string, std::string> Metadata(
   for (const auto& [key, h] : hashes) {
     recorded += (recorded.size() > 1 ? "," : "") + quote(key) + ":\"" + Hex(h) + "\"";
   }
-  return {{kMetadataFormat, "1"}, {kMetadataBindings, bindings + "}"},
+  return {{kMetadataFormat, "1"},
+          {kMetadataBindings, bindings + "}"},
           {kMetadataHashes, recorded + "}"}};
 }
 
@@ -95,10 +94,10 @@ std::vector<format::FunctionRecord> RecordsOf(const ffi::Any& obj) {
               [](const auto& a, const auto& b) { return a.first < b.first; });
     out.push_back(std::move(r));
   }
-  std::sort(out.begin(), out.end(), [](const format::FunctionRecord& a,
-                                       const format::FunctionRecord& b) {
-    return std::string(a.name) < std::string(b.name);
-  });
+  std::sort(out.begin(), out.end(),
+            [](const format::FunctionRecord& a, const format::FunctionRecord& b) {
+              return std::string(a.name) < std::string(b.name);
+            });
   return out;
 }
 
@@ -144,8 +143,8 @@ void SaveWeights(const ffi::Any& obj, const std::string& path) {
         const ssize_t done = pwrite(fd, data, std::min<size_t>(n, size_t{1} << 30), at);
         if (done < 0 && errno == EINTR) continue;
         if (done <= 0) {
-          TVM_FFI_THROW(RuntimeError) << "save_weights: writing " << path << " failed: "
-                                      << std::strerror(done < 0 ? errno : ENOSPC);
+          TVM_FFI_THROW(RuntimeError) << "save_weights: writing " << path
+                                      << " failed: " << std::strerror(done < 0 ? errno : ENOSPC);
         }
         data += done;
         n -= static_cast<size_t>(done);
@@ -164,8 +163,8 @@ void SaveWeights(const ffi::Any& obj, const std::string& path) {
       at = e.end;
     }
     if (close(closer.release()) != 0) {
-      TVM_FFI_THROW(RuntimeError) << "save_weights: writing " << path << " failed: "
-                                  << std::strerror(errno);
+      TVM_FFI_THROW(RuntimeError) << "save_weights: writing " << path
+                                  << " failed: " << std::strerror(errno);
     }
   }
   const std::string header = EncodeHeader(entries, Metadata(where, hashes), end);
@@ -209,10 +208,9 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   detail::RegisterGlobalOnce("tvm_partial.SaveWeights", [](ffi::Any obj, ffi::String path) {
     weights::SaveWeights(obj, path);
   });
-  detail::RegisterGlobalOnce("tvm_partial.WriteWeightsRegionFile",
-                             [](ffi::Module external, ffi::String path) {
-                               weights::WriteRegionFile(external, path);
-                             });
+  detail::RegisterGlobalOnce(
+      "tvm_partial.WriteWeightsRegionFile",
+      [](ffi::Module external, ffi::String path) { weights::WriteRegionFile(external, path); });
 }
 
 }  // namespace tvm_partial

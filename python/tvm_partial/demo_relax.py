@@ -55,6 +55,7 @@ def run(
     from tvm import relax
 
     import tvm_partial as _export
+
     from .partial import param_names, partial
 
     exe, params, x = build()

@@ -272,8 +272,8 @@ def finish_payload_object(f: BinaryIO, symbol: str, machine: int, lead: int = 64
         (3, 0, shstrtab_at, len(shstrtab), 0, 0, 1, 0, name_at[4]),  # STRTAB (names)
         (1, 0, shstrtab_at, 0, 0, 0, 1, 0, name_at[5]),  # no executable stack
     ]
-    for sh_type, flags, offset, length, link, info, align, entsize, name in sections:
-        f.write(_SHDR.pack(name, sh_type, flags, 0, offset, length, link, info, align, entsize))
+    for sh_type, flags, offset, length, link, info, align, entsize, name_offset in sections:
+        f.write(_SHDR.pack(name_offset, sh_type, flags, 0, offset, length, link, info, align, entsize))
     f.seek(0)
     f.write(
         b"\x7fELF"

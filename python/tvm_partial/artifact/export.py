@@ -219,5 +219,3 @@ def embed_object() -> Path:
         "artifacts cannot be made (it is built on ELF platforms with ld and objcopy); reinstall "
         "tvm-partial there, or export without self_contained=True"
     )
-
-

@@ -99,8 +99,11 @@ def report(path: str, payloads: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _payload_entry(p: dict[str, Any], path: str) -> dict[str, Any]:
-    entry = {k: _plain(p[k]) for k in ("function", "position", "name", "placement", "file_offset", "bytes")
-             if k in p}
+    entry: dict[str, Any] = {
+        k: _plain(p[k])
+        for k in ("function", "position", "name", "placement", "file_offset", "bytes")
+        if k in p
+    }
     entry["intact"] = bool(p["intact"])
     if str(p["file"]) != path:
         entry["weights_file"] = str(p["file"])
@@ -130,7 +133,10 @@ def _region(described: Mapping[str, Any]) -> dict[str, Any] | None:
         "bytes": int(described["region_size"]),
     }
     if "weights_file" in described:
-        out["weights_file"] = {"name": str(described["weights_file"]), "path": str(described["weights_file_path"])}
+        out["weights_file"] = {
+            "name": str(described["weights_file"]),
+            "path": str(described["weights_file_path"]),
+        }
     return out
 
 

@@ -35,7 +35,7 @@ def _refuse_non_regular(path: str, mode: int, what: str) -> None:
     if not stat.S_ISREG(mode):
         kind = next((name for test, name in kinds if test(mode)), "not a regular file")
         if kind == "a folder":
-            raise IsADirectoryError(errno.EISDIR, f"{what} is a folder, not a file", path)
+            raise IsADirectoryError(errno.EISDIR, "is a folder, not a file", path)
         raise ValueError(f"{what} {path} is {kind}, not a regular file; give the path of a file")
 
 
@@ -80,8 +80,8 @@ def file_kind(path: str) -> str:
 
 def not_an_artifact(path: str) -> ValueError:
     return ValueError(
-        f"{path} is not a tvm-partial artifact: not a shared library that tvm-partial exported, "
-        "the bytes of save_to_bytes, or a safetensors weights file"
+        f"{path} is not a tvm-partial artifact: not an ELF shared library (nor save_to_bytes "
+        "output, nor a safetensors weights file)"
     )
 
 

@@ -143,4 +143,3 @@ def _copy_range(src: BinaryIO, out: BinaryIO, start: int, size: int) -> None:
             raise ValueError(f"export_library: {src.name} is shorter than it was when loaded")
         out.write(chunk)
         size -= len(chunk)
-

@@ -82,7 +82,9 @@ def append_payload_region(
             found = [
                 m.offset
                 for m in _elf.ElfFile(data, path).embedded_modules()
-                if m.kind == "partial_apply" and m.size == len(linked) and data[m.offset : m.offset + m.size] == linked
+                if m.kind == "partial_apply"
+                and m.size == len(linked)
+                and data[m.offset : m.offset + m.size] == linked
             ]  # other partial modules imported into this one are embedded beside it
             if len(found) != 1 or len(final) != len(linked):
                 raise RuntimeError(f"export_library: cannot find the partial module's bytes in {path}")
@@ -138,7 +140,9 @@ def _assemble(workdir: Path, symbol: str) -> Path:
     """Elsewhere: an assembler stub that includes ``payloads.bin``."""
     region = workdir / "payloads.bin"
     (workdir / "payloads.S").write_text(
-        _STUB.format(symbol=symbol, size=region.stat().st_size, section=_elf.PAYLOAD_SECTION.decode(), flags="aw")
+        _STUB.format(
+            symbol=symbol, size=region.stat().st_size, section=_elf.PAYLOAD_SECTION.decode(), flags="aw"
+        )
     )
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or "cc"
     proc = subprocess.run(

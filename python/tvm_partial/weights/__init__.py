@@ -103,7 +103,9 @@ def inspect_weights(path: PathLike) -> dict[str, Any]:
             if hashes is not None
             else "none recorded (not written by tvm_partial.save_weights)"
         ),
-        "functions": [{"name": f, "param_names": [], "free": [], "bindings": b} for f, b in functions.items()],
+        "functions": [
+            {"name": f, "param_names": [], "free": [], "bindings": b} for f, b in functions.items()
+        ],
         "metadata": {str(k): str(v) for k, v in info["metadata"].items()},
     }
 
