@@ -219,6 +219,30 @@ def _missing_cpp_tools() -> str | None:
 
 
 @pytest.mark.skipif(_missing_cpp_tools() is not None, reason=f"C++ example: {_missing_cpp_tools()}")
+def test_cpp_deploy_example_configures_quietly_without_cuda(tmp_path):
+    """A CPU-only configure of the example prints nothing about CUDA (tvm-ffi's CMake package
+    announces CMAKE_CUDA_RUNTIME_LIBRARY unless it is set), and warns of nothing."""
+    proc = subprocess.run(
+        [
+            "cmake",
+            "-S",
+            str(ROOT / "examples" / "cpp_deploy"),
+            "-B",
+            str(tmp_path),
+            f"-Dtvm_partial_DIR={config.cmakedir()}",
+            f"-DPython_EXECUTABLE={sys.executable}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "-- Configuring done" in proc.stdout
+    assert "CUDA" not in proc.stdout + proc.stderr
+    assert "Warning" not in proc.stdout + proc.stderr
+
+
+@pytest.mark.skipif(_missing_cpp_tools() is not None, reason=f"C++ example: {_missing_cpp_tools()}")
 def test_cpp_deploy_example(tmp_path):
     proc = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "cpp_deploy" / "run.py"), "--build-dir", str(tmp_path)],

@@ -1,6 +1,7 @@
 // Copyright 2026 The tvm-partial Authors
 // SPDX-License-Identifier: Apache-2.0
-// Runs the conv2d + bias kernel of tvm_partial.demo from C++, with its weights and bias bound.
+// Runs the conv2d + bias kernel of `tvm-partial demo` (tvm_partial._fixtures) from C++, with its
+// weights and bias bound.
 //
 //   deploy ARTIFACT.so DATA.bin EXPECTED.bin
 //       ARTIFACT.so was exported by tvm_partial.export_library: the constants are inside, so
@@ -41,7 +42,7 @@
 
 namespace ffi = tvm::ffi;
 
-// tvm_partial.demo.SHAPES
+// tvm_partial._fixtures.SHAPES
 const std::vector<int64_t> kData{1, 3, 32, 32}, kWeights{8, 3, 3, 3}, kBias{8},
     kResult{1, 8, 30, 30};
 // run.py's Relax MLP

@@ -122,6 +122,7 @@ def load_module(session: Any, path: str) -> tvm_ffi.Module:
             f"the RPC server cannot load {path}: its loader {LOADER} is not registered there "
             "(tvm-partial is not loaded in the server). Either export the artifact with "
             "tvm_partial.export_library(pm, path, self_contained=True), which carries its own "
-            "loader, or install tvm-partial on the server (pip install tvm-partial; the tvm.backends "
-            "entry point loads it in rpc_server, unless TVM_DEVICE_BACKEND_AUTOLOAD=0)"
+            "loader, or install tvm-partial on the server (no package index carries it yet: pip install "
+            "the wheel that scripts/build_wheel.sh builds, or a checkout; the tvm.backends entry "
+            "point loads it in rpc_server, unless TVM_DEVICE_BACKEND_AUTOLOAD=0)"
         ) from err

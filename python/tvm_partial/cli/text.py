@@ -1,28 +1,12 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""The tvm-partial command: demo (the forum case end to end), inspect and verify (artifacts,
-save_to_bytes files, weights files).
-
-Exit codes: 0 success (verify: every payload matches its recorded hash); 1 verify found
-payloads that do not match (each is named on stdout); 2 the file cannot be read, is not a
-tvm-partial artifact, or is damaged or truncated (one line on stderr).
-
-Text output gives sizes in binary units (1.0 GiB); --json gives them in bytes, as integers in
-keys ending in "bytes".
-"""
+"""The text the command prints for ``inspect`` and ``verify`` (``--json`` prints their reports as
+they are): ``format_inspect`` (artifacts, save_to_bytes files, weights files), ``format_verify``.
+The demos print ``format_inspect`` of what they export."""
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import sys
-from importlib import metadata
-
-from ._progress import Progress, format_size
-
-#: Exit codes of ``inspect`` and ``verify``.
-EXIT_OK, EXIT_DAMAGED, EXIT_UNREADABLE = 0, 1, 2
+from .._progress import format_size
 
 
 def format_verify(report: dict, quiet: bool = False) -> str:
@@ -148,107 +132,3 @@ def format_weights(info: dict) -> str:
         shown = value if len(value) <= 200 else value[:200] + f"... ({len(value)} characters)"
         lines.append(f"  metadata {key}: {shown}")
     return "\n".join(lines)
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="tvm-partial", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument(
-        "--version", action="version", version=f"tvm-partial {metadata.version('tvm-partial')}"
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser(
-        "demo",
-        help="bind, call, time, export and reload the forum's conv2d + bias",
-        description="Bind, call, time, export and reload the forum's conv2d + bias; each check prints [ok].",
-    )
-    demo.add_argument("--out", help="folder to export the artifact to (default: a temporary one)")
-    demo.add_argument("--calls", type=int, default=2000, help="calls per timing repeat (default 2000)")
-    demo.add_argument(
-        "--relax",
-        action="store_true",
-        help="a frontend.nn Relax model instead: bound by name, exported, reloaded",
-    )
-    demo.add_argument(
-        "--self-contained",
-        action="store_true",
-        help="link tvm-partial's loader into the artifact and reload it without the extension",
-    )
-    what = (
-        "an exported library (.so), a file holding save_to_bytes output, or a safetensors weights "
-        "file (the kind is read from the file's first bytes)"
-    )
-    inspect = sub.add_parser(
-        "inspect",
-        help="show what an artifact binds, its sizes, and whether it loads without tvm-partial",
-        description="Show what an artifact binds (functions, tensors, dtypes, shapes, sizes), where its "
-        "payloads lie and whether it is self-contained, without loading it. Payload bytes are not "
-        "read: run verify for that.",
-    )
-    inspect.add_argument("path", help=what)
-    inspect.add_argument("--json", action="store_true", help="print JSON (sizes in bytes) instead of text")
-    verify = sub.add_parser(
-        "verify",
-        help="check every payload of an artifact against its recorded hash "
-        "(exit 0: intact, 1: payloads changed, 2: unreadable or damaged)",
-        description="Read every payload (inline, in the zero-copy region, in the weights file) and check "
-        "it against its recorded hash. Exit 0: intact; 1: payloads changed (each is named); 2: "
-        "unreadable, not an artifact, damaged or truncated. On a terminal, work of 64 MiB or more "
-        "shows a progress line on stderr.",
-    )
-    verify.add_argument("path", help=what)
-    verify.add_argument("--json", action="store_true", help="print JSON (sizes in bytes) instead of text")
-    verify.add_argument(
-        "-q",
-        "--quiet",
-        action="store_true",
-        help="no progress line and no summary when intact: only damage is printed (the exit code tells)",
-    )
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-
-    if args.command == "demo" and args.relax:
-        from .demo_relax import run as run_relax
-
-        return run_relax(out_dir=args.out, self_contained=args.self_contained)
-    if args.command == "demo":
-        from .demo import run
-
-        return run(out_dir=args.out, calls=args.calls, self_contained=args.self_contained)
-
-    from .artifact.inspect import inspect as inspect_artifact
-    from .artifact.inspect import verify as verify_artifact
-
-    try:
-        if args.command == "verify":
-            with Progress(f"verify {args.path}", 0, quiet=args.quiet) as progress:
-                report = verify_artifact(args.path, progress=progress)
-        else:
-            info = inspect_artifact(args.path)
-    except OSError as err:  # one line, without the errno
-        reason = err.strerror or str(err)
-        print(f"tvm-partial {args.command}: cannot read {args.path}: {reason}", file=sys.stderr)
-        return EXIT_UNREADABLE
-    except (ValueError, RuntimeError) as err:  # not an artifact, damaged, cut short
-        print(f"tvm-partial {args.command}: {err}", file=sys.stderr)
-        return EXIT_UNREADABLE
-    if args.command == "verify":
-        text = json.dumps(report, indent=2) if args.json else format_verify(report, quiet=args.quiet)
-        _emit(text)
-        return EXIT_OK if report["intact"] else EXIT_DAMAGED
-    _emit(json.dumps(info, indent=2) if args.json else format_inspect(info))
-    return EXIT_OK
-
-
-def _emit(text: str) -> None:
-    """Print ``text`` (if any); a reader that stops early (``| head``) is not an error."""
-    if not text:
-        return
-    try:
-        print(text, flush=True)
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """``tvm-partial demo --relax``: a small ``frontend.nn`` model bound by its parameter names
 (``fc1.weight``...), exported with its weights as one library, loaded in a fresh process and
-checked against numpy and the direct VirtualMachine call."""
+checked against numpy and the direct VirtualMachine call. This file is meant to be copied."""
 
 from __future__ import annotations
 
@@ -14,6 +14,10 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+import tvm_partial
+from tvm_partial.cli.demo import report
+from tvm_partial.cli.text import format_inspect
 
 _RELOAD = """
 import sys, numpy as np, tvm
@@ -54,17 +58,16 @@ def run(
     import tvm
     from tvm import relax
 
-    import tvm_partial as _export
-
-    from .partial import param_names, partial
-
+    echo("tvm-partial demo --relax: a two-layer MLP from frontend.nn, its weights bound by name")
+    echo(f"its code, to read and copy: {os.path.abspath(__file__)}")
+    echo("")
     exe, params, x = build()
     expected = reference(x, params)
     direct = relax.VirtualMachine(exe, tvm.cpu())["forward"](
         tvm.runtime.tensor(x), *(tvm.runtime.tensor(v) for v in params.values())
     ).numpy()
-    pm = partial(exe, function="forward", device=tvm.cpu(), **params)
-    echo(f"bound forward({', '.join(param_names(pm)['forward'])}): free x")
+    pm = tvm_partial.partial(exe, function="forward", device=tvm.cpu(), **params)
+    echo(f"bound forward({', '.join(tvm_partial.param_names(pm)['forward'])}): free x")
     out = pm["forward"](tvm.runtime.tensor(x)).numpy()
     checks = {
         "Relax partial == numpy (bitwise)": np.array_equal(out, expected),
@@ -74,7 +77,7 @@ def run(
         folder = out_dir or tmp
         os.makedirs(folder, exist_ok=True)
         path = os.path.join(folder, "relax_mlp.so")
-        _export.export_library(pm, path, self_contained=self_contained)
+        tvm_partial.export_library(pm, path, self_contained=self_contained)
         np.save(os.path.join(folder, "x.npy"), x)
         result = os.path.join(folder, "relax_out.npy")
         env = dict(os.environ)
@@ -92,11 +95,9 @@ def run(
         checks[f"Relax model reloaded {where} == numpy (bitwise)"] = proc.returncode == 0 and np.array_equal(
             np.load(result), expected
         )
-        echo(f"exported {path}" + ("" if out_dir else " (temporary; keep it with --out DIR)"))
-        from .cli import format_inspect
-
-        echo(format_inspect(_export.inspect(path)))
-    echo("")
-    from .demo import report
-
-    return report(checks, echo)
+        status = report(checks, echo)
+        echo("")
+        kept = "" if out_dir else " (a temporary folder; keep the file with --out DIR)"
+        echo(f"exported {path}{kept}; what it binds (tvm-partial inspect):")
+        echo(format_inspect(tvm_partial.inspect(path)))
+    return status
