@@ -2,8 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file partial_apply.cc
- * \brief The partial function: a closure holding bound arguments by position, and its globals
- *        `runtime.PartialApply` and `runtime.PartialApplyBindings`.
+ * \brief The partial function: a closure holding bound arguments by position, and its global
+ *        `runtime.PartialApply` (introspection globals: partial_module.cc).
  */
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/memory.h>
@@ -17,9 +17,12 @@
 #include <utility>
 #include <vector>
 
-#include "bindings.h"
-#include "outputs.h"
+#include "bind/bindings.h"
+#include "bind/merge.h"
+#include "bind/output_plan.h"
+#include "bind/outputs.h"
 #include "packed_args.h"
+#include "partial_function.h"
 #include "registry.h"
 
 namespace tvm_partial {
@@ -120,7 +123,7 @@ class PartialFunctionObj final : public ffi::FunctionObj {
   BoundList bound_;
   ffi::String name_;
   ffi::Array<ffi::String> param_names_;
-  Outputs outputs_;  // allocated per call and returned, in this order (outputs.h)
+  Outputs outputs_;  // allocated per call and returned, in this order (bind/output_plan.h)
 
  private:
   // ---- Outputs: slots among the bound ones, filled per call with fresh tensors. ----
@@ -321,7 +324,8 @@ ffi::Function MakePartial(ffi::Function f, BoundList bound, ffi::String name,
                                            param_names, original_names, who);
     // Flatten: one closure around the original function, one hop per call.
     if (!inner.outputs.empty() || !outputs.empty()) {
-      detail::MergeLevels(inner, &bound, &param_names, &outputs, who);
+      detail::MergeLevels(inner.bound, inner.outputs, inner.param_names, &bound, &param_names,
+                          &outputs, who);
     } else {
       param_names = detail::MergeNames(inner.bound, inner.param_names, param_names);
       bound = detail::Merge(inner.bound, bound, who);

@@ -21,10 +21,12 @@
 #include <utility>
 #include <vector>
 
-#include "bindings.h"
+#include "bind/bindings.h"
+#include "bind/merge.h"
+#include "bind/outputs.h"
 #include "format.h"
-#include "outputs.h"
 #include "packed_args.h"
+#include "partial_function.h"
 #include "registry.h"
 
 namespace tvm_partial {

@@ -15,9 +15,10 @@ FFI_INCLUDE="$("$PYTHON" -m tvm_ffi.config --includedir)"
 FFI_DLPACK="$("$PYTHON" -m tvm_ffi.config --dlpack-includedir)"
 FFI_LIB="$("$PYTHON" -m tvm_ffi.config --libfiles)"
 clang++ -std=c++17 -g -O1 -DTVM_PARTIAL_FUZZING -fsanitize=fuzzer,address,undefined \
-  -fno-sanitize-recover=undefined -Icpp/include -I"$FFI_INCLUDE" -I"$FFI_DLPACK" \
-  cpp/aligned_tensor.cc cpp/bindings.cc cpp/device.cc cpp/format.cc cpp/format_reader.cc cpp/format_writer.cc \
-  cpp/hash.cc cpp/outputs.cc cpp/partial_apply.cc cpp/partial_module.cc cpp/payload_region.cc \
+  -fno-sanitize-recover=undefined -Icpp/include -Icpp -I"$FFI_INCLUDE" -I"$FFI_DLPACK" \
+  cpp/bind/aligned_tensor.cc cpp/bind/bindings.cc cpp/bind/merge.cc cpp/bind/output_plan.cc \
+  cpp/bind/outputs.cc cpp/device.cc cpp/format.cc cpp/format_reader.cc cpp/format_writer.cc \
+  cpp/hash.cc cpp/partial_apply.cc cpp/partial_module.cc cpp/payload_region.cc \
   cpp/weights_file.cc \
   fuzz/fuzz_loader.cc "$FFI_LIB" -Wl,-rpath,"$(dirname "$FFI_LIB")" -o "$OUT/fuzz_loader"
 "$PYTHON" fuzz/make_seeds.py "$OUT/seeds"

@@ -1,7 +1,7 @@
 // Copyright 2026 The tvm-partial Authors
 // SPDX-License-Identifier: Apache-2.0
 /*!
- * \file aligned_tensor.cc
+ * \file bind/aligned_tensor.cc
  * \brief Contiguous, 64-byte-aligned tensors: what bound values are converted to at bind time
  *        and what the loader materialises (TVM kernels assume the alignment).
  */

@@ -1,83 +1,34 @@
 // Copyright 2026 The tvm-partial Authors
 // SPDX-License-Identifier: Apache-2.0
 /*!
- * \file bindings.cc
- * \brief Validation, sorting and merging of bindings (position -> value).
+ * \file bind/merge.cc
+ * \brief A partial of a partial flattened into one level (merge.h).
  */
-#include "bindings.h"
+#include "bind/merge.h"
 
 #include <tvm/ffi/error.h>
 
 #include <algorithm>
 #include <iterator>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include "bind/outputs.h"
 
 namespace tvm_partial {
 namespace detail {
 
 namespace {
 
-void SortAndCheckUnique(BoundList* list, const std::string& who) {
-  std::sort(list->begin(), list->end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (size_t i = 1; i < list->size(); ++i) {
-    if ((*list)[i].first == (*list)[i - 1].first) {
-      TVM_FFI_THROW(ValueError) << who << ": position " << (*list)[i].first << " is bound twice";
-    }
+bool IsOutput(const Outputs& outputs, int64_t position) {
+  for (const Output& o : outputs) {
+    if (o.position == position) return true;
   }
+  return false;
 }
 
 }  // namespace
-
-void CheckPosition(int64_t index, const std::string& who) {
-  if (index < 0) {
-    TVM_FFI_THROW(ValueError) << who << ": bound index " << index
-                              << " is negative; positions count from 0";
-  }
-  if (index > kMaxPosition) {
-    TVM_FFI_THROW(IndexError) << who << ": bound index " << index
-                              << " cannot be reached: a call passes at most " << kMaxCallArgs
-                              << " arguments, so positions go up to " << kMaxPosition;
-  }
-}
-
-BoundList FromAnyMap(const ffi::Map<ffi::Any, ffi::Any>& raw, const std::string& who) {
-  BoundList list;
-  list.reserve(raw.size());
-  for (const auto& [key, value] : raw) {
-    // bool converts to int implicitly in the FFI; a position must be a real integer.
-    if (key.type_index() != ffi::TypeIndex::kTVMFFIInt) {
-      std::string shown = key.type_index() == ffi::TypeIndex::kTVMFFIStr ||
-                                  key.type_index() == ffi::TypeIndex::kTVMFFISmallStr
-                              ? "'" + std::string(key.cast<ffi::String>()) + "'"
-                              : std::string(key.GetTypeKey());
-      TVM_FFI_THROW(TypeError) << who << ": bound key " << shown
-                               << " is not an integer position (positions are ints >= 0)";
-    }
-    int64_t index = key.cast<int64_t>();
-    CheckPosition(index, who);
-    list.emplace_back(index, value);
-  }
-  SortAndCheckUnique(&list, who);
-  return list;
-}
-
-BoundList FromBindings(const Bindings& bound, const std::string& who) {
-  BoundList list;
-  list.reserve(bound.size());
-  for (const auto& [index, value] : bound) {
-    CheckPosition(index, who);
-    list.emplace_back(index, value);
-  }
-  SortAndCheckUnique(&list, who);
-  return list;
-}
-
-Bindings ToBindings(const BoundList& list) {
-  Bindings out;
-  for (const auto& [index, value] : list) out.Set(index, value);
-  return out;
-}
 
 BoundList Merge(const BoundList& inner, const BoundList& outer, const std::string& who) {
   // The inner partial's argument q lands on the q-th position of the wrapped function that
@@ -158,19 +109,32 @@ ffi::Array<ffi::String> InnerNames(const BoundList& inner_bound, const Outputs& 
   return original;
 }
 
-void CheckAgainstSignature(const BoundList& bound, const ffi::Array<ffi::String>& names,
-                           const std::string& who) {
-  if (static_cast<int64_t>(names.size()) > kMaxCallArgs) {
-    TVM_FFI_THROW(ValueError) << who << ": a signature of " << names.size()
-                              << " parameters cannot be called (a call passes at most "
-                              << kMaxCallArgs << " arguments)";
+void MergeLevels(const BoundList& inner_bound, const Outputs& inner_outputs,
+                 const ffi::Array<ffi::String>& inner_names, BoundList* bound,
+                 ffi::Array<ffi::String>* names, Outputs* outputs, const std::string& who) {
+  // Positions are checked before they are mapped (a negative one would map anywhere).
+  CheckOutputShapes(*outputs, who, {});
+  const std::vector<int64_t> taken = TakenPositions(inner_bound, inner_outputs);
+  // The inner outputs take positions like bindings: merge with placeholders there, then drop them.
+  BoundList taken_list = inner_bound;
+  for (const Output& o : inner_outputs) taken_list.emplace_back(o.position, ffi::Any());
+  std::sort(taken_list.begin(), taken_list.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  *names = MergeNames(taken_list, inner_names, *names);
+  BoundList merged = Merge(taken_list, *bound, who);
+  merged.erase(std::remove_if(merged.begin(), merged.end(),
+                              [&](const auto& e) { return IsOutput(inner_outputs, e.first); }),
+               merged.end());
+  *bound = std::move(merged);
+  Outputs all = inner_outputs;
+  for (Output o : *outputs) {
+    o.position = ToWrapped(taken, o.position);
+    for (OutputDim& dim : o.shape) {
+      if (dim.arg >= 0) dim.arg = ToWrapped(taken, dim.arg);
+    }
+    all.push_back(std::move(o));
   }
-  if (names.empty() || bound.empty()) return;
-  if (bound.back().first >= static_cast<int64_t>(names.size())) {
-    TVM_FFI_THROW(IndexError) << who << ": bound index " << bound.back().first
-                              << " is out of range for a function of " << names.size()
-                              << " parameters";
-  }
+  *outputs = std::move(all);
 }
 
 }  // namespace detail
