@@ -311,32 +311,27 @@ bool GetPartialParts(const ffi::Function& f, PartialParts* out) {
 
 namespace {
 /*! \param original_names The full parameter list of the function a partial `f` wraps, for when
- *         `f` recorded none (see detail::InnerNames); empty: unknown. */
+ *         `f` recorded none (see detail::Merge); empty: unknown. */
 ffi::Function MakePartial(ffi::Function f, BoundList bound, ffi::String name,
                           ffi::Array<ffi::String> param_names, Outputs outputs = {},
                           const ffi::Array<ffi::String>& original_names = {}) {
   if (!f.defined()) TVM_FFI_THROW(TypeError) << "PartialApply: the function to wrap is None";
   const std::string who = name.empty() ? "PartialApply" : std::string(name);
-  detail::CheckAgainstSignature(bound, param_names, who);  // positions as the caller gave them
+  detail::Level level{std::move(bound), std::move(param_names), std::move(outputs)};
   detail::PartialParts inner;
   if (detail::GetPartialParts(f, &inner)) {
-    inner.param_names = detail::InnerNames(inner.bound, inner.outputs, inner.param_names,
-                                           param_names, original_names, who);
     // Flatten: one closure around the original function, one hop per call.
-    if (!inner.outputs.empty() || !outputs.empty()) {
-      detail::MergeLevels(inner.bound, inner.outputs, inner.param_names, &bound, &param_names,
-                          &outputs, who);
-    } else {
-      param_names = detail::MergeNames(inner.bound, inner.param_names, param_names);
-      bound = detail::Merge(inner.bound, bound, who);
-    }
+    level = detail::Merge(detail::Level{std::move(inner.bound), std::move(inner.param_names),
+                                        std::move(inner.outputs)},
+                          std::move(level), original_names, who);
     if (name.empty()) name = inner.name;
     f = inner.target;
+  } else {
+    level = detail::CheckLevel(std::move(level), who);
   }
-  detail::CheckAgainstSignature(bound, param_names, who);
-  outputs = detail::CheckOutputs(std::move(outputs), bound, param_names, who);
-  ffi::ObjectPtr<ffi::FunctionObj> closure = ffi::make_object<PartialFunctionObj>(
-      std::move(f), std::move(bound), std::move(name), std::move(param_names), std::move(outputs));
+  ffi::ObjectPtr<ffi::FunctionObj> closure =
+      ffi::make_object<PartialFunctionObj>(std::move(f), std::move(level.bound), std::move(name),
+                                           std::move(level.param_names), std::move(level.outputs));
   return ffi::Function(std::move(closure));
 }
 }  // namespace

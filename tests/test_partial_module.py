@@ -115,6 +115,69 @@ def test_partial_of_partial_module_merges(three_functions):
     assert tvm_partial.save_to_bytes(loaded) == tvm_partial.save_to_bytes(pm2)
 
 
+PARTIAL_APPLY = tvm_ffi.get_global_func("runtime.PartialApply")
+PARTIAL_APPLY_MODULE = tvm_ffi.get_global_func("runtime.PartialApplyModule")
+AFFINE4_NAMES = ["a", "b", "c", "d"]  # main(a, b, c, out=d)
+#: What an inner partial of affine4's main records: binds b (position 1); with outputs, also
+#: allocates d (position 3) per call.
+INNER_LEVELS = {
+    "names": ({"main": AFFINE4_NAMES}, {}),
+    "names and an output": ({"main": AFFINE4_NAMES}, {"main": [[3, "float32", [[-1, 16]]]]}),
+    "no names": ({}, {}),
+}
+
+
+def test_merge_over_a_module_with_names_checks_positions_as_the_function_path_does(affine4):
+    """main(a, b, c, d) with b bound: outer position 5 lands at 6, past the 4 parameters. The
+    module path refuses it at bind time, as the function path does, naming both positions."""
+    exe, _ = affine4
+    b = tensor(ints(16, seed=2))
+    inner = PARTIAL_APPLY_MODULE(exe.mod, {"main": {1: b}}, {"main": AFFINE4_NAMES})
+    past = r"bound index 5 of the partial lands at position 6 of the function it wraps, past its 4 parameters"
+    with pytest.raises(IndexError, match=r"PartialApplyModule\('main'\): " + past):
+        PARTIAL_APPLY_MODULE(inner, {"main": {5: 7}})
+    inner_f = PARTIAL_APPLY(exe["main"], {1: b}, "main", AFFINE4_NAMES)
+    with pytest.raises(IndexError, match=r"PartialApply: " + past):
+        PARTIAL_APPLY(inner_f, {5: 7})
+    # Position 1 of the partial (c) lands at 2: accepted on both paths, and the result computes.
+    a, c = ints(16, seed=1), ints(16, seed=3)
+    out = tensor(np.zeros(16, "float32"))
+    PARTIAL_APPLY_MODULE(inner, {"main": {1: tensor(c)}})["main"](tensor(a), out)
+    assert np.array_equal(out.numpy(), affine4_ref(a, ints(16, seed=2), c))
+    assert sorted(tvm_partial.bindings(PARTIAL_APPLY(inner_f, {1: tensor(c)}))) == [1, 2]
+
+
+@pytest.mark.parametrize("inner_kind", list(INNER_LEVELS))
+def test_what_a_module_merge_accepts_loads_back(affine4, inner_kind):
+    """Every outer position and output over an inner partial module: what PartialApplyModule
+    accepts, save_to_bytes writes and load_from_bytes reads back byte for byte; what it refuses,
+    the function path refuses too."""
+    exe, _ = affine4
+    names, outputs = INNER_LEVELS[inner_kind]
+    inner_m = PARTIAL_APPLY_MODULE(exe.mod, {"main": {1: tensor(ints(16))}}, names, outputs)
+    inner_f = PARTIAL_APPLY(
+        exe["main"], {1: tensor(ints(16))}, "main", names.get("main", []), outputs.get("main", [])
+    )
+    accepted = []
+    for position in range(6):
+        for outer_bound, outer_outputs in (({position: 7}, []), ({}, [[position, "int8", []]])):
+            try:
+                merged = PARTIAL_APPLY_MODULE(inner_m, {"main": outer_bound}, {}, {"main": outer_outputs})
+            except IndexError as err:
+                with pytest.raises(IndexError):
+                    PARTIAL_APPLY(inner_f, outer_bound, "", [], outer_outputs)
+                assert "past its 4 parameters" in str(err) or "for a function of 4" in str(err), err
+                continue
+            blob = tvm_partial.save_to_bytes(merged)
+            loaded = tvm_partial.load_from_bytes(blob)
+            assert tvm_partial.save_to_bytes(loaded) == blob
+            PARTIAL_APPLY(inner_f, outer_bound, "", [], outer_outputs)  # accepted there too
+            accepted.append((position, "bound" if outer_bound else "output"))
+    # Free positions land at 0, 2, 3, ... (4 past the names); with the output at 3: 0, 2, 4, ...
+    reachable = {"names": [0, 1, 2], "names and an output": [0, 1], "no names": list(range(6))}
+    assert accepted == [(q, kind) for q in reachable[inner_kind] for kind in ("bound", "output")]
+
+
 def _typed(values: np.ndarray, dtype: str):
     """A tvm Tensor of `dtype` holding `values` (bfloat16 from its uint16 bit pattern)."""
     if dtype == "bfloat16":

@@ -35,10 +35,9 @@ bool IsOutput(const Outputs& outputs, int64_t position) {
   return false;
 }
 
-}  // namespace
-
-void CheckOutputShapes(const Outputs& outputs, const std::string& who,
-                       const ffi::Array<ffi::String>& names) {
+/*! \brief Checks of one level that need neither bound values nor names. */
+void CheckShapes(const Outputs& outputs, const std::string& who,
+                 const ffi::Array<ffi::String>& names) {
   for (size_t k = 0; k < outputs.size(); ++k) {
     const Output& o = outputs[k];
     if (o.position < 0 || o.position >= INT32_MAX) {
@@ -73,8 +72,6 @@ void CheckOutputShapes(const Outputs& outputs, const std::string& who,
     }
   }
 }
-
-namespace {
 
 /*! \brief Position checks shared by binding and loading; `bound(p)` tells whether p is bound. */
 template <typename IsBound>
@@ -118,7 +115,7 @@ void CheckPositions(const Outputs& outputs, IsBound is_bound, size_t num_names,
 Outputs CheckOutputs(Outputs outputs, const BoundList& bound, const ffi::Array<ffi::String>& names,
                      const std::string& who) {
   if (outputs.empty()) return outputs;
-  CheckOutputShapes(outputs, who, names);
+  CheckShapes(outputs, who, names);
   // A dimension read from an argument that is now bound has a known extent: record it.
   for (Output& o : outputs) {
     for (size_t d = 0; d < o.shape.size(); ++d) {
@@ -144,7 +141,7 @@ Outputs CheckOutputs(Outputs outputs, const BoundList& bound, const ffi::Array<f
 
 void ValidateRecordedOutputs(const Outputs& outputs, const std::vector<int64_t>& bound_positions,
                              size_t num_names, const std::string& who) {
-  CheckOutputShapes(outputs, who, {});
+  CheckShapes(outputs, who, {});
   CheckPositions(
       outputs,
       [&](int64_t p) {

@@ -36,11 +36,6 @@ constexpr int64_t kMaxOutputNdim = 64;
 Outputs CheckOutputs(Outputs outputs, const BoundList& bound, const ffi::Array<ffi::String>& names,
                      const std::string& who);
 
-/*! \brief The checks of CheckOutputs that need neither bound values nor names (ranges, dtypes,
- *         repeats): what must hold before positions are mapped by a merge. */
-void CheckOutputShapes(const Outputs& outputs, const std::string& who,
-                       const ffi::Array<ffi::String>& names);
-
 /*!
  * \brief The checks the loader applies to a recorded function: as CheckOutputs, and a reference
  *        to a bound position is refused (the writer never records one). Throws ValueError.
