@@ -7,12 +7,14 @@
 #include "bind/output_plan.h"
 
 #include <tvm/ffi/container/shape.h>
+#include <tvm/ffi/dtype.h>
 #include <tvm/ffi/error.h>
 
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "bind/aligned_tensor.h"
 #include "bind/outputs.h"
 
 namespace tvm_partial {
@@ -87,7 +89,7 @@ void OutputPlan::ThrowSource(const Spec& spec, size_t d, const DLTensor* t,
 
 ffi::Shape OutputPlan::ResolveShape(const Spec& spec, const TVMFFIAny* caller,
                                     int32_t num_args) const {
-  // Sizes in 64 bits: the element count and the byte size must fit in int64.
+  // Sizes in 64 bits: the element count and the byte size (not the bits) must fit in int64.
   int64_t numel = 1;
   int64_t extents[kMaxOutputNdim];  // no heap on the call path
   for (size_t d = 0; d < spec.dims.size(); ++d) {
@@ -105,11 +107,11 @@ ffi::Shape OutputPlan::ResolveShape(const Spec& spec, const TVMFFIAny* caller,
     }
     extents[d] = extent;
   }
-  int64_t bits;
-  if (__builtin_mul_overflow(numel, static_cast<int64_t>(spec.dtype.bits) * spec.dtype.lanes,
-                             &bits)) {
+  uint64_t bytes;
+  if (!TensorBytes(static_cast<uint64_t>(numel), spec.dtype, &bytes)) {
     TVM_FFI_THROW(ValueError) << name_ << "(): output " << Label(spec.position) << " of " << numel
-                              << " elements overflows 64 bits in bytes";
+                              << " elements of " << ffi::DLDataTypeToString(spec.dtype)
+                              << " takes 2^63 bytes or more, more than a tensor can hold";
   }
   if (spec.shape.has_value()) return *spec.shape;
   return ffi::Shape(extents, extents + spec.dims.size());
