@@ -21,6 +21,7 @@
 #include "bind/merge.h"
 #include "bind/output_plan.h"
 #include "bind/outputs.h"
+#include "out_of_memory.h"
 #include "packed_args.h"
 #include "partial_function.h"
 #include "registry.h"
@@ -141,25 +142,32 @@ class PartialFunctionObj final : public ffi::FunctionObj {
     plan_ = detail::OutputPlan(outputs_, bound_, name_, param_names_);
   }
 
-  /*! \brief A call of a partial with outputs: allocate them, call, return them. */
+  /*!
+   * \brief A call of a partial with outputs: allocate them, call, return them. A failed
+   *        allocation is a MemoryError; the wrapped function's errors pass through unchanged.
+   */
   TVM_FFI_NO_INLINE void CallWithOutputs(const TVMFFIAny* caller, int32_t num_args, int64_t total,
                                          ffi::Any* result) const {
     constexpr int32_t kInlineOutputs = 4;
     ffi::Any inline_outs[kInlineOutputs];
     std::unique_ptr<ffi::Any[]> heap_outs;
     ffi::Any* outs = inline_outs;
-    if (num_outputs_ > kInlineOutputs) {
-      heap_outs.reset(new ffi::Any[num_outputs_]);
-      outs = heap_outs.get();
-    }
-    plan_.Allocate(caller, num_args, outs);
     TVMFFIAny inline_views[kInlineArgs];
     std::unique_ptr<TVMFFIAny[]> heap_views;
     TVMFFIAny* views = inline_views;
-    if (num_bound_ > kInlineArgs) {
-      heap_views.reset(new TVMFFIAny[num_bound_]);
-      views = heap_views.get();
-    }
+    detail::OutOfMemoryAsMemoryError(
+        [&] {
+          if (num_outputs_ > kInlineOutputs) {
+            heap_outs.reset(new ffi::Any[num_outputs_]);
+            outs = heap_outs.get();
+          }
+          plan_.Allocate(caller, num_args, outs);
+          if (num_bound_ > kInlineArgs) {
+            heap_views.reset(new TVMFFIAny[num_bound_]);
+            views = heap_views.get();
+          }
+        },
+        [this] { return DisplayName() + "()"; });
     std::memcpy(views, views_.data(), num_bound_ * sizeof(TVMFFIAny));
     for (int32_t k = 0; k < num_outputs_; ++k) {
       views[output_slots_[k]] = *reinterpret_cast<const TVMFFIAny*>(&outs[k]);
@@ -219,7 +227,8 @@ class PartialFunctionObj final : public ffi::FunctionObj {
     std::unique_ptr<TVMFFIAny[]> heap_slots;
     TVMFFIAny* packed = inline_slots;
     if (total > kInlineArgs) {
-      heap_slots.reset(new TVMFFIAny[total]);
+      detail::OutOfMemoryAsMemoryError([&] { heap_slots.reset(new TVMFFIAny[total]); },
+                                       [this] { return DisplayName() + "()"; });
       packed = heap_slots.get();
     }
     int64_t filled = 0;

@@ -381,7 +381,7 @@ def test_output_allocation_asks_for_its_size_in_bytes():
         env={"ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":allocator_may_return_null=1"},
     )
     for (numel, dtype), (kind, message), nbytes in zip(sizes, result, [s[2] for s in OUTPUT_SIZES if s[2]]):
-        assert kind == "RuntimeError", (numel, dtype, kind, message)
+        assert kind == "MemoryError", (numel, dtype, kind, message)
         assert message.startswith(
             f"k(): cannot allocate output 'out' (position 1): out of memory allocating a tensor of {nbytes} bytes"
         ), (numel, dtype, message)
@@ -404,9 +404,42 @@ def test_out_of_memory_is_an_error_not_a_crash():
             print(json.dumps({"error": type(err).__name__ + ": " + str(err)}))
         """)
     assert result["error"].startswith(
-        "RuntimeError: main(): cannot allocate output 'y' (position 1): out of "
+        "MemoryError: main(): cannot allocate output 'y' (position 1): out of "
         "memory allocating a tensor of 144115188075855872 bytes"
     ), result
+
+
+def test_out_of_memory_under_an_address_space_limit_is_a_memory_error():
+    """Five outputs of 256 MiB (more than the call holds inline) under a limit that leaves room
+    for two: the third fails, a MemoryError naming it; the two allocated are released (a second
+    call fails alike); the wrapped function is never called."""
+    result = run_json(
+        """
+        import json, resource, tvm_ffi, tvm_partial
+        called = []
+        f = tvm_ffi.convert(lambda *args: called.append(len(args)))
+        n = 64 << 20  # float32: 256 MiB
+        outputs = [[p, "float32", [[-1, n]]] for p in range(1, 6)]
+        g = tvm_ffi.get_global_func("runtime.PartialApply")(f, {}, "k", ["x", *"abcde"], outputs)
+        with open("/proc/self/status") as status:
+            vm = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
+        resource.setrlimit(resource.RLIMIT_AS, (vm + (640 << 20), resource.RLIM_INFINITY))
+        errors = []
+        for _ in range(2):
+            try:
+                g(0)
+                errors.append(None)
+            except Exception as err:
+                errors.append(type(err).__name__ + ": " + str(err))
+        print(json.dumps({"errors": errors, "called": called}))
+        """,
+        env={"ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":allocator_may_return_null=1"},
+    )
+    expected = (
+        "MemoryError: k(): cannot allocate output 'c' (position 3): out of memory allocating a "
+        "tensor of 268435456 bytes"
+    )
+    assert result == {"errors": [expected, expected], "called": []}, result
 
 
 def test_bad_output_positions_from_the_ffi(conv):

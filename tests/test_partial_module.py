@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 
@@ -14,7 +15,7 @@ import tvm_ffi
 from tvm import te
 
 import tvm_partial
-from helpers import affine4_ref, ints, run_json, tensor
+from helpers import affine4_ref, ints, run_json, run_python, tensor
 from tvm_partial import _fixtures as fixtures
 
 _view = tvm_ffi.get_global_func("runtime.TVMTensorCreateView")
@@ -176,6 +177,63 @@ def test_what_a_module_merge_accepts_loads_back(affine4, inner_kind):
     # Free positions land at 0, 2, 3, ... (4 past the names); with the output at 3: 0, 2, 4, ...
     reachable = {"names": [0, 1, 2], "names and an output": [0, 1], "no names": list(range(6))}
     assert accepted == [(q, kind) for q in reachable[inner_kind] for kind in ("bound", "output")]
+
+
+OUT_OF_MEMORY = """
+import json, resource
+import numpy as np, tvm, tvm_ffi, tvm_partial
+from tvm import te
+MiB = 1 << 20
+x = te.placeholder((4,), "float32", name="x")
+exe = tvm.compile(te.create_prim_func([x, te.compute((4,), lambda i: x[i], name="y")]), target="llvm")
+held = tvm_partial.partial(exe, {0: np.ones(256 * MiB // 4, "float32")})
+blob = tvm_partial.save_to_bytes(held)
+inner = tvm_ffi.get_global_func("runtime.PartialApply")(exe["main"], {2 * i: i for i in range(1 << 20)})
+outer = tvm_ffi.convert({i: i for i in range(1 << 20)})  # converted before the limit
+
+def limit(headroom):
+    with open("/proc/self/status") as status:
+        vm = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
+    resource.setrlimit(resource.RLIMIT_AS, (vm + headroom, resource.RLIM_INFINITY))
+
+# Each global fails in its own code: the headroom leaves room for what tvm-ffi copies first.
+calls = {
+    "tvm_partial.SaveToBytes": (128 * MiB, lambda f: f(held)),  # a std::string of 256 MiB
+    "ffi.Module.load_from_bytes.partial_apply": (384 * MiB, lambda f: f(blob)),  # the tensor
+    "runtime.PartialApply": (32 * MiB, lambda f: f(inner, outer)),  # the merge of 2 Mi positions
+}
+results = {}
+for name, (headroom, call) in calls.items():
+    function = tvm_ffi.get_global_func(name)
+    limit(headroom)
+    try:
+        call(function)
+        results[name] = ["returned", ""]
+    except Exception as err:
+        results[name] = [type(err).__name__, str(err)]
+    resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+print(json.dumps(results))
+"""
+
+
+def test_out_of_memory_is_a_memory_error_from_every_global():
+    """Under an address-space limit a typed global (SaveToBytes), the loader and a packed global
+    (PartialApply) raise MemoryError, never tvm-ffi's InternalError for a std::bad_alloc."""
+    proc = run_python(
+        OUT_OF_MEMORY,
+        env={"ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":allocator_may_return_null=1"},
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert results == {
+        "tvm_partial.SaveToBytes": ["MemoryError", "tvm_partial.SaveToBytes: out of memory (std::bad_alloc)"],
+        "ffi.Module.load_from_bytes.partial_apply": [
+            "MemoryError",
+            "out of memory allocating a tensor of 268435456 bytes",
+        ],
+        "runtime.PartialApply": ["MemoryError", "runtime.PartialApply: out of memory (std::bad_alloc)"],
+    }
 
 
 def _typed(values: np.ndarray, dtype: str):

@@ -124,7 +124,7 @@ ffi::Tensor AlignedEmpty(ffi::Shape shape, DLDataType dtype, DLDevice device) {
     std::unique_ptr<void, FreeDeleter> data(
         padded > SIZE_MAX ? nullptr : std::aligned_alloc(kAlignment, static_cast<size_t>(padded)));
     if (data == nullptr) {
-      TVM_FFI_THROW(RuntimeError) << "out of memory allocating a tensor of " << nbytes << " bytes";
+      TVM_FFI_THROW(MemoryError) << "out of memory allocating a tensor of " << nbytes << " bytes";
     }
     ffi::Tensor tensor =
         ffi::Tensor::FromNDAlloc(AlignedHostAlloc{data.get()}, shape, dtype, device);
@@ -134,9 +134,9 @@ ffi::Tensor AlignedEmpty(ffi::Shape shape, DLDataType dtype, DLDevice device) {
   // TVM's device allocators align to at least 64 bytes, and size the allocation with tvm-ffi's
   // GetDataSize, which counts bits in 64 bits: past 2^61 bytes it would wrap and allocate less.
   if (nbytes >= (uint64_t{1} << 61)) {
-    TVM_FFI_THROW(RuntimeError) << "out of memory allocating a tensor of " << nbytes << " bytes on "
-                                << detail::DeviceString(device.device_type, device.device_id)
-                                << " (the TVM runtime allocates less than 2^61 bytes)";
+    TVM_FFI_THROW(MemoryError) << "out of memory allocating a tensor of " << nbytes << " bytes on "
+                               << detail::DeviceString(device.device_type, device.device_id)
+                               << " (the TVM runtime allocates less than 2^61 bytes)";
   }
   return RuntimeGlobal("runtime.TVMTensorAllocWithScope", device)(shape, dtype, device, nullptr)
       .cast<ffi::Tensor>();

@@ -10,12 +10,15 @@
 #include <tvm/ffi/dtype.h>
 #include <tvm/ffi/error.h>
 
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "bind/aligned_tensor.h"
 #include "bind/outputs.h"
+#include "out_of_memory.h"
 
 namespace tvm_partial {
 namespace detail {
@@ -131,10 +134,27 @@ void OutputPlan::Allocate(const TVMFFIAny* caller, int32_t num_args, ffi::Any* o
     try {
       out[k] = AlignedEmpty(std::move(shape), spec.dtype, device);
     } catch (const ffi::Error& err) {
-      TVM_FFI_THROW(RuntimeError) << name_ << "(): cannot allocate output " << Label(spec.position)
-                                  << ": " << err.message();
+      ThrowCannotAllocate(spec, IsOutOfMemory(err), err.message());
+    } catch (const std::bad_alloc& err) {
+      ThrowCannotAllocate(spec, true, err.what());
+    } catch (const std::length_error& err) {
+      ThrowCannotAllocate(spec, true, err.what());
     }
   }
+}
+
+bool OutputPlan::IsOutOfMemory(const ffi::Error& err) {
+  // AlignedEmpty's own kind; TVM's device allocators raise other kinds that say so in words.
+  return err.kind() == "MemoryError" || err.message().find("out of memory") != std::string::npos;
+}
+
+void OutputPlan::ThrowCannotAllocate(const Spec& spec, bool out_of_memory,
+                                     const std::string& why) const {
+  const std::string what =
+      name_ + "(): cannot allocate output " + Label(spec.position) + ": " + why;
+  if (out_of_memory) TVM_FFI_THROW(MemoryError) << what;
+  TVM_FFI_THROW(RuntimeError) << what;
+  TVM_FFI_UNREACHABLE();
 }
 
 void OutputPlan::Return(ffi::Any* outs, ffi::Any* result) const {
@@ -142,10 +162,14 @@ void OutputPlan::Return(ffi::Any* outs, ffi::Any* result) const {
     *result = std::move(outs[0]);
     return;
   }
-  ffi::Array<ffi::Any> all;
-  all.reserve(specs_.size());
-  for (size_t k = 0; k < specs_.size(); ++k) all.push_back(std::move(outs[k]));
-  *result = std::move(all);
+  OutOfMemoryAsMemoryError(
+      [&] {
+        ffi::Array<ffi::Any> all;
+        all.reserve(specs_.size());
+        for (size_t k = 0; k < specs_.size(); ++k) all.push_back(std::move(outs[k]));
+        *result = std::move(all);
+      },
+      [this] { return name_ + "()"; });
 }
 
 }  // namespace detail

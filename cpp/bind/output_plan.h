@@ -8,6 +8,7 @@
 #ifndef TVM_PARTIAL_BIND_OUTPUT_PLAN_H_
 #define TVM_PARTIAL_BIND_OUTPUT_PLAN_H_
 
+#include <tvm/ffi/error.h>
 #include <tvm_partial/partial_apply.h>
 
 #include <string>
@@ -32,7 +33,10 @@ class OutputPlan {
 
   size_t size() const { return specs_.size(); }
 
-  /*! \brief Allocate every output of a call into out[0..size()), in the order given. */
+  /*!
+   * \brief Allocate every output of a call into out[0..size()), in the order given.
+   * \throws MemoryError naming the output when its allocation fails for want of memory.
+   */
   void Allocate(const TVMFFIAny* caller, int32_t num_args, ffi::Any* out) const;
 
   /*! \brief The call's return value: the output (one) or an Array of them (several). */
@@ -57,6 +61,11 @@ class OutputPlan {
   [[noreturn]] TVM_FFI_NO_INLINE void ThrowSource(const Spec& spec, size_t d, const DLTensor* t,
                                                   int32_t num_args) const;
   std::string Label(int64_t position) const;
+  /*! \brief Whether an allocator's error says it ran out of memory. */
+  static bool IsOutOfMemory(const ffi::Error& err);
+  /*! \brief MemoryError (out of memory) or RuntimeError naming the output, and why. */
+  [[noreturn]] TVM_FFI_NO_INLINE void ThrowCannotAllocate(const Spec& spec, bool out_of_memory,
+                                                          const std::string& why) const;
 
   std::vector<Spec> specs_;
   DLDevice default_device_{kDLCPU, 0};  // of the first bound tensor, else the CPU
