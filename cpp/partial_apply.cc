@@ -2,8 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file partial_apply.cc
- * \brief The partial function: a closure holding bound arguments by position, and its globals
- *        `runtime.PartialApply` and `runtime.PartialApplyBindings`.
+ * \brief The partial function: a closure holding bound arguments by position, and its global
+ *        `runtime.PartialApply` (introspection globals: partial_module.cc).
  */
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/memory.h>
@@ -17,9 +17,13 @@
 #include <utility>
 #include <vector>
 
-#include "bindings.h"
-#include "outputs.h"
+#include "bind/bindings.h"
+#include "bind/merge.h"
+#include "bind/output_plan.h"
+#include "bind/outputs.h"
+#include "out_of_memory.h"
 #include "packed_args.h"
+#include "partial_function.h"
 #include "registry.h"
 
 namespace tvm_partial {
@@ -120,7 +124,7 @@ class PartialFunctionObj final : public ffi::FunctionObj {
   BoundList bound_;
   ffi::String name_;
   ffi::Array<ffi::String> param_names_;
-  Outputs outputs_;  // allocated per call and returned, in this order (outputs.h)
+  Outputs outputs_;  // allocated per call and returned, in this order (bind/output_plan.h)
 
  private:
   // ---- Outputs: slots among the bound ones, filled per call with fresh tensors. ----
@@ -138,25 +142,32 @@ class PartialFunctionObj final : public ffi::FunctionObj {
     plan_ = detail::OutputPlan(outputs_, bound_, name_, param_names_);
   }
 
-  /*! \brief A call of a partial with outputs: allocate them, call, return them. */
+  /*!
+   * \brief A call of a partial with outputs: allocate them, call, return them. A failed
+   *        allocation is a MemoryError; the wrapped function's errors pass through unchanged.
+   */
   TVM_FFI_NO_INLINE void CallWithOutputs(const TVMFFIAny* caller, int32_t num_args, int64_t total,
                                          ffi::Any* result) const {
     constexpr int32_t kInlineOutputs = 4;
     ffi::Any inline_outs[kInlineOutputs];
     std::unique_ptr<ffi::Any[]> heap_outs;
     ffi::Any* outs = inline_outs;
-    if (num_outputs_ > kInlineOutputs) {
-      heap_outs.reset(new ffi::Any[num_outputs_]);
-      outs = heap_outs.get();
-    }
-    plan_.Allocate(caller, num_args, outs);
     TVMFFIAny inline_views[kInlineArgs];
     std::unique_ptr<TVMFFIAny[]> heap_views;
     TVMFFIAny* views = inline_views;
-    if (num_bound_ > kInlineArgs) {
-      heap_views.reset(new TVMFFIAny[num_bound_]);
-      views = heap_views.get();
-    }
+    detail::OutOfMemoryAsMemoryError(
+        [&] {
+          if (num_outputs_ > kInlineOutputs) {
+            heap_outs.reset(new ffi::Any[num_outputs_]);
+            outs = heap_outs.get();
+          }
+          plan_.Allocate(caller, num_args, outs);
+          if (num_bound_ > kInlineArgs) {
+            heap_views.reset(new TVMFFIAny[num_bound_]);
+            views = heap_views.get();
+          }
+        },
+        [this] { return DisplayName() + "()"; });
     std::memcpy(views, views_.data(), num_bound_ * sizeof(TVMFFIAny));
     for (int32_t k = 0; k < num_outputs_; ++k) {
       views[output_slots_[k]] = *reinterpret_cast<const TVMFFIAny*>(&outs[k]);
@@ -216,7 +227,8 @@ class PartialFunctionObj final : public ffi::FunctionObj {
     std::unique_ptr<TVMFFIAny[]> heap_slots;
     TVMFFIAny* packed = inline_slots;
     if (total > kInlineArgs) {
-      heap_slots.reset(new TVMFFIAny[total]);
+      detail::OutOfMemoryAsMemoryError([&] { heap_slots.reset(new TVMFFIAny[total]); },
+                                       [this] { return DisplayName() + "()"; });
       packed = heap_slots.get();
     }
     int64_t filled = 0;
@@ -308,31 +320,27 @@ bool GetPartialParts(const ffi::Function& f, PartialParts* out) {
 
 namespace {
 /*! \param original_names The full parameter list of the function a partial `f` wraps, for when
- *         `f` recorded none (see detail::InnerNames); empty: unknown. */
+ *         `f` recorded none (see detail::Merge); empty: unknown. */
 ffi::Function MakePartial(ffi::Function f, BoundList bound, ffi::String name,
                           ffi::Array<ffi::String> param_names, Outputs outputs = {},
                           const ffi::Array<ffi::String>& original_names = {}) {
   if (!f.defined()) TVM_FFI_THROW(TypeError) << "PartialApply: the function to wrap is None";
   const std::string who = name.empty() ? "PartialApply" : std::string(name);
-  detail::CheckAgainstSignature(bound, param_names, who);  // positions as the caller gave them
+  detail::Level level{std::move(bound), std::move(param_names), std::move(outputs)};
   detail::PartialParts inner;
   if (detail::GetPartialParts(f, &inner)) {
-    inner.param_names = detail::InnerNames(inner.bound, inner.outputs, inner.param_names,
-                                           param_names, original_names, who);
     // Flatten: one closure around the original function, one hop per call.
-    if (!inner.outputs.empty() || !outputs.empty()) {
-      detail::MergeLevels(inner, &bound, &param_names, &outputs, who);
-    } else {
-      param_names = detail::MergeNames(inner.bound, inner.param_names, param_names);
-      bound = detail::Merge(inner.bound, bound, who);
-    }
+    level = detail::Merge(detail::Level{std::move(inner.bound), std::move(inner.param_names),
+                                        std::move(inner.outputs)},
+                          std::move(level), original_names, who);
     if (name.empty()) name = inner.name;
     f = inner.target;
+  } else {
+    level = detail::CheckLevel(std::move(level), who);
   }
-  detail::CheckAgainstSignature(bound, param_names, who);
-  outputs = detail::CheckOutputs(std::move(outputs), bound, param_names, who);
-  ffi::ObjectPtr<ffi::FunctionObj> closure = ffi::make_object<PartialFunctionObj>(
-      std::move(f), std::move(bound), std::move(name), std::move(param_names), std::move(outputs));
+  ffi::ObjectPtr<ffi::FunctionObj> closure =
+      ffi::make_object<PartialFunctionObj>(std::move(f), std::move(level.bound), std::move(name),
+                                           std::move(level.param_names), std::move(level.outputs));
   return ffi::Function(std::move(closure));
 }
 }  // namespace

@@ -23,11 +23,14 @@
 #include <utility>
 #include <vector>
 
-#include "bindings.h"
+#include "bind/bindings.h"
+#include "bind/merge.h"
+#include "bind/outputs.h"
 #include "format/common.h"
 #include "format/format.h"
-#include "outputs.h"
+#include "out_of_memory.h"
 #include "packed_args.h"
+#include "partial_function.h"
 #include "registry.h"
 #include "storage/payload_source.h"
 
@@ -41,19 +44,11 @@ using detail::BoundList;
  *         RTTI, so dynamic_cast cannot be used on its modules). */
 constexpr const char kKind[] = "partial_apply";
 
-/*! \brief `f()`, with an allocation that fails (std::bad_alloc, or a length no container can
- *         hold) raised as MemoryError saying what ran out: these run from the library loader and
- *         from TVM's export, outside any global that could convert it. */
+/*! \brief `f()`, with an allocation that fails raised as MemoryError saying what ran out: these
+ *         run from the library loader and from TVM's export, outside any global that converts it. */
 template <typename F>
 auto OutOfMemoryAsError(const char* what, F f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (const std::bad_alloc&) {
-    TVM_FFI_THROW(MemoryError) << what << ": out of memory";
-  } catch (const std::length_error&) {
-    TVM_FFI_THROW(MemoryError) << what << ": out of memory (a size no allocation can hold)";
-  }
-  TVM_FFI_UNREACHABLE();
+  return detail::OutOfMemoryAsMemoryError(f, [what] { return std::string(what); });
 }
 
 class PartialModuleObj final : public ffi::ModuleObj {
@@ -231,7 +226,7 @@ PartialModuleObj* AsPartialModule(const ffi::Module& mod) {
 }
 
 /*! \param originals Per function, its full parameter list for when the inner partial module
- *         recorded none (see detail::InnerNames). */
+ *         recorded none (see detail::Merge). */
 ffi::Module MakePartialModule(
     ffi::Module mod, std::vector<format::FunctionRecord> functions,
     const ffi::Map<ffi::String, ffi::Array<ffi::String>>& originals = {}) {
@@ -259,23 +254,14 @@ ffi::Module MakePartialModule(
       }
       format::FunctionRecord* it = &merged[existing - inner->functions_.data()];
       const std::string who = "PartialApplyModule('" + std::string(outer.name) + "')";
-      it->param_names =
-          detail::InnerNames(it->bound, it->outputs, it->param_names, outer.param_names,
-                             originals.Get(outer.name).value_or(ffi::Array<ffi::String>()), who);
-      if (!it->outputs.empty() || !outer.outputs.empty()) {
-        BoundList inner_bound = std::move(it->bound);
-        Outputs inner_outputs = std::move(it->outputs);
-        it->bound = std::move(outer.bound);
-        it->outputs = std::move(outer.outputs);
-        ffi::Array<ffi::String> inner_names = it->param_names;
-        it->param_names = outer.param_names;
-        detail::MergeLevels(inner_bound, inner_outputs, inner_names, &it->bound, &it->param_names,
-                            &it->outputs, who);
-        it->outputs = detail::CheckOutputs(std::move(it->outputs), it->bound, it->param_names, who);
-      } else {
-        it->param_names = detail::MergeNames(it->bound, it->param_names, outer.param_names);
-        it->bound = detail::Merge(it->bound, outer.bound, who);
-      }
+      detail::Level level = detail::Merge(
+          detail::Level{std::move(it->bound), std::move(it->param_names), std::move(it->outputs)},
+          detail::Level{std::move(outer.bound), std::move(outer.param_names),
+                        std::move(outer.outputs)},
+          originals.Get(outer.name).value_or(ffi::Array<ffi::String>()), who);
+      it->bound = std::move(level.bound);
+      it->param_names = std::move(level.param_names);
+      it->outputs = std::move(level.outputs);
     }
     return ffi::Module(ffi::make_object<PartialModuleObj>(std::move(merged), code));
   }

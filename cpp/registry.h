@@ -3,7 +3,8 @@
 /*!
  * \file registry.h
  * \brief Internal: registration of globals when the code is loaded more than once (the installed
- *        libtvm_partial.so and the copy embedded in each self-contained artifact).
+ *        libtvm_partial.so and the copy embedded in each self-contained artifact). Every global
+ *        registered here reports a failed allocation as MemoryError (out_of_memory.h).
  */
 #ifndef TVM_PARTIAL_REGISTRY_H_
 #define TVM_PARTIAL_REGISTRY_H_
@@ -17,6 +18,8 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+
+#include "out_of_memory.h"
 
 namespace tvm_partial {
 namespace detail {
@@ -78,6 +81,22 @@ inline void RegisterGlobalWithSchemaOnce(const char* name, const ::tvm::ffi::Fun
 }
 
 /*!
+ * \brief The typed function `func` as registered for global `name`: a failed allocation
+ *        inside it, its argument conversions included (they run before its body, in tvm-ffi's
+ *        unpacking), reaches the caller as MemoryError naming `name` (out_of_memory.h). Costs one
+ *        more direct C++ call per call of the global; the closures globals return are not wrapped.
+ */
+inline ::tvm::ffi::Function WithMemoryErrors(const char* name, ::tvm::ffi::Function func) {
+  namespace ffi = ::tvm::ffi;
+  // CallPacked takes func's cpp_call, which lets C++ exceptions through to the handler here.
+  return ffi::Function::FromPacked(
+      [name, func = std::move(func)](ffi::PackedArgs args, ffi::Any* rv) {
+        OutOfMemoryAsMemoryError([&] { func.CallPacked(args, rv); },
+                                 [name] { return std::string(name); });
+      });
+}
+
+/*!
  * \brief Register the typed function `func` (a function or lambda, as for Function::FromTyped)
  *        as global `name`, with the type schema of its signature (what GlobalDef().def records).
  */
@@ -86,7 +105,8 @@ inline void RegisterGlobalOnce(const char* name, F func) noexcept {
   namespace ffi = ::tvm::ffi;
   try {
     using Info = ffi::detail::FunctionInfo<std::decay_t<F>>;
-    RegisterGlobalWithSchemaOnce(name, ffi::Function::FromTyped(std::move(func)),
+    RegisterGlobalWithSchemaOnce(name,
+                                 WithMemoryErrors(name, ffi::Function::FromTyped(std::move(func))),
                                  Info::TypeSchema());
   } catch (...) {
     // As above: building the function or its schema must not throw out of a static initialiser.
@@ -106,7 +126,11 @@ inline void RegisterPackedGlobalOnce(const char* name, F func) noexcept {
     const std::string schema = std::string(R"({"type":")") + ffi::StaticTypeKey::kTVMFFIFunction +
                                R"(","named_args":{"return":[)" + ffi::detail::TypeSchema<R>::v() +
                                "]}}";
-    RegisterGlobalWithSchemaOnce(name, ffi::Function::FromPacked(std::move(func)), schema);
+    // A packed function converts nothing before it runs: guarded in place, without a hop.
+    auto guarded = [name, func = std::move(func)](ffi::PackedArgs args, ffi::Any* rv) {
+      OutOfMemoryAsMemoryError([&] { func(args, rv); }, [name] { return std::string(name); });
+    };
+    RegisterGlobalWithSchemaOnce(name, ffi::Function::FromPacked(std::move(guarded)), schema);
   } catch (...) {
     // As above.
   }

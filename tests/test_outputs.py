@@ -4,9 +4,12 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import tvm
+import tvm_ffi
 from tvm import te
 
 import tvm_partial
@@ -320,6 +323,70 @@ def test_overflowing_output_size_refused():
     ), result
 
 
+#: (elements, dtype, bytes): an output's size counts bytes, sub-byte dtypes packed and rounded up to
+#: a whole byte; None: 2**63 bytes or more, which no tensor can hold. int4x3 takes 12 bits an element.
+OUTPUT_SIZES = [
+    (2**60, "float32", 2**62),
+    (2**61 - 1, "float32", 2**63 - 4),
+    (2**61, "float32", None),
+    (2**63 - 1, "int8", 2**63 - 1),
+    (2**62, "int16", None),
+    (2**62 - 1, "float32x2", None),
+    (2**63 - 1, "int4", 2**62),
+    (2**63 - 1, "float4_e2m1fn", 2**62),
+    (2**63 // 3 * 2 - 1, "int4x3", 2**63 - 3),
+    (2**63 // 3 * 2, "int4x3", 2**63 - 2),
+    (2**63 // 3 * 2 + 1, "int4x3", None),  # 2**63 bytes once rounded up
+]
+
+
+def _output_of(numel: int, dtype: str):
+    """k(x) -> out: a function of two parameters whose out holds `numel` elements of `dtype`."""
+    f = tvm_ffi.convert(lambda *args: None)
+    return tvm.get_global_func("runtime.PartialApply")(f, {}, "k", ["x", "out"], [[1, dtype, [[-1, numel]]]])
+
+
+@pytest.mark.parametrize(("numel", "dtype", "nbytes"), OUTPUT_SIZES)
+def test_output_size_counts_bytes_at_bind_time(numel, dtype, nbytes):
+    """Checked when binding (a static shape is planned then), never allocated here."""
+    if nbytes is None:
+        with pytest.raises(
+            ValueError,
+            match=rf"k\(\): output 'out' \(position 1\) of {numel} elements of {dtype} takes 2\^63 ",
+        ):
+            _output_of(numel, dtype)
+    else:
+        g = _output_of(numel, dtype)
+        assert tvm_partial.outputs(g)[0]["shape"] == [numel]
+
+
+def test_output_allocation_asks_for_its_size_in_bytes():
+    """A call allocates the bytes the check counted (or fails saying so): never fewer, which a size
+    counted in bits and wrapped past 2**64 would give, and then the kernel writes past the end."""
+    sizes = [(numel, dtype) for numel, dtype, nbytes in OUTPUT_SIZES if nbytes is not None]
+    result = run_json(
+        f"""
+        import json, tvm_ffi, tvm_partial
+        f = tvm_ffi.convert(lambda *args: None)
+        apply = tvm_ffi.get_global_func("runtime.PartialApply")
+        results = []
+        for numel, dtype in {sizes!r}:
+            try:
+                g = apply(f, {{}}, "k", ["x", "out"], [[1, dtype, [[-1, numel]]]])
+                results.append(["returned", list(g(0).shape)])
+            except Exception as err:
+                results.append([type(err).__name__, str(err)])
+        print(json.dumps(results))
+        """,
+        env={"ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":allocator_may_return_null=1"},
+    )
+    for (numel, dtype), (kind, message), nbytes in zip(sizes, result, [s[2] for s in OUTPUT_SIZES if s[2]]):
+        assert kind == "MemoryError", (numel, dtype, kind, message)
+        assert message.startswith(
+            f"k(): cannot allocate output 'out' (position 1): out of memory allocating a tensor of {nbytes} bytes"
+        ), (numel, dtype, message)
+
+
 def test_out_of_memory_is_an_error_not_a_crash():
     result = run_json("""
         import json, numpy as np, tvm, tvm_ffi, tvm_partial
@@ -337,9 +404,42 @@ def test_out_of_memory_is_an_error_not_a_crash():
             print(json.dumps({"error": type(err).__name__ + ": " + str(err)}))
         """)
     assert result["error"].startswith(
-        "RuntimeError: main(): cannot allocate output 'y' (position 1): out of "
+        "MemoryError: main(): cannot allocate output 'y' (position 1): out of "
         "memory allocating a tensor of 144115188075855872 bytes"
     ), result
+
+
+def test_out_of_memory_under_an_address_space_limit_is_a_memory_error():
+    """Five outputs of 256 MiB (more than the call holds inline) under a limit that leaves room
+    for two: the third fails, a MemoryError naming it; the two allocated are released (a second
+    call fails alike); the wrapped function is never called."""
+    result = run_json(
+        """
+        import json, resource, tvm_ffi, tvm_partial
+        called = []
+        f = tvm_ffi.convert(lambda *args: called.append(len(args)))
+        n = 64 << 20  # float32: 256 MiB
+        outputs = [[p, "float32", [[-1, n]]] for p in range(1, 6)]
+        g = tvm_ffi.get_global_func("runtime.PartialApply")(f, {}, "k", ["x", *"abcde"], outputs)
+        with open("/proc/self/status") as status:
+            vm = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
+        resource.setrlimit(resource.RLIMIT_AS, (vm + (640 << 20), resource.RLIM_INFINITY))
+        errors = []
+        for _ in range(2):
+            try:
+                g(0)
+                errors.append(None)
+            except Exception as err:
+                errors.append(type(err).__name__ + ": " + str(err))
+        print(json.dumps({"errors": errors, "called": called}))
+        """,
+        env={"ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":allocator_may_return_null=1"},
+    )
+    expected = (
+        "MemoryError: k(): cannot allocate output 'c' (position 3): out of memory allocating a "
+        "tensor of 268435456 bytes"
+    )
+    assert result == {"errors": [expected, expected], "called": []}, result
 
 
 def test_bad_output_positions_from_the_ffi(conv):

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 
@@ -14,7 +15,7 @@ import tvm_ffi
 from tvm import te
 
 import tvm_partial
-from helpers import affine4_ref, ints, run_json, tensor
+from helpers import affine4_ref, ints, run_json, run_python, tensor
 from tvm_partial import _fixtures as fixtures
 
 _view = tvm_ffi.get_global_func("runtime.TVMTensorCreateView")
@@ -113,6 +114,126 @@ def test_partial_of_partial_module_merges(three_functions):
     loaded["f2"](tensor(x), out)
     assert np.array_equal(out.numpy(), x + b)
     assert tvm_partial.save_to_bytes(loaded) == tvm_partial.save_to_bytes(pm2)
+
+
+PARTIAL_APPLY = tvm_ffi.get_global_func("runtime.PartialApply")
+PARTIAL_APPLY_MODULE = tvm_ffi.get_global_func("runtime.PartialApplyModule")
+AFFINE4_NAMES = ["a", "b", "c", "d"]  # main(a, b, c, out=d)
+#: What an inner partial of affine4's main records: binds b (position 1); with outputs, also
+#: allocates d (position 3) per call.
+INNER_LEVELS = {
+    "names": ({"main": AFFINE4_NAMES}, {}),
+    "names and an output": ({"main": AFFINE4_NAMES}, {"main": [[3, "float32", [[-1, 16]]]]}),
+    "no names": ({}, {}),
+}
+
+
+def test_merge_over_a_module_with_names_checks_positions_as_the_function_path_does(affine4):
+    """main(a, b, c, d) with b bound: outer position 5 lands at 6, past the 4 parameters. The
+    module path refuses it at bind time, as the function path does, naming both positions."""
+    exe, _ = affine4
+    b = tensor(ints(16, seed=2))
+    inner = PARTIAL_APPLY_MODULE(exe.mod, {"main": {1: b}}, {"main": AFFINE4_NAMES})
+    past = r"bound index 5 of the partial lands at position 6 of the function it wraps, past its 4 parameters"
+    with pytest.raises(IndexError, match=r"PartialApplyModule\('main'\): " + past):
+        PARTIAL_APPLY_MODULE(inner, {"main": {5: 7}})
+    inner_f = PARTIAL_APPLY(exe["main"], {1: b}, "main", AFFINE4_NAMES)
+    with pytest.raises(IndexError, match=r"PartialApply: " + past):
+        PARTIAL_APPLY(inner_f, {5: 7})
+    # Position 1 of the partial (c) lands at 2: accepted on both paths, and the result computes.
+    a, c = ints(16, seed=1), ints(16, seed=3)
+    out = tensor(np.zeros(16, "float32"))
+    PARTIAL_APPLY_MODULE(inner, {"main": {1: tensor(c)}})["main"](tensor(a), out)
+    assert np.array_equal(out.numpy(), affine4_ref(a, ints(16, seed=2), c))
+    assert sorted(tvm_partial.bindings(PARTIAL_APPLY(inner_f, {1: tensor(c)}))) == [1, 2]
+
+
+@pytest.mark.parametrize("inner_kind", list(INNER_LEVELS))
+def test_what_a_module_merge_accepts_loads_back(affine4, inner_kind):
+    """Every outer position and output over an inner partial module: what PartialApplyModule
+    accepts, save_to_bytes writes and load_from_bytes reads back byte for byte; what it refuses,
+    the function path refuses too."""
+    exe, _ = affine4
+    names, outputs = INNER_LEVELS[inner_kind]
+    inner_m = PARTIAL_APPLY_MODULE(exe.mod, {"main": {1: tensor(ints(16))}}, names, outputs)
+    inner_f = PARTIAL_APPLY(
+        exe["main"], {1: tensor(ints(16))}, "main", names.get("main", []), outputs.get("main", [])
+    )
+    accepted = []
+    for position in range(6):
+        for outer_bound, outer_outputs in (({position: 7}, []), ({}, [[position, "int8", []]])):
+            try:
+                merged = PARTIAL_APPLY_MODULE(inner_m, {"main": outer_bound}, {}, {"main": outer_outputs})
+            except IndexError as err:
+                with pytest.raises(IndexError):
+                    PARTIAL_APPLY(inner_f, outer_bound, "", [], outer_outputs)
+                assert "past its 4 parameters" in str(err) or "for a function of 4" in str(err), err
+                continue
+            blob = tvm_partial.save_to_bytes(merged)
+            loaded = tvm_partial.load_from_bytes(blob)
+            assert tvm_partial.save_to_bytes(loaded) == blob
+            PARTIAL_APPLY(inner_f, outer_bound, "", [], outer_outputs)  # accepted there too
+            accepted.append((position, "bound" if outer_bound else "output"))
+    # Free positions land at 0, 2, 3, ... (4 past the names); with the output at 3: 0, 2, 4, ...
+    reachable = {"names": [0, 1, 2], "names and an output": [0, 1], "no names": list(range(6))}
+    assert accepted == [(q, kind) for q in reachable[inner_kind] for kind in ("bound", "output")]
+
+
+OUT_OF_MEMORY = """
+import json, resource
+import numpy as np, tvm, tvm_ffi, tvm_partial
+from tvm import te
+MiB = 1 << 20
+x = te.placeholder((4,), "float32", name="x")
+exe = tvm.compile(te.create_prim_func([x, te.compute((4,), lambda i: x[i], name="y")]), target="llvm")
+held = tvm_partial.partial(exe, {0: np.ones(256 * MiB // 4, "float32")})
+blob = tvm_partial.save_to_bytes(held)
+inner = tvm_ffi.get_global_func("runtime.PartialApply")(exe["main"], {2 * i: i for i in range(1 << 20)})
+outer = tvm_ffi.convert({i: i for i in range(1 << 20)})  # converted before the limit
+
+def limit(headroom):
+    with open("/proc/self/status") as status:
+        vm = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
+    resource.setrlimit(resource.RLIMIT_AS, (vm + headroom, resource.RLIM_INFINITY))
+
+# Each global fails in its own code: the headroom leaves room for what tvm-ffi copies first.
+calls = {
+    "tvm_partial.SaveToBytes": (128 * MiB, lambda f: f(held)),  # a std::string of 256 MiB
+    "ffi.Module.load_from_bytes.partial_apply": (384 * MiB, lambda f: f(blob)),  # the tensor
+    "runtime.PartialApply": (32 * MiB, lambda f: f(inner, outer)),  # the merge of 2 Mi positions
+}
+results = {}
+for name, (headroom, call) in calls.items():
+    function = tvm_ffi.get_global_func(name)
+    limit(headroom)
+    try:
+        call(function)
+        results[name] = ["returned", ""]
+    except Exception as err:
+        results[name] = [type(err).__name__, str(err)]
+    resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+print(json.dumps(results))
+"""
+
+
+def test_out_of_memory_is_a_memory_error_from_every_global():
+    """Under an address-space limit a typed global (SaveToBytes), the loader and a packed global
+    (PartialApply) raise MemoryError, never tvm-ffi's InternalError for a std::bad_alloc."""
+    proc = run_python(
+        OUT_OF_MEMORY,
+        env={"ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":allocator_may_return_null=1"},
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert results == {
+        "tvm_partial.SaveToBytes": ["MemoryError", "tvm_partial.SaveToBytes: out of memory (std::bad_alloc)"],
+        "ffi.Module.load_from_bytes.partial_apply": [
+            "MemoryError",
+            "out of memory allocating a tensor of 268435456 bytes",
+        ],
+        "runtime.PartialApply": ["MemoryError", "runtime.PartialApply: out of memory (std::bad_alloc)"],
+    }
 
 
 def _typed(values: np.ndarray, dtype: str):

@@ -46,8 +46,8 @@
 #include <string>
 #include <vector>
 
-#include "bindings.h"
-#include "outputs.h"
+#include "bind/bindings.h"
+#include "bind/outputs.h"
 
 namespace tvm_partial {
 namespace format {

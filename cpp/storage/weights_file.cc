@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "bindings.h"
+#include "bind/bindings.h"
 #include "format/common.h"
 
 namespace tvm_partial {

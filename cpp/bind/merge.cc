@@ -1,0 +1,152 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
+/*!
+ * \file bind/merge.cc
+ * \brief The one merge of a partial over a partial (merge.h).
+ */
+#include "bind/merge.h"
+
+#include <tvm/ffi/error.h>
+
+#include <algorithm>
+#include <iterator>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bind/outputs.h"
+
+namespace tvm_partial {
+namespace detail {
+
+namespace {
+
+/*!
+ * \brief The wrapped function's parameter names to merge with: `inner_names` when recorded, else
+ *        `original` when given and it fits (see Merge), else none.
+ */
+ffi::Array<ffi::String> InnerNames(const std::vector<int64_t>& taken,
+                                   const ffi::Array<ffi::String>& inner_names,
+                                   const ffi::Array<ffi::String>& outer_names,
+                                   const ffi::Array<ffi::String>& original,
+                                   const std::string& who) {
+  if (!inner_names.empty() || original.empty()) return inner_names;
+  const int64_t count = static_cast<int64_t>(original.size());
+  bool fits = taken.empty() || taken.back() < count;
+  if (fits && !outer_names.empty()) {
+    fits = outer_names.size() + taken.size() == original.size();
+    for (int64_t position = 0, j = 0, q = 0; fits && position < count; ++position) {
+      if (j < static_cast<int64_t>(taken.size()) && taken[j] == position) {
+        ++j;
+      } else {
+        fits = outer_names[q++] == original[position];
+      }
+    }
+  }
+  if (!fits) {
+    TVM_FFI_THROW(ValueError) << who << ": the original parameter names (" << original.size()
+                              << ") do not fit the partial's " << taken.size()
+                              << " bound positions and " << outer_names.size()
+                              << " free argument names";
+  }
+  return original;
+}
+
+/*!
+ * \brief Parameter names after the merge: `inner_names` when known; else, when `outer_names`
+ *        names the inner partial's free arguments, those with "arg<i>" at the positions it takes;
+ *        else none.
+ */
+ffi::Array<ffi::String> MergeNames(const std::vector<int64_t>& taken,
+                                   const ffi::Array<ffi::String>& inner_names,
+                                   const ffi::Array<ffi::String>& outer_names) {
+  if (!inner_names.empty() || outer_names.empty()) return inner_names;
+  ffi::Array<ffi::String> names;
+  names.reserve(outer_names.size() + taken.size());
+  size_t j = 0, q = 0;
+  const size_t total = outer_names.size() + taken.size();
+  for (size_t position = 0; position < total; ++position) {
+    if (j < taken.size() && taken[j] == static_cast<int64_t>(position)) {
+      names.push_back(ffi::String("arg" + std::to_string(position)));
+      ++j;
+    } else {
+      if (q >= outer_names.size()) return {};  // inner binds past the end: names unusable
+      names.push_back(outer_names[q++]);
+    }
+  }
+  return j == taken.size() ? names : ffi::Array<ffi::String>();
+}
+
+/*!
+ * \brief The outer bindings at their positions in the wrapped function, each checked against the
+ *        reach of a call and, when `num_names` > 0, against the parameters.
+ */
+BoundList Place(const std::vector<int64_t>& taken, const BoundList& outer, size_t num_names,
+                const std::string& who) {
+  // The inner partial's argument q lands on the q-th position of the wrapped function that
+  // `taken` leaves free: q + j, where j counts the taken positions below it. Both lists are
+  // sorted, so j only grows: one pass over each.
+  BoundList placed;
+  placed.reserve(outer.size());
+  size_t j = 0;
+  for (const auto& [q, value] : outer) {
+    // Unsigned: q is non-negative (checked) and j counts list entries, so the sum cannot wrap.
+    uint64_t position = static_cast<uint64_t>(q) + j;
+    while (j < taken.size() && static_cast<uint64_t>(taken[j]) <= position) {
+      ++j;
+      ++position;
+    }
+    if (q < 0 || position > static_cast<uint64_t>(kMaxPosition)) {
+      TVM_FFI_THROW(IndexError) << who << ": bound index " << q << " of the partial lands at "
+                                << "position " << position << " of the function it wraps, which "
+                                << "no call can reach (a call passes at most " << kMaxCallArgs
+                                << " arguments)";
+    }
+    if (num_names > 0 && position >= num_names) {
+      TVM_FFI_THROW(IndexError) << who << ": bound index " << q << " of the partial lands at "
+                                << "position " << position << " of the function it wraps, past "
+                                << "its " << num_names << " parameters";
+    }
+    placed.emplace_back(static_cast<int64_t>(position), value);
+  }
+  return placed;
+}
+
+}  // namespace
+
+Level CheckLevel(Level level, const std::string& who) {
+  CheckAgainstSignature(level.bound, level.param_names, who);
+  level.outputs = CheckOutputs(std::move(level.outputs), level.bound, level.param_names, who);
+  return level;
+}
+
+Level Merge(const Level& inner, Level outer, const ffi::Array<ffi::String>& original,
+            const std::string& who) {
+  // As given first: positions are checked before they are mapped (a negative one would map
+  // anywhere), and errors name them as the caller wrote them.
+  outer = CheckLevel(std::move(outer), who);
+  // The inner outputs take positions as its bindings do.
+  const std::vector<int64_t> taken = TakenPositions(inner.bound, inner.outputs);
+  Level merged;
+  merged.param_names =
+      MergeNames(taken, InnerNames(taken, inner.param_names, outer.param_names, original, who),
+                 outer.param_names);
+  const BoundList placed = Place(taken, outer.bound, merged.param_names.size(), who);
+  merged.bound.reserve(inner.bound.size() + placed.size());
+  std::merge(inner.bound.begin(), inner.bound.end(), placed.begin(), placed.end(),
+             std::back_inserter(merged.bound),
+             [](const auto& a, const auto& b) { return a.first < b.first; });
+  merged.outputs = inner.outputs;
+  merged.outputs.reserve(inner.outputs.size() + outer.outputs.size());
+  for (Output o : outer.outputs) {
+    o.position = ToWrapped(taken, o.position);
+    for (OutputDim& dim : o.shape) {
+      if (dim.arg >= 0) dim.arg = ToWrapped(taken, dim.arg);
+    }
+    merged.outputs.push_back(std::move(o));
+  }
+  return CheckLevel(std::move(merged), who);
+}
+
+}  // namespace detail
+}  // namespace tvm_partial

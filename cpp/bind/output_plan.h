@@ -1,0 +1,80 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
+/*!
+ * \file bind/output_plan.h
+ * \brief Internal: what the closure does per call for the outputs it allocates and returns,
+ *        planned at bind time so the call does no lookups.
+ */
+#ifndef TVM_PARTIAL_BIND_OUTPUT_PLAN_H_
+#define TVM_PARTIAL_BIND_OUTPUT_PLAN_H_
+
+#include <tvm/ffi/error.h>
+#include <tvm_partial/partial_apply.h>
+
+#include <string>
+#include <vector>
+
+#include "bind/bindings.h"
+
+namespace tvm_partial {
+namespace detail {
+
+/*!
+ * \brief What the call does for outputs, planned at bind time: shapes static or read from caller
+ *        argument (index, axis), dtype, default device.
+ */
+class OutputPlan {
+ public:
+  OutputPlan() = default;
+  /*! \param outputs Checked records (CheckOutputs). \param bound The bindings of the same closure.
+   */
+  OutputPlan(const Outputs& outputs, const BoundList& bound, const ffi::String& name,
+             const ffi::Array<ffi::String>& names);
+
+  size_t size() const { return specs_.size(); }
+
+  /*!
+   * \brief Allocate every output of a call into out[0..size()), in the order given.
+   * \throws MemoryError naming the output when its allocation fails for want of memory.
+   */
+  void Allocate(const TVMFFIAny* caller, int32_t num_args, ffi::Any* out) const;
+
+  /*! \brief The call's return value: the output (one) or an Array of them (several). */
+  void Return(ffi::Any* outs, ffi::Any* result) const;
+
+ private:
+  struct Dim {
+    int64_t extent;  // static extent, or -1 when read from the call
+    int32_t arg;     // caller argument index (when extent == -1)
+    int32_t axis;
+  };
+  struct Spec {
+    int64_t position;  // in the wrapped function (for messages)
+    DLDataType dtype;
+    std::vector<Dim> dims;
+    ffi::Optional<ffi::Shape> shape;  // set when every dimension is static: reused by each call
+  };
+
+  ffi::Shape ResolveShape(const Spec& spec, const TVMFFIAny* caller, int32_t num_args) const;
+  [[noreturn]] TVM_FFI_NO_INLINE void ThrowDim(const Spec& spec, size_t d,
+                                               const std::string& what) const;
+  [[noreturn]] TVM_FFI_NO_INLINE void ThrowSource(const Spec& spec, size_t d, const DLTensor* t,
+                                                  int32_t num_args) const;
+  std::string Label(int64_t position) const;
+  /*! \brief Whether an allocator's error says it ran out of memory. */
+  static bool IsOutOfMemory(const ffi::Error& err);
+  /*! \brief MemoryError (out of memory) or RuntimeError naming the output, and why. */
+  [[noreturn]] TVM_FFI_NO_INLINE void ThrowCannotAllocate(const Spec& spec, bool out_of_memory,
+                                                          const std::string& why) const;
+
+  std::vector<Spec> specs_;
+  DLDevice default_device_{kDLCPU, 0};  // of the first bound tensor, else the CPU
+  std::string name_;
+  ffi::Array<ffi::String> names_;
+  std::vector<int64_t> taken_;  // sorted positions of bindings and outputs (for messages)
+};
+
+}  // namespace detail
+}  // namespace tvm_partial
+
+#endif  // TVM_PARTIAL_BIND_OUTPUT_PLAN_H_
