@@ -45,7 +45,8 @@ using detail::BoundList;
 constexpr const char kKind[] = "partial_apply";
 
 /*! \brief `f()`, with an allocation that fails raised as MemoryError saying what ran out: these
- *         run from the library loader and from TVM's export, outside any global that converts it. */
+ *         run from the library loader and from TVM's export, outside any global that converts it.
+ */
 template <typename F>
 auto OutOfMemoryAsError(const char* what, F f) -> decltype(f()) {
   return detail::OutOfMemoryAsMemoryError(f, [what] { return std::string(what); });
