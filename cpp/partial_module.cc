@@ -226,144 +226,7 @@ PartialModuleObj* AsPartialModule(const ffi::Module& mod) {
   return obj->kind() == kKind ? static_cast<PartialModuleObj*>(obj) : nullptr;
 }
 
-/*! \param originals Per function, its full parameter list for when the inner partial module
- *         recorded none (see detail::Merge). */
-ffi::Module MakePartialModule(
-    ffi::Module mod, std::vector<format::FunctionRecord> functions,
-    const ffi::Map<ffi::String, ffi::Array<ffi::String>>& originals = {}) {
-  PartialModuleObj* inner = AsPartialModule(mod);
-  // The compiled code the bindings will apply to (a partial module's wrapped module; absent for
-  // one restored from bytes alone, whose functions are checked at lookup).
-  ffi::Optional<ffi::Module> code = inner == nullptr ? ffi::Optional<ffi::Module>(mod)
-                                    : inner->HasWrapped()
-                                        ? ffi::Optional<ffi::Module>(inner->Wrapped())
-                                        : ffi::Optional<ffi::Module>();
-  for (const format::FunctionRecord& r : functions) {
-    if (code.has_value() && !(*code)->GetFunction(r.name, /*query_imports=*/true).has_value()) {
-      TVM_FFI_THROW(AttributeError) << "PartialApplyModule: the module (" << (*code)->kind()
-                                    << ") has no function '" << r.name << "' to bind";
-    }
-  }
-  if (inner != nullptr) {
-    // Merge into one level over the same compiled code.
-    std::vector<format::FunctionRecord> merged = inner->Records();
-    for (format::FunctionRecord& outer : functions) {
-      const format::FunctionRecord* existing = inner->Find(outer.name);
-      if (existing == nullptr) {
-        merged.push_back(std::move(outer));
-        continue;
-      }
-      format::FunctionRecord* it = &merged[existing - inner->functions_.data()];
-      const std::string who = "PartialApplyModule('" + std::string(outer.name) + "')";
-      detail::Level level = detail::Merge(
-          detail::Level{std::move(it->bound), std::move(it->param_names), std::move(it->outputs)},
-          detail::Level{std::move(outer.bound), std::move(outer.param_names),
-                        std::move(outer.outputs)},
-          originals.Get(outer.name).value_or(ffi::Array<ffi::String>()), who);
-      it->bound = std::move(level.bound);
-      it->param_names = std::move(level.param_names);
-      it->outputs = std::move(level.outputs);
-    }
-    return ffi::Module(ffi::make_object<PartialModuleObj>(std::move(merged), code));
-  }
-  return ffi::Module(ffi::make_object<PartialModuleObj>(std::move(functions), mod));
-}
-
-/*! \brief One function's record, its positions checked against its names (when given). */
-format::FunctionRecord MakeRecord(const ffi::String& name,
-                                  const ffi::Map<ffi::String, ffi::Array<ffi::String>>& names,
-                                  BoundList bound, Outputs outputs = {}) {
-  format::FunctionRecord r{name, names.Get(name).value_or(ffi::Array<ffi::String>()),
-                           std::move(bound)};
-  // Checked here against this level's bindings (as given); merged with an inner module's later.
-  r.outputs = std::move(outputs);
-  if (!r.outputs.empty()) {
-    r.outputs = detail::CheckOutputs(std::move(r.outputs), r.bound, r.param_names,
-                                     "PartialApplyModule('" + std::string(name) + "')");
-  }
-  detail::CheckAgainstSignature(r.bound, r.param_names,
-                                "PartialApplyModule('" + std::string(name) + "')");
-  return r;
-}
-
-/*!
- * \brief The records of a partial function (one, named "") or of a partial_apply module made by
- *        this copy of the code; nullopt for anything else.
- */
-std::optional<std::vector<format::FunctionRecord>> RecordsOf(const ffi::Any& obj) {
-  if (auto f = obj.try_cast<ffi::Function>()) {
-    detail::PartialParts parts;
-    if (!detail::GetPartialParts(*f, &parts)) return std::nullopt;
-    format::FunctionRecord record{"", parts.param_names, std::move(parts.bound)};
-    record.outputs = std::move(parts.outputs);
-    return std::vector<format::FunctionRecord>{std::move(record)};
-  }
-  if (auto m = obj.try_cast<ffi::Module>()) {
-    if (PartialModuleObj* pm = AsPartialModule(*m)) return pm->Records();
-  }
-  return std::nullopt;
-}
-
 }  // namespace
-
-namespace {
-/*! \brief A module of our kind that this copy of the code did not make: say so. */
-std::string ForeignCopyHint(const ffi::Any& obj) {
-  auto m = obj.try_cast<ffi::Module>();
-  if (m.has_value() && std::strcmp((*m)->kind(), kKind) == 0) {
-    return " (a partial_apply module made by another copy of tvm-partial, such as the one inside a "
-           "self-contained artifact, whose bindings this copy cannot read)";
-  }
-  return "";
-}
-
-/*! \brief RecordsOf, or a TypeError from `who` naming what `obj` is instead. */
-std::vector<format::FunctionRecord> RecordsOrThrow(const ffi::Any& obj, const char* who) {
-  auto records = RecordsOf(obj);
-  if (!records.has_value()) {
-    TVM_FFI_THROW(TypeError) << who
-                             << ": expected a partial function or a partial_apply module, got "
-                             << obj.GetTypeKey() << ForeignCopyHint(obj);
-  }
-  return *std::move(records);
-}
-}  // namespace
-
-ffi::Module PartialApplyModule(ffi::Module mod, ffi::Map<ffi::String, Bindings> bindings,
-                               ffi::Map<ffi::String, ffi::Array<ffi::String>> param_names) {
-  std::vector<format::FunctionRecord> functions;
-  for (const auto& [name, bound] : bindings) {
-    functions.push_back(
-        MakeRecord(name, param_names,
-                   detail::FromBindings(bound, "PartialApplyModule('" + std::string(name) + "')")));
-  }
-  return MakePartialModule(std::move(mod), std::move(functions));
-}
-
-ffi::Map<ffi::String, Bindings> PartialApplyBindings(const ffi::Any& obj) {
-  const std::vector<format::FunctionRecord> records = RecordsOrThrow(obj, "PartialApplyBindings");
-  ffi::Map<ffi::String, Bindings> out;
-  for (const auto& r : records) out.Set(r.name, detail::ToBindings(r.bound));
-  return out;
-}
-
-ffi::Map<ffi::String, ffi::Array<ffi::String>> PartialApplyParamNames(const ffi::Any& obj) {
-  const std::vector<format::FunctionRecord> records = RecordsOrThrow(obj, "PartialApplyParamNames");
-  ffi::Map<ffi::String, ffi::Array<ffi::String>> out;
-  for (const auto& r : records) {
-    if (!r.param_names.empty()) out.Set(r.name, r.param_names);
-  }
-  return out;
-}
-
-ffi::Map<ffi::String, ffi::Array<ffi::Any>> PartialApplyOutputs(const ffi::Any& obj) {
-  const std::vector<format::FunctionRecord> records = RecordsOrThrow(obj, "PartialApplyOutputs");
-  ffi::Map<ffi::String, ffi::Array<ffi::Any>> out;
-  for (const auto& r : records) {
-    if (!r.outputs.empty()) out.Set(r.name, detail::OutputsToAny(r.outputs));
-  }
-  return out;
-}
 
 namespace detail {
 
@@ -382,6 +245,21 @@ bool SetWeightsOverride(const ffi::Module& mod, const std::string& path) {
   return pm != nullptr && pm->SetWeightsOverride(path);
 }
 
+bool IsForeignPartialModule(const ffi::Module& mod) {
+  return std::strcmp(mod->kind(), kKind) == 0 && AsPartialModule(mod) == nullptr;
+}
+
+ffi::Optional<ffi::Module> PartialModuleCode(const ffi::Module& mod) {
+  PartialModuleObj* pm = AsPartialModule(mod);
+  if (pm == nullptr || !pm->HasWrapped()) return std::nullopt;
+  return pm->Wrapped();
+}
+
+ffi::Module NewPartialModule(std::vector<format::FunctionRecord> functions,
+                             ffi::Optional<ffi::Module> code) {
+  return ffi::Module(ffi::make_object<PartialModuleObj>(std::move(functions), std::move(code)));
+}
+
 ffi::Module WithExternalRegion(const ffi::Module& mod, format::ExternalRegion region) {
   PartialModuleObj* pm = AsPartialModule(mod);
   ffi::Module out(
@@ -394,43 +272,7 @@ ffi::Module WithExternalRegion(const ffi::Module& mod, format::ExternalRegion re
 
 }  // namespace detail
 
-namespace {
-
-// runtime.PartialApplyModule(mod, {name: {position: value}}, param_names={}, outputs={},
-// original_names={}) from Python; outputs per function as detail::OutputsFromAny reads them;
-// original_names as MakePartialModule takes them.
-void PartialApplyModulePacked(ffi::PackedArgs args, ffi::Any* rv) {
-  detail::CheckArgCount(args, 2, 5,
-                        "runtime.PartialApplyModule(mod, bindings, param_names={}, outputs={}, "
-                        "original_names={})");
-  auto mod = detail::RequiredArg<ffi::Module>(args, 0, "PartialApplyModule", "mod", "a Module");
-  auto raw = detail::RequiredArg<ffi::Map<ffi::String, ffi::Map<ffi::Any, ffi::Any>>>(
-      args, 1, "PartialApplyModule", "bindings", "a map of function names to {position: value}");
-  auto names = detail::OptionalArg<ffi::Map<ffi::String, ffi::Array<ffi::String>>>(args, 2);
-  auto outputs = detail::OptionalArg<ffi::Map<ffi::String, ffi::Any>>(args, 3);
-  std::vector<format::FunctionRecord> functions;
-  for (const auto& [name, bound] : raw) {
-    const std::string who = "PartialApplyModule('" + std::string(name) + "')";
-    Outputs outs = outputs.count(name) ? detail::OutputsFromAny(outputs.at(name), who) : Outputs();
-    functions.push_back(MakeRecord(name, names, detail::FromAnyMap(bound, who), std::move(outs)));
-  }
-  for (const auto& [name, _] : outputs) {
-    if (!raw.count(name)) {
-      TVM_FFI_THROW(ValueError) << "PartialApplyModule: outputs for function '" << name
-                                << "', which has no entry in bindings (give it {} there)";
-    }
-  }
-  *rv = MakePartialModule(
-      mod, std::move(functions),
-      detail::OptionalArg<ffi::Map<ffi::String, ffi::Array<ffi::String>>>(args, 4));
-}
-
-}  // namespace
-
 TVM_FFI_STATIC_INIT_BLOCK() {
-  detail::RegisterPackedGlobalOnce<ffi::Module>("runtime.PartialApplyModule",
-                                                &PartialApplyModulePacked);
-  detail::RegisterGlobalOnce("runtime.PartialApplyBindings", PartialApplyBindings);
   // A cheap test, so Python need not turn a C++ exception into a Python one to find out.
   detail::RegisterGlobalOnce("tvm_partial.IsPartial", [](ffi::Any obj) {
     if (auto f = obj.try_cast<ffi::Function>()) {
@@ -439,8 +281,6 @@ TVM_FFI_STATIC_INIT_BLOCK() {
     auto m = obj.try_cast<ffi::Module>();
     return m.has_value() && AsPartialModule(*m) != nullptr;
   });
-  detail::RegisterGlobalOnce("tvm_partial.ParamNames", PartialApplyParamNames);
-  detail::RegisterGlobalOnce("tvm_partial.Outputs", PartialApplyOutputs);
   detail::RegisterGlobalOnce("ffi.Module.load_from_bytes.partial_apply",
                              PartialModuleObj::LoadFromBytes);
   detail::RegisterGlobalOnce("tvm_partial.SaveToBytes",

@@ -25,6 +25,17 @@ const std::vector<format::FunctionRecord>* PartialModuleRecords(const ffi::Modul
 /*! \brief The region `mod` saves its payloads to (set by WithExternalRegion), else null. */
 const format::ExternalRegion* PartialModuleRegion(const ffi::Module& mod);
 
+/*! \brief A module of kind partial_apply that another copy of tvm-partial made (such as the one
+ *         inside a self-contained artifact): this copy cannot read its records. */
+bool IsForeignPartialModule(const ffi::Module& mod);
+
+/*! \brief The compiled code a partial_apply module of this copy binds, if it has any. */
+ffi::Optional<ffi::Module> PartialModuleCode(const ffi::Module& mod);
+
+/*! \brief A partial_apply module with these records over `code` (its first import). */
+ffi::Module NewPartialModule(std::vector<format::FunctionRecord> functions,
+                             ffi::Optional<ffi::Module> code);
+
 /*!
  * \brief Make the partial_apply module `mod`, loaded from bytes and not used yet, take its
  *        tensors from the weights file `path` by key (load(path, weights_file=...)).

@@ -1,0 +1,216 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
+/*!
+ * \file bind_module.cc
+ * \brief Binding a module: `runtime.PartialApplyModule` (a partial module over a module, merged
+ *        into one level over a partial module through the one merge, bind/merge.h) and the
+ *        introspection of partials (`runtime.PartialApplyBindings`, `tvm_partial.ParamNames`,
+ *        `tvm_partial.Outputs`). The module kind itself is partial_module.cc.
+ */
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/string.h>
+#include <tvm_partial/partial_apply.h>
+
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "bind/bindings.h"
+#include "bind/merge.h"
+#include "bind/outputs.h"
+#include "format/format.h"
+#include "packed_args.h"
+#include "partial_function.h"
+#include "partial_module.h"
+#include "registry.h"
+
+namespace tvm_partial {
+
+namespace {
+
+using detail::BoundList;
+
+/*! \param originals Per function, its full parameter list for when the inner partial module
+ *         recorded none (see detail::Merge). */
+ffi::Module MakePartialModule(
+    ffi::Module mod, std::vector<format::FunctionRecord> functions,
+    const ffi::Map<ffi::String, ffi::Array<ffi::String>>& originals = {}) {
+  const std::vector<format::FunctionRecord>* inner = detail::PartialModuleRecords(mod);
+  // The compiled code the bindings will apply to (a partial module's wrapped module; absent for
+  // one restored from bytes alone, whose functions are checked at lookup).
+  ffi::Optional<ffi::Module> code =
+      inner == nullptr ? ffi::Optional<ffi::Module>(mod) : detail::PartialModuleCode(mod);
+  for (const format::FunctionRecord& r : functions) {
+    if (code.has_value() && !(*code)->GetFunction(r.name, /*query_imports=*/true).has_value()) {
+      TVM_FFI_THROW(AttributeError) << "PartialApplyModule: the module (" << (*code)->kind()
+                                    << ") has no function '" << r.name << "' to bind";
+    }
+  }
+  if (inner != nullptr) {
+    // Merge into one level over the same compiled code.
+    std::vector<format::FunctionRecord> merged = *inner;
+    std::unordered_map<std::string, size_t> index;  // name -> its record: O(1) each
+    for (size_t i = 0; i < merged.size(); ++i) index.emplace(std::string(merged[i].name), i);
+    for (format::FunctionRecord& outer : functions) {
+      auto existing = index.find(std::string(outer.name));
+      if (existing == index.end()) {
+        merged.push_back(std::move(outer));
+        continue;
+      }
+      format::FunctionRecord* it = &merged[existing->second];
+      const std::string who = "PartialApplyModule('" + std::string(outer.name) + "')";
+      detail::Level level = detail::Merge(
+          detail::Level{std::move(it->bound), std::move(it->param_names), std::move(it->outputs)},
+          detail::Level{std::move(outer.bound), std::move(outer.param_names),
+                        std::move(outer.outputs)},
+          originals.Get(outer.name).value_or(ffi::Array<ffi::String>()), who);
+      it->bound = std::move(level.bound);
+      it->param_names = std::move(level.param_names);
+      it->outputs = std::move(level.outputs);
+    }
+    return detail::NewPartialModule(std::move(merged), code);
+  }
+  return detail::NewPartialModule(std::move(functions), mod);
+}
+
+/*! \brief One function's record, its positions checked against its names (when given). */
+format::FunctionRecord MakeRecord(const ffi::String& name,
+                                  const ffi::Map<ffi::String, ffi::Array<ffi::String>>& names,
+                                  BoundList bound, Outputs outputs = {}) {
+  format::FunctionRecord r{name, names.Get(name).value_or(ffi::Array<ffi::String>()),
+                           std::move(bound)};
+  // Checked here against this level's bindings (as given); merged with an inner module's later.
+  r.outputs = std::move(outputs);
+  if (!r.outputs.empty()) {
+    r.outputs = detail::CheckOutputs(std::move(r.outputs), r.bound, r.param_names,
+                                     "PartialApplyModule('" + std::string(name) + "')");
+  }
+  detail::CheckAgainstSignature(r.bound, r.param_names,
+                                "PartialApplyModule('" + std::string(name) + "')");
+  return r;
+}
+
+/*!
+ * \brief The records of a partial function (one, named "") or of a partial_apply module made by
+ *        this copy of the code; nullopt for anything else.
+ */
+std::optional<std::vector<format::FunctionRecord>> RecordsOf(const ffi::Any& obj) {
+  if (auto f = obj.try_cast<ffi::Function>()) {
+    detail::PartialParts parts;
+    if (!detail::GetPartialParts(*f, &parts)) return std::nullopt;
+    format::FunctionRecord record{"", parts.param_names, std::move(parts.bound)};
+    record.outputs = std::move(parts.outputs);
+    return std::vector<format::FunctionRecord>{std::move(record)};
+  }
+  if (auto m = obj.try_cast<ffi::Module>()) {
+    if (const auto* records = detail::PartialModuleRecords(*m)) return *records;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+namespace {
+/*! \brief A module of our kind that this copy of the code did not make: say so. */
+std::string ForeignCopyHint(const ffi::Any& obj) {
+  auto m = obj.try_cast<ffi::Module>();
+  if (m.has_value() && detail::IsForeignPartialModule(*m)) {
+    return " (a partial_apply module made by another copy of tvm-partial, such as the one inside a "
+           "self-contained artifact, whose bindings this copy cannot read)";
+  }
+  return "";
+}
+
+/*! \brief RecordsOf, or a TypeError from `who` naming what `obj` is instead. */
+std::vector<format::FunctionRecord> RecordsOrThrow(const ffi::Any& obj, const char* who) {
+  auto records = RecordsOf(obj);
+  if (!records.has_value()) {
+    TVM_FFI_THROW(TypeError) << who
+                             << ": expected a partial function or a partial_apply module, got "
+                             << obj.GetTypeKey() << ForeignCopyHint(obj);
+  }
+  return *std::move(records);
+}
+}  // namespace
+
+ffi::Module PartialApplyModule(ffi::Module mod, ffi::Map<ffi::String, Bindings> bindings,
+                               ffi::Map<ffi::String, ffi::Array<ffi::String>> param_names) {
+  std::vector<format::FunctionRecord> functions;
+  for (const auto& [name, bound] : bindings) {
+    functions.push_back(
+        MakeRecord(name, param_names,
+                   detail::FromBindings(bound, "PartialApplyModule('" + std::string(name) + "')")));
+  }
+  return MakePartialModule(std::move(mod), std::move(functions));
+}
+
+ffi::Map<ffi::String, Bindings> PartialApplyBindings(const ffi::Any& obj) {
+  const std::vector<format::FunctionRecord> records = RecordsOrThrow(obj, "PartialApplyBindings");
+  ffi::Map<ffi::String, Bindings> out;
+  for (const auto& r : records) out.Set(r.name, detail::ToBindings(r.bound));
+  return out;
+}
+
+ffi::Map<ffi::String, ffi::Array<ffi::String>> PartialApplyParamNames(const ffi::Any& obj) {
+  const std::vector<format::FunctionRecord> records = RecordsOrThrow(obj, "PartialApplyParamNames");
+  ffi::Map<ffi::String, ffi::Array<ffi::String>> out;
+  for (const auto& r : records) {
+    if (!r.param_names.empty()) out.Set(r.name, r.param_names);
+  }
+  return out;
+}
+
+ffi::Map<ffi::String, ffi::Array<ffi::Any>> PartialApplyOutputs(const ffi::Any& obj) {
+  const std::vector<format::FunctionRecord> records = RecordsOrThrow(obj, "PartialApplyOutputs");
+  ffi::Map<ffi::String, ffi::Array<ffi::Any>> out;
+  for (const auto& r : records) {
+    if (!r.outputs.empty()) out.Set(r.name, detail::OutputsToAny(r.outputs));
+  }
+  return out;
+}
+
+namespace {
+
+// runtime.PartialApplyModule(mod, {name: {position: value}}, param_names={}, outputs={},
+// original_names={}) from Python; outputs per function as detail::OutputsFromAny reads them;
+// original_names as MakePartialModule takes them.
+void PartialApplyModulePacked(ffi::PackedArgs args, ffi::Any* rv) {
+  detail::CheckArgCount(args, 2, 5,
+                        "runtime.PartialApplyModule(mod, bindings, param_names={}, outputs={}, "
+                        "original_names={})");
+  auto mod = detail::RequiredArg<ffi::Module>(args, 0, "PartialApplyModule", "mod", "a Module");
+  auto raw = detail::RequiredArg<ffi::Map<ffi::String, ffi::Map<ffi::Any, ffi::Any>>>(
+      args, 1, "PartialApplyModule", "bindings", "a map of function names to {position: value}");
+  auto names = detail::OptionalArg<ffi::Map<ffi::String, ffi::Array<ffi::String>>>(args, 2);
+  auto outputs = detail::OptionalArg<ffi::Map<ffi::String, ffi::Any>>(args, 3);
+  std::vector<format::FunctionRecord> functions;
+  for (const auto& [name, bound] : raw) {
+    const std::string who = "PartialApplyModule('" + std::string(name) + "')";
+    Outputs outs = outputs.count(name) ? detail::OutputsFromAny(outputs.at(name), who) : Outputs();
+    functions.push_back(MakeRecord(name, names, detail::FromAnyMap(bound, who), std::move(outs)));
+  }
+  for (const auto& [name, _] : outputs) {
+    if (!raw.count(name)) {
+      TVM_FFI_THROW(ValueError) << "PartialApplyModule: outputs for function '" << name
+                                << "', which has no entry in bindings (give it {} there)";
+    }
+  }
+  *rv = MakePartialModule(
+      mod, std::move(functions),
+      detail::OptionalArg<ffi::Map<ffi::String, ffi::Array<ffi::String>>>(args, 4));
+}
+
+}  // namespace
+
+TVM_FFI_STATIC_INIT_BLOCK() {
+  detail::RegisterPackedGlobalOnce<ffi::Module>("runtime.PartialApplyModule",
+                                                &PartialApplyModulePacked);
+  detail::RegisterGlobalOnce("runtime.PartialApplyBindings", PartialApplyBindings);
+  detail::RegisterGlobalOnce("tvm_partial.ParamNames", PartialApplyParamNames);
+  detail::RegisterGlobalOnce("tvm_partial.Outputs", PartialApplyOutputs);
+}
+
+}  // namespace tvm_partial
