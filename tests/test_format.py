@@ -497,18 +497,27 @@ def test_accepted_blobs_resave_identically(name):
     ],
 )
 def test_tensor_dtypes_round_trip(dtype, shape, affine4):
-    """Tensors of every dtype the writer writes load back and re-save to the same bytes."""
+    """Tensors of every dtype the writer writes keep their bytes, whatever they are: random bytes
+    (seeded) are saved as they are, load back as they are, and re-save to the same blob."""
     exe, _ = affine4
     bits_lanes = tvm_ffi.dtype(dtype)
     nbytes = int(np.prod(shape)) * bits_lanes.bits // 8 * bits_lanes.lanes
-    typed = tvm.runtime.empty(shape, dtype)  # its bytes, whatever they are, must come back unchanged
+    source = np.random.default_rng(nbytes + len(dtype)).bytes(nbytes)
+    raw = tvm.runtime.tensor(np.frombuffer(source, "uint8").copy())
+    typed = raw._create_view(shape, dtype)  # the random bytes, seen as the dtype (no conversion)
+    assert (typed.dtype, tuple(typed.shape)) == (dtype, shape)
     pm = tvm_partial.partial(exe, {1: typed})
     data = tvm_partial.save_to_bytes(pm)
-    again = tvm_partial.save_to_bytes(load_from_bytes(data))
-    assert again == data
-    info = tvm_ffi.get_global_func("tvm_partial.DescribeBytes")(again)
+    info = tvm_ffi.get_global_func("tvm_partial.DescribeBytes")(data)
     binding = info["functions"][0]["bindings"][0]
     assert (binding["dtype"], tuple(binding["shape"]), binding["bytes"]) == (dtype, shape, nbytes)
+    assert binding["hash"] & (2**64 - 1) == format_hash(source)  # the writer stored these bytes
+    loaded = load_from_bytes(data)
+    held = tvm_partial.bindings(loaded)["main"][1]
+    assert (held.dtype, tuple(held.shape)) == (dtype, shape)
+    back = held._create_view((nbytes,), "uint8").numpy().tobytes()  # the bytes, not the values
+    assert back == source
+    assert tvm_partial.save_to_bytes(loaded) == data
 
 
 def test_writer_refuses_what_the_loader_refuses(affine4):
