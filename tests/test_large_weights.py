@@ -4,7 +4,8 @@
 
 The 3 GiB test writes about 6 GiB to disk (the payload object, then the artifact) and removes it
 afterwards; the exporting process stays small (the weights are mostly untouched zero pages), the
-linker it runs holds about the weights. It is skipped where the machine lacks the room.
+linker it runs holds about the weights. It is `slow` (.ci/run runs it), and skipped where the
+machine lacks the room.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ def test_large_section_on_x86_64():
     assert _elf.payload_section(183) == (b".data.tvm_partial_payload", 0x3)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     platform.machine().lower() not in ("x86_64", "amd64") or not os.uname().sysname == "Linux",
     reason="the large data section is x86-64 Linux",
