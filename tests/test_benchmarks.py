@@ -1,8 +1,8 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
 """The benchmark scripts still run (--quick: tiny sizes and counts, a smoke run): figures are for
-docs/benchmarks.md, not asserted. Those that start several fresh processes per route (loads are
-timed in a fresh interpreter, RPC servers are processes) take over 5 s even so: `slow`."""
+docs/benchmarks.md, not asserted. Those that start several fresh interpreters (loads are timed in
+fresh processes, RPC servers are processes) take 5-15 s here even so: `slow` (.ci/run runs them)."""
 
 from __future__ import annotations
 
