@@ -4,7 +4,7 @@
 
     python benchmarks/bench_bind.py                      # 1 KiB, 16 KiB, ..., 1 GiB (x16 steps)
     python benchmarks/bench_bind.py --sizes 1KiB 64MiB   # chosen sizes
-    python benchmarks/bench_bind.py --quick              # up to 64 MiB, fewer repeats
+    python benchmarks/bench_bind.py --quick              # a smoke run: 1 KiB and 64 KiB, one repeat
 
 Binding a tvm Tensor holds a reference: its time must not grow with the size. A numpy array is
 not a tvm Tensor and is copied once, at bind time, into 64-byte-aligned memory: its time grows
@@ -53,12 +53,14 @@ def main(argv=None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--sizes", nargs="+", help=f"constant sizes (default: {' '.join(DEFAULT_SIZES)})")
-    parser.add_argument("--quick", action="store_true", help="sizes up to 64 MiB, fewer repeats")
+    parser.add_argument(
+        "--quick", action="store_true", help="a smoke run: 1 KiB and 64 KiB, one repeat of 10 binds"
+    )
     parser.add_argument("--repeats", type=int, default=None, help="repeats per measurement (default 7)")
     args = parser.parse_args(argv)
-    sizes = [parse_size(s) for s in (args.sizes or (DEFAULT_SIZES[:-1] if args.quick else DEFAULT_SIZES))]
-    repeats = args.repeats or (3 if args.quick else 7)
-    binds = 100 if args.quick else 1000
+    sizes = [parse_size(s) for s in (args.sizes or (["1KiB", "64KiB"] if args.quick else DEFAULT_SIZES))]
+    repeats = args.repeats or (1 if args.quick else 7)
+    binds = 10 if args.quick else 1000
 
     import tvm
     import tvm_ffi

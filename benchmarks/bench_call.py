@@ -3,7 +3,7 @@
 """Per-call cost from Python: a direct call against tvm-partial and the Python alternatives.
 
     python benchmarks/bench_call.py            # 7 repeats x 100,000 calls (tiny), 7 x 2,000 (conv2d)
-    python benchmarks/bench_call.py --quick    # a smoke run: 3 x 10,000 and 3 x 100
+    python benchmarks/bench_call.py --quick    # a smoke run: 1 x 1,000 and 1 x 10
 
 Two kernels: a tiny one (out[0] = x[0] * w[0] + b[0], shape (1,)), where dispatch is all there is
 to measure, and the conv2d + bias kernel of the forum thread (tvm_partial._fixtures). Every
@@ -204,9 +204,9 @@ def main(argv=None) -> int:
     parser.add_argument("--conv-calls", type=int, help="calls per repeat for conv2d (default 2,000)")
     parser.add_argument("--repeats", type=int, help="repeats (default 7)")
     args = parser.parse_args(argv)
-    repeats = args.repeats or (3 if args.quick else 7)
-    tiny_calls = args.calls or (10_000 if args.quick else 100_000)
-    conv_calls = args.conv_calls or (100 if args.quick else 2_000)
+    repeats = args.repeats or (1 if args.quick else 7)
+    tiny_calls = args.calls or (1_000 if args.quick else 100_000)
+    conv_calls = args.conv_calls or (10 if args.quick else 2_000)
 
     print(machine())
     print("load average at start: " + ", ".join(f"{v:.2f}" for v in os.getloadavg()))

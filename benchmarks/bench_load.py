@@ -5,7 +5,7 @@
     python benchmarks/bench_load.py                          # 256 MiB, 1 GiB, 4 GiB of weights
     python benchmarks/bench_load.py --sizes 16MiB 256MiB     # chosen sizes
     python benchmarks/bench_load.py --sizes 4GiB --routes const_loader   # chosen routes
-    python benchmarks/bench_load.py --quick                  # 16 MiB only
+    python benchmarks/bench_load.py --quick                  # a smoke run: 64 KiB, one load
     python benchmarks/bench_load.py --read-all               # 256 MiB, 1 GiB; a kernel reading every weight
 
 The kernel reads w[n - 1] of a float32 weight vector of n elements (out = x * w[n-1] + b), so the
@@ -270,7 +270,11 @@ def main(argv=None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--sizes", nargs="+", help=f"weight sizes (default: {' '.join(DEFAULT_SIZES)})")
-    parser.add_argument("--quick", action="store_true", help="16 MiB only (--read-all: 256 MiB), one repeat")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a smoke run: 64 KiB (--read-all: 1 MiB), one load: not figures to quote",
+    )
     parser.add_argument("--repeats", type=int, help="loads per artifact (median; default 3)")
     parser.add_argument(
         "--routes",
@@ -287,7 +291,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.read_all:
         return main_read_all(args)
-    sizes = [parse_size(s) for s in (args.sizes or (["16MiB"] if args.quick else DEFAULT_SIZES))]
+    sizes = [parse_size(s) for s in (args.sizes or (["64KiB"] if args.quick else DEFAULT_SIZES))]
     repeats = args.repeats or (1 if args.quick else 3)
 
     print(machine())
@@ -491,7 +495,7 @@ def read_all_context(results: dict) -> list:
 
 
 def main_read_all(args) -> int:
-    sizes = [parse_size(s) for s in (args.sizes or (READ_ALL_SIZES[:1] if args.quick else READ_ALL_SIZES))]
+    sizes = [parse_size(s) for s in (args.sizes or (["1MiB"] if args.quick else READ_ALL_SIZES))]
     repeats = args.repeats or (1 if args.quick else 3)
     print(machine())
     print("load average at start: " + ", ".join(f"{v:.2f}" for v in os.getloadavg()))

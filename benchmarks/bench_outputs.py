@@ -4,7 +4,7 @@
 Python, beside the two ways to call a destination-passing kernel directly.
 
     python benchmarks/bench_outputs.py           # 7 repeats x 50,000 calls (tiny), 7 x 2,000 (conv2d)
-    python benchmarks/bench_outputs.py --quick   # a smoke run
+    python benchmarks/bench_outputs.py --quick   # a smoke run: 1 x 1,000 and 1 x 10
 
 Rows, per kernel: the direct call into a preallocated output; ``tvm.runtime.empty`` + the direct
 call (what Python code does to get a new output per call); the returning partial ``out = g(x)``
@@ -117,9 +117,9 @@ def main(argv=None) -> int:
     parser.add_argument("--conv-calls", type=int, help="calls per repeat, conv2d (default 2,000)")
     parser.add_argument("--repeats", type=int, help="repeats (default 7)")
     args = parser.parse_args(argv)
-    repeats = args.repeats or (3 if args.quick else 7)
-    tiny_calls = args.calls or (2_000 if args.quick else 50_000)
-    conv_calls = args.conv_calls or (50 if args.quick else 2_000)
+    repeats = args.repeats or (1 if args.quick else 7)
+    tiny_calls = args.calls or (1_000 if args.quick else 50_000)
+    conv_calls = args.conv_calls or (10 if args.quick else 2_000)
 
     print(machine())
     print("load average at start: " + ", ".join(f"{v:.2f}" for v in os.getloadavg()))

@@ -150,9 +150,9 @@ def run(size: int, folder: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", nargs="+", default=["256MiB"])
-    parser.add_argument("--quick", action="store_true", help="a smoke run: 16 MiB")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 64 KiB")
     args = parser.parse_args()
-    for text in ["16MiB"] if args.quick else args.sizes:
+    for text in ["64KiB"] if args.quick else args.sizes:
         with tempfile.TemporaryDirectory(prefix="bench_relax_") as folder:
             res = run(_size(text), folder)
         mib = 2**20

@@ -8,7 +8,7 @@ then the N requests are split evenly over the sessions and timed together. Serve
 clients all run on this machine (127.0.0.1), so the curve shows how the work spreads over its
 cores, not over machines: it flattens once the servers outnumber the cores.
 
-    python benchmarks/bench_rpc.py             # --requests 256 --repeats 3; --quick: a smoke run
+    python benchmarks/bench_rpc.py             # --requests 256 --repeats 3; --quick: a smoke run (tiny)
 """
 
 from __future__ import annotations
@@ -81,10 +81,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--servers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--shape", type=int, nargs=3, default=[64, 256, 256], metavar=("M", "K", "N"))
-    parser.add_argument("--quick", action="store_true", help="a smoke run: 8 requests, 1 and 2 servers")
+    parser.add_argument(
+        "--quick", action="store_true", help="a smoke run: 4 requests of a 4x16x16 product, 1 and 2 servers"
+    )
     args = parser.parse_args()
     if args.quick:
-        args.requests, args.repeats, args.servers = 8, 1, [1, 2]
+        args.requests, args.repeats, args.servers, args.shape = 4, 1, [1, 2], [4, 16, 16]
     m, k, n = args.shape
     with tempfile.TemporaryDirectory(prefix="bench_rpc_") as folder:
         path, x, expected = build(Path(folder), m, k, n)

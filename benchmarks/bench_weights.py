@@ -247,11 +247,11 @@ def main(argv=None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--sizes", nargs="+", default=["256MiB", "1GiB"], help="weight sizes")
-    parser.add_argument("--quick", action="store_true", help="16 MiB only")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 64 KiB only")
     parser.add_argument("--export-only", action="store_true", help="np.save against the default export only")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each, with --export-only (median)")
     args = parser.parse_args(argv)
-    sizes = ["16MiB"] if args.quick else [s for arg in args.sizes for s in arg.split(",") if s]
+    sizes = ["64KiB"] if args.quick else [s for arg in args.sizes for s in arg.split(",") if s]
     print(machine())
     if args.export_only:
         return main_export_only(sizes, args.repeat)

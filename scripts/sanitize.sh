@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-# The whole test suite against an AddressSanitizer + UndefinedBehaviorSanitizer build of the
-# extension (gcc's runtimes, preloaded into Python and every process the tests start).
+# The whole test suite (the slow tests included) against an AddressSanitizer +
+# UndefinedBehaviorSanitizer build of the extension (gcc's runtimes, preloaded into Python and
+# every process the tests start).
 #   scripts/sanitize.sh [pytest args...]
 # Leak detection is off: CPython and LLVM keep memory until exit by design. Left out: the fuzz
 # smoke test (it builds its own clang-sanitized binary, whose runtime clashes with gcc's), the
@@ -19,4 +20,5 @@ python3 -m venv "$VENV"
 PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
 export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:print_summary=1:allocator_may_return_null=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-LD_PRELOAD="$PRELOAD" "$VENV/bin/python" -m pytest -q -p no:cacheprovider -k "not fuzzer_runs and not memory_flat and not test_wheel_" "$@"
+LD_PRELOAD="$PRELOAD" "$VENV/bin/python" -m pytest -q -p no:cacheprovider -m "slow or not slow" \
+  -k "not fuzzer_runs and not memory_flat and not test_wheel_" "$@"

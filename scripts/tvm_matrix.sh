@@ -4,7 +4,9 @@
 # The test suite against one release of Apache TVM, in a virtual environment of its own:
 #   scripts/tvm_matrix.sh VERSION [pytest args...]      e.g. scripts/tvm_matrix.sh 0.26.0
 # The project and its test extra are installed with apache-tvm==VERSION (pip picks the newest
-# apache-tvm-ffi both accept). CI runs it for the oldest release pyproject.toml accepts.
+# apache-tvm-ffi both accept). Without pytest args it runs the default selection (no slow tests);
+# CI runs it for the oldest release pyproject.toml accepts with -m "slow or not slow" (everything),
+# the wheel tests reading the wheel CI built (TVM_PARTIAL_WHEEL).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -lt 1 ] || [ -z "$1" ]; then

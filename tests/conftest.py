@@ -1,14 +1,49 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Session fixtures: kernels compile once (TVM's CPU LLVM target)."""
+"""Session fixtures: kernels compile once (TVM's CPU LLVM target). And the interpreters the tests
+start (run_python, run_cases, the CLI, RPC servers, benchmarks) run without torch.
+
+tvm_ffi imports torch at its own import whenever torch is installed (a workaround for a symbol
+clash on Windows), and torch is in the test extra for the one test that binds torch tensors (in
+this process). That import is 1-2.5 s of each fresh interpreter's 1.5-4 s start-up, and no test
+uses torch in a subprocess, so those see a ``torch`` package that refuses to import (as where
+torch is not installed) through PYTHONPATH. TVM_PARTIAL_TEST_TORCH=1 keeps the real one.
+"""
 
 from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 from tvm import te
 
 from helpers import compile_te
 from tvm_partial import _fixtures as fixtures
+
+_HIDDEN_TORCH: list[str] = []
+
+
+def pytest_configure(config):
+    if os.environ.get("TVM_PARTIAL_TEST_TORCH") == "1":
+        return
+    folder = tempfile.mkdtemp(prefix="tvm_partial_no_torch_")
+    (Path(folder) / "torch").mkdir()
+    (Path(folder) / "torch" / "__init__.py").write_text(
+        'raise ImportError("torch is hidden from the interpreters the tests start (tests/conftest.py; '
+        'TVM_PARTIAL_TEST_TORCH=1 keeps it)")\n'
+    )
+    _HIDDEN_TORCH.append(folder)
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [folder, os.environ.get("PYTHONPATH")]))
+
+
+def pytest_unconfigure(config):
+    for folder in _HIDDEN_TORCH:
+        parts = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in parts if p != folder)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -6,10 +6,15 @@ from __future__ import annotations
 
 import json
 import os
+import selectors
+import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import textwrap
+import time
+from dataclasses import dataclass
 
 import numpy as np
 import tvm
@@ -53,6 +58,102 @@ def run_json(code: str, *args: str, env: dict | None = None):
     proc = run_python(code, *args, env=env)
     assert proc.returncode == 0, f"subprocess failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@dataclass(frozen=True)
+class Crash:
+    """What ``run_cases`` reports for a case that ended its interpreter instead of returning."""
+
+    how: str  # "killed by SIGSEGV", "exited with 1", "no result within 300 s"
+    output: str  # the end of the interpreter's stderr
+
+    def __str__(self) -> str:
+        return f"the case crashed its interpreter ({self.how}):\n{self.output}"
+
+
+# The worker's lines that carry a result, and the line that says its setup code ran.
+_CASE_MARK = "@@run_cases "
+_READY = "@@run_cases ready"
+
+# argv: the setup code's file, the JSON file of the cases, the index of the first case to run.
+_CASE_DRIVER = """
+import json, sys
+namespace = {"__name__": "__run_cases__"}
+exec(compile(open(sys.argv[1]).read(), "run_cases setup", "exec"), namespace)
+run_case = namespace["run_case"]
+cases = json.load(open(sys.argv[2]))
+print("@@run_cases ready", flush=True)
+for index in range(int(sys.argv[3]), len(cases)):
+    result = run_case(cases[index])
+    print("@@run_cases " + json.dumps([index, result]), flush=True)
+"""
+
+
+def run_cases(code: str, cases: list, env: dict | None = None, timeout: int = 300) -> list:
+    """Run ``code``'s ``run_case(case)`` on every case (JSON values) in one fresh interpreter and
+    return the results in order. A case that crashes the interpreter, exits it or runs past
+    ``timeout`` seconds gives a ``Crash`` in its place, and the cases after it go on in a new
+    interpreter: one interpreter start-up for the whole family, and a crash still names its case.
+    Setup code that fails (before the first case) raises ``RuntimeError``."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    results: list = [None] * len(cases)
+    with tempfile.TemporaryDirectory(prefix="run_cases_") as folder:
+        setup, todo, err_path = (os.path.join(folder, n) for n in ("setup.py", "cases.json", "stderr"))
+        with open(setup, "w") as f:
+            f.write(textwrap.dedent(code))
+        with open(todo, "w") as f:
+            json.dump(cases, f)
+        start = 0
+        while start < len(cases):  # each round reports one case at least, or raises
+            argv = [sys.executable, "-X", "faulthandler", "-c", _CASE_DRIVER, setup, todo, str(start)]
+            with open(err_path, "w+") as err:
+                ready, done, how = _run_case_worker(argv, full_env, err, timeout)
+                err.seek(0)
+                output = err.read()[-3000:]
+            if not ready:
+                raise RuntimeError(f"run_cases: the setup code failed ({how}):\n{output}")
+            for index, result in done:
+                results[index] = result
+            start = done[-1][0] + 1 if done else start
+            if start < len(cases):  # the interpreter ended without a result for this case
+                results[start] = Crash(how, output)
+                start += 1
+    return results
+
+
+def _run_case_worker(argv: list, env: dict, err, timeout: int) -> tuple:
+    """Run one worker: (whether its setup ran, [(index, result)] it reported, how it ended)."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, env=env)
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    ready, pending = False, b""
+    done: list = []
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        deadline = time.monotonic() + timeout
+        while True:
+            if not sel.select(timeout=max(deadline - time.monotonic(), 0)):
+                proc.kill()
+                proc.wait()
+                proc.stdout.close()
+                return ready, done, f"no result within {timeout} s"
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            *lines, pending = (pending + chunk).split(b"\n")
+            for line in lines:
+                text = line.decode(errors="replace")
+                if text == _READY:
+                    ready = True
+                elif text.startswith(_CASE_MARK):
+                    done.append(tuple(json.loads(text[len(_CASE_MARK) :])))
+                else:
+                    continue
+                deadline = time.monotonic() + timeout  # each case has its own time
+    proc.stdout.close()
+    code = proc.wait()
+    return ready, done, f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with {code}"
 
 
 # The format's 64-bit hash (cpp/hash.{h,cc}), written again here, independently of the C++ one:

@@ -1,6 +1,8 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""The benchmark scripts still run (quick mode): figures are for docs/benchmarks.md, not asserted."""
+"""The benchmark scripts still run (--quick: tiny sizes and counts, a smoke run): figures are for
+docs/benchmarks.md, not asserted. Those that start several fresh interpreters (loads are timed in
+fresh processes, RPC servers are processes) take 5-15 s here even so: `slow` (.ci/run runs them)."""
 
 from __future__ import annotations
 
@@ -11,22 +13,30 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+SLOW = pytest.mark.slow
 
 
 @pytest.mark.parametrize(
-    "script,expected",
+    "script,flags,expected",
     [
-        ("bench_call.py", "partial / direct"),
-        ("bench_load.py", "tvm_partial (zero_copy=True)"),
-        ("bench_outputs.py", "returning partial: out = g(x)"),
-        ("bench_rpc.py", "vs 1 server"),  # starts a tracker and two rpc_servers on 127.0.0.1: ~20 s
-        ("bench_relax.py", "targets: load->1st"),
-        ("bench_weights.py", "two processes mapping one weights file"),
+        pytest.param("bench_bind.py", [], "tvm Tensor via partial(): slowest / fastest", id="bind"),
+        pytest.param("bench_call.py", [], "partial / direct", id="call"),
+        pytest.param("bench_outputs.py", [], "returning partial: out = g(x)", id="outputs"),
+        # 12 fresh processes (an export and a load per route)
+        pytest.param("bench_load.py", [], "tvm_partial (zero_copy=True)", id="load", marks=SLOW),
+        pytest.param("bench_load.py", ["--read-all"], "bitwise identical", id="load-read-all", marks=SLOW),
+        pytest.param("bench_rpc.py", [], "vs 1 server", id="rpc", marks=SLOW),  # a tracker, two servers
+        pytest.param(
+            "bench_relax.py", [], "targets: load->1st", id="relax", marks=SLOW
+        ),  # 3 loads, 3 compiles
+        pytest.param(
+            "bench_weights.py", [], "two processes mapping one weights file", id="weights", marks=SLOW
+        ),
     ],
 )
-def test_benchmark_runs(script, expected):
+def test_benchmark_runs(script, flags, expected):
     proc = subprocess.run(
-        [sys.executable, str(BENCH / script), "--quick"],
+        [sys.executable, str(BENCH / script), "--quick", *flags],
         capture_output=True,
         text=True,
         timeout=600,

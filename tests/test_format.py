@@ -16,7 +16,7 @@ import tvm
 import tvm_ffi
 
 import tvm_partial
-from helpers import format_hash, reseal, run_json
+from helpers import Crash, format_hash, reseal, run_cases, run_json
 
 load_from_bytes = tvm_ffi.get_global_func("ffi.Module.load_from_bytes.partial_apply")
 
@@ -50,22 +50,30 @@ def make_blob(functions, version=1, flags=0, payload=b"", meta_extra=b"", count=
     return bytes(reseal(header + body))
 
 
-def refusal(blob: bytes) -> str:
-    """Load `blob` in a subprocess; return the error message (the load must fail, not crash)."""
-    result = run_json(
-        """
-        import json, sys, tvm_ffi, tvm_partial
-        data = bytes.fromhex(sys.argv[1])
-        try:
-            tvm_ffi.get_global_func("ffi.Module.load_from_bytes.partial_apply")(data)
-            print(json.dumps({"error": None}))
-        except Exception as err:
-            print(json.dumps({"error": f"{type(err).__name__}: {err}"}))
-        """,
-        blob.hex(),
-    )
-    assert result["error"] is not None, "malformed input was accepted"
-    return result["error"]
+# Loads each blob of a family in one fresh interpreter (helpers.run_cases): a blob that crashes
+# it is reported for that blob alone, and the rest go on in a new interpreter.
+_LOAD_CASE = """
+import tvm_ffi, tvm_partial
+load = tvm_ffi.get_global_func("ffi.Module.load_from_bytes.partial_apply")
+def run_case(blob_hex):
+    try:
+        load(bytes.fromhex(blob_hex))
+        return None
+    except Exception as err:
+        return f"{type(err).__name__}: {err}"
+"""
+
+
+def refusals(blobs: dict) -> dict:
+    """{name: the error message loading that blob gave, None if it loaded, or a Crash}."""
+    return dict(zip(blobs, run_cases(_LOAD_CASE, [blob.hex() for blob in blobs.values()])))
+
+
+def refused(message) -> str:
+    """The message of a refusal: the load must have failed, not crashed, not succeeded."""
+    assert not isinstance(message, Crash), str(message)
+    assert message is not None, "malformed input was accepted"
+    return message
 
 
 def test_python_writer_matches_cpp_encoder(affine4):
@@ -403,25 +411,61 @@ STRICT = [
 CRAFTED += STRICT
 
 
-@pytest.mark.parametrize("blob,match", [(make, m) for _, make, m in CRAFTED], ids=[c[0] for c in CRAFTED])
-def test_crafted_corruption_refused(blob, match):
-    message = refusal(blob())
+def _move_to_metal(blob: bytes) -> bytes:
+    """The blob with its bound tensor moved to Metal, which never exists on this platform."""
+    at = blob.find(_s("float32")) + len(_s("float32"))
+    assert struct.unpack_from("<ii", blob, at) == (1, 0)
+    return bytes(reseal(blob[:at] + struct.pack("<i", 8) + blob[at + 4 :]))
+
+
+def _flip_payload(blob: bytes) -> bytes:
+    data = bytearray(blob)
+    data[-5] ^= 0x10  # inside the tensor payload (the last region of the blob)
+    return bytes(data)
+
+
+@pytest.fixture(scope="module")
+def loaded(small_blob):
+    """Every crafted blob of this file, and the small blob's corrupted payload and moved device,
+    loaded in one interpreter: {name: refusal message, None or Crash}."""
+    blobs = {name: make() for name, make, _ in CRAFTED}
+    blobs["payload checksum"] = _flip_payload(small_blob)
+    blobs["missing device"] = _move_to_metal(small_blob)
+    return refusals(blobs)
+
+
+@pytest.mark.parametrize("name,match", [(name, m) for name, _, m in CRAFTED], ids=[c[0] for c in CRAFTED])
+def test_crafted_corruption_refused(loaded, name, match):
+    message = refused(loaded[name])
     assert message.startswith("ValueError: "), message
     assert re.search(match, message), message
 
 
-def test_payload_checksum(small_blob):
-    data = bytearray(small_blob)
-    data[-5] ^= 0x10  # inside the tensor payload (the last region of the blob)
-    assert "tensor payload checksum mismatch" in refusal(bytes(data))
+def test_a_case_that_crashes_its_interpreter_fails_naming_the_case():
+    """The harness of the families above: a case that kills the interpreter is a Crash in its
+    own place, and the cases after it still run (in a new interpreter)."""
+    results = run_cases(
+        """
+        import os, signal
+        def run_case(case):
+            if case == "crash":
+                os.kill(os.getpid(), signal.SIGSEGV)
+            return case.upper()
+        """,
+        ["a", "crash", "b", "crash", "c"],
+    )
+    assert results[0::2] == ["A", "B", "C"]
+    for crash in results[1::2]:
+        assert isinstance(crash, Crash) and crash.how == "killed by SIGSEGV", crash
+        assert "Segmentation fault" in crash.output  # faulthandler's report
 
 
-def test_missing_device_named(small_blob):
-    # Move the bound tensor to Metal, which never exists on this platform.
-    at = small_blob.find(_s("float32")) + len(_s("float32"))
-    assert struct.unpack_from("<ii", small_blob, at) == (1, 0)
-    moved = bytes(reseal(small_blob[:at] + struct.pack("<i", 8) + small_blob[at + 4 :]))
-    message = refusal(moved)
+def test_payload_checksum(loaded):
+    assert "tensor payload checksum mismatch" in refused(loaded["payload checksum"])
+
+
+def test_missing_device_named(loaded):
+    message = refused(loaded["missing device"])
     assert message.startswith("RuntimeError: "), message
     assert "function 'main' position 1 was bound on device metal:0" in message, message
 
@@ -453,18 +497,27 @@ def test_accepted_blobs_resave_identically(name):
     ],
 )
 def test_tensor_dtypes_round_trip(dtype, shape, affine4):
-    """Tensors of every dtype the writer writes load back and re-save to the same bytes."""
+    """Tensors of every dtype the writer writes keep their bytes, whatever they are: random bytes
+    (seeded) are saved as they are, load back as they are, and re-save to the same blob."""
     exe, _ = affine4
     bits_lanes = tvm_ffi.dtype(dtype)
     nbytes = int(np.prod(shape)) * bits_lanes.bits // 8 * bits_lanes.lanes
-    typed = tvm.runtime.empty(shape, dtype)  # its bytes, whatever they are, must come back unchanged
+    source = np.random.default_rng(nbytes + len(dtype)).bytes(nbytes)
+    raw = tvm.runtime.tensor(np.frombuffer(source, "uint8").copy())
+    typed = raw._create_view(shape, dtype)  # the random bytes, seen as the dtype (no conversion)
+    assert (typed.dtype, tuple(typed.shape)) == (dtype, shape)
     pm = tvm_partial.partial(exe, {1: typed})
     data = tvm_partial.save_to_bytes(pm)
-    again = tvm_partial.save_to_bytes(load_from_bytes(data))
-    assert again == data
-    info = tvm_ffi.get_global_func("tvm_partial.DescribeBytes")(again)
+    info = tvm_ffi.get_global_func("tvm_partial.DescribeBytes")(data)
     binding = info["functions"][0]["bindings"][0]
     assert (binding["dtype"], tuple(binding["shape"]), binding["bytes"]) == (dtype, shape, nbytes)
+    assert binding["hash"] & (2**64 - 1) == format_hash(source)  # the writer stored these bytes
+    loaded = load_from_bytes(data)
+    held = tvm_partial.bindings(loaded)["main"][1]
+    assert (held.dtype, tuple(held.shape)) == (dtype, shape)
+    back = held._create_view((nbytes,), "uint8").numpy().tobytes()  # the bytes, not the values
+    assert back == source
+    assert tvm_partial.save_to_bytes(loaded) == data
 
 
 def test_writer_refuses_what_the_loader_refuses(affine4):

@@ -4,7 +4,8 @@
 
 The 3 GiB test writes about 6 GiB to disk (the payload object, then the artifact) and removes it
 afterwards; the exporting process stays small (the weights are mostly untouched zero pages), the
-linker it runs holds about the weights. It is skipped where the machine lacks the room.
+linker it runs holds about the weights. It is `slow` (.ci/run runs it), and skipped where the
+machine lacks the room.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ def _room(path) -> bool:
     return shutil.disk_usage(path).free >= 3 * SIZE and available >= 2 * SIZE
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.uname().sysname == "Linux", reason="ELF artifacts")
 def test_zero_copy_past_3_gib_default_settings(tmp_path):
     if not _room(tmp_path):

@@ -1,10 +1,14 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""The wheel users install (scripts/build_wheel.sh, built once per session), the command line's
-version, and the build's refusal of systems other than Linux."""
+"""The wheel users install (scripts/build_wheel.sh), the command line's version, and the build's
+refusal of systems other than Linux.
+
+The wheel tests are `slow`: .ci/run builds the wheel once and names it in TVM_PARTIAL_WHEEL, which
+they read; without it the fixture builds one (about a minute, once per session)."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -23,10 +27,20 @@ PYPROJECT_VERSION = _VERSION.group(1)
 
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory):
-    """(path, file names, dist-info folder) of the repaired wheel."""
-    if shutil.which("cmake") is None:
-        pytest.skip("needs cmake")
-    out = tmp_path_factory.mktemp("dist")
+    """(path, file names, dist-info folder) of the repaired wheel: TVM_PARTIAL_WHEEL's, or built."""
+    given = os.environ.get("TVM_PARTIAL_WHEEL")
+    if given:
+        path = Path(given)
+        assert path.is_file(), f"TVM_PARTIAL_WHEEL={given}: no such file"
+    else:
+        path = _build_wheel(tmp_path_factory.mktemp("dist"))
+    with zipfile.ZipFile(path) as whl:
+        names = set(whl.namelist())
+    dist_info = f"tvm_partial-{PYPROJECT_VERSION}.dist-info"
+    return path, names, dist_info
+
+
+def _build_wheel(out: Path) -> Path:
     proc = subprocess.run(
         ["bash", str(ROOT / "scripts" / "build_wheel.sh"), str(out)],
         capture_output=True,
@@ -36,12 +50,10 @@ def wheel(tmp_path_factory):
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     path = Path(proc.stdout.strip().splitlines()[-1])
     assert path.parent == out and path.is_file()
-    with zipfile.ZipFile(path) as whl:
-        names = set(whl.namelist())
-    dist_info = f"tvm_partial-{PYPROJECT_VERSION}.dist-info"
-    return path, names, dist_info
+    return path
 
 
+@pytest.mark.slow
 def test_wheel_is_manylinux_without_a_copy_of_libtvm_ffi(wheel):
     path, names, _ = wheel
     # manylinux_2_28, the tag of the apache-tvm and apache-tvm-ffi wheels: it installs wherever they do.
@@ -61,6 +73,7 @@ def test_wheel_is_manylinux_without_a_copy_of_libtvm_ffi(wheel):
     assert not [n for n in names if "libtvm_ffi" in n or n.startswith("tvm_partial.libs/")]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("objdump") is None, reason="needs objdump (binutils)")
 def test_wheel_library_and_loader_object_need_nothing_newer_than_glibc_2_28(wheel, tmp_path):
     """No libstdc++ of the system's (it is linked in, hidden) and no glibc symbol version past
@@ -87,6 +100,7 @@ def test_wheel_library_and_loader_object_need_nothing_newer_than_glibc_2_28(whee
     assert names and not from_libstdcxx, sorted(from_libstdcxx)[:10]
 
 
+@pytest.mark.slow
 def test_wheel_metadata_declares_version_and_dependencies(wheel):
     path, _, dist_info = wheel
     with zipfile.ZipFile(path) as whl:
@@ -98,6 +112,7 @@ def test_wheel_metadata_declares_version_and_dependencies(wheel):
     assert "tvm-partial = tvm_partial.cli:main" in entry_points
 
 
+@pytest.mark.slow
 def test_wheel_has_license(wheel):
     path, names, dist_info = wheel
     found = [n for n in (f"{dist_info}/licenses/LICENSE", f"{dist_info}/LICENSE") if n in names]
@@ -106,10 +121,7 @@ def test_wheel_has_license(wheel):
         assert whl.read(found[0]) == (ROOT / "LICENSE").read_bytes()
 
 
-@pytest.mark.skipif(
-    not (ROOT / "python" / "tvm_partial" / "py.typed").exists(),
-    reason="python/tvm_partial/py.typed not added yet",
-)
+@pytest.mark.slow
 def test_wheel_has_py_typed(wheel):
     assert "tvm_partial/py.typed" in wheel[1]
 
