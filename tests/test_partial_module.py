@@ -228,7 +228,10 @@ def test_out_of_memory_is_a_memory_error_from_every_global():
     assert proc.returncode == 0, proc.stderr
     results = json.loads(proc.stdout.strip().splitlines()[-1])
     assert results == {
-        "tvm_partial.SaveToBytes": ["MemoryError", "saving a partial_apply module: out of memory (std::bad_alloc)"],
+        "tvm_partial.SaveToBytes": [
+            "MemoryError",
+            "saving a partial_apply module: out of memory (std::bad_alloc)",
+        ],
         "ffi.Module.load_from_bytes.partial_apply": [
             "MemoryError",
             "out of memory allocating a tensor of 268435456 bytes",
