@@ -91,16 +91,24 @@ def test_a_file_replaced_after_loading_is_refused(bound, tmp_path, placement):
 
 
 def test_re_export_to_a_loaded_path_then_load_says_so(bound, tmp_path):
-    """Exporting onto a path this process has loaded, then loading it again: the message says
-    the file was replaced, not that an intact file is damaged."""
+    """Exporting onto a path this process has loaded, then loading it again while the first load
+    lives: the message says the file was replaced, not that an intact file is damaged. Once the
+    first load is gone, so is the loader's object, and the path loads the new version."""
+    import gc
+
     exe, b, c = bound
+    a = ints(16, seed=10)
     path = tmp_path / "m.so"
     tvm_partial.export_library(tvm_partial.partial(exe, {1: b, 2: c}), path, zero_copy=True)
-    tvm_partial.load(path)
+    first = tvm_partial.load(path)
     tvm_partial.export_library(tvm_partial.partial(exe, {1: c, 2: b}), path, zero_copy=True)
     assert tvm_partial.verify(path)["intact"]  # the new file is whole
     with pytest.raises(ValueError, match="was replaced after this process first loaded it"):
         tvm_partial.load(path)
+    assert np.array_equal(_call(first, a), affine4_ref(a, b, c))
+    del first
+    gc.collect()
+    assert np.array_equal(_call(tvm_partial.load(path), a), affine4_ref(a, c, b))
 
 
 @pytest.mark.parametrize("placement", ["zero_copy", "weights_file"])

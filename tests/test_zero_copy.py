@@ -421,11 +421,6 @@ def test_bound_view_keeps_the_library_loaded(affine4, tmp_path):
     assert np.array_equal(np.array(got["values"], "float32"), b)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a module loaded from a file is never released: each load maps the payload region again "
-    "(3 loads, 3 mappings) and keeps its tensors (inline artifacts too: 16 MiB more RSS per load)",
-)
 def test_payload_mapping_released_with_the_module_and_its_views(affine4, tmp_path):
     """The comparison run of test_bound_view_keeps_the_library_loaded: with no view held, the
     payload mapping goes with the module, so it is the view that keeps it there."""

@@ -41,7 +41,9 @@ def load_from_bytes(data: bytes, wrapped: tvm_ffi.Module | ExecutableLike | None
 def load(path: PathLike, weights_file: PathLike | None = None) -> tvm_ffi.Module:
     """Load an exported artifact; a partial module comes back as the root, callable as ``pm(...)``.
 
-    Its tensors come from the artifact's own file, the one the system's loader mapped its code
+    The module lives as long as references to it do (unlike ``tvm.runtime.load_module``, which
+    keeps every module it loads for the life of the process). Its tensors come from the artifact's
+    own file, the one the system's loader mapped its code
     from: a process may hold several artifacts and versions at once, each computing with its own
     weights. A file replaced at ``path`` after this process first loaded it is refused (the
     loader would return the code it loaded first): load it in a new process or under a new path.
@@ -57,22 +59,24 @@ def load(path: PathLike, weights_file: PathLike | None = None) -> tvm_ffi.Module
     loader, which maps its segments without checking the file's size. Every binding is built at
     load, so a missing or damaged payload raises here, not at the first call.
     """
-    import tvm.runtime
+    import tvm.runtime  # noqa: F401  (TVM's Tensor and Module classes for what is returned)
 
     path = os.fspath(path)
     check_complete(path)
     try:
         if weights_file is None:
-            module = tvm.runtime.load_module(path)
+            # Not kept alive for the process (tvm.runtime.load_module keeps every module it loads):
+            # a server that loads version after version frees each one, mappings included, when
+            # the last reference to it goes. Self-contained artifacts, whose embedded loader
+            # registers globals, are linked -z nodelete and stay mapped anyway.
+            module = tvm_ffi.load_module(path, keep_module_alive=False)
             _ffi_api.ResolveLoaded(module)
             return module
-        module = _lib.load_with_weights(os.path.realpath(path), os.fspath(weights_file))
+        return _lib.load_with_weights(os.path.realpath(path), os.fspath(weights_file))
     except ValueError as err:  # the format's reader: say which file, as inspect and verify do
-        if str(err).startswith("corrupted partial_apply data") or str(err).startswith("partial_apply data"):
+        if str(err).startswith(("corrupted partial_apply data", "partial_apply data", "not partial_apply data")):
             raise ValueError(f"{path}: {err}") from None
         raise
-    tvm_ffi.get_global_func("ffi.ModuleGlobalsAdd")(module)  # as tvm.runtime.load_module does
-    return module
 
 
 def check_complete(path: PathLike) -> None:
