@@ -656,3 +656,26 @@ def test_a_reader_that_stops_early_is_no_error(kinds):
     proc.stdout.close()  # nobody reads: writing raises EPIPE
     _, err = proc.communicate(timeout=300)
     assert (proc.returncode, err) == (0, b"")
+
+
+@pytest.mark.parametrize("command", ["inspect", "verify"])
+def test_json_output_says_why_a_file_cannot_be_read(tmp_path, command):
+    """With --json the verdict is on stdout too (a reader of stdout alone is not left with
+    nothing): the path, the reason and the exit code."""
+    missing = tmp_path / "missing.so"
+    proc = cli(command, str(missing), "--json")
+    assert proc.returncode == 2
+    report = json.loads(proc.stdout)
+    assert report == {
+        "path": str(missing),
+        "error": f"cannot read {missing}: No such file or directory",
+        "exit_code": 2,
+    }
+
+
+def test_load_of_a_file_that_is_not_an_artifact_says_so(tmp_path):
+    """tvm_partial.load of a Python file: not TVM's "Loader for .py files is not registered"."""
+    notes = tmp_path / "notes.py"
+    notes.write_text("print('hello')\n")
+    with pytest.raises(ValueError, match=r"notes\.py is not a tvm-partial artifact: not an ELF shared library"):
+        tvm_partial.load(notes)

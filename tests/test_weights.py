@@ -5,7 +5,10 @@
 from __future__ import annotations
 
 import json
+import os
 import struct
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -641,3 +644,96 @@ def test_weights_file_paths_that_would_break_the_artifact_refused(external, tmp_
     with pytest.raises(FileNotFoundError, match=r"the folder of weights_file=.* does not exist"):
         tvm_partial.export_library(pm, tmp_path / "far.so", weights_file=tmp_path / "no" / "w.safetensors")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.safetensors", "model.so"]  # nothing left
+
+
+def test_metadata_nested_past_the_bound_is_a_value_error(kernel, tmp_path):
+    """A tvm_partial metadata record that is a deeply nested JSON string: inspect and verify raise
+    ValueError naming the file (never RecursionError), as the loader's reader does."""
+    _, path = _saved(kernel, tmp_path)
+    raw, header, start = _header(path)
+    header["__metadata__"]["tvm_partial.hashes"] = "[" * 200_000 + "]" * 200_000
+    _rewrite(path, header, raw[start:])
+    for check in (tvm_partial.inspect, tvm_partial.verify):
+        with pytest.raises(ValueError, match=rf"{path}: tvm_partial.hashes record nests deeper than"):
+            check(path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tvm_partial", "verify", str(path)], capture_output=True, text=True
+    )
+    assert proc.returncode == 2 and str(path) in proc.stderr and "nests deeper" in proc.stderr
+
+
+def test_header_nested_past_the_bound_never_reaches_the_parser(kernel, tmp_path):
+    """Arrays nested 200,000 deep (400 KB) in the header itself: refused before tvm-ffi's recursive
+    JSON parser runs, by every reader (open_weights, load(weights_file=), an artifact's own weights
+    file), in a fresh process (a crash would be the parser's stack overflowing)."""
+    from helpers import run_python
+
+    exe, sig = kernel
+    pm = tvm_partial.partial(exe, signature=sig, b=ints(N, seed=1), c=ints(N, seed=2))
+    lib = tmp_path / "model.so"
+    tvm_partial.export_library(pm, lib, weights_file=tmp_path / "model.safetensors")
+    deep = b'{"x":' + b"[" * 200_000 + b"]" * 200_000 + b"}"
+    crafted = tmp_path / "deep.safetensors"
+    crafted.write_bytes(struct.pack("<Q", len(deep)) + deep)
+    (tmp_path / "model.safetensors").write_bytes(crafted.read_bytes())
+    code = """
+import sys, tvm_partial
+lib, crafted = sys.argv[1], sys.argv[2]
+for name, call in [("open", lambda: tvm_partial.open_weights(crafted)),
+                   ("swap", lambda: tvm_partial.load(lib, weights_file=crafted)),
+                   ("own", lambda: tvm_partial.load(lib))]:
+    try:
+        call()
+        print(name, "accepted")
+    except ValueError as err:
+        print(name, "nests deeper than" in str(err))
+"""
+    proc = run_python(code, str(lib), str(crafted))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["open", "True", "swap", "True", "own", "True"], proc.stdout
+
+
+def test_open_weights_refuses_two_keys_for_one_parameter(tmp_path):
+    """main/weights and weights both name parameter 'weights'; main/1 and main/01 position 1:
+    refused naming both keys, never one silently dropped. A key main/² is a name, not a number."""
+    t = np.arange(4, dtype="float32")
+    for keys, named in [
+        (("main/weights", "weights"), "parameter 'weights'"),
+        (("main/01", "main/1"), "position 1"),
+    ]:
+        path = tmp_path / f"{named.split()[0]}.safetensors"
+        safetensors_numpy.save_file({k: t for k in keys}, str(path))
+        with pytest.raises(ValueError, match=rf"tensors '{keys[0]}' and '{keys[1]}' both name {named}"):
+            tvm_partial.open_weights(path)
+    odd = tmp_path / "odd.safetensors"
+    safetensors_numpy.save_file({"main/²": t}, str(odd))
+    assert list(tvm_partial.open_weights(odd)) == ["²"]
+
+
+def test_a_full_disk_names_the_system_s_error(kernel, tmp_path):
+    """A weights-file export that cannot be written (here: the file-size limit, EFBIG) fails with
+    the system's error text, and leaves nothing behind; in a fresh process (SIGXFSZ ignored)."""
+    from helpers import run_python
+
+    code = """
+import os, resource, signal, sys
+import numpy as np, tvm_partial
+from helpers import compile_te
+from tvm import te
+a, b = (te.placeholder((1 << 20,), "float32", name=n) for n in "ab")
+exe = compile_te([a, b, te.compute(a.shape, lambda i: a[i] + b[i], name="c")])
+pm = tvm_partial.partial(exe, {1: np.ones(1 << 20, "float32")})
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+try:
+    tvm_partial.export_library(pm, sys.argv[1] + "/m.so", weights_file=sys.argv[1] + "/m.safetensors")
+    print("written")
+except RuntimeError as err:
+    print("File too large" in str(err), "m.safetensors" in str(err) or ".tmp" in str(err))
+print(sorted(os.listdir(sys.argv[1])))
+"""
+    proc = run_python(code, str(tmp_path), env={"PYTHONPATH": os.path.dirname(__file__)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "True True", proc.stdout
+    assert lines[1] == "[]", proc.stdout

@@ -123,12 +123,14 @@ def main(argv: list[str] | None = None) -> int:
                 report = verify_artifact(args.path, progress=progress)
         else:
             info = inspect_artifact(args.path)
-    except OSError as err:  # one line, without the errno
-        reason = err.strerror or str(err)
-        print(f"tvm-partial {args.command}: cannot read {args.path}: {reason}", file=sys.stderr)
-        return EXIT_UNREADABLE
-    except (ValueError, RuntimeError) as err:  # not an artifact, damaged, cut short
-        print(f"tvm-partial {args.command}: {err}", file=sys.stderr)
+    except (OSError, ValueError, RuntimeError) as err:  # unreadable, not an artifact, damaged, cut short
+        if isinstance(err, OSError) and err.strerror:  # one line, without the errno
+            message = f"cannot read {args.path}: {err.strerror}"
+        else:
+            message = str(err)
+        print(f"tvm-partial {args.command}: {message}", file=sys.stderr)
+        if args.json:  # a reader of stdout gets the verdict too
+            _emit(json.dumps({"path": args.path, "error": message, "exit_code": EXIT_UNREADABLE}, indent=2))
         return EXIT_UNREADABLE
     if args.command == "verify":
         text = json.dumps(report, indent=2) if args.json else format_verify(report, quiet=args.quiet)
