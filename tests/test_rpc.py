@@ -314,3 +314,27 @@ def test_relax_artifact_with_its_weights_runs_on_a_server_without_tvm_partial(se
     result = mod["main"](tvm.runtime.tensor(A, session.cpu()))
     assert tp_remote.device_session(result.device) == tp_remote.device_session(session.cpu())
     assert result.numpy().tobytes() == local.tobytes()
+
+
+def test_outputs_on_a_dead_server_raise_the_rpc_error(files, affine4):
+    """A partial that allocates its output on a remote device whose server has died: the call
+    raises the RPC error itself (its kind and words), not a RuntimeError about allocation."""
+    _, tensors = affine4
+    with rpc_server(env=NO_TVM_PARTIAL) as port:
+        sess = rpc.connect(HOST, port, session_timeout=120)
+        mod = _upload(sess, files["code"])
+        dev = sess.cpu()
+        pm = tvm_partial.partial(mod, b=tvm.runtime.tensor(B, dev), c=C, signature=tensors, outputs="out")
+        a = tvm.runtime.tensor(A, dev)
+        assert pm(a).numpy().tobytes() == affine4_ref(A, B, C).tobytes()
+        import psutil
+
+        for child in psutil.Process().children(recursive=True):
+            if child.name().startswith("python"):
+                child.kill()
+        with pytest.raises(Exception) as raised:
+            pm(a)
+    # TVM's RPC error (an InternalError saying the connection went), with the output named.
+    assert type(raised.value).__name__ == "InternalError", (type(raised.value), str(raised.value)[:500])
+    assert "allocating output 'out' (position 3)" in str(raised.value)
+    assert "Socket" in str(raised.value) or "kShutdown" in str(raised.value), str(raised.value)[:500]
