@@ -422,3 +422,91 @@ def test_unreachable_position_refused_before_any_copy(monkeypatch):
             IndexError, match=rf"bound index {position} cannot be reached: .* positions go up to 2147483646"
         ):
             tvm_partial.partial(echo, {position: np.ones(4, "float32")})
+
+
+# -- 3b. parameters named like an option: Relax models and rebind() ----------------------------------------
+@pytest.fixture(scope="module")
+def relax_option_names():
+    """A Relax model main(x, device, function) = x + 2 * device + 3 * function."""
+    from tvm.script import relax as R
+
+    @tvm.script.ir_module
+    class OptionNames:
+        @R.function
+        def main(
+            x: R.Tensor((2,), "float32"),
+            device: R.Tensor((2,), "float32"),
+            function: R.Tensor((2,), "float32"),
+        ):
+            two = R.const(2.0, "float32")
+            three = R.const(3.0, "float32")
+            return R.add(R.add(x, R.multiply(device, two)), R.multiply(function, three))
+
+    return tvm.compile(OptionNames, target="llvm")
+
+
+def test_relax_parameter_named_device_binds_through_the_mapping(relax_option_names):
+    """Was: AttributeError: 'numpy.ndarray' object has no attribute 'dlpack_device_type'."""
+    exe = relax_option_names
+    d, f, x = np.full(2, 10, "float32"), np.full(2, 100, "float32"), np.array([1, 2], "float32")
+    for option, value in (("device", d), ("function", f), ("device", tvm.cpu(0)), ("function", "main")):
+        with pytest.raises(
+            TypeError,
+            match=rf"^{option} is both a parameter of main\(\) and an option of partial\(\): "
+            rf'bind it as partial\(f, \{{"{option}": value\}}, \.\.\.\)',
+        ):
+            tvm_partial.partial(exe, **{option: value})
+    pm = tvm_partial.partial(exe, {"device": d, "function": f})
+    assert np.array_equal(pm(tensor(x)).numpy(), x + 2 * d + 3 * f)
+
+
+def test_rebind_takes_names_in_the_mapping_and_refuses_option_keywords(relax_option_names):
+    """rebind() of parameters named device or function failed three ways: AttributeError (device=),
+    TypeError: unhashable type (function=), "bound key 'device' is not an integer position"."""
+    exe = relax_option_names
+    d, f, x = np.full(2, 10, "float32"), np.full(2, 100, "float32"), np.array([1, 2], "float32")
+    pm = tvm_partial.partial(exe, {"device": d, "function": f})
+    for option in ("device", "function"):
+        with pytest.raises(
+            TypeError,
+            match=rf"^{option} is both a parameter of main\(\) and an option of rebind\(\): "
+            rf'rebind it as rebind\(module, \{{"{option}": value\}}, \.\.\.\)',
+        ):
+            tvm_partial.rebind(pm, **{option: d})
+    rebound = tvm_partial.rebind(pm, {"device": d * 2, "function": f * 2})
+    assert np.array_equal(rebound(tensor(x)).numpy(), x + 4 * d + 6 * f)
+    mixed = tvm_partial.rebind(pm, {1: d * 3, "function": f * 3})
+    assert np.array_equal(mixed(tensor(x)).numpy(), x + 6 * d + 9 * f)
+    with pytest.raises(
+        TypeError, match=r"function is both a parameter of main\(\) and an option of rebind\(\)"
+    ):
+        tvm_partial.rebind(pm, {"device": d}, function="main")  # never taken as the option
+    with pytest.raises(
+        TypeError, match=r"parameter 'device' \(position 1\) is bound both by index and by name"
+    ):
+        tvm_partial.rebind(pm, {1: d, "device": d})
+    with pytest.raises(
+        TypeError, match=r"parameter 'x' is bound twice: as a key of the mapping and as a keyword"
+    ):
+        tvm_partial.rebind(pm, {"x": d}, x=d)
+    with pytest.raises(IndexError, match=r"rebind: position 0 of main\(\) is not bound"):
+        tvm_partial.rebind(pm, {"x": d})
+    with pytest.raises(
+        TypeError, match=r"main\(\) has no parameter 'devices'; its parameters are x, device, function"
+    ):
+        tvm_partial.rebind(pm, {"devices": d})
+
+
+def test_rebind_keys_follow_the_position_rule_of_partial(conv):
+    """One rule for keys: rebind() refuses what partial() refuses, with the same words."""
+    pm = tvm_partial.partial(conv[0], {1: np.zeros(fixtures.SHAPES["weights"], "float32")})
+    for key, kind, message in (
+        (-1, ValueError, r"bound index -1 is negative; positions count from 0"),
+        (1.5, TypeError, r"bound key 1.5 is not an integer position or a parameter name"),
+        (True, TypeError, r"bound key True is not an integer position or a parameter name"),
+        (2**31, IndexError, r"bound index 2147483648 cannot be reached"),
+    ):
+        with pytest.raises(kind, match=message):
+            tvm_partial.partial(conv[0], {key: 1})
+        with pytest.raises(kind, match=message):
+            tvm_partial.rebind(pm, {key: 1})

@@ -218,6 +218,17 @@ CASES = {
     "a Relax executable compiled for another device": lambda c: tvm_partial.partial(
         c["relax_exe"], device=tvm_ffi.device("cuda", 0)
     ),
+    "`device=` a device this process does not have": lambda c: tvm_partial.partial(
+        c["exe"], {1: W}, device=tvm_ffi.device("cuda", 99)
+    ),
+    "`device=` that is not a device": lambda c: tvm_partial.partial(c["exe"], {1: W}, device=1000),
+    "a Relax parameter named like an option, given as a keyword": lambda c: tvm_partial.partial(
+        _relax_option_names(), device=np.zeros(2, "float32")
+    ),
+    "a keyword that is also an option of rebind()": lambda c: tvm_partial.rebind(
+        tvm_partial.partial(_relax_option_names(), {"device": np.zeros(2, "float32")}),
+        device=np.zeros(2, "float32"),
+    ),
     "a weights file that does not exist": lambda c: tvm_partial.open_weights(
         Path(c["artifact"]).parent / "none.safetensors"
     ),
@@ -261,6 +272,20 @@ CASES = {
         c["pm"], Path(c["truncated"]).with_name("zero.tar"), zero_copy=True
     ),
 }
+
+
+def _relax_option_names():
+    """A Relax model whose main has a parameter named device."""
+    import tvm
+    from tvm.script import relax as R
+
+    @tvm.script.ir_module
+    class OptionName:
+        @R.function
+        def main(x: R.Tensor((2,), "float32"), device: R.Tensor((2,), "float32")):
+            return R.add(x, device)
+
+    return tvm.compile(OptionName, target="llvm")
 
 
 class _ServerWithoutTvmPartial:

@@ -1,7 +1,13 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Bound values: conversion to what the closure holds (aligned tvm tensors, scalars) and checks
-against the parameter."""
+"""Bound values: what the closure holds, made once at bind time, and checked against the parameter.
+
+- Tensors: a tvm Tensor is held by reference when it is contiguous and 64-byte aligned (copied
+  otherwise); numpy arrays, DLPack tensors (torch, ...) and ml_dtypes arrays
+  are copied into a contiguous, 64-byte-aligned tvm Tensor on ``device=``. Dtype and static shape
+  are checked before anything is copied.
+- Scalars are checked against the parameter's kind (``check_scalar``).
+"""
 
 from __future__ import annotations
 
@@ -19,63 +25,85 @@ from .signature import Param
 ALIGNMENT = 64
 
 
-def as_device(device: Any, default: tuple[str, int] | None = ("cpu", 0)) -> Any:
-    if device is None:
-        return None if default is None else tvm_ffi.device(*default)
-    if isinstance(device, str):
-        return tvm_ffi.device(device)
-    return device
+def runtime_global(name: str) -> tvm_ffi.Function:
+    """A global of the TVM runtime, which ``import tvm`` registers."""
+    found = tvm_ffi.get_global_func(name, allow_missing=True)
+    if found is None:
+        import tvm  # noqa: F401
+
+        found = tvm_ffi.get_global_func(name)
+    return found
 
 
-def convert(value: Any, param: Param | None, label: str, device: Any) -> Any:
-    """Turn one bound value into what the closure holds, checking it against its parameter."""
+def create_view() -> tvm_ffi.Function:
+    """``runtime.TVMTensorCreateView(tensor, shape, dtype, offset)``: the same bytes, retyped."""
+    return runtime_global("runtime.TVMTensorCreateView")
+
+
+# -- values -------------------------------------------------------------------------------------------
+def convert(value: Any, param: Param | None, label: str, device: Any, verb: str = "bind") -> Any:
+    """Turn one bound value into what the closure holds, checking it against its parameter.
+    ``label`` names it in errors (``parameter 'w' (position 1)``), which begin ``cannot {verb}``."""
     if isinstance(value, np.generic):
         value = value.item()
     if value is None or isinstance(value, (bool, int, float, str)):
-        check_scalar(value, param, label)
+        check_scalar(value, param, label, verb)
         return value
     if isinstance(value, tvm_ffi.Tensor):
-        tensor = value
+        check_tensor(_dtype_of(value, value, label, verb), tuple(value.shape), param, label, verb)
         # A remote tensor's data pointer is a local handle, not its address; the server's
         # allocator aligns what it allocates.
-        aligned = tensor.data_ptr() % ALIGNMENT == 0 or _remote.device_session(tensor.device) is not None
-        if not (aligned and tensor.is_contiguous()):
-            tensor = aligned_copy(tensor, tensor.device, value, label)  # kernels crash on such data
-    elif isinstance(value, np.ndarray) or hasattr(value, "__dlpack__"):
-        tensor = foreign_to_tensor(value, param, label, device)
-    elif isinstance(value, (tvm_ffi.Function, tvm_ffi.Module, tvm_ffi.Object)):
-        return value  # held as is; a partial module refuses to save it
-    else:
-        raise TypeError(
-            f"cannot bind {label}: expected a tensor (tvm, numpy or DLPack), int, float, bool, "
-            f"str or None, got {type(value).__name__}"
-        )
-    check_tensor(tensor, param, label)
-    return tensor
-
-
-def foreign_to_tensor(value: Any, param: Param | None, label: str, device: Any) -> tvm_ffi.Tensor:
-    """A numpy array or DLPack tensor -> a contiguous, 64-byte-aligned tvm Tensor (a copy)."""
-    source, extension = value, None
+        aligned = value.data_ptr() % ALIGNMENT == 0 or _remote.device_session(value.device) is not None
+        if aligned and value.is_contiguous():
+            return value
+        return _aligned_copy(value, value.device, value, label, verb)  # kernels crash on such data
     if isinstance(value, np.ndarray):
-        if value.dtype.hasobject:
-            raise TypeError(f"cannot bind {label}: a numpy array of Python objects is not a tensor")
-        if param is not None and param.dtype is not None:
-            check_dtype(str(value.dtype), param, label)  # before copying
-        extension = _extension_dtype(value.dtype, label)
-        if extension is not None:  # numpy's DLPack export refuses these: copy the bits, retype after
-            source = value.view(f"uint{value.dtype.itemsize * 8}")
-    tensor = aligned_copy(source, device, value, label)
-    if not isinstance(tensor, tvm_ffi.Tensor):
-        # tvm-ffi hands a tensor back in the caller's framework (torch in, torch out): the same
-        # memory, seen as a tvm Tensor, so that dtypes compare as TVM dtypes.
+        return _from_numpy(value, param, label, device, verb)
+    if hasattr(value, "__dlpack__"):
+        return _from_dlpack(value, param, label, device, verb)
+    if isinstance(value, (tvm_ffi.Function, tvm_ffi.Module, tvm_ffi.Object)):
+        return value  # held as is; a partial module refuses to save it
+    raise TypeError(
+        f"cannot {verb} {label}: expected a tensor (tvm, numpy or DLPack), int, float, bool, "
+        f"str or None, got {type(value).__name__}"
+    )
+
+
+def _from_numpy(array: np.ndarray, param: Param | None, label: str, device: Any, verb: str) -> tvm_ffi.Tensor:
+    """A numpy array -> a contiguous, 64-byte-aligned tvm Tensor (a copy, the only one)."""
+    if array.dtype.hasobject:
+        raise TypeError(f"cannot {verb} {label}: a numpy array of Python objects is not a tensor")
+    check_tensor(str(array.dtype), array.shape, param, label, verb)  # before copying
+    extension = _extension_dtype(array.dtype, label, verb)
+    source: Any = array
+    if extension is not None:  # numpy's DLPack export refuses these: copy the bits, retype after
+        source = array.view(f"uint{array.dtype.itemsize * 8}")
+    tensor = _aligned_copy(source, device, array, label, verb)
+    if not isinstance(tensor, tvm_ffi.Tensor):  # tvm-ffi hands back what it was given: numpy
         tensor = tvm_ffi.from_dlpack(tensor)
     if extension is not None:
         tensor = create_view()(tensor, tvm_ffi.Shape(tuple(tensor.shape)), extension, 0)
     return tensor
 
 
-def _extension_dtype(dtype: np.dtype, label: str) -> str | None:
+def _from_dlpack(value: Any, param: Param | None, label: str, device: Any, verb: str) -> tvm_ffi.Tensor:
+    """A DLPack tensor (torch, ...) -> a contiguous, 64-byte-aligned tvm Tensor (a copy), its dtype
+    compared as a TVM dtype."""
+    try:
+        view = tvm_ffi.from_dlpack(value)  # no copy
+    except Exception as err:
+        raise TypeError(
+            f"cannot {verb} {label}: {type(value).__name__} is not a usable tensor ({err})"
+        ) from err
+    check_tensor(_dtype_of(view, value, label, verb), tuple(view.shape), param, label, verb)
+    return _aligned_copy(view, device, value, label, verb)
+
+
+def _dtype_of(tensor: tvm_ffi.Tensor, value: Any, label: str, verb: str) -> str:
+    return str(tensor.dtype)
+
+
+def _extension_dtype(dtype: np.dtype, label: str, verb: str) -> str | None:
     """The TVM dtype of a numpy dtype that DLPack cannot carry (ml_dtypes: bfloat16, float8...),
     None for an ordinary dtype."""
     if dtype.kind != "V" or dtype.fields is not None or dtype.subdtype is not None:
@@ -84,22 +112,13 @@ def _extension_dtype(dtype: np.dtype, label: str) -> str | None:
     try:
         tvm_dtype = tvm_ffi.dtype(name)
     except Exception:
-        raise TypeError(f"cannot bind {label}: numpy dtype {name} has no TVM equivalent") from None
+        raise TypeError(f"cannot {verb} {label}: numpy dtype {name} has no TVM equivalent") from None
     if tvm_dtype.lanes != 1 or tvm_dtype.bits != dtype.itemsize * 8:
         raise TypeError(
-            f"cannot bind {label}: numpy stores dtype {name} in {dtype.itemsize * 8} bits per element, "
-            f"TVM in {tvm_dtype.bits}; pack the values and bind a tvm Tensor instead"
+            f"cannot {verb} {label}: numpy stores dtype {name} in {dtype.itemsize * 8} bits per "
+            f"element, TVM in {tvm_dtype.bits}; pack the values and bind a tvm Tensor instead"
         )
     return name
-
-
-def create_view() -> tvm_ffi.Function:
-    view = tvm_ffi.get_global_func("runtime.TVMTensorCreateView", allow_missing=True)
-    if view is None:  # registered by the TVM runtime
-        import tvm  # noqa: F401
-
-        view = tvm_ffi.get_global_func("runtime.TVMTensorCreateView")
-    return view
 
 
 #: How an allocation failure reads: numpy's MemoryError, AlignedEmpty's "out of memory allocating",
@@ -111,17 +130,17 @@ _OUT_OF_MEMORY = re.compile(
 )
 
 
-def aligned_copy(source: Any, device: Any, value: Any, label: str) -> tvm_ffi.Tensor:
+def _aligned_copy(source: Any, device: Any, value: Any, label: str, verb: str) -> tvm_ffi.Tensor:
     try:
         return _lib.aligned_copy(source, device)
     except Exception as err:
         if isinstance(err, MemoryError) or _OUT_OF_MEMORY.search(str(err)):
             raise MemoryError(
-                f"cannot bind {label}: out of memory copying {_size(value)} into an aligned tensor "
+                f"cannot {verb} {label}: out of memory copying {_size(value)} into an aligned tensor "
                 f"on {device} ({err}); free memory or bind a smaller tensor"
             ) from err
         raise TypeError(
-            f"cannot bind {label}: {type(value).__name__} is not a usable tensor ({err})"
+            f"cannot {verb} {label}: {type(value).__name__} is not a usable tensor ({err})"
         ) from err
 
 
@@ -136,30 +155,28 @@ def _size(value: Any) -> str:
         return "a tensor of unknown size"
 
 
-def check_dtype(dtype: str, param: Param, label: str) -> None:
-    if param.dtype is not None and dtype != param.dtype:
-        raise TypeError(f"cannot bind {label}: dtype {dtype} does not match {param.describe()}")
-
-
-def check_tensor(tensor: tvm_ffi.Tensor, param: Param | None, label: str) -> None:
+def check_tensor(dtype: str, shape: tuple[int, ...], param: Param | None, label: str, verb: str) -> None:
+    """A tensor of ``dtype`` and ``shape`` for ``param``: refused when it does not match."""
     if param is None or param.kind is None:
         return
     if param.kind == "scalar":
-        raise TypeError(f"cannot bind {label}: a tensor given for scalar parameter {param.describe()}")
-    check_dtype(str(tensor.dtype), param, label)
+        raise TypeError(f"cannot {verb} {label}: a tensor given for scalar parameter {param.describe()}")
+    if param.dtype is not None and dtype != param.dtype:
+        raise TypeError(f"cannot {verb} {label}: dtype {dtype} does not match {param.describe()}")
     if param.shape is None:
         return
-    shape = tuple(tensor.shape)
+    shape = tuple(int(s) for s in shape)
     if len(shape) != len(param.shape) or any(p is not None and p != s for p, s in zip(param.shape, shape)):
-        raise ValueError(f"cannot bind {label}: shape {shape} does not match {param.describe()}")
+        raise ValueError(f"cannot {verb} {label}: shape {shape} does not match {param.describe()}")
 
 
-def check_scalar(value: Any, param: Param | None, label: str) -> None:
+# -- scalars ------------------------------------------------------------------------------------------
+def check_scalar(value: Any, param: Param | None, label: str, verb: str = "bind") -> None:
     if param is None or param.kind is None or value is None:
         return
     if param.kind == "tensor":
         raise TypeError(
-            f"cannot bind {label}: {type(value).__name__} given for tensor parameter {param.describe()}"
+            f"cannot {verb} {label}: {type(value).__name__} given for tensor parameter {param.describe()}"
         )
     dtype = param.dtype or ""
     if dtype == "bool":
@@ -172,10 +189,11 @@ def check_scalar(value: Any, param: Param | None, label: str) -> None:
         ok = True
     if not ok:
         raise TypeError(
-            f"cannot bind {label}: {type(value).__name__} {value!r} does not fit {param.describe()}"
+            f"cannot {verb} {label}: {type(value).__name__} {value!r} does not fit {param.describe()}"
         )
 
 
+# -- rebind() -----------------------------------------------------------------------------------------
 #: The kinds a bound scalar can have; a rebind keeps the kind.
 _SCALAR_KINDS = ((bool, "bool"), (int, "int"), (float, "float"), (str, "str"), (type(None), "None"))
 
@@ -193,9 +211,10 @@ def _a(kind: str) -> str:
     return {"int": "an int", "None": "None"}.get(kind, f"a {kind}")
 
 
-def rebound(old: Any, value: Any, name: str, label: str, device: Any) -> Any:
+def rebound(old: Any, value: Any, param: Param, label: str, device: Any) -> Any:
     """The value that replaces ``old``: of the same kind (a tensor of the same dtype and shape, or
-    a scalar of the same kind; an int may replace a float), else refused."""
+    a scalar of the same kind; an int may replace a float), checked against ``param`` (its dtype
+    when the caller gave ``signature=``), else refused."""
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(old, tvm_ffi.Tensor):
@@ -205,10 +224,16 @@ def rebound(old: Any, value: Any, name: str, label: str, device: Any) -> Any:
                 f"{type(value).__name__}; pass a tensor of dtype {old.dtype} and shape "
                 f"{tuple(old.shape)}"
             )
-        return convert(value, Param(name, "tensor", str(old.dtype), tuple(old.shape)), label, device)
+        like_old = Param(param.name, "tensor", str(old.dtype), tuple(old.shape))
+        return convert(value, like_old, label, device, verb="rebind")
     old_kind, new_kind = _kind_of(old), _kind_of(value)
     if old_kind == "float" and new_kind == "int":
-        if float(value) != value:  # past 2**53 the float would not be the int given
+        check_scalar(value, param, label, verb="rebind")
+        try:
+            exact = float(value) == value
+        except OverflowError:
+            exact = False
+        if not exact:  # past 2**53 the float would not be the int given
             raise ValueError(
                 f"rebind: cannot rebind {label}: the int {value} has no exact float value; pass a float"
             )
@@ -218,4 +243,5 @@ def rebound(old: Any, value: Any, name: str, label: str, device: Any) -> Any:
             f"rebind: cannot rebind {label}: {_a(old_kind)} was bound there, got "
             f"{_a(new_kind)}; pass {_a(old_kind)}"
         )
+    check_scalar(value, param, label, verb="rebind")
     return value

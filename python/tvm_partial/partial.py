@@ -9,7 +9,7 @@ scalars) in ``_convert``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, overload
 
 import tvm_ffi
@@ -18,10 +18,12 @@ from . import _convert, _lib, _target
 from . import output_specs as _outputs
 from . import remote as _remote
 from ._convert import create_view as _create_view  # noqa: F401  (weights.py imports it from here)
-from .signature import Param, Signature
+from .signature import Param
 
 if TYPE_CHECKING:
     from ._typing import Bound, ModuleTarget, Target
+
+_CPU = tvm_ffi.device("cpu", 0)
 
 
 @overload
@@ -89,7 +91,8 @@ def partial(
         ``VirtualMachine``, or a list of names. Needed to bind by name (unless the target is a
         partial that recorded its names); tensors are then checked against their parameter.
     device
-        Where values that are not yet tvm Tensors are placed (default: CPU).
+        Where values that are not yet tvm Tensors are placed (default: CPU): a device of this
+        process (``tvm.cuda(0)``) or its name (``"cuda:0"``); one that is not here is refused.
     function
         For a module target, the function the bindings apply to (default ``"main"``).
     outputs
@@ -111,25 +114,29 @@ def partial(
     against every keyword parameter, so a ``str``-typed ``function`` would refuse that call.
     """
     fname = function if isinstance(function, str) else "main"
-    kind, obj, vm = _target.classify(target, None if device is _target.UNSET else device)
-    view = _target.TargetView.of(obj, "" if kind == "function" else fname, fname, signature, vm)
-    _target.refuse_option_clashes(view, device, function, outputs)
+    bound_target = _target.classify(target)
+    kind = bound_target.kind
+    view = _target.TargetView.of(bound_target, "" if kind == "function" else fname, fname, signature)
+    _target.refuse_option_clashes(
+        view.sig, _given(device=device, function=function) + (["outputs"] if outputs is not None else [])
+    )
     if function is not _target.UNSET and not isinstance(function, str):
         raise TypeError(f"function= must be the name of a function (str), got {type(function).__name__}")
-    keyed, named = _target.split_keys(bound)
-    named = _target.merge_named(named, by_name)
+    place = _target.as_device(None if device is _target.UNSET else device)
+    bound_target.place(place)  # a Relax executable: its VM, on that device
+    _target.check_available(place)
+    keyed, named = _target.split_keys(bound, by_name)
     targets = view.positions(keyed, named)
-    device = _convert.as_device(None if device is _target.UNSET else device, default=None)
+    obj = bound_target.obj
     if kind == "module":  # a remote module: its session's device by default; other sessions refused
-        device = _remote.placement(
-            obj, device, [v for _, v in targets.values()], [view.label(p, o) for p, (o, _) in targets.items()]
+        place = _remote.placement(
+            obj, place, [v for _, v in targets.values()], [view.label(p, o) for p, (o, _) in targets.items()]
         )
-    device = _convert.as_device(device)
+    place = place or _CPU
     values = {}
     for position, (original, value) in targets.items():
-        label = view.label(position, original)
-        param = view.sig.params[original] if view.sig is not None and original is not None else None
-        values[position] = _convert.convert(value, param, label, device)
+        param = _target.param_at(original, view.sig) if original is not None else None
+        values[position] = _convert.convert(value, param, view.label(position, original), place)
     names = view.free_names()
     specs = None if outputs is None else _outputs.resolve(outputs, view.sig, sorted(view.bound))
     full_names = view.original_names
@@ -146,59 +153,83 @@ def partial(
 
 def rebind(
     module: tvm_ffi.Module,
-    bound: Mapping[int, Any] | None = None,
+    bound: Bound | None = None,
     /,
     *,
-    function: Any = "main",
-    device: Any = None,
+    signature: Any = None,
+    function: Any = _target.UNSET,
+    device: Any = _target.UNSET,
     **by_name: Any,
 ) -> tvm_ffi.Module:
     """A new partial module over the same compiled code with other values at already-bound
     positions: ``rebind(pm, weights=new_w)``. No recompilation; O(number of bindings).
 
-    Each new tensor must match the dtype and shape of the value it replaces. To change what the
-    existing module computes instead, update its bound tensor in place:
+    Each new tensor must match the dtype and shape of the value it replaces; a scalar must be of
+    the kind bound there (an int may replace a float). To change what the existing module
+    computes instead, update its bound tensor in place:
     ``tvm_partial.bindings(pm)["main"][1].copyfrom(new_w)``.
+
+    Parameters
+    ----------
+    module
+        A partial module (what ``partial()`` or ``load()`` returns).
+    bound
+        ``{position: value}`` and/or ``{name: value}``, as for ``partial()``; positions count in
+        the function's full parameter list, names need recorded names or ``signature=``. String
+        keys also reach parameters named like an option (``{"device": d}``).
+    signature
+        The function's full parameter list, as for ``partial()``: names resolve in it (also
+        where the partial recorded none), checked against the names it recorded.
+    function
+        The function whose bindings are replaced (default ``"main"``).
+    device
+        Where values that are not yet tvm Tensors are placed (default: CPU).
+    **by_name
+        ``name=value`` replacements. A name that is also an option (``signature``, ``device``,
+        ``function``) and a parameter is refused as a keyword: rebind it through the mapping.
     """
     current = bindings(module) if isinstance(module, tvm_ffi.Module) else None
     if current is None:
         raise TypeError(f"rebind needs a partial module, got {type(module).__name__}")
-    if function not in current:
-        raise KeyError(
-            f"rebind: function {function!r} has no bindings (bound: {', '.join(current) or 'none'})"
-        )
-    names = param_names(module)
-    sig = Signature(function, tuple(Param(n) for n in names[function])) if function in names else None
-    if by_name and sig is None:
+    fname = function if isinstance(function, str) else "main"
+    sig, _, _ = _target.signature_of(module, fname, fname, signature, None, entry="rebind")
+    _target.refuse_option_clashes(sig, _given(device=device, function=function), entry="rebind")
+    if function is not _target.UNSET and not isinstance(function, str):
+        raise TypeError(f"function= must be the name of a function (str), got {type(function).__name__}")
+    if fname not in current:
+        raise KeyError(f"rebind: function {fname!r} has no bindings (bound: {', '.join(current) or 'none'})")
+    keyed, named = _target.split_keys(bound, by_name)
+    if named and sig is None:
         raise TypeError(
-            f"rebind by name ({', '.join(by_name)}) needs recorded parameter names; "
-            f"{function}() has none: rebind by position"
+            f"rebind by name ({', '.join(named)}) needs recorded parameter names; "
+            f"{fname}() has none: rebind by position, or pass signature="
         )
     if not module.imports:
         raise ValueError(
             "rebind: this partial module wraps no compiled code (it was restored from bytes alone); "
             "give it its code when loading: tvm_partial.load_from_bytes(data, wrapped=exe)"
         )
-    new = _target.positions(bound, by_name, sig)
-    device = _convert.as_device(
-        _remote.placement(
-            module,
-            _convert.as_device(device, default=None),
-            list(new.values()),
-            [_target.label(i, sig) for i in new],
-        )
-    )
-    replaced = dict(current[function])
+    new = _target.full_positions(keyed, named, sig)
+    place = _target.as_device(None if device is _target.UNSET else device)
+    _target.check_available(place)
+    labels = [_target.label(i, sig) for i in new]
+    place = _remote.placement(module, place, list(new.values()), labels) or _CPU
+    replaced = dict(current[fname])
     for index, value in new.items():
         if index not in replaced:
             raise IndexError(
-                f"rebind: position {index} of {function}() is not bound "
+                f"rebind: position {index} of {fname}() is not bound "
                 f"(bound: {sorted(replaced)}); rebind replaces bound values"
             )
-        name = sig.params[index].name if sig is not None else f"position {index}"
-        replaced[index] = _convert.rebound(replaced[index], value, name, _target.label(index, sig), device)
-    current[function] = replaced
-    return _lib.partial_apply_module(module.imports[0], current, names, _outputs.raw(module))
+        param = _target.param_at(index, sig) or Param(f"position {index}")
+        replaced[index] = _convert.rebound(replaced[index], value, param, _target.label(index, sig), place)
+    current[fname] = replaced
+    return _lib.partial_apply_module(module.imports[0], current, param_names(module), _outputs.raw(module))
+
+
+def _given(**options: Any) -> list[str]:
+    """The options given (None included): those a parameter name must not be taken for."""
+    return [name for name, value in options.items() if value is not _target.UNSET]
 
 
 @overload
