@@ -424,6 +424,136 @@ def test_unreachable_position_refused_before_any_copy(monkeypatch):
             tvm_partial.partial(echo, {position: np.ones(4, "float32")})
 
 
+# -- 6. scalars the parameter's dtype cannot hold ----------------------------------------------------------
+_SCALAR_KERNELS: dict = {}
+
+
+def scalar_kernel(dtype: str):
+    """out[0] = s for a scalar parameter s of ``dtype``: the output is what the kernel received."""
+    if dtype not in _SCALAR_KERNELS:
+        s = te.var("s", dtype)
+        out = te.compute((1,), lambda i: s, name="out")
+        exe = compile_te([s, out])
+        _SCALAR_KERNELS[dtype] = (exe["main"], [s, out], exe)
+    return _SCALAR_KERNELS[dtype]
+
+
+def received(g, dtype: str):
+    out = tvm.runtime.empty((1,), dtype)
+    g(out)
+    return out.numpy()[0].item()
+
+
+@pytest.mark.parametrize(
+    "dtype,value",
+    [
+        ("int8", -128), ("int8", 127), ("uint8", 0), ("uint8", 255), ("int16", -(2**15)),
+        ("uint16", 2**16 - 1), ("int32", 2**31 - 1), ("int32", -(2**31)), ("uint32", 2**32 - 1),
+        ("int64", 2**63 - 1), ("int64", -(2**63)), ("uint64", 2**63 - 1), ("bool", True),
+        ("float32", 3), ("float32", 2**24), ("float16", 65504.0), ("float16", 2048),
+        ("float32", float("inf")), ("float64", 2**53), ("float32", 1e-50),
+    ],
+)  # fmt: skip
+def test_scalar_within_its_dtype_reaches_the_kernel_exactly(dtype, value):
+    f, sig, _exe = scalar_kernel(dtype)
+    g = tvm_partial.partial(f, signature=sig, s=value)
+    assert received(g, dtype) == np.array(value, dtype).item()
+    assert tvm_partial.bindings(g) == {0: value}
+
+
+@pytest.mark.parametrize(
+    "dtype,value,why",
+    [
+        ("int32", 2**40 + 7, r"int 1099511627783 is out of range for s: int32 \(-2147483648 to 2147483647\)"),
+        ("uint8", 300, r"int 300 is out of range for s: uint8 \(0 to 255\)"),
+        ("uint8", -1, r"int -1 is out of range for s: uint8 \(0 to 255\)"),
+        ("int8", 128, r"int 128 is out of range for s: int8"),
+        ("int8", -129, r"int -129 is out of range for s: int8"),
+        ("uint16", 2**16, r"int 65536 is out of range for s: uint16"),
+        ("int64", 2**63, r"int 9223372036854775808 is out of range for s: int64"),
+        ("int64", -(2**63) - 1, r"int -9223372036854775809 is out of range for s: int64"),
+        ("uint64", 2**63, r"int 9223372036854775808 is out of range for s: uint64 \(0 to 9223372036854775807: "
+         r"a scalar travels as a signed 64-bit int"),
+        ("uint64", -1, r"int -1 is out of range for s: uint64"),
+        ("float32", 1e39, r"float 1e\+39 is out of range for s: float32 \(largest finite value 3.40282"),
+        ("float16", 70000.0, r"float 70000.0 is out of range for s: float16"),
+        ("float16", -1e10, r"float -10000000000.0 is out of range for s: float16"),
+        ("float16", 2049, r"int 2049 has no exact float16 value \(it would become 2048\); pass a float"),
+        ("float32", 2**24 + 1, r"int 16777217 has no exact float32 value"),
+        ("float64", 2**53 + 1, r"int 9007199254740993 has no exact float64 value"),
+        ("float32", 10**400, r"int 1000000000000000000000000000000000000000.* is out of range for s: float32"),
+    ],
+)  # fmt: skip
+def test_scalar_its_dtype_cannot_hold_is_refused(dtype, value, why):
+    """Never a silent wrong result: 2**40 + 7 reached an int32 kernel as 7, 300 an uint8 one as 44."""
+    f, sig, exe = scalar_kernel(dtype)
+    with pytest.raises(ValueError, match=rf"cannot bind parameter 's' \(position 0\): {why}"):
+        tvm_partial.partial(f, signature=sig, s=value)
+    with pytest.raises(ValueError, match=why):  # by position, with the signature, the same
+        tvm_partial.partial(f, {0: value}, signature=sig)
+    with pytest.raises(ValueError, match=why):  # a module target the same
+        tvm_partial.partial(exe, {0: value}, signature=sig)
+
+
+@pytest.mark.parametrize(
+    "dtype,value,why",
+    [
+        ("int32", 2.0, r"float 2.0 does not fit s: int32: bind an int"),
+        ("int32", float("nan"), r"float nan does not fit s: int32"),
+        ("uint8", True, r"bool True does not fit s: uint8: bind an int"),
+        ("bool", 1, r"int 1 does not fit s: bool: bind True or False"),
+        ("float32", True, r"bool True does not fit s: float32: bind a float"),
+        ("int32", "7", r"str '7' does not fit s: int32"),
+    ],
+)
+def test_scalar_of_another_kind_is_refused(dtype, value, why):
+    f, sig, _exe = scalar_kernel(dtype)
+    with pytest.raises(TypeError, match=rf"cannot bind parameter 's' \(position 0\): {why}"):
+        tvm_partial.partial(f, signature=sig, s=value)
+
+
+def test_int_past_64_bits_refused_without_a_signature():
+    """The FFI carries an int in 64 bits; a larger one would reach the callee as an opaque object."""
+    for value in (2**63, -(2**63) - 1, 2**64):
+        with pytest.raises(ValueError, match=rf"cannot bind position 1: int {value} does not fit in 64 bits"):
+            tvm_partial.partial(echo, {1: value})
+    assert list(tvm_partial.partial(echo, {0: 2**63 - 1, 1: -(2**63)})()) == [2**63 - 1, -(2**63)]
+
+
+def test_numpy_scalars_are_checked_as_their_value():
+    f, sig, _exe = scalar_kernel("uint8")
+    assert received(tvm_partial.partial(f, signature=sig, s=np.int64(255)), "uint8") == 255
+    with pytest.raises(ValueError, match=r"int 256 is out of range for s: uint8"):
+        tvm_partial.partial(f, signature=sig, s=np.int64(256))
+
+
+def test_rebind_checks_scalars_against_the_signature():
+    _, [s, out], exe = scalar_kernel("int32")
+    pm = tvm_partial.partial(exe, signature=[s, out], s=5)
+    assert received(pm, "int32") == 5
+    assert received(tvm_partial.rebind(pm, s=-(2**31), signature=[s, out]), "int32") == -(2**31)
+    with pytest.raises(
+        ValueError,
+        match=r"cannot rebind parameter 's' \(position 0\): int 1099511627783 is out of range for s: int32",
+    ):
+        tvm_partial.rebind(pm, s=2**40 + 7, signature=[s, out])
+    with pytest.raises(
+        ValueError, match=r"cannot rebind parameter 's' \(position 0\): int 2147483648 is out"
+    ):
+        tvm_partial.rebind(pm, {"s": 2**31}, signature=[s, out])
+    with pytest.raises(
+        ValueError, match=r"cannot rebind parameter 's' \(position 0\): int 2147483648 is out"
+    ):
+        tvm_partial.rebind(pm, {0: 2**31}, signature=[s, out])
+    # Without signature= the dtype is unknown (a partial records names only): the int still has
+    # to fit in the 64 bits the FFI carries.
+    with pytest.raises(
+        ValueError,
+        match=r"cannot rebind parameter 's' \(position 0\): int 18446744073709551616 does not fit in 64 bits",
+    ):
+        tvm_partial.rebind(pm, s=2**64)
+
+
 # -- 3b. parameters named like an option: Relax models and rebind() ----------------------------------------
 @pytest.fixture(scope="module")
 def relax_option_names():

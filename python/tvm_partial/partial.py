@@ -89,7 +89,9 @@ def partial(
         The ORIGINAL function's full parameter list, also when ``target`` is a partial: a tirx
         ``PrimFunc``, the TE tensor list given to ``te.create_prim_func``, a Relax ``Function`` or
         ``VirtualMachine``, or a list of names. Needed to bind by name (unless the target is a
-        partial that recorded its names); tensors are then checked against their parameter.
+        partial that recorded its names); values are then checked against their parameter:
+        a tensor's dtype and static shape, a scalar's kind and range (an ``int32`` takes no
+        ``2**40``, a ``float16`` no ``1e5``: refused, never wrapped or turned into inf).
     device
         Where values that are not yet tvm Tensors are placed (default: CPU): a device of this
         process (``tvm.cuda(0)``) or its name (``"cuda:0"``); one that is not here is refused.
@@ -178,8 +180,9 @@ def rebind(
         the function's full parameter list, names need recorded names or ``signature=``. String
         keys also reach parameters named like an option (``{"device": d}``).
     signature
-        The function's full parameter list, as for ``partial()``: names resolve in it (also
-        where the partial recorded none), checked against the names it recorded.
+        The function's full parameter list, as for ``partial()``. A partial records parameter
+        names only: with ``signature=`` a scalar is also checked against its parameter's dtype
+        (its range: ``2**40`` for an ``int32`` is refused), which is otherwise unknown here.
     function
         The function whose bindings are replaced (default ``"main"``).
     device
