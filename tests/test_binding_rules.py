@@ -640,3 +640,49 @@ def test_rebind_keys_follow_the_position_rule_of_partial(conv):
             tvm_partial.partial(conv[0], {key: 1})
         with pytest.raises(kind, match=message):
             tvm_partial.rebind(pm, {key: 1})
+
+
+# -- 4b. arrays numpy will not export, dtypes TVM has not ---------------------------------------------------
+def test_read_only_numpy_arrays_are_copied_aligned(scale16, tmp_path):
+    """Was: TypeError ... not a usable tensor (Cannot export readonly array since signalling readonly
+    is unsupported by DLPack): numpy arrays are copied at bind time, read-only ones too."""
+    f, sig = scale16
+    w = ints(16, seed=7)
+    np.save(tmp_path / "w.npy", w)
+    mapped = np.load(tmp_path / "w.npy", mmap_mode="r")
+    from_bytes = np.frombuffer(w.tobytes(), "float32")
+    strided = np.frombuffer(np.repeat(w, 2).tobytes(), "float32")[::2]
+    x = ints(16)
+    for source in (mapped, from_bytes, strided):
+        assert not source.flags.writeable
+        g = tvm_partial.partial(f, signature=sig, w=source)
+        held = tvm_partial.bindings(g)[1]
+        assert held.data_ptr() % 64 == 0 and held.is_contiguous() and str(held.dtype) == "float32"
+        out = tvm.runtime.empty((16,), "float32")
+        g(tensor(x), out)
+        assert np.array_equal(out.numpy(), x * w)
+    with pytest.raises(ValueError, match=r"parameter 'w' \(position 1\): shape \(8,\) does not match"):
+        tvm_partial.partial(f, signature=sig, w=from_bytes[:8])
+    bf16 = np.frombuffer(
+        np.arange(8, dtype="float32").astype(ml_dtypes.bfloat16).tobytes(), ml_dtypes.bfloat16
+    )
+    held = tvm_partial.bindings(tvm_partial.partial(echo, {0: bf16}))[0]
+    assert str(held.dtype) == "bfloat16" and raw_bytes(held) == bf16.tobytes()
+
+
+def test_complex_tensors_are_refused_naming_the_parameter(scale16):
+    """Was: ValueError: DLDataType contains unknown type_code=5, naming no parameter. TVM has no
+    complex dtype (tvm_ffi.dtype("complex64") is unknown), so these cannot be bound."""
+    torch = pytest.importorskip("torch")
+    f, sig = scale16
+    message = r"cannot bind parameter 'w' \(position 1\): complex64 tensors cannot be bound: TVM has no complex dtypes"
+    with pytest.raises(TypeError, match=message):
+        tvm_partial.partial(f, signature=sig, w=torch.zeros(16, dtype=torch.complex64))
+    with pytest.raises(TypeError, match=message):
+        tvm_partial.partial(f, signature=sig, w=np.zeros(16, np.complex64))
+    with pytest.raises(TypeError, match=r"cannot bind position 0: complex128 tensors cannot be bound"):
+        tvm_partial.partial(echo, {0: torch.zeros(2, dtype=torch.complex128)})
+    with pytest.raises(TypeError, match=r"cannot bind position 0: complex128 tensors cannot be bound"):
+        tvm_partial.partial(echo, {0: tvm_ffi.from_dlpack(torch.zeros(2, dtype=torch.complex128))})
+    with pytest.raises(TypeError, match=r"cannot bind parameter 'b' \(position 1\): complex64 tensors"):
+        tvm_partial.partial(echo, signature=["a", "b"], b=np.zeros(2, np.complex64))

@@ -234,6 +234,9 @@ CASES = {
         tvm_partial.partial(_relax_option_names(), {"device": np.zeros(2, "float32")}),
         device=np.zeros(2, "float32"),
     ),
+    "a complex tensor (torch, numpy)": lambda c: tvm_partial.partial(
+        c["f"], signature=c["sig"], weights=np.zeros(fixtures.SHAPES["weights"], np.complex64)
+    ),
     "a weights file that does not exist": lambda c: tvm_partial.open_weights(
         Path(c["artifact"]).parent / "none.safetensors"
     ),

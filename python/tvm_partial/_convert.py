@@ -3,7 +3,7 @@
 """Bound values: what the closure holds, made once at bind time, and checked against the parameter.
 
 - Tensors: a tvm Tensor is held by reference when it is contiguous and 64-byte aligned (copied
-  otherwise); numpy arrays, DLPack tensors (torch, ...) and ml_dtypes arrays
+  otherwise); numpy arrays (read-only ones too), DLPack tensors (torch, ...) and ml_dtypes arrays
   are copied into a contiguous, 64-byte-aligned tvm Tensor on ``device=``. Dtype and static shape
   are checked before anything is copied.
 - Scalars reach the kernel unchanged or are refused (``check_scalar``).
@@ -77,11 +77,20 @@ def _from_numpy(array: np.ndarray, param: Param | None, label: str, device: Any,
     """A numpy array -> a contiguous, 64-byte-aligned tvm Tensor (a copy, the only one)."""
     if array.dtype.hasobject:
         raise TypeError(f"cannot {verb} {label}: a numpy array of Python objects is not a tensor")
+    if array.dtype.kind == "c":
+        raise TypeError(_complex_message(str(array.dtype), label, verb))
     check_tensor(str(array.dtype), array.shape, param, label, verb)  # before copying
     extension = _extension_dtype(array.dtype, label, verb)
     source: Any = array
     if extension is not None:  # numpy's DLPack export refuses these: copy the bits, retype after
         source = array.view(f"uint{array.dtype.itemsize * 8}")
+    if not array.flags.writeable:
+        # np.load(mmap_mode="r"), np.frombuffer(bytes): numpy exports a read-only array only as
+        # DLPack 1.0, which tvm-ffi reads; the copy below only reads it.
+        try:
+            source = tvm_ffi.from_dlpack(source.__dlpack__(max_version=(1, 0)))
+        except TypeError:  # numpy < 2 has no DLPack 1.0
+            source = np.array(source)
     tensor = _aligned_copy(source, device, array, label, verb)
     if not isinstance(tensor, tvm_ffi.Tensor):  # tvm-ffi hands back what it was given: numpy
         tensor = tvm_ffi.from_dlpack(tensor)
@@ -104,7 +113,28 @@ def _from_dlpack(value: Any, param: Param | None, label: str, device: Any, verb:
 
 
 def _dtype_of(tensor: tvm_ffi.Tensor, value: Any, label: str, verb: str) -> str:
-    return str(tensor.dtype)
+    """The TVM dtype of ``tensor``; refused when TVM has none (complex: DLPack type code 5)."""
+    try:
+        return str(tensor.dtype)
+    except ValueError as err:
+        foreign = str(getattr(value, "dtype", "")) if not isinstance(value, tvm_ffi.Tensor) else ""
+        if not foreign:
+            try:  # numpy names every DLPack dtype of host memory
+                foreign = str(np.from_dlpack(tensor).dtype)
+            except Exception:
+                foreign = ""
+        foreign = foreign.rpartition(".")[2]  # torch.complex64 -> complex64
+        if "complex" in foreign or "type_code=5" in str(err):
+            raise TypeError(_complex_message(foreign or "complex", label, verb)) from None
+        raise TypeError(f"cannot {verb} {label}: TVM has no dtype for this tensor ({err})") from None
+
+
+def _complex_message(dtype: str, label: str, verb: str) -> str:
+    return (
+        f"cannot {verb} {label}: {dtype} tensors cannot be bound: TVM has no complex dtypes; bind "
+        "the real and imaginary parts as a float tensor (torch.view_as_real(t), or a numpy "
+        "array's .view(float32 or float64))"
+    )
 
 
 def _extension_dtype(dtype: np.dtype, label: str, verb: str) -> str | None:
