@@ -222,6 +222,16 @@ def test_option_names_as_parameters(option):
     assert tvm_partial.param_names(g) == sig
 
 
+@pytest.mark.parametrize("option", ["function", "outputs", "device"])
+def test_option_names_as_parameters_given_none(option):
+    """None is a value too: outputs=None was taken as "no outputs" and bound nothing."""
+    with pytest.raises(
+        TypeError, match=rf"{option} is both a parameter of main\(\) and an option of partial\(\)"
+    ):
+        tvm_partial.partial(echo, signature=["x", option], **{option: None})
+    assert list(tvm_partial.partial(echo, {option: None}, signature=["x", option])(1)) == [1, None]
+
+
 def test_parameter_named_signature_on_a_partial_with_names():
     g1 = tvm_partial.partial(echo, {0: "x"}, signature=["x", "signature", "y"])
     with pytest.raises(

@@ -35,7 +35,7 @@ def partial(
     signature: Any = None,
     device: Any = ...,
     function: Any = ...,
-    outputs: Any = None,
+    outputs: Any = ...,
     **by_name: Any,
 ) -> tvm_ffi.Function: ...
 @overload
@@ -47,7 +47,7 @@ def partial(
     signature: Any = None,
     device: Any = ...,
     function: Any = ...,
-    outputs: Any = None,
+    outputs: Any = ...,
     **by_name: Any,
 ) -> tvm_ffi.Module: ...
 @overload
@@ -59,7 +59,7 @@ def partial(
     signature: Any = None,
     device: Any = ...,
     function: Any = ...,
-    outputs: Any = None,
+    outputs: Any = ...,
     **by_name: Any,
 ) -> tvm_ffi.Function | tvm_ffi.Module: ...
 def partial(
@@ -70,7 +70,7 @@ def partial(
     signature: Any = None,
     device: Any = _target.UNSET,
     function: Any = _target.UNSET,
-    outputs: Any = None,
+    outputs: Any = _target.UNSET,
     **by_name: Any,
 ) -> tvm_ffi.Function | tvm_ffi.Module:
     """Bind constant arguments of ``target`` once; call the result with the remaining ones.
@@ -100,7 +100,7 @@ def partial(
     outputs
         Parameters (names or positions, one or a list) that each call allocates and returns
         instead of taking them: ``out = partial(exe, outputs="result", ...)(data)``. Needs a
-        signature with dtypes and shapes; see ``tvm_partial.outputs``.
+        signature with dtypes and shapes; see ``tvm_partial.outputs``. None: no outputs.
     **by_name
         ``name=value`` bindings, resolved through the signature. A name that is also an option
         (``signature``, ``device``, ``function``, ``outputs``) and a parameter is refused as a
@@ -119,9 +119,7 @@ def partial(
     bound_target = _target.classify(target)
     kind = bound_target.kind
     view = _target.TargetView.of(bound_target, "" if kind == "function" else fname, fname, signature)
-    _target.refuse_option_clashes(
-        view.sig, _given(device=device, function=function) + (["outputs"] if outputs is not None else [])
-    )
+    _target.refuse_option_clashes(view.sig, _given(device=device, function=function, outputs=outputs))
     if function is not _target.UNSET and not isinstance(function, str):
         raise TypeError(f"function= must be the name of a function (str), got {type(function).__name__}")
     place = _target.as_device(None if device is _target.UNSET else device)
@@ -140,7 +138,8 @@ def partial(
         param = _target.param_at(original, view.sig) if original is not None else None
         values[position] = _convert.convert(value, param, view.label(position, original), place)
     names = view.free_names()
-    specs = None if outputs is None else _outputs.resolve(outputs, view.sig, sorted(view.bound))
+    wanted = None if outputs is _target.UNSET else outputs  # None: none, as when not given
+    specs = None if wanted is None else _outputs.resolve(wanted, view.sig, sorted(view.bound))
     full_names = view.original_names
     if kind == "function":
         return _lib.partial_apply(obj, values, view.closure_name, names, specs, full_names)
