@@ -50,6 +50,7 @@ class Target:
 
 
 def classify(target: Any) -> Target:
+    """What ``target`` is; refused when partial() cannot bind it."""
     if isinstance(target, tvm_ffi.Function):
         return Target("function", target)
     type_name = type(target).__name__

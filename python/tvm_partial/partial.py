@@ -23,8 +23,6 @@ from .signature import Param
 if TYPE_CHECKING:
     from ._typing import Bound, ModuleTarget, Target
 
-_CPU = tvm_ffi.device("cpu", 0)
-
 
 @overload
 def partial(
@@ -132,7 +130,7 @@ def partial(
         place = _remote.placement(
             obj, place, [v for _, v in targets.values()], [view.label(p, o) for p, (o, _) in targets.items()]
         )
-    place = place or _CPU
+    place = place or tvm_ffi.device("cpu", 0)
     values = {}
     for position, (original, value) in targets.items():
         param = _target.param_at(original, view.sig) if original is not None else None
@@ -215,7 +213,7 @@ def rebind(
     place = _target.as_device(None if device is _target.UNSET else device)
     _target.check_available(place)
     labels = [_target.label(i, sig) for i in new]
-    place = _remote.placement(module, place, list(new.values()), labels) or _CPU
+    place = _remote.placement(module, place, list(new.values()), labels) or tvm_ffi.device("cpu", 0)
     replaced = dict(current[fname])
     for index, value in new.items():
         if index not in replaced:
