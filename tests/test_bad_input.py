@@ -177,3 +177,65 @@ def test_outer_index_named_as_given(conv):
         IndexError, match=r"main: bound index 2 is out of range for a function of 2 parameters"
     ):
         apply(g, {2: B}, "main", ["data", "result"])
+
+
+# -- device= ----------------------------------------------------------------------------------------------
+def _absent_cuda():
+    """A CUDA device this process does not have: cuda:0 without CUDA, else one past the last."""
+    if not tvm.cuda(0).exist:
+        return tvm.cuda(0)
+    index = next(i for i in range(1, 1024) if not tvm.cuda(i).exist)
+    return tvm.cuda(index)
+
+
+@pytest.mark.parametrize("module", [False, True])
+@pytest.mark.parametrize("device", [_absent_cuda(), str(_absent_cuda()), tvm_ffi.device("cuda", 7)])
+def test_device_that_is_not_here(conv, device, module):
+    """Was: cannot bind parameter 'weights' (position 1): ndarray is not a usable tensor (... Device
+    API cuda is not enabled), naming the weights instead of device=."""
+    exe, tensors, _, _ = conv
+    name = str(tvm_ffi.device(device) if isinstance(device, str) else device)
+    if tvm_ffi.device(name).exist:
+        pytest.skip(f"{name} is present here")
+    with pytest.raises(ValueError, match=rf"^device={name} is not available in this process: "):
+        tvm_partial.partial(exe if module else exe["main"], signature=tensors, weights=W, device=device)
+    with pytest.raises(ValueError, match=rf"^device={name} is not available in this process"):
+        tvm_partial.partial(exe if module else exe["main"], {3: 1.0}, device=device)  # nothing to place
+
+
+def test_device_without_its_runtime_says_so(conv):
+    if tvm_ffi.get_global_func("device_api.cuda", allow_missing=True) is not None:
+        pytest.skip("this TVM has a CUDA runtime")
+    with pytest.raises(
+        ValueError, match=r"device=cuda:0 is not available in this process: this TVM has no cuda runtime"
+    ):
+        tvm_partial.partial(conv[0], {1: W}, device=tvm.cuda(0))
+
+
+def test_cpu_device_other_than_0_refused(conv):
+    """The CPU is device 0; cpu:7 was accepted and the module then refused at save time."""
+    with pytest.raises(ValueError, match=r"device=cpu:7 is not available in this process: the CPU is cpu:0"):
+        tvm_partial.partial(conv[0], {1: W}, device="cpu:7")
+
+
+@pytest.mark.parametrize("device", [1000, 1, 2.5, object()])
+def test_device_that_is_not_a_device(conv, device):
+    """An int was passed on as is and failed with AttributeError: 'int' ... 'dlpack_device_type'."""
+    with pytest.raises(
+        TypeError,
+        match=r"device= must be a device \(tvm.cpu\(0\), tvm.cuda\(1\)\) or its name \('cuda:1'\), got ",
+    ):
+        tvm_partial.partial(conv[0], {1: W}, device=device)
+
+
+def test_device_name_that_is_not_a_device(conv):
+    with pytest.raises(ValueError, match=r"device='bogus' is not a device name"):
+        tvm_partial.partial(conv[0], {1: W}, device="bogus")
+
+
+def test_rebind_refuses_a_device_that_is_not_here(conv):
+    pm = tvm_partial.partial(conv[0], {1: W})
+    with pytest.raises(ValueError, match=r"device=cpu:3 is not available in this process"):
+        tvm_partial.rebind(pm, {1: W}, device="cpu:3")
+    with pytest.raises(TypeError, match=r"device= must be a device"):
+        tvm_partial.rebind(pm, {1: W}, device=3)

@@ -222,6 +222,16 @@ def test_option_names_as_parameters(option):
     assert tvm_partial.param_names(g) == sig
 
 
+@pytest.mark.parametrize("option", ["function", "outputs", "device"])
+def test_option_names_as_parameters_given_none(option):
+    """None is a value too: outputs=None was taken as "no outputs" and bound nothing."""
+    with pytest.raises(
+        TypeError, match=rf"{option} is both a parameter of main\(\) and an option of partial\(\)"
+    ):
+        tvm_partial.partial(echo, signature=["x", option], **{option: None})
+    assert list(tvm_partial.partial(echo, {option: None}, signature=["x", option])(1)) == [1, None]
+
+
 def test_parameter_named_signature_on_a_partial_with_names():
     g1 = tvm_partial.partial(echo, {0: "x"}, signature=["x", "signature", "y"])
     with pytest.raises(
@@ -422,3 +432,267 @@ def test_unreachable_position_refused_before_any_copy(monkeypatch):
             IndexError, match=rf"bound index {position} cannot be reached: .* positions go up to 2147483646"
         ):
             tvm_partial.partial(echo, {position: np.ones(4, "float32")})
+
+
+# -- 6. scalars the parameter's dtype cannot hold ----------------------------------------------------------
+_SCALAR_KERNELS: dict = {}
+
+
+def scalar_kernel(dtype: str):
+    """out[0] = s for a scalar parameter s of ``dtype``: the output is what the kernel received."""
+    if dtype not in _SCALAR_KERNELS:
+        s = te.var("s", dtype)
+        out = te.compute((1,), lambda i: s, name="out")
+        exe = compile_te([s, out])
+        _SCALAR_KERNELS[dtype] = (exe["main"], [s, out], exe)
+    return _SCALAR_KERNELS[dtype]
+
+
+def received(g, dtype: str):
+    out = tvm.runtime.empty((1,), dtype)
+    g(out)
+    return out.numpy()[0].item()
+
+
+@pytest.mark.parametrize(
+    "dtype,value",
+    [
+        ("int8", -128), ("int8", 127), ("uint8", 0), ("uint8", 255), ("int16", -(2**15)),
+        ("uint16", 2**16 - 1), ("int32", 2**31 - 1), ("int32", -(2**31)), ("uint32", 2**32 - 1),
+        ("int64", 2**63 - 1), ("int64", -(2**63)), ("uint64", 2**63 - 1), ("bool", True),
+        ("float32", 3), ("float32", 2**24), ("float16", 65504.0), ("float16", 2048),
+        ("float32", float("inf")), ("float64", 2**53), ("float32", 1e-50),
+    ],
+)  # fmt: skip
+def test_scalar_within_its_dtype_reaches_the_kernel_exactly(dtype, value):
+    f, sig, _exe = scalar_kernel(dtype)
+    g = tvm_partial.partial(f, signature=sig, s=value)
+    assert received(g, dtype) == np.array(value, dtype).item()
+    assert tvm_partial.bindings(g) == {0: value}
+
+
+@pytest.mark.parametrize(
+    "dtype,value,why",
+    [
+        ("int32", 2**40 + 7, r"int 1099511627783 is out of range for s: int32 \(-2147483648 to 2147483647\)"),
+        ("uint8", 300, r"int 300 is out of range for s: uint8 \(0 to 255\)"),
+        ("uint8", -1, r"int -1 is out of range for s: uint8 \(0 to 255\)"),
+        ("int8", 128, r"int 128 is out of range for s: int8"),
+        ("int8", -129, r"int -129 is out of range for s: int8"),
+        ("uint16", 2**16, r"int 65536 is out of range for s: uint16"),
+        ("int64", 2**63, r"int 9223372036854775808 is out of range for s: int64"),
+        ("int64", -(2**63) - 1, r"int -9223372036854775809 is out of range for s: int64"),
+        ("uint64", 2**63, r"int 9223372036854775808 is out of range for s: uint64 \(0 to 9223372036854775807: "
+         r"a scalar travels as a signed 64-bit int"),
+        ("uint64", -1, r"int -1 is out of range for s: uint64"),
+        ("float32", 1e39, r"float 1e\+39 is out of range for s: float32 \(largest finite value 3.40282"),
+        ("float16", 70000.0, r"float 70000.0 is out of range for s: float16"),
+        ("float16", -1e10, r"float -10000000000.0 is out of range for s: float16"),
+        ("float16", 2049, r"int 2049 has no exact float16 value \(it would become 2048\); pass a float"),
+        ("float32", 2**24 + 1, r"int 16777217 has no exact float32 value"),
+        ("float64", 2**53 + 1, r"int 9007199254740993 has no exact float64 value"),
+        ("float32", 10**400, r"int 1000000000000000000000000000000000000000.* is out of range for s: float32"),
+    ],
+)  # fmt: skip
+def test_scalar_its_dtype_cannot_hold_is_refused(dtype, value, why):
+    """Never a silent wrong result: 2**40 + 7 reached an int32 kernel as 7, 300 an uint8 one as 44."""
+    f, sig, exe = scalar_kernel(dtype)
+    with pytest.raises(ValueError, match=rf"cannot bind parameter 's' \(position 0\): {why}"):
+        tvm_partial.partial(f, signature=sig, s=value)
+    with pytest.raises(ValueError, match=why):  # by position, with the signature, the same
+        tvm_partial.partial(f, {0: value}, signature=sig)
+    with pytest.raises(ValueError, match=why):  # a module target the same
+        tvm_partial.partial(exe, {0: value}, signature=sig)
+
+
+@pytest.mark.parametrize(
+    "dtype,value,why",
+    [
+        ("int32", 2.0, r"float 2.0 does not fit s: int32: bind an int"),
+        ("int32", float("nan"), r"float nan does not fit s: int32"),
+        ("uint8", True, r"bool True does not fit s: uint8: bind an int"),
+        ("bool", 1, r"int 1 does not fit s: bool: bind True or False"),
+        ("float32", True, r"bool True does not fit s: float32: bind a float"),
+        ("int32", "7", r"str '7' does not fit s: int32"),
+    ],
+)
+def test_scalar_of_another_kind_is_refused(dtype, value, why):
+    f, sig, _exe = scalar_kernel(dtype)
+    with pytest.raises(TypeError, match=rf"cannot bind parameter 's' \(position 0\): {why}"):
+        tvm_partial.partial(f, signature=sig, s=value)
+
+
+def test_int_past_64_bits_refused_without_a_signature():
+    """The FFI carries an int in 64 bits; a larger one would reach the callee as an opaque object."""
+    for value in (2**63, -(2**63) - 1, 2**64):
+        with pytest.raises(ValueError, match=rf"cannot bind position 1: int {value} does not fit in 64 bits"):
+            tvm_partial.partial(echo, {1: value})
+    assert list(tvm_partial.partial(echo, {0: 2**63 - 1, 1: -(2**63)})()) == [2**63 - 1, -(2**63)]
+
+
+def test_numpy_scalars_are_checked_as_their_value():
+    f, sig, _exe = scalar_kernel("uint8")
+    assert received(tvm_partial.partial(f, signature=sig, s=np.int64(255)), "uint8") == 255
+    with pytest.raises(ValueError, match=r"int 256 is out of range for s: uint8"):
+        tvm_partial.partial(f, signature=sig, s=np.int64(256))
+
+
+def test_rebind_checks_scalars_against_the_signature():
+    _, [s, out], exe = scalar_kernel("int32")
+    pm = tvm_partial.partial(exe, signature=[s, out], s=5)
+    assert received(pm, "int32") == 5
+    assert received(tvm_partial.rebind(pm, s=-(2**31), signature=[s, out]), "int32") == -(2**31)
+    with pytest.raises(
+        ValueError,
+        match=r"cannot rebind parameter 's' \(position 0\): int 1099511627783 is out of range for s: int32",
+    ):
+        tvm_partial.rebind(pm, s=2**40 + 7, signature=[s, out])
+    with pytest.raises(
+        ValueError, match=r"cannot rebind parameter 's' \(position 0\): int 2147483648 is out"
+    ):
+        tvm_partial.rebind(pm, {"s": 2**31}, signature=[s, out])
+    with pytest.raises(
+        ValueError, match=r"cannot rebind parameter 's' \(position 0\): int 2147483648 is out"
+    ):
+        tvm_partial.rebind(pm, {0: 2**31}, signature=[s, out])
+    # Without signature= the dtype is unknown (a partial records names only): the int still has
+    # to fit in the 64 bits the FFI carries.
+    with pytest.raises(
+        ValueError,
+        match=r"cannot rebind parameter 's' \(position 0\): int 18446744073709551616 does not fit in 64 bits",
+    ):
+        tvm_partial.rebind(pm, s=2**64)
+
+
+# -- 3b. parameters named like an option: Relax models and rebind() ----------------------------------------
+@pytest.fixture(scope="module")
+def relax_option_names():
+    """A Relax model main(x, device, function) = x + 2 * device + 3 * function."""
+    from tvm.script import relax as R
+
+    @tvm.script.ir_module
+    class OptionNames:
+        @R.function
+        def main(
+            x: R.Tensor((2,), "float32"),
+            device: R.Tensor((2,), "float32"),
+            function: R.Tensor((2,), "float32"),
+        ):
+            two = R.const(2.0, "float32")
+            three = R.const(3.0, "float32")
+            return R.add(R.add(x, R.multiply(device, two)), R.multiply(function, three))
+
+    return tvm.compile(OptionNames, target="llvm")
+
+
+def test_relax_parameter_named_device_binds_through_the_mapping(relax_option_names):
+    """Was: AttributeError: 'numpy.ndarray' object has no attribute 'dlpack_device_type'."""
+    exe = relax_option_names
+    d, f, x = np.full(2, 10, "float32"), np.full(2, 100, "float32"), np.array([1, 2], "float32")
+    for option, value in (("device", d), ("function", f), ("device", tvm.cpu(0)), ("function", "main")):
+        with pytest.raises(
+            TypeError,
+            match=rf"^{option} is both a parameter of main\(\) and an option of partial\(\): "
+            rf'bind it as partial\(f, \{{"{option}": value\}}, \.\.\.\)',
+        ):
+            tvm_partial.partial(exe, **{option: value})
+    pm = tvm_partial.partial(exe, {"device": d, "function": f})
+    assert np.array_equal(pm(tensor(x)).numpy(), x + 2 * d + 3 * f)
+
+
+def test_rebind_takes_names_in_the_mapping_and_refuses_option_keywords(relax_option_names):
+    """rebind() of parameters named device or function failed three ways: AttributeError (device=),
+    TypeError: unhashable type (function=), "bound key 'device' is not an integer position"."""
+    exe = relax_option_names
+    d, f, x = np.full(2, 10, "float32"), np.full(2, 100, "float32"), np.array([1, 2], "float32")
+    pm = tvm_partial.partial(exe, {"device": d, "function": f})
+    for option in ("device", "function"):
+        with pytest.raises(
+            TypeError,
+            match=rf"^{option} is both a parameter of main\(\) and an option of rebind\(\): "
+            rf'rebind it as rebind\(module, \{{"{option}": value\}}, \.\.\.\)',
+        ):
+            tvm_partial.rebind(pm, **{option: d})
+    rebound = tvm_partial.rebind(pm, {"device": d * 2, "function": f * 2})
+    assert np.array_equal(rebound(tensor(x)).numpy(), x + 4 * d + 6 * f)
+    mixed = tvm_partial.rebind(pm, {1: d * 3, "function": f * 3})
+    assert np.array_equal(mixed(tensor(x)).numpy(), x + 6 * d + 9 * f)
+    with pytest.raises(
+        TypeError, match=r"function is both a parameter of main\(\) and an option of rebind\(\)"
+    ):
+        tvm_partial.rebind(pm, {"device": d}, function="main")  # never taken as the option
+    with pytest.raises(
+        TypeError, match=r"parameter 'device' \(position 1\) is bound both by index and by name"
+    ):
+        tvm_partial.rebind(pm, {1: d, "device": d})
+    with pytest.raises(
+        TypeError, match=r"parameter 'x' is bound twice: as a key of the mapping and as a keyword"
+    ):
+        tvm_partial.rebind(pm, {"x": d}, x=d)
+    with pytest.raises(IndexError, match=r"rebind: position 0 of main\(\) is not bound"):
+        tvm_partial.rebind(pm, {"x": d})
+    with pytest.raises(
+        TypeError, match=r"main\(\) has no parameter 'devices'; its parameters are x, device, function"
+    ):
+        tvm_partial.rebind(pm, {"devices": d})
+
+
+def test_rebind_keys_follow_the_position_rule_of_partial(conv):
+    """One rule for keys: rebind() refuses what partial() refuses, with the same words."""
+    pm = tvm_partial.partial(conv[0], {1: np.zeros(fixtures.SHAPES["weights"], "float32")})
+    for key, kind, message in (
+        (-1, ValueError, r"bound index -1 is negative; positions count from 0"),
+        (1.5, TypeError, r"bound key 1.5 is not an integer position or a parameter name"),
+        (True, TypeError, r"bound key True is not an integer position or a parameter name"),
+        (2**31, IndexError, r"bound index 2147483648 cannot be reached"),
+    ):
+        with pytest.raises(kind, match=message):
+            tvm_partial.partial(conv[0], {key: 1})
+        with pytest.raises(kind, match=message):
+            tvm_partial.rebind(pm, {key: 1})
+
+
+# -- 4b. arrays numpy will not export, dtypes TVM has not ---------------------------------------------------
+def test_read_only_numpy_arrays_are_copied_aligned(scale16, tmp_path):
+    """Was: TypeError ... not a usable tensor (Cannot export readonly array since signalling readonly
+    is unsupported by DLPack): numpy arrays are copied at bind time, read-only ones too."""
+    f, sig = scale16
+    w = ints(16, seed=7)
+    np.save(tmp_path / "w.npy", w)
+    mapped = np.load(tmp_path / "w.npy", mmap_mode="r")
+    from_bytes = np.frombuffer(w.tobytes(), "float32")
+    strided = np.frombuffer(np.repeat(w, 2).tobytes(), "float32")[::2]
+    x = ints(16)
+    for source in (mapped, from_bytes, strided):
+        assert not source.flags.writeable
+        g = tvm_partial.partial(f, signature=sig, w=source)
+        held = tvm_partial.bindings(g)[1]
+        assert held.data_ptr() % 64 == 0 and held.is_contiguous() and str(held.dtype) == "float32"
+        out = tvm.runtime.empty((16,), "float32")
+        g(tensor(x), out)
+        assert np.array_equal(out.numpy(), x * w)
+    with pytest.raises(ValueError, match=r"parameter 'w' \(position 1\): shape \(8,\) does not match"):
+        tvm_partial.partial(f, signature=sig, w=from_bytes[:8])
+    bf16 = np.frombuffer(
+        np.arange(8, dtype="float32").astype(ml_dtypes.bfloat16).tobytes(), ml_dtypes.bfloat16
+    )
+    held = tvm_partial.bindings(tvm_partial.partial(echo, {0: bf16}))[0]
+    assert str(held.dtype) == "bfloat16" and raw_bytes(held) == bf16.tobytes()
+
+
+def test_complex_tensors_are_refused_naming_the_parameter(scale16):
+    """Was: ValueError: DLDataType contains unknown type_code=5, naming no parameter. TVM has no
+    complex dtype (tvm_ffi.dtype("complex64") is unknown), so these cannot be bound."""
+    torch = pytest.importorskip("torch")
+    f, sig = scale16
+    message = r"cannot bind parameter 'w' \(position 1\): complex64 tensors cannot be bound: TVM has no complex dtypes"
+    with pytest.raises(TypeError, match=message):
+        tvm_partial.partial(f, signature=sig, w=torch.zeros(16, dtype=torch.complex64))
+    with pytest.raises(TypeError, match=message):
+        tvm_partial.partial(f, signature=sig, w=np.zeros(16, np.complex64))
+    with pytest.raises(TypeError, match=r"cannot bind position 0: complex128 tensors cannot be bound"):
+        tvm_partial.partial(echo, {0: torch.zeros(2, dtype=torch.complex128)})
+    with pytest.raises(TypeError, match=r"cannot bind position 0: complex128 tensors cannot be bound"):
+        tvm_partial.partial(echo, {0: tvm_ffi.from_dlpack(torch.zeros(2, dtype=torch.complex128))})
+    with pytest.raises(TypeError, match=r"cannot bind parameter 'b' \(position 1\): complex64 tensors"):
+        tvm_partial.partial(echo, signature=["a", "b"], b=np.zeros(2, np.complex64))

@@ -218,6 +218,25 @@ CASES = {
     "a Relax executable compiled for another device": lambda c: tvm_partial.partial(
         c["relax_exe"], device=tvm_ffi.device("cuda", 0)
     ),
+    "an int scalar its parameter's dtype cannot hold": lambda c: _bind_scalar("int32", 2**40 + 7),
+    "a float scalar past its parameter's dtype, or an int it cannot hold exactly": lambda c: _bind_scalar(
+        "float32", 2**24 + 1
+    ),
+    "an int past 64 bits": lambda c: tvm_partial.partial(c["f"], {1: 2**64}),
+    "`device=` a device this process does not have": lambda c: tvm_partial.partial(
+        c["exe"], {1: W}, device=tvm_ffi.device("cuda", 99)
+    ),
+    "`device=` that is not a device": lambda c: tvm_partial.partial(c["exe"], {1: W}, device=1000),
+    "a Relax parameter named like an option, given as a keyword": lambda c: tvm_partial.partial(
+        _relax_option_names(), device=np.zeros(2, "float32")
+    ),
+    "a keyword that is also an option of rebind()": lambda c: tvm_partial.rebind(
+        tvm_partial.partial(_relax_option_names(), {"device": np.zeros(2, "float32")}),
+        device=np.zeros(2, "float32"),
+    ),
+    "a complex tensor (torch, numpy)": lambda c: tvm_partial.partial(
+        c["f"], signature=c["sig"], weights=np.zeros(fixtures.SHAPES["weights"], np.complex64)
+    ),
     "a weights file that does not exist": lambda c: tvm_partial.open_weights(
         Path(c["artifact"]).parent / "none.safetensors"
     ),
@@ -261,6 +280,30 @@ CASES = {
         c["pm"], Path(c["truncated"]).with_name("zero.tar"), zero_copy=True
     ),
 }
+
+
+def _bind_scalar(dtype: str, value) -> None:
+    """Bind ``value`` to the scalar parameter s of main(x, s, out): out = x + s, s of ``dtype``."""
+    from helpers import compile_te
+
+    x = te.placeholder((1,), dtype, name="x")
+    s = te.var("s", dtype)
+    out = te.compute((1,), lambda i: x[i] + s, name="out")
+    tvm_partial.partial(compile_te([x, s, out])["main"], signature=[x, s, out], s=value)
+
+
+def _relax_option_names():
+    """A Relax model whose main has a parameter named device."""
+    import tvm
+    from tvm.script import relax as R
+
+    @tvm.script.ir_module
+    class OptionName:
+        @R.function
+        def main(x: R.Tensor((2,), "float32"), device: R.Tensor((2,), "float32")):
+            return R.add(x, device)
+
+    return tvm.compile(OptionName, target="llvm")
 
 
 class _ServerWithoutTvmPartial:

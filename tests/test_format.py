@@ -529,6 +529,9 @@ def test_writer_refuses_what_the_loader_refuses(affine4):
         (np.ones(4, "complex64"), "type code 5"),
     ]  # tvm-ffi cannot parse the name it writes
     for value, match in values:
-        pm = tvm_partial.partial(exe, {1: value})
+        if isinstance(value, np.ndarray):  # partial() refuses complex at bind time; a C++ caller may not
+            pm = tvm_ffi.get_global_func("runtime.PartialApplyModule")(exe.mod, {"main": {1: value}})
+        else:
+            pm = tvm_partial.partial(exe, {1: value})
         with pytest.raises(ValueError, match=f"cannot save function 'main' position 1: .*{match}"):
             tvm_partial.save_to_bytes(pm)

@@ -7,6 +7,7 @@ time, so a partial module over it serialises (code, devices and weights in one a
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import tvm_ffi
@@ -81,6 +82,14 @@ def vm_module(executable: tvm_ffi.Module, device: Any, memory: str = "pooled") -
     return _ffi_api.RelaxVMModule(executable, devices)
 
 
+def names_of(executable: tvm_ffi.Module) -> Callable[[str], Signature]:
+    """The parameters of ``executable``'s functions by name, before its device is chosen (a
+    parameter may be named ``device``): read from a VirtualMachine loaded from it and not
+    initialised, which needs no device."""
+    probe = executable["vm_load_executable"]()  # imports the compiled code, not the executable
+    return lambda name: signature_of(probe, name, annotated=executable)
+
+
 def runs_relax(mod: Any) -> bool:
     """Whether ``mod`` is a ``partial_apply_vm`` module or a partial module wrapping one."""
     if not isinstance(mod, tvm_ffi.Module):
@@ -90,12 +99,13 @@ def runs_relax(mod: Any) -> bool:
     )
 
 
-def signature_of(mod: tvm_ffi.Module, name: str) -> Signature:
+def signature_of(mod: tvm_ffi.Module, name: str, annotated: tvm_ffi.Module | None = None) -> Signature:
     """The Relax function's parameters: names from the VirtualMachine ``mod`` runs, and dtype and
     static shape of tensor parameters from the annotations the executable keeps for its own
     argument checks (``ErrorContext(... annotation=R.Tensor((2, 8), dtype="float32"))``). A
     parameter whose annotation is not found or not of that form is checked by the VM at each
-    call instead; ``signature=irmodule[name]`` checks it at bind time."""
+    call instead; ``signature=irmodule[name]`` checks it at bind time. ``annotated``: the module
+    whose import tree holds the executable, when ``mod``'s does not."""
     try:
         arity = int(mod["get_function_arity"](name))
     except Exception as err:
@@ -104,7 +114,7 @@ def signature_of(mod: tvm_ffi.Module, name: str) -> Signature:
         ) from None
     get_name = mod["get_function_param_name"]
     names = [str(get_name(name, i)) for i in range(arity)]
-    known = _annotations(mod, name)
+    known = _annotations(annotated if annotated is not None else mod, name)
     params = []
     for i, param in enumerate(names):
         dtype, shape = known.get((i, param), (None, None))

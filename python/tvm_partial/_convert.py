@@ -1,0 +1,390 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Bound values: what the closure holds, made once at bind time, and checked against the parameter.
+
+- Tensors: a tvm Tensor is held by reference when it is contiguous and 64-byte aligned (copied
+  otherwise); numpy arrays (read-only ones too), DLPack tensors (torch, ...) and ml_dtypes arrays
+  are copied into a contiguous, 64-byte-aligned tvm Tensor on ``device=``. Dtype and static shape
+  are checked before anything is copied.
+- Scalars reach the kernel unchanged or are refused (``check_scalar``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from typing import Any
+
+import numpy as np
+import tvm_ffi
+
+from . import _lib
+from . import remote as _remote
+from .signature import Param
+
+#: Bound tensors are converted to (or must already be) contiguous and aligned to this many bytes.
+ALIGNMENT = 64
+#: The FFI passes a Python int as a signed 64-bit integer.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def runtime_global(name: str) -> tvm_ffi.Function:
+    """A global of the TVM runtime, which ``import tvm`` registers."""
+    found = tvm_ffi.get_global_func(name, allow_missing=True)
+    if found is None:
+        import tvm  # noqa: F401
+
+        found = tvm_ffi.get_global_func(name)
+    return found
+
+
+def create_view() -> tvm_ffi.Function:
+    """``runtime.TVMTensorCreateView(tensor, shape, dtype, offset)``: the same bytes, retyped."""
+    return runtime_global("runtime.TVMTensorCreateView")
+
+
+# -- values -------------------------------------------------------------------------------------------
+def convert(value: Any, param: Param | None, label: str, device: Any, verb: str = "bind") -> Any:
+    """Turn one bound value into what the closure holds, checking it against its parameter.
+    ``label`` names it in errors (``parameter 'w' (position 1)``), which begin ``cannot {verb}``."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        check_scalar(value, param, label, verb)
+        return value
+    if isinstance(value, tvm_ffi.Tensor):
+        check_tensor(_dtype_of(value, value, label, verb), tuple(value.shape), param, label, verb)
+        # A remote tensor's data pointer is a local handle, not its address; the server's
+        # allocator aligns what it allocates.
+        aligned = value.data_ptr() % ALIGNMENT == 0 or _remote.device_session(value.device) is not None
+        if aligned and value.is_contiguous():
+            return value
+        return _aligned_copy(value, value.device, value, label, verb)  # kernels crash on such data
+    if isinstance(value, np.ndarray):
+        return _from_numpy(value, param, label, device, verb)
+    if hasattr(value, "__dlpack__"):
+        return _from_dlpack(value, param, label, device, verb)
+    if isinstance(value, (tvm_ffi.Function, tvm_ffi.Module, tvm_ffi.Object)):
+        return value  # held as is; a partial module refuses to save it
+    raise TypeError(
+        f"cannot {verb} {label}: expected a tensor (tvm, numpy or DLPack), int, float, bool, "
+        f"str or None, got {type(value).__name__}"
+    )
+
+
+def _from_numpy(array: np.ndarray, param: Param | None, label: str, device: Any, verb: str) -> tvm_ffi.Tensor:
+    """A numpy array -> a contiguous, 64-byte-aligned tvm Tensor (a copy, the only one)."""
+    if array.dtype.hasobject:
+        raise TypeError(f"cannot {verb} {label}: a numpy array of Python objects is not a tensor")
+    if array.dtype.kind == "c":
+        raise TypeError(_complex_message(str(array.dtype), label, verb))
+    check_tensor(str(array.dtype), array.shape, param, label, verb)  # before copying
+    extension = _extension_dtype(array.dtype, label, verb)
+    source: Any = array
+    if extension is not None:  # numpy's DLPack export refuses these: copy the bits, retype after
+        source = array.view(f"uint{array.dtype.itemsize * 8}")
+    if not array.flags.writeable:
+        # np.load(mmap_mode="r"), np.frombuffer(bytes): numpy exports a read-only array only as
+        # DLPack 1.0, which tvm-ffi reads; the copy below only reads it.
+        try:
+            source = tvm_ffi.from_dlpack(source.__dlpack__(max_version=(1, 0)))
+        except TypeError:  # numpy < 2 has no DLPack 1.0
+            source = np.array(source)
+    tensor = _aligned_copy(source, device, array, label, verb)
+    if not isinstance(tensor, tvm_ffi.Tensor):  # tvm-ffi hands back what it was given: numpy
+        tensor = tvm_ffi.from_dlpack(tensor)
+    if extension is not None:
+        tensor = create_view()(tensor, tvm_ffi.Shape(tuple(tensor.shape)), extension, 0)
+    return tensor
+
+
+def _from_dlpack(value: Any, param: Param | None, label: str, device: Any, verb: str) -> tvm_ffi.Tensor:
+    """A DLPack tensor (torch, ...) -> a contiguous, 64-byte-aligned tvm Tensor (a copy), its dtype
+    compared as a TVM dtype."""
+    try:
+        view = tvm_ffi.from_dlpack(value)  # no copy
+    except Exception as err:
+        raise TypeError(
+            f"cannot {verb} {label}: {type(value).__name__} is not a usable tensor ({err})"
+        ) from err
+    check_tensor(_dtype_of(view, value, label, verb), tuple(view.shape), param, label, verb)
+    return _aligned_copy(view, device, value, label, verb)
+
+
+def _dtype_of(tensor: tvm_ffi.Tensor, value: Any, label: str, verb: str) -> str:
+    """The TVM dtype of ``tensor``; refused when TVM has none (complex: DLPack type code 5)."""
+    try:
+        return str(tensor.dtype)
+    except ValueError as err:
+        foreign = str(getattr(value, "dtype", "")) if not isinstance(value, tvm_ffi.Tensor) else ""
+        if not foreign:
+            try:  # numpy names every DLPack dtype of host memory
+                foreign = str(np.from_dlpack(tensor).dtype)
+            except Exception:
+                foreign = ""
+        foreign = foreign.rpartition(".")[2]  # torch.complex64 -> complex64
+        if "complex" in foreign or "type_code=5" in str(err):
+            raise TypeError(_complex_message(foreign or "complex", label, verb)) from None
+        raise TypeError(f"cannot {verb} {label}: TVM has no dtype for this tensor ({err})") from None
+
+
+def _complex_message(dtype: str, label: str, verb: str) -> str:
+    return (
+        f"cannot {verb} {label}: {dtype} tensors cannot be bound: TVM has no complex dtypes; bind "
+        "the real and imaginary parts as a float tensor (torch.view_as_real(t), or a numpy "
+        "array's .view(float32 or float64))"
+    )
+
+
+def _extension_dtype(dtype: np.dtype, label: str, verb: str) -> str | None:
+    """The TVM dtype of a numpy dtype that DLPack cannot carry (ml_dtypes: bfloat16, float8...),
+    None for an ordinary dtype."""
+    if dtype.kind != "V" or dtype.fields is not None or dtype.subdtype is not None:
+        return None
+    name = str(dtype)
+    try:
+        tvm_dtype = tvm_ffi.dtype(name)
+    except Exception:
+        raise TypeError(f"cannot {verb} {label}: numpy dtype {name} has no TVM equivalent") from None
+    if tvm_dtype.lanes != 1 or tvm_dtype.bits != dtype.itemsize * 8:
+        raise TypeError(
+            f"cannot {verb} {label}: numpy stores dtype {name} in {dtype.itemsize * 8} bits per "
+            f"element, TVM in {tvm_dtype.bits}; pack the values and bind a tvm Tensor instead"
+        )
+    return name
+
+
+#: How an allocation failure reads: numpy's MemoryError, AlignedEmpty's "out of memory allocating",
+#: the device allocators' "failed to allocate" / "out of memory", C++'s bad_alloc.
+_OUT_OF_MEMORY = re.compile(
+    r"out of memory|\boom\b|bad_alloc|(cannot|could not|couldn't|failed to|unable to) allocate|"
+    r"allocation (failed|failure)",
+    re.IGNORECASE,
+)
+
+
+def _aligned_copy(source: Any, device: Any, value: Any, label: str, verb: str) -> tvm_ffi.Tensor:
+    try:
+        return _lib.aligned_copy(source, device)
+    except Exception as err:
+        if isinstance(err, MemoryError) or _OUT_OF_MEMORY.search(str(err)):
+            raise MemoryError(
+                f"cannot {verb} {label}: out of memory copying {_size(value)} into an aligned tensor "
+                f"on {device} ({err}); free memory or bind a smaller tensor"
+            ) from err
+        raise TypeError(
+            f"cannot {verb} {label}: {type(value).__name__} is not a usable tensor ({err})"
+        ) from err
+
+
+def _size(value: Any) -> str:
+    """``1024 bytes``: the byte size of a tensor, for messages."""
+    try:
+        if isinstance(value, tvm_ffi.Tensor):
+            bits = tvm_ffi.dtype(str(value.dtype)).bits * tvm_ffi.dtype(str(value.dtype)).lanes
+            return f"{int(np.prod(value.shape, dtype=np.int64)) * ((bits + 7) // 8)} bytes"
+        return f"{int(value.nbytes)} bytes"
+    except Exception:
+        return "a tensor of unknown size"
+
+
+def check_tensor(dtype: str, shape: tuple[int, ...], param: Param | None, label: str, verb: str) -> None:
+    """A tensor of ``dtype`` and ``shape`` for ``param``: refused when it does not match."""
+    if param is None or param.kind is None:
+        return
+    if param.kind == "scalar":
+        raise TypeError(f"cannot {verb} {label}: a tensor given for scalar parameter {param.describe()}")
+    if param.dtype is not None and dtype != param.dtype:
+        raise TypeError(f"cannot {verb} {label}: dtype {dtype} does not match {param.describe()}")
+    if param.shape is None:
+        return
+    shape = tuple(int(s) for s in shape)
+    if len(shape) != len(param.shape) or any(p is not None and p != s for p, s in zip(param.shape, shape)):
+        raise ValueError(f"cannot {verb} {label}: shape {shape} does not match {param.describe()}")
+
+
+# -- scalars ------------------------------------------------------------------------------------------
+def check_scalar(value: Any, param: Param | None, label: str, verb: str = "bind") -> None:
+    """Refuse a scalar that would not reach the kernel as given (never a silently changed value).
+
+    - An int must fit in the 64 bits the FFI passes it in (a larger one would reach the callee as
+      an opaque Python object).
+    - With the parameter's dtype known: an int parameter takes an int (not a bool) in its range
+      (uint64: up to INT64_MAX, as the FFI passes it signed); a bool parameter takes a bool; a
+      float parameter takes a float or an int (not a bool): a finite float past the dtype's
+      largest finite value, or an int the dtype cannot represent exactly, is refused. A float is
+      otherwise rounded to the dtype's precision, as float arithmetic is; inf and nan stay.
+    Types are TypeError, values out of range ValueError.
+    """
+    what = f"cannot {verb} {label}"
+    dtype = _scalar_dtype(param)
+    if param is not None and param.kind == "tensor" and value is not None:
+        raise TypeError(f"{what}: {type(value).__name__} given for tensor parameter {param.describe()}")
+    if value is None or dtype is None:  # None: the kernel's own argument check refuses it
+        _check_int64(value, what)
+        return
+    assert param is not None  # a dtype comes from a parameter
+    is_int = isinstance(value, int) and not isinstance(value, bool)
+    if dtype.is_bool or dtype.is_integer:
+        expected = "True or False" if dtype.is_bool else "an int"
+        if not (isinstance(value, bool) if dtype.is_bool else is_int):
+            raise TypeError(
+                f"{what}: {type(value).__name__} {value!r} does not fit {param.describe()}: bind {expected}"
+            )
+        if is_int:
+            _check_int_range(value, dtype, param, what)
+    elif dtype.is_float:
+        if not (is_int or isinstance(value, float)):
+            raise TypeError(
+                f"{what}: {type(value).__name__} {value!r} does not fit {param.describe()}: bind a float"
+            )
+        _check_float_range(value, str(dtype), param, what)
+        _check_int64(value, what)
+    else:
+        _check_int64(value, what)
+
+
+def _scalar_dtype(param: Param | None) -> Any:
+    """The tvm_ffi dtype of a scalar parameter with one lane, else None (nothing to check)."""
+    if param is None or param.kind != "scalar" or param.dtype is None:
+        return None
+    try:
+        dtype = tvm_ffi.dtype(param.dtype)
+    except Exception:
+        return None
+    return dtype if dtype.lanes == 1 else None
+
+
+def _check_int64(value: Any, what: str) -> None:
+    if isinstance(value, int) and not isinstance(value, bool) and not INT64_MIN <= value <= INT64_MAX:
+        raise ValueError(
+            f"{what}: int {value} does not fit in 64 bits, which is how the FFI passes an int; "
+            "bind it in a tensor, or as a float"
+        )
+
+
+def _check_int_range(value: int, dtype: Any, param: Param, what: str) -> None:
+    bits = int(dtype.bits)
+    signed = int(dtype.type_code) == 0  # DLDataTypeCode kDLInt
+    low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else (0, 2**bits - 1)
+    note = ""
+    if high > INT64_MAX:
+        high, note = INT64_MAX, ": a scalar travels as a signed 64-bit int; bind larger values in a tensor"
+    if not low <= value <= high:
+        raise ValueError(
+            f"{what}: int {value} is out of range for {param.describe()} ({low} to {high}{note})"
+        )
+
+
+def _check_float_range(value: int | float, dtype: str, param: Param, what: str) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        return  # inf and nan reach the kernel as they are
+    largest = _largest_finite(dtype)
+    if largest is None:  # a dtype neither numpy nor ml_dtypes describes: not checked
+        return
+    try:
+        magnitude = abs(float(value))
+    except OverflowError:  # an int past float64
+        magnitude = math.inf
+    if magnitude > largest:
+        raise ValueError(
+            f"{what}: {type(value).__name__} {value!r} is out of range for {param.describe()} "
+            f"(largest finite value {largest!r})"
+        )
+    if isinstance(value, int):
+        rounded = _round_to(float(value), dtype)
+        if rounded is not None and int(rounded) != value:
+            raise ValueError(
+                f"{what}: int {value} has no exact {dtype} value (it would become {int(rounded)}); "
+                "pass a float to accept the rounding"
+            )
+
+
+def _numpy_dtype(dtype: str) -> Any:
+    try:
+        import ml_dtypes  # noqa: F401  (registers bfloat16, float8_* ... with numpy)
+    except ImportError:
+        pass
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        return None
+
+
+def _largest_finite(dtype: str) -> float | None:
+    found = _numpy_dtype(dtype)
+    if found is None:
+        return None
+    try:
+        if found.kind == "f":
+            return float(np.finfo(found).max)
+        import ml_dtypes
+
+        return float(ml_dtypes.finfo(found).max)
+    except Exception:
+        return None
+
+
+def _round_to(value: float, dtype: str) -> float | None:
+    """``value`` rounded to ``dtype`` (as the kernel receives it), back as a Python float."""
+    found = _numpy_dtype(dtype)
+    if found is None or not math.isfinite(value):
+        return None
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return float(np.array(value, dtype=np.float64).astype(found))
+
+
+# -- rebind() -----------------------------------------------------------------------------------------
+#: The kinds a bound scalar can have; a rebind keeps the kind.
+_SCALAR_KINDS = ((bool, "bool"), (int, "int"), (float, "float"), (str, "str"), (type(None), "None"))
+
+
+def _kind_of(value: Any) -> str:
+    if isinstance(value, (tvm_ffi.Tensor, np.ndarray)) or hasattr(value, "__dlpack__"):
+        return "tensor"
+    for cls, kind in _SCALAR_KINDS:
+        if isinstance(value, cls):
+            return kind
+    return type(value).__name__
+
+
+def _a(kind: str) -> str:
+    return {"int": "an int", "None": "None"}.get(kind, f"a {kind}")
+
+
+def rebound(old: Any, value: Any, param: Param, label: str, device: Any) -> Any:
+    """The value that replaces ``old``: of the same kind (a tensor of the same dtype and shape, or
+    a scalar of the same kind; an int may replace a float), checked against ``param`` (its dtype
+    when the caller gave ``signature=``), else refused."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(old, tvm_ffi.Tensor):
+        if not (isinstance(value, (tvm_ffi.Tensor, np.ndarray)) or hasattr(value, "__dlpack__")):
+            raise TypeError(
+                f"rebind: cannot rebind {label}: a tensor was bound there, got "
+                f"{type(value).__name__}; pass a tensor of dtype {old.dtype} and shape "
+                f"{tuple(old.shape)}"
+            )
+        like_old = Param(param.name, "tensor", str(old.dtype), tuple(old.shape))
+        return convert(value, like_old, label, device, verb="rebind")
+    old_kind, new_kind = _kind_of(old), _kind_of(value)
+    if old_kind == "float" and new_kind == "int":
+        check_scalar(value, param, label, verb="rebind")
+        try:
+            exact = float(value) == value
+        except OverflowError:
+            exact = False
+        if not exact:  # past 2**53 the float would not be the int given
+            raise ValueError(
+                f"rebind: cannot rebind {label}: the int {value} has no exact float value; pass a float"
+            )
+        value, new_kind = float(value), "float"
+    if new_kind != old_kind:
+        raise TypeError(
+            f"rebind: cannot rebind {label}: {_a(old_kind)} was bound there, got "
+            f"{_a(new_kind)}; pass {_a(old_kind)}"
+        )
+    check_scalar(value, param, label, verb="rebind")
+    return value
