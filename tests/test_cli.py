@@ -677,5 +677,7 @@ def test_load_of_a_file_that_is_not_an_artifact_says_so(tmp_path):
     """tvm_partial.load of a Python file: not TVM's "Loader for .py files is not registered"."""
     notes = tmp_path / "notes.py"
     notes.write_text("print('hello')\n")
-    with pytest.raises(ValueError, match=r"notes\.py is not a tvm-partial artifact: not an ELF shared library"):
+    with pytest.raises(
+        ValueError, match=r"notes\.py is not a tvm-partial artifact: not an ELF shared library"
+    ):
         tvm_partial.load(notes)

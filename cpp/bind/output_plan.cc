@@ -137,9 +137,10 @@ void OutputPlan::Allocate(const TVMFFIAny* caller, int32_t num_args, ffi::Any* o
       if (!IsOutOfMemory(err)) {
         // Not memory (a remote device whose server died, a device that is gone): the error
         // passes with its own kind and words, as the wrapped function's own errors do.
-        throw ffi::Error(err.kind(), name_ + "(): allocating output " + Label(spec.position) +
-                                         ": " + err.message(),
-                         err.backtrace());
+        throw ffi::Error(
+            err.kind(),
+            name_ + "(): allocating output " + Label(spec.position) + ": " + err.message(),
+            err.backtrace());
       }
       ThrowCannotAllocate(spec, true, err.message());
     } catch (const std::bad_alloc& err) {

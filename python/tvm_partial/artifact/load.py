@@ -69,12 +69,16 @@ def load(path: PathLike, weights_file: PathLike | None = None) -> tvm_ffi.Module
             # a server that loads version after version frees each one, mappings included, when
             # the last reference to it goes. Self-contained artifacts, whose embedded loader
             # registers globals, are linked -z nodelete and stay mapped anyway.
-            module = tvm_ffi.load_module(path, keep_module_alive=False)
+            # By its real path, as tvm.runtime.load_module does (a bare name would be looked for
+            # on the library search path; a symlink switched to another version loads that one).
+            module = tvm_ffi.load_module(os.path.realpath(path), keep_module_alive=False)
             _ffi_api.ResolveLoaded(module)
             return module
         return _lib.load_with_weights(os.path.realpath(path), os.fspath(weights_file))
     except ValueError as err:  # the format's reader: say which file, as inspect and verify do
-        if str(err).startswith(("corrupted partial_apply data", "partial_apply data", "not partial_apply data")):
+        if str(err).startswith(
+            ("corrupted partial_apply data", "partial_apply data", "not partial_apply data")
+        ):
             raise ValueError(f"{path}: {err}") from None
         raise
 
