@@ -142,6 +142,28 @@ std::vector<uint64_t> HashAll(const std::vector<std::pair<uint64_t, uint64_t>>& 
   return out;
 }
 
+/*! \brief Each entry ({"file_offset", "bytes", ...}) hashed where it lies in `file` and marked
+ *         "intact" when the hash is `expected(entry)`. */
+ffi::Array<ffi::Any> CheckEntries(const ffi::Array<ffi::Any>& entries, const storage::File& file,
+                                  const ffi::Optional<ffi::Function>& progress,
+                                  const std::function<uint64_t(const Dict&)>& expected) {
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (const ffi::Any& any : entries) {
+    const Dict e = any.cast<Dict>();
+    ranges.emplace_back(static_cast<uint64_t>(e.at("file_offset").cast<int64_t>()),
+                        static_cast<uint64_t>(e.at("bytes").cast<int64_t>()));
+  }
+  const std::vector<uint64_t> got = HashAll(ranges, file, progress);
+  ffi::Array<ffi::Any> out;
+  for (size_t i = 0; i < got.size(); ++i) {
+    Dict e = entries[i].cast<Dict>();
+    if (!e.count("placement")) e.Set("placement", ffi::String("weights file"));
+    e.Set("intact", got[i] == expected(e));
+    out.push_back(e);
+  }
+  return out;
+}
+
 /*! \brief inspect: the description, where the payloads lie, or why they cannot be found. */
 Dict InspectArtifact(const ffi::String& path, int64_t blob_offset, int64_t blob_size,
                      int64_t header_offset) {
@@ -177,20 +199,9 @@ Dict VerifyArtifact(const ffi::String& path, int64_t blob_offset, int64_t blob_s
   FileArtifact art = ReadArtifact(path, blob_offset, blob_size, header_offset);
   if (art.bytes_only && art.parsed.external()) PayloadsElsewhere(path, art.parsed);
   const storage::PayloadSource source = storage::Locate(art.parsed, art.origin);
-  ffi::Array<ffi::Any> entries = PayloadEntries(art.parsed, source);
-  std::vector<std::pair<uint64_t, uint64_t>> ranges;
-  for (const ffi::Any& any : entries) {
-    Dict e = any.cast<Dict>();
-    ranges.emplace_back(static_cast<uint64_t>(e.at("file_offset").cast<int64_t>()),
-                        static_cast<uint64_t>(e.at("bytes").cast<int64_t>()));
-  }
-  const std::vector<uint64_t> got = HashAll(ranges, *source.file, progress);
-  ffi::Array<ffi::Any> payloads;
-  for (size_t i = 0; i < got.size(); ++i) {
-    Dict e = entries[i].cast<Dict>();
-    e.Set("intact", got[i] == static_cast<uint64_t>(e.at("hash").cast<int64_t>()));
-    payloads.push_back(e);
-  }
+  const ffi::Array<ffi::Any> payloads = CheckEntries(
+      PayloadEntries(art.parsed, source), *source.file, progress,
+      [](const Dict& e) { return static_cast<uint64_t>(e.at("hash").cast<int64_t>()); });
   Dict out;
   out.Set("placement", ffi::String(source.placement));
   out.Set("payloads", payloads);
@@ -255,25 +266,17 @@ Dict VerifyWeights(const ffi::String& path, ffi::Optional<ffi::Function> progres
                               << "consistent, its bytes cannot be checked";
   }
   ffi::Array<ffi::Any> entries = WeightsEntries(file);
-  std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (const ffi::Any& any : entries) {
-    Dict e = any.cast<Dict>();
-    const std::string key(e.at("key").cast<ffi::String>());
+    const std::string key(any.cast<Dict>().at("key").cast<ffi::String>());
     if (!hashes->count(key)) {
       TVM_FFI_THROW(ValueError) << "weights file " << path << ": tensor '" << key
                                 << "' has no recorded hash";
     }
-    ranges.emplace_back(static_cast<uint64_t>(e.at("file_offset").cast<int64_t>()),
-                        static_cast<uint64_t>(e.at("bytes").cast<int64_t>()));
   }
-  const std::vector<uint64_t> got = HashAll(ranges, *file.file, progress);
-  ffi::Array<ffi::Any> payloads;
-  for (size_t i = 0; i < got.size(); ++i) {
-    Dict e = entries[i].cast<Dict>();
-    e.Set("placement", ffi::String("weights file"));
-    e.Set("intact", got[i] == hashes->at(std::string(e.at("key").cast<ffi::String>())));
-    payloads.push_back(e);
-  }
+  const ffi::Array<ffi::Any> payloads =
+      CheckEntries(entries, *file.file, progress, [&hashes](const Dict& e) {
+        return hashes->at(std::string(e.at("key").cast<ffi::String>()));
+      });
   Dict out;
   out.Set("payloads", payloads);
   return out;

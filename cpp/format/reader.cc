@@ -363,53 +363,5 @@ Parsed Parse(const char* data, size_t size) {
   return out;
 }
 
-ffi::Map<ffi::String, ffi::Any> Describe(const Parsed& parsed) {
-  static const char* kKindNames[] = {"None", "int", "float", "bool", "str", "tensor"};
-  ffi::Array<ffi::Any> functions;
-  uint64_t constant_bytes = 0;
-  for (const ParsedFunction& fn : parsed.functions) {
-    ffi::Array<ffi::Any> bindings;
-    for (const ParsedValue& v : fn.values) {
-      ffi::Map<ffi::String, ffi::Any> b;
-      b.Set("position", v.index);
-      b.Set("kind", ffi::String(kKindNames[v.kind]));
-      if (v.kind == kTensor) {
-        b.Set("dtype", ffi::DLDataTypeToString(v.tensor.dtype));
-        b.Set("shape", ffi::Array<int64_t>(v.tensor.shape.begin(), v.tensor.shape.end()));
-        b.Set("device",
-              ffi::String(detail::DeviceString(v.tensor.device_type, v.tensor.device_id)));
-        b.Set("bytes", static_cast<int64_t>(v.tensor.nbytes));
-        // Where the payload is (from the blob's start, or the region's) and its recorded hash.
-        b.Set("offset", static_cast<int64_t>(v.tensor.offset));
-        b.Set("hash", static_cast<int64_t>(v.tensor.hash));
-        constant_bytes += v.tensor.nbytes;
-      } else {
-        b.Set("value", v.scalar);
-      }
-      bindings.push_back(b);
-    }
-    ffi::Map<ffi::String, ffi::Any> f;
-    f.Set("name", fn.name);
-    f.Set("param_names", fn.param_names);
-    f.Set("bindings", bindings);
-    f.Set("outputs", detail::OutputsToAny(fn.outputs));
-    functions.push_back(f);
-  }
-  ffi::Map<ffi::String, ffi::Any> out;
-  out.Set("version", static_cast<int64_t>(parsed.version));
-  out.Set("total_bytes", static_cast<int64_t>(parsed.total));
-  out.Set("constant_bytes", static_cast<int64_t>(constant_bytes));
-  out.Set("payloads", ffi::String(parsed.external() ? "region " + parsed.symbol : "inline"));
-  if (!parsed.weights_file.empty()) out.Set("weights_file", ffi::String(parsed.weights_file));
-  if (parsed.placement == Placement::kAppended) out.Set("region_appended", true);
-  if (parsed.placement == Placement::kSection) out.Set("region_in_section", true);
-  if (parsed.external()) {
-    out.Set("region_link", static_cast<int64_t>(parsed.link));
-    out.Set("region_size", static_cast<int64_t>(parsed.region_size));
-  }
-  out.Set("functions", functions);
-  return out;
-}
-
 }  // namespace format
 }  // namespace tvm_partial

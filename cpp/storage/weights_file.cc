@@ -2,8 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file storage/weights_file.cc
- * \brief The safetensors header: reading and checking it, the key rule, writing it
- *        (storage/weights_file.h).
+ * \brief The safetensors header: reading and checking it (storage/weights_file.h); the key rule
+ *        is weights_keys.cc, writing weights_writer.cc.
  */
 #include "storage/weights_file.h"
 
@@ -46,21 +46,6 @@ constexpr Dtype kDtypes[] = {{"BOOL", "bool", 1},
                              {"F8_E4M3", "float8_e4m3fn", 1},
                              {"F8_E5M2", "float8_e5m2", 1},
                              {"F8_E8M0", "float8_e8m0fnu", 1}};
-
-/*! \brief "weights file PATH is truncated: ...", "weights file PATH lacks ...", or
- *         "weights file PATH: tensor 'k': ..." */
-[[noreturn]] void Bad(const std::string& path, const std::string& what) {
-  const bool sentence = what.rfind("is ", 0) == 0 || what.rfind("lacks ", 0) == 0;
-  TVM_FFI_THROW(ValueError) << "weights file " << path << (sentence ? " " : ": ") << what;
-  TVM_FFI_UNREACHABLE();
-}
-
-/*! \brief `[8, 3, 3, 3]`, as Python prints a list. */
-std::string ShapeText(const std::vector<int64_t>& shape) {
-  std::string out = "[";
-  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + "]";
-}
 
 /*! \brief How deep `text` (JSON) nests arrays and objects, counted without parsing it (strings
  *         skipped, escapes honoured); stops counting past `limit`. */
@@ -173,17 +158,19 @@ Entry ReadEntry(const std::string& path, const std::string& key, const ffi::json
   return out;
 }
 
-/*! \brief `s` parsed as a position: ASCII digits only (so "²" or "-1" is a name, not a number). */
-std::optional<int64_t> AsPosition(const std::string& s) {
-  if (s.empty() || s.size() > 19 || s.find_first_not_of("0123456789") != std::string::npos) {
-    return s.size() > 19 && s.find_first_not_of("0123456789") == std::string::npos
-               ? std::optional<int64_t>(INT64_MAX)  // out of range: refused by the caller
-               : std::nullopt;
-  }
-  return static_cast<int64_t>(std::stoull(s));
+}  // namespace
+
+void Bad(const std::string& path, const std::string& what) {
+  const bool sentence = what.rfind("is ", 0) == 0 || what.rfind("lacks ", 0) == 0;
+  TVM_FFI_THROW(ValueError) << "weights file " << path << (sentence ? " " : ": ") << what;
+  TVM_FFI_UNREACHABLE();
 }
 
-}  // namespace
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
 
 const Dtype* DtypeByCode(const std::string& code) {
   for (const Dtype& d : kDtypes) {
@@ -321,113 +308,6 @@ std::map<std::string, std::pair<std::string, int64_t>> RecordedBindings(const We
   return out;
 }
 
-std::string Key(const std::string& function, int64_t position,
-                const ffi::Array<ffi::String>& param_names) {
-  std::string name;
-  if (position >= 0 && position < static_cast<int64_t>(param_names.size())) {
-    name = param_names[position];
-  }
-  bool unique = !name.empty() && name.find('/') == std::string::npos &&
-                name.find_first_not_of("0123456789") != std::string::npos;
-  for (int64_t i = 0; unique && i < static_cast<int64_t>(param_names.size()); ++i) {
-    unique = i == position || std::string(param_names[i]) != name;
-  }
-  return function + "/" + (unique ? name : std::to_string(position));
-}
-
-KeyRef ParseKey(const std::string& path, const std::string& key) {
-  KeyRef out;
-  const size_t slash = key.find('/');
-  if (slash == std::string::npos) {
-    out.name = key;
-    return out;
-  }
-  out.function = key.substr(0, slash);
-  const std::string rest = key.substr(slash + 1);
-  if (std::optional<int64_t> position = AsPosition(rest)) {
-    if (*position > detail::kMaxPosition) {
-      Bad(path, "tensor '" + key + "' names position " + rest + ", which no call can reach");
-    }
-    out.position = *position;
-  } else {
-    out.name = rest;
-  }
-  return out;
-}
-
-std::vector<uint64_t> Match(const WeightsFile& file, const std::vector<Wanted>& wanted) {
-  const std::string& path = file.file->path;
-  const char* scheme =
-      " (keys read FUNCTION/PARAMETER, e.g. main/weights, FUNCTION/POSITION, e.g. main/1, or a "
-      "parameter name alone where one bound function has it)";
-  // Each key of the file -> the binding it supplies.
-  std::map<std::pair<std::string, int64_t>, std::string> supplied;  // binding -> key
-  std::map<std::pair<std::string, int64_t>, size_t> index;          // binding -> wanted[i]
-  for (size_t i = 0; i < wanted.size(); ++i) index[{wanted[i].function, wanted[i].position}] = i;
-  std::string binds;
-  for (const Wanted& w : wanted) {
-    binds += (binds.empty() ? "" : ", ") + Key(w.function, w.position, *w.param_names);
-  }
-  for (const auto& [key, entry] : file.entries) {
-    if (!WeightsFile::IsTensorKey(key)) continue;
-    const KeyRef ref = ParseKey(path, key);
-    std::vector<std::pair<std::string, int64_t>> targets;
-    for (const Wanted& w : wanted) {
-      if (!ref.function.empty() && ref.function != w.function) continue;
-      const bool by_name = !ref.name.empty() &&
-                           w.position < static_cast<int64_t>(w.param_names->size()) &&
-                           std::string((*w.param_names)[w.position]) == ref.name;
-      if (by_name || (ref.name.empty() && ref.position == w.position)) {
-        targets.emplace_back(w.function, w.position);
-      }
-    }
-    if (targets.empty()) {
-      Bad(path, "tensor '" + key + "' is not a tensor the module binds (it binds " +
-                    (binds.empty() ? std::string("no tensors") : binds) +
-                    "); it holds the weights of another model" + scheme);
-    }
-    if (targets.size() > 1) {
-      Bad(path,
-          "tensor '" + key + "' could be '" +
-              Key(targets[0].first, targets[0].second, *wanted[index[targets[0]]].param_names) +
-              "' or '" +
-              Key(targets[1].first, targets[1].second, *wanted[index[targets[1]]].param_names) +
-              "': a parameter of that name is bound in several functions; name it "
-              "FUNCTION/" +
-              ref.name);
-    }
-    auto [it, fresh] = supplied.emplace(targets[0], key);
-    if (!fresh) {
-      Bad(path,
-          "tensors '" + it->second + "' and '" + key + "' both supply " +
-              Key(targets[0].first, targets[0].second, *wanted[index[targets[0]]].param_names) +
-              "; keep one");
-    }
-  }
-  std::vector<uint64_t> out;
-  std::vector<std::string> missing;
-  for (const Wanted& w : wanted) {
-    auto it = supplied.find({w.function, w.position});
-    if (it == supplied.end()) missing.push_back(Key(w.function, w.position, *w.param_names));
-  }
-  if (!missing.empty()) {
-    Bad(path, "lacks tensor '" + missing[0] + "' that the module binds" +
-                  (missing.size() > 1 ? " (and " + std::to_string(missing.size() - 1) + " more)"
-                                      : std::string()) +
-                  "; it holds the weights of another model" + scheme);
-  }
-  for (const Wanted& w : wanted) {
-    const std::string& key = supplied.at({w.function, w.position});
-    const Entry& e = file.entries.at(key);
-    if (e.dtype->tvm != w.dtype || e.shape != w.shape) {
-      Bad(path, "tensor '" + key + "' is " + e.dtype->tvm + ShapeText(e.shape) +
-                    ", the module binds " + w.dtype + ShapeText(w.shape) + " there");
-    }
-    out.push_back(file.data_start + e.begin);
-  }
-  return out;
-}
-
 void CheckRegionFile(const WeightsFile& file, const format::Parsed& parsed) {
   const std::string& path = file.file->path;
   const char* foreign =
@@ -468,73 +348,6 @@ void CheckRegionFile(const WeightsFile& file, const format::Parsed& parsed) {
       }
     }
   }
-}
-
-std::string JsonQuote(const std::string& s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char code[8];
-      std::snprintf(code, sizeof(code), "\\u%04x", static_cast<unsigned>(c));
-      out += code;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-std::string EncodeHeader(std::vector<OutEntry> entries,
-                         const std::map<std::string, std::string>& metadata, uint64_t data_size) {
-  std::sort(entries.begin(), entries.end(),
-            [](const OutEntry& a, const OutEntry& b) { return a.begin < b.begin; });
-  auto quote = JsonQuote;
-  std::string json = "{";
-  auto add = [&](const std::string& key, const char* code, const std::vector<int64_t>& shape,
-                 uint64_t begin, uint64_t end) {
-    std::string dims;
-    for (size_t i = 0; i < shape.size(); ++i) dims += (i ? "," : "") + std::to_string(shape[i]);
-    json += (json.size() > 1 ? "," : "") + quote(key) + ":{\"dtype\":\"" + code + "\",\"shape\":[" +
-            dims + "],\"data_offsets\":[" + std::to_string(begin) + "," + std::to_string(end) +
-            "]}";
-  };
-  uint64_t at = 0;
-  for (const OutEntry& e : entries) {
-    const Dtype* dtype = DtypeByTvm(e.tvm_dtype);
-    if (dtype == nullptr) {
-      TVM_FFI_THROW(TypeError) << "tensor '" << e.key << "' has dtype " << e.tvm_dtype
-                               << ", which a safetensors weights file cannot hold (it holds "
-                               << KnownCodes() << ")";
-    }
-    if (e.begin > at)
-      add(std::string(kPaddingPrefix) + std::to_string(at), "U8",
-          {static_cast<int64_t>(e.begin - at)}, at, e.begin);
-    add(e.key, dtype->code, e.shape, e.begin, e.end);
-    at = e.end;
-  }
-  if (data_size > at)
-    add(std::string(kPaddingPrefix) + std::to_string(at), "U8",
-        {static_cast<int64_t>(data_size - at)}, at, data_size);
-  if (!metadata.empty()) {
-    json += (json.size() > 1 ? "," : "") + std::string("\"__metadata__\":{");
-    bool first = true;
-    for (const auto& [k, v] : metadata) {
-      json += (first ? "" : ",") + quote(k) + ":" + quote(v);
-      first = false;
-    }
-    json += "}";
-  }
-  json += "}";
-  json.append((format::kPayloadAlignment - (8 + json.size()) % format::kPayloadAlignment) %
-                  format::kPayloadAlignment,
-              ' ');  // the format allows trailing spaces: the data starts at a multiple of 64
-  const uint64_t length = json.size();
-  std::string out(8, '\0');
-  std::memcpy(&out[0], &length, 8);
-  return out + json;
 }
 
 }  // namespace weights

@@ -55,6 +55,13 @@ struct Dtype {
   const char* tvm;
   uint64_t bytes;
 };
+/*! \brief Refuse the weights file at `path`: ValueError "weights file PATH is truncated: ...",
+ *         "weights file PATH lacks ...", or "weights file PATH: tensor 'k': ...". */
+[[noreturn]] void Bad(const std::string& path, const std::string& what);
+
+/*! \brief `[8, 3, 3, 3]`, as Python prints a list (for messages). */
+std::string ShapeText(const std::vector<int64_t>& shape);
+
 /*! \brief The entry for a safetensors code ("F32") or a TVM dtype ("float32"), else null. */
 const Dtype* DtypeByCode(const std::string& code);
 const Dtype* DtypeByTvm(const std::string& tvm);

@@ -37,6 +37,73 @@
 namespace tvm_partial {
 namespace weights {
 
+std::string JsonQuote(const std::string& s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char code[8];
+      std::snprintf(code, sizeof(code), "\\u%04x", static_cast<unsigned>(c));
+      out += code;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string EncodeHeader(std::vector<OutEntry> entries,
+                         const std::map<std::string, std::string>& metadata, uint64_t data_size) {
+  std::sort(entries.begin(), entries.end(),
+            [](const OutEntry& a, const OutEntry& b) { return a.begin < b.begin; });
+  auto quote = JsonQuote;
+  std::string json = "{";
+  auto add = [&](const std::string& key, const char* code, const std::vector<int64_t>& shape,
+                 uint64_t begin, uint64_t end) {
+    std::string dims;
+    for (size_t i = 0; i < shape.size(); ++i) dims += (i ? "," : "") + std::to_string(shape[i]);
+    json += (json.size() > 1 ? "," : "") + quote(key) + ":{\"dtype\":\"" + code + "\",\"shape\":[" +
+            dims + "],\"data_offsets\":[" + std::to_string(begin) + "," + std::to_string(end) +
+            "]}";
+  };
+  uint64_t at = 0;
+  for (const OutEntry& e : entries) {
+    const Dtype* dtype = DtypeByTvm(e.tvm_dtype);
+    if (dtype == nullptr) {
+      TVM_FFI_THROW(TypeError) << "tensor '" << e.key << "' has dtype " << e.tvm_dtype
+                               << ", which a safetensors weights file cannot hold (it holds "
+                               << KnownCodes() << ")";
+    }
+    if (e.begin > at)
+      add(std::string(kPaddingPrefix) + std::to_string(at), "U8",
+          {static_cast<int64_t>(e.begin - at)}, at, e.begin);
+    add(e.key, dtype->code, e.shape, e.begin, e.end);
+    at = e.end;
+  }
+  if (data_size > at)
+    add(std::string(kPaddingPrefix) + std::to_string(at), "U8",
+        {static_cast<int64_t>(data_size - at)}, at, data_size);
+  if (!metadata.empty()) {
+    json += (json.size() > 1 ? "," : "") + std::string("\"__metadata__\":{");
+    bool first = true;
+    for (const auto& [k, v] : metadata) {
+      json += (first ? "" : ",") + quote(k) + ":" + quote(v);
+      first = false;
+    }
+    json += "}";
+  }
+  json += "}";
+  json.append((format::kPayloadAlignment - (8 + json.size()) % format::kPayloadAlignment) %
+                  format::kPayloadAlignment,
+              ' ');  // the format allows trailing spaces: the data starts at a multiple of 64
+  const uint64_t length = json.size();
+  std::string out(8, '\0');
+  std::memcpy(&out[0], &length, 8);
+  return out + json;
+}
+
 namespace {
 
 std::string Hex(uint64_t h) {
