@@ -100,7 +100,7 @@ Mapping MapPrivate(const File& file, uint64_t offset, uint64_t size) {
   Mapping out;
   out.size = static_cast<size_t>(size);
   if (size == 0) {
-    static const char kEmpty[64] alignas(64) = {};
+    alignas(64) static const char kEmpty[64] = {};
     out.data = kEmpty;
     return out;
   }
