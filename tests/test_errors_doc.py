@@ -73,6 +73,26 @@ def _blob_file(ctx, name: str, data: bytes) -> str:
     return str(path)
 
 
+def _replaced(ctx) -> None:
+    """Load a path, replace the file there with another export, load the path again."""
+    import shutil
+
+    folder = Path(ctx["artifact"]).parent
+    path = folder / "replaced.so"
+    shutil.copyfile(ctx["artifact"], path)
+    ctx["kept"] = tvm_partial.load(path)  # the first load stays alive
+    shutil.copyfile(ctx["artifact_wb"], folder / "replaced.new.so")
+    os.replace(folder / "replaced.new.so", path)
+    tvm_partial.load(path)
+
+
+def _fifo(ctx) -> str:
+    path = Path(ctx["artifact"]).parent / "pipe.so"
+    if not path.exists():
+        os.mkfifo(path)
+    return str(path)
+
+
 def _cli(*args):
     proc = subprocess.run([sys.executable, "-m", "tvm_partial", *args], capture_output=True, text=True)
     assert proc.returncode == 2
@@ -125,6 +145,14 @@ CASES = {
         "import tvm, tvm_partial\ntvm_partial.load(sys.argv[1])", c["altered"]
     ),
     "zero-copy metadata without its library": lambda c: tvm_partial.load_from_bytes(c["external_blob"]),
+    "a file replaced at its path after this process loaded it": lambda c: _replaced(c),
+    "an artifact of the retired zero-copy layout (format flag 1 alone)": lambda c: tvm_partial.load(
+        c["section_layout"]
+    ),
+    "a FIFO (or a device, a socket) where a file is expected": lambda c: tvm_partial.load(_fifo(c)),
+    "a file that is not an artifact": lambda c: tvm_partial.load(c["text"]),
+    "two keys that name one parameter": lambda c: tvm_partial.open_weights(c["colliding_weights"]),
+    "a header nested deeper than any safetensors header": lambda c: tvm_partial.open_weights(c["deep_weights"]),
     "a position that is not bound": lambda c: tvm_partial.rebind(c["pm"], {0: X}),
     "a function without bindings": lambda c: tvm_partial.rebind(c["pm"], {1: W}, function="other"),
     "a bound module restored without its code": lambda c: tvm_partial.load_from_bytes(_blob(c))["main"],
@@ -439,12 +467,30 @@ def ctx(conv, tmp_path_factory):
     from tvm_partial.artifact import zero_copy
 
     external_blob = tvm_partial.save_to_bytes(zero_copy.prepare(pm, folder)[0])
+    # A zero-copy artifact relabelled as the retired layout (flags 1 | 4 -> 1, resealed).
+    from tvm_partial.artifact import _elf
+
+    blob = next(m for m in _elf.ElfFile(data, str(zero)).embedded_modules() if m.kind == "partial_apply")
+    old = bytearray(data)
+    old[blob.offset + 12] = 1
+    old[blob.offset : blob.offset + blob.size] = reseal(bytes(old[blob.offset : blob.offset + blob.size]))
+    (folder / "section_layout.so").write_bytes(bytes(old))
+    import safetensors.numpy
+
+    safetensors.numpy.save_file(
+        {"main/weights": W, "weights": W}, str(folder / "colliding.safetensors")
+    )
+    deep = b'{"x":' + b"[" * 1000 + b"]" * 1000 + b"}"
+    (folder / "deep.safetensors").write_bytes(struct.pack("<Q", len(deep)) + deep)
     tvm_partial.export_library(pm, folder / "partial_wb.so")
     return {
         "artifact_wb": str(folder / "partial_wb.so"),
         "pm": pm,
         "truncated": str(folder / "truncated.so"),
         "altered": str(folder / "altered.so"),
+        "section_layout": str(folder / "section_layout.so"),
+        "colliding_weights": str(folder / "colliding.safetensors"),
+        "deep_weights": str(folder / "deep.safetensors"),
         "cut_appended": str(folder / "cut_appended.so"),
         "external_blob": external_blob,
         "exe": exe,
