@@ -168,3 +168,36 @@ def test_readme_index_links_every_doc():
     index = readme[readme.index("## Docs") : readme.index("## First use")]
     linked = set(re.findall(r"\]\((docs/[\w.]+\.md)\)", index))
     assert linked == {f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")}
+
+
+def _layout_entries() -> list[str]:
+    """The paths docs/design.md's layout table names (`a/{b,c}.h` expanded; a folder ends in /)."""
+    text = (ROOT / "docs" / "design.md").read_text()
+    section = text[text.index("## Layout") :]
+    section = section[: section.index("\n## ", 3)]
+    paths = []
+    for cell in re.findall(r"^\| `([^`]+)` \|", section, flags=re.M):
+        stem, brace, rest = cell.partition("{")
+        if brace:
+            options, _, suffix = rest.partition("}")
+            paths += [stem + option + suffix for option in options.split(",")]
+        else:
+            paths.append(cell)
+    return paths
+
+
+def test_design_layout_table_shows_the_tree_as_it_is():
+    """Every source file of cpp/ and python/tvm_partial/ is in the table, and every entry exists."""
+    entries = _layout_entries()
+    for entry in entries:
+        assert (ROOT / entry).exists(), f"docs/design.md names {entry}, which does not exist"
+    sources = sorted(
+        str(p.relative_to(ROOT))
+        for folder in ("cpp", "python/tvm_partial")
+        for p in (ROOT / folder).rglob("*")
+        if p.suffix in (".cc", ".h", ".py") and "__pycache__" not in p.parts
+    )
+    missing = [
+        s for s in sources if not any(s == e or (e.endswith("/") and s.startswith(e)) for e in entries)
+    ]
+    assert missing == [], f"docs/design.md's layout table does not list {missing}"

@@ -152,7 +152,9 @@ CASES = {
     "a FIFO (or a device, a socket) where a file is expected": lambda c: tvm_partial.load(_fifo(c)),
     "a file that is not an artifact": lambda c: tvm_partial.load(c["text"]),
     "two keys that name one parameter": lambda c: tvm_partial.open_weights(c["colliding_weights"]),
-    "a header nested deeper than any safetensors header": lambda c: tvm_partial.open_weights(c["deep_weights"]),
+    "a header nested deeper than any safetensors header": lambda c: tvm_partial.open_weights(
+        c["deep_weights"]
+    ),
     "a position that is not bound": lambda c: tvm_partial.rebind(c["pm"], {0: X}),
     "a function without bindings": lambda c: tvm_partial.rebind(c["pm"], {1: W}, function="other"),
     "a bound module restored without its code": lambda c: tvm_partial.load_from_bytes(_blob(c))["main"],
@@ -477,9 +479,7 @@ def ctx(conv, tmp_path_factory):
     (folder / "section_layout.so").write_bytes(bytes(old))
     import safetensors.numpy
 
-    safetensors.numpy.save_file(
-        {"main/weights": W, "weights": W}, str(folder / "colliding.safetensors")
-    )
+    safetensors.numpy.save_file({"main/weights": W, "weights": W}, str(folder / "colliding.safetensors"))
     deep = b'{"x":' + b"[" * 1000 + b"]" * 1000 + b"}"
     (folder / "deep.safetensors").write_bytes(struct.pack("<Q", len(deep)) + deep)
     tvm_partial.export_library(pm, folder / "partial_wb.so")

@@ -72,11 +72,6 @@ TVM_FFI_STATIC_INIT_BLOCK() {
                              [](ffi::String path, int64_t offset, int64_t size) {
                                return HashFileRange(path, offset, size, std::nullopt);
                              });
-  detail::RegisterGlobalOnce(
-      "tvm_partial.HashFileRangeProgress",
-      [](ffi::String path, int64_t offset, int64_t size, ffi::Function progress) {
-        return HashFileRange(path, offset, size, progress);
-      });
 }
 
 }  // namespace storage

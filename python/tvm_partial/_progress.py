@@ -94,27 +94,3 @@ class Progress:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def hash_ranges(ranges: list, progress: ProgressCallback | None = None) -> list:
-    """The format's hash (a u64) of each ``(path, offset, nbytes)`` in ``ranges``, read in 1 MiB
-    chunks; ``progress(done_bytes, total_bytes)`` is called as the chunks go by, counting over
-    all ranges, and once more at the end."""
-    import tvm_ffi
-
-    from . import _lib  # noqa: F401  (registers the hash globals)
-
-    total = sum(int(n) for _, _, n in ranges)
-    if progress is None:
-        plain = tvm_ffi.get_global_func("tvm_partial.HashFileRange")
-        return [plain(path, offset, n) & _U64 for path, offset, n in ranges]
-    chunked = tvm_ffi.get_global_func("tvm_partial.HashFileRangeProgress")
-    out, done = [], 0
-    for path, offset, n in ranges:
-        out.append(chunked(path, offset, n, lambda d, base=done: progress(base + d, total)) & _U64)
-        done += int(n)
-    progress(total, total)
-    return out
-
-
-_U64 = (1 << 64) - 1
