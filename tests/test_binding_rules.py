@@ -20,8 +20,8 @@ from tvm import te
 
 import tvm_partial
 from helpers import compile_te, ints, run_json, tensor
+from tvm_partial import _ffi_api
 from tvm_partial import _fixtures as fixtures
-from tvm_partial import _lib
 
 _view = tvm_ffi.get_global_func("runtime.TVMTensorCreateView")
 echo = tvm_ffi.convert(lambda *args: list(args))  # which value reached which position
@@ -187,7 +187,7 @@ def test_names_given_over_a_partial_bound_by_position_are_recorded_in_full():
     assert list(g3(2)) == ["v", 1, 2]
     # Names that do not fit the inner partial's positions are refused, not recorded.
     with pytest.raises(ValueError, match=r"the original parameter names \(2\) do not fit"):
-        _lib.partial_apply(g1, {}, "", ["a", "b"], None, ["device", "x"])
+        _ffi_api.PartialApply(g1, {}, "", ["a", "b"], None, ["device", "x"])
 
 
 def test_names_given_over_a_partial_module_bound_by_position_are_recorded_in_full():
@@ -358,7 +358,7 @@ def test_allocation_failure_is_a_memory_error(scale16, monkeypatch, raised):
     def fail(*args):
         raise raised
 
-    monkeypatch.setattr(_lib, "aligned_copy", fail)
+    monkeypatch.setattr(_ffi_api, "AlignedCopy", fail)
     with pytest.raises(
         MemoryError,
         match=r"cannot bind parameter 'w' \(position 1\): out of memory copying "
@@ -376,7 +376,7 @@ def test_other_conversion_failures_stay_type_errors(scale16, monkeypatch):
     def fail(*args):
         raise ValueError("cannot bind a non-contiguous tensor that is not in host memory")
 
-    monkeypatch.setattr(_lib, "aligned_copy", fail)
+    monkeypatch.setattr(_ffi_api, "AlignedCopy", fail)
     with pytest.raises(TypeError, match=r"parameter 'w' \(position 1\): ndarray is not a usable tensor"):
         tvm_partial.partial(f, signature=sig, w=np.zeros(16, "float32"))
 
@@ -426,7 +426,7 @@ def test_unreachable_position_refused_before_any_copy(monkeypatch):
     def no_copy(*_):
         raise AssertionError("the value was converted before its position was checked")
 
-    monkeypatch.setattr(tvm_partial.partial.__globals__["_lib"], "aligned_copy", no_copy)
+    monkeypatch.setattr(_ffi_api, "AlignedCopy", no_copy)
     for position in (2**31 - 1, 2**31, 2**63 - 1, 2**64):
         with pytest.raises(
             IndexError, match=rf"bound index {position} cannot be reached: .* positions go up to 2147483646"

@@ -296,11 +296,11 @@ def test_executable_for_another_target_refused(mlp):
 def test_artifact_for_a_missing_device_loads_and_names_it_at_first_use(mlp, tmp_path):
     """The VM is created at first use, not at load: loading succeeds, the lookup says what to do."""
     exe, _ = mlp
-    from tvm_partial import _lib
+    from tvm_partial import _ffi_api
 
     vm = tvm_ffi.get_global_func("tvm_partial.RelaxVMModule")(exe.mod, [[2, 99, 2], [1, 0, 2]])
     path = tmp_path / "cuda99.so"
-    tvm_partial.export_library(_lib.partial_apply_module(vm, {}), path)
+    tvm_partial.export_library(_ffi_api.PartialApplyModule(vm, {}), path)
     got = run_json(
         """
         import json, sys, tvm

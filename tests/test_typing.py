@@ -85,7 +85,7 @@ def test_ffi_api_names_every_global_the_library_registers():
     assert set(_ffi_api.OTHER_GLOBALS.values()) <= names
     for name in stubbed:  # each is bound at run time to the registered global
         assert isinstance(getattr(_ffi_api, name), tvm_ffi.Function), name
-    assert tvm_partial._lib.partial_apply is _ffi_api.PartialApply
+    assert tvm_partial._ffi_api.PartialApply is _ffi_api.PartialApply
 
 
 def _stubgen() -> Path:

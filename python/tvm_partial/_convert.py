@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import tvm_ffi
 
-from . import _lib
+from . import _ffi_api
 from . import remote as _remote
 from .signature import Param
 
@@ -166,7 +166,7 @@ _OUT_OF_MEMORY = re.compile(
 
 def _aligned_copy(source: Any, device: Any, value: Any, label: str, verb: str) -> tvm_ffi.Tensor:
     try:
-        return _lib.aligned_copy(source, device)
+        return _ffi_api.AlignedCopy(source, device)
     except Exception as err:
         if isinstance(err, MemoryError) or _OUT_OF_MEMORY.search(str(err)):
             raise MemoryError(

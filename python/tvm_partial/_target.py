@@ -13,7 +13,7 @@ from typing import Any
 
 import tvm_ffi
 
-from . import _convert, _lib
+from . import _convert, _ffi_api
 from . import output_specs as _outputs
 from . import relax_vm as _relax
 from . import remote as _remote
@@ -209,10 +209,10 @@ class TargetView:
 def already_bound(obj: Any, key: str) -> tuple[frozenset[int], list[str] | None]:
     """-> (original positions a partial fills for ``key`` (bound values and outputs), its
     recorded names or None)."""
-    if not _lib.is_partial(obj):
+    if not _ffi_api.IsPartial(obj):
         return frozenset(), None
     bound = frozenset(_outputs.taken_positions(obj, key))
-    recorded = _lib.param_names(obj)
+    recorded = _ffi_api.ParamNames(obj)
     return bound, ([str(n) for n in recorded[key]] if key in recorded else None)
 
 

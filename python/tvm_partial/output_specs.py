@@ -20,7 +20,7 @@ from typing import Any, overload
 
 import tvm_ffi
 
-from . import _ffi_api, _lib
+from . import _ffi_api
 from .signature import Signature
 
 _outputs = _ffi_api.Outputs
@@ -34,7 +34,7 @@ def outputs(obj: tvm_ffi.Function | tvm_ffi.Module) -> list[dict[str, Any]] | di
     """The outputs a partial allocates and returns: a list for a partial function, ``{function:
     [...]}`` for a partial module. Each is ``{"position", "name" (when recorded), "dtype",
     "shape"}``, a dimension being an int or ``(argument position, axis)`` read from the call."""
-    names = {str(f): [str(n) for n in ns] for f, ns in _lib.param_names(obj).items()}
+    names = {str(f): [str(n) for n in ns] for f, ns in _ffi_api.ParamNames(obj).items()}
     result = {}
     for function, specs in _outputs(obj).items():
         function = str(function)
@@ -71,9 +71,9 @@ def raw(obj: tvm_ffi.Function | tvm_ffi.Module) -> dict[str, list[list[Any]]]:
 
 def taken_positions(obj: Any, key: str) -> list[int]:
     """Positions a partial already fills (bound values and outputs), sorted; [] otherwise."""
-    if not _lib.is_partial(obj):
+    if not _ffi_api.IsPartial(obj):
         return []
-    bound = {int(i) for i in _lib.partial_apply_bindings(obj).get(key, {}).keys()}
+    bound = {int(i) for i in _ffi_api.PartialApplyBindings(obj).get(key, {}).keys()}
     outs = {int(s["position"]) for s in _outputs(obj).get(key, [])}
     return sorted(bound | outs)
 

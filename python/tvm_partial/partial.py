@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 import tvm_ffi
 
-from . import _convert, _lib, _target
+from . import _convert, _ffi_api, _target
 from . import output_specs as _outputs
 from . import remote as _remote
 from ._convert import create_view as _create_view  # noqa: F401  (weights.py imports it from here)
@@ -140,8 +140,8 @@ def partial(
     specs = None if wanted is None else _outputs.resolve(wanted, view.sig, sorted(view.bound))
     full_names = view.original_names
     if kind == "function":
-        return _lib.partial_apply(obj, values, view.closure_name, names, specs, full_names)
-    return _lib.partial_apply_module(
+        return _ffi_api.PartialApply(obj, values, view.closure_name, names, specs, full_names)
+    return _ffi_api.PartialApplyModule(
         obj,
         {fname: values},
         {fname: names} if names else {},
@@ -224,7 +224,7 @@ def rebind(
         param = _target.param_at(index, sig) or Param(f"position {index}")
         replaced[index] = _convert.rebound(replaced[index], value, param, _target.label(index, sig), place)
     current[fname] = replaced
-    return _lib.partial_apply_module(module.imports[0], current, param_names(module), _outputs.raw(module))
+    return _ffi_api.PartialApplyModule(module.imports[0], current, param_names(module), _outputs.raw(module))
 
 
 def _given(**options: Any) -> list[str]:
@@ -248,7 +248,7 @@ def bindings(obj: tvm_ffi.Function | tvm_ffi.Module) -> dict[int, Any] | dict[st
     ``param_names()`` follows the same rule (a list, or ``{function name: [names]}``).
     A ``TypeError`` for anything that is not a partial of this library.
     """
-    raw = _lib.partial_apply_bindings(obj)
+    raw = _ffi_api.PartialApplyBindings(obj)
     as_dict = {
         str(f): {int(i): str(v) if isinstance(v, str) else v for i, v in b.items()} for f, b in raw.items()
     }
@@ -262,5 +262,5 @@ def param_names(obj: tvm_ffi.Module) -> dict[str, list[str]]: ...
 def param_names(obj: tvm_ffi.Function | tvm_ffi.Module) -> list[str] | dict[str, list[str]]:
     """Recorded parameter names (bound ones included): a list for a partial function (empty
     when unknown), ``{function: [names]}`` for a partial module."""
-    raw = {str(f): [str(n) for n in names] for f, names in _lib.param_names(obj).items()}
+    raw = {str(f): [str(n) for n in names] for f, names in _ffi_api.ParamNames(obj).items()}
     return raw.get("", []) if isinstance(obj, tvm_ffi.Function) else raw

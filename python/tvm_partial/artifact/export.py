@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import tvm_ffi
 
-from .. import _lib
+from .. import _ffi_api
 from .. import remote as _remote
 from .._progress import ProgressCallback
 from .._typing import PathLike
@@ -73,7 +73,7 @@ def export_library(
     _remote.refuse_export(module)
     if (
         isinstance(module, tvm_ffi.Module)
-        and _lib.is_partial(module)
+        and _ffi_api.IsPartial(module)
         and module.imports
         and module.imports[0].kind == "relax.VirtualMachine"
     ):
@@ -83,7 +83,7 @@ def export_library(
             "tvm.compile returned), which records the device and creates the VM when loaded"
         )
     if weights_file is not None:
-        if not (isinstance(module, tvm_ffi.Module) and _lib.is_partial(module)):
+        if not (isinstance(module, tvm_ffi.Module) and _ffi_api.IsPartial(module)):
             raise TypeError("export_library: weights_file= needs a partial module (tvm_partial.partial(...))")
         if zero_copy is False:
             raise ValueError(
@@ -113,7 +113,7 @@ def export_library(
                 "export_library: weights_file= with a module loaded from an artifact is not "
                 "supported: bind the compiled module with tvm_partial.partial() and export that"
             )
-    if isinstance(module, tvm_ffi.Module) and _lib.is_partial(module) and _loaded(module):
+    if isinstance(module, tvm_ffi.Module) and _ffi_api.IsPartial(module) and _loaded(module):
         from .reexport import export_loaded
 
         return export_loaded(module, path, zero_copy=zero_copy, self_contained=self_contained, **kwargs)
@@ -134,7 +134,7 @@ def export_library(
             appended = None
             if (
                 isinstance(module, tvm_ffi.Module)
-                and _lib.is_partial(module)
+                and _ffi_api.IsPartial(module)
                 and (
                     zero_copy
                     or (zero_copy is None and _zero_copy.constant_bytes(module) >= _zero_copy.THRESHOLD_BYTES)

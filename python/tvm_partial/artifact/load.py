@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import tvm_ffi
 
-from .. import _ffi_api, _lib
+from .. import _ffi_api
 from .. import remote as _remote
 from .._typing import PathLike
 from . import _elf
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 def save_to_bytes(module: tvm_ffi.Module) -> bytes:
     """The bytes of a partial module: its bindings and constants, not the code it wraps."""
     _remote.refuse_export(module, "save_to_bytes")
-    return bytes(_lib.save_to_bytes(module))
+    return bytes(_ffi_api.SaveToBytes(module))
 
 
 def load_from_bytes(data: bytes, wrapped: tvm_ffi.Module | ExecutableLike | None = None) -> tvm_ffi.Module:
@@ -31,7 +31,7 @@ def load_from_bytes(data: bytes, wrapped: tvm_ffi.Module | ExecutableLike | None
     binds (a module, or an ``Executable``), imported so its functions can be called. Bytes whose
     payloads lie in an artifact's file (a zero-copy export) rebuild only with that artifact's
     loaded library as ``wrapped``: the file is the one that library was loaded from."""
-    module = _lib.load_from_bytes(bytes(data))
+    module = _ffi_api.LoadFromBytes(bytes(data))
     if wrapped is not None:
         module.import_module(getattr(wrapped, "mod", wrapped))  # type: ignore[arg-type]  # a Module
     _ffi_api.ResolveLoaded(module)
@@ -74,7 +74,7 @@ def load(path: PathLike, weights_file: PathLike | None = None) -> tvm_ffi.Module
             module = tvm_ffi.load_module(os.path.realpath(path), keep_module_alive=False)
             _ffi_api.ResolveLoaded(module)
             return module
-        return _lib.load_with_weights(os.path.realpath(path), os.fspath(weights_file))
+        return _ffi_api.LoadWithWeights(os.path.realpath(path), os.fspath(weights_file))
     except ValueError as err:  # the format's reader: say which file, as inspect and verify do
         if str(err).startswith(
             ("corrupted partial_apply data", "partial_apply data", "not partial_apply data")

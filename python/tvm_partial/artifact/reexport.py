@@ -14,7 +14,7 @@ from typing import Any, BinaryIO
 
 import tvm_ffi
 
-from .. import _ffi_api, _lib
+from .. import _ffi_api
 from . import zero_copy as _zero_copy
 from .export import new_file, relax_loaded
 from .read import locate, mapped
@@ -89,7 +89,7 @@ def export_loaded(
             f"{'appended to the file' if appended else 'inline'}; the updated artifact keeps that "
             "placement (bind the compiled module again with tvm_partial.partial() to change it)"
         )
-    blob = bytes(_lib.save_to_bytes(external if external is not None else module))
+    blob = bytes(_ffi_api.SaveToBytes(external if external is not None else module))
     if len(blob) != where.blob_size:
         raise ValueError(
             f"export_library: the updated bindings take {len(blob)} bytes, the artifact {source} "

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import tvm_ffi
 
-from .. import _ffi_api, _lib
+from .. import _ffi_api
 from .._progress import ProgressCallback
 from . import _elf
 
@@ -47,7 +47,7 @@ _STUB = """\
 def constant_bytes(module: tvm_ffi.Module) -> int:
     """Bytes of tensor constants a partial module holds."""
     total = 0
-    for bound in _lib.partial_apply_bindings(module).values():
+    for bound in _ffi_api.PartialApplyBindings(module).values():
         for value in bound.values():
             if isinstance(value, tvm_ffi.Tensor):
                 bits = tvm_ffi.dtype(str(value.dtype)).bits * tvm_ffi.dtype(str(value.dtype)).lanes
@@ -75,8 +75,8 @@ def append_payload_region(
     64 MiB at most, and once at the end)."""
     path = os.fspath(path)
     hashes = _ffi_api.AppendPayloadRegion(external, path, progress)
-    linked = bytes(_lib.save_to_bytes(external))
-    final = bytes(_lib.save_to_bytes(_ffi_api.WithPayloadHashes(external, hashes)))
+    linked = bytes(_ffi_api.SaveToBytes(external))
+    final = bytes(_ffi_api.SaveToBytes(_ffi_api.WithPayloadHashes(external, hashes)))
     with open(path, "r+b") as f:
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
             found = [
