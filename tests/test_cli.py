@@ -567,8 +567,28 @@ def test_inspect_reads_save_to_bytes_output(kinds):
 
 def test_inspect_reads_weights_files(kinds):
     """save_weights' file (named .bin: the kind comes from the bytes) and export's weights file:
-    tensors, dtypes, shapes, sizes, and what tvm-partial recorded in __metadata__."""
+    tensors, dtypes, shapes, sizes, and what tvm-partial recorded in __metadata__. The expected
+    offsets and hashes are computed here from the file's bytes (its safetensors header read with
+    json, the payloads hashed with the test's own copy of the format's hash), not taken from the
+    reader under test."""
+    import struct
+
+    from helpers import format_hash
+
+    raw = (kinds / "weights.bin").read_bytes()
+    (length,) = struct.unpack_from("<Q", raw)
+    header = json.loads(raw[8 : 8 + length])
+    expected = {}
+    for key in ("main/b", "main/c"):
+        begin, end = header[key]["data_offsets"]
+        expected[key] = {
+            "file_offset": 8 + length + begin,
+            "hash": f"{format_hash(raw[8 + length + begin : 8 + length + end]):016x}",
+        }
     hashes = {p["key"]: p for p in tvm_partial.verify(kinds / "weights.bin")["payloads"]}
+    assert {k: p["file_offset"] for k, p in hashes.items()} == {
+        k: e["file_offset"] for k, e in expected.items()
+    }
     info = json.loads(cli("inspect", "--json", str(kinds / "weights.bin")).stdout)
     assert info["kind"] == "weights file" and info["self_contained"] is None
     assert info["metadata"]["tvm_partial.format"] == "1"
@@ -580,6 +600,8 @@ def test_inspect_reads_weights_files(kinds):
         (t["key"], t["dtype"], t["shape"], t["bytes"], t["offset"]) for t in info["functions"][0]["bindings"]
     ] == [(k, "float32", [16], 64, hashes[k]["file_offset"]) for k in ("main/b", "main/c")]
     recorded = json.loads(info["metadata"]["tvm_partial.hashes"])
+    assert recorded == {k: e["hash"] for k, e in expected.items()}
+    assert {t["key"]: t["hash"] for t in info["functions"][0]["bindings"]} == recorded
     text = cli("inspect", str(kinds / "weights.bin")).stdout.splitlines()
     assert text[0] == (
         f"{kinds / 'weights.bin'}: safetensors weights file, 2 tensors, 128 B of tensors "
