@@ -259,6 +259,19 @@ WeightsFile Open(const std::string& path) {
                     "' overlap in the file");
     }
   }
+  // The format allows no holes: the tensors cover the data exactly (as the safetensors package
+  // checks). A header length that is off, or bytes after the last tensor, would otherwise read
+  // every tensor from the wrong place.
+  uint64_t covered = 0;
+  for (const auto& [range, key] : spans) {
+    if (range.first != covered) break;
+    covered = range.second;
+  }
+  if (covered != out.data_size) {
+    Bad(path, "its data has bytes no tensor covers (from offset " + std::to_string(covered) +
+                  " of " + std::to_string(out.data_size) +
+                  "); the format allows no holes: it is damaged or not a safetensors file");
+  }
   return out;
 }
 
