@@ -186,6 +186,10 @@ def _layout_entries() -> list[str]:
     return paths
 
 
+@pytest.mark.skipif(
+    not (ROOT / "python" / "tvm_partial").is_dir(),
+    reason="the package's source is not in this tree (CI's run against the installed wheel)",
+)
 def test_design_layout_table_shows_the_tree_as_it_is():
     """Every source file of cpp/ and python/tvm_partial/ is in the table, and every entry exists."""
     entries = _layout_entries()
