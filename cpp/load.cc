@@ -95,10 +95,17 @@ std::vector<format::FunctionRecord> DecodeRecords(const char* blob, const format
   return out;
 }
 
-/*! \brief Build the records of every partial module of this copy in `mod`'s tree; how many. */
-int ResolveTree(const ffi::Module& mod) {
+/*! \brief Build the records of every partial module of this copy in `mod`'s tree; how many.
+ *         With `path` (what was loaded), first refuse unless every library in the tree was
+ *         mapped from that very file (storage::CheckLoadedFrom). */
+int ResolveTree(const ffi::Module& mod, const std::string& path) {
   std::vector<ffi::Module> all;
   Collect(mod, &all);
+  if (!path.empty()) {
+    for (const ffi::Module& m : all) {
+      if (std::strcmp(m->kind(), "library") == 0) storage::CheckLoadedFrom(m, path);
+    }
+  }
   int count = 0;
   for (const ffi::Module& m : all) count += PartialModuleRecords(m) != nullptr;
   return count;
@@ -111,8 +118,8 @@ ffi::Module LoadWithWeights(const std::string& library, const std::string& weigh
     TVM_FFI_THROW(ValueError) << "LoadWithWeights: weights_file is empty; name a safetensors file";
   }
   // dlopen searches the library path for a bare file name: pass a path.
-  ffi::Module mod =
-      ffi::Module::LoadFromFile(library.find('/') == std::string::npos ? "./" + library : library);
+  const std::string path = library.find('/') == std::string::npos ? "./" + library : library;
+  ffi::Module mod = ffi::Module::LoadFromFile(path);
   std::vector<ffi::Module> all;
   Collect(mod, &all);
   int overridden = 0;
@@ -122,7 +129,7 @@ ffi::Module LoadWithWeights(const std::string& library, const std::string& weigh
                               << "loads, so it binds no tensors that the weights file "
                               << weights_file << " could replace";
   }
-  detail::ResolveTree(mod);
+  detail::ResolveTree(mod, path);
   return mod;
 }
 
@@ -133,7 +140,9 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   // Build the records of every partial module in a loaded tree now (each builds them on first
   // use otherwise), so that a missing or damaged payload is reported by the load itself.
   detail::RegisterGlobalOnce("tvm_partial.ResolveLoaded",
-                             [](ffi::Module mod) { return detail::ResolveTree(mod); });
+                             [](ffi::Module mod, ffi::Optional<ffi::String> path) {
+                               return detail::ResolveTree(mod, path.value_or(""));
+                             });
 }
 
 }  // namespace tvm_partial

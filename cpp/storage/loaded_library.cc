@@ -9,6 +9,7 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <sys/stat.h>
 #include <tvm/ffi/container/map.h>
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/function.h>
@@ -16,6 +17,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -126,10 +129,47 @@ bool SameBytes(const File& file, uint64_t offset, const char* memory, uint64_t s
   return true;
 }
 
-/*! \brief The loaded object of a library module and where its embedded blob lies, in memory
- *         and in the file; false when the object cannot be told apart. */
-bool FindBlob(const ffi::Module& library, Object* object, const char** address, uint64_t* at,
-              uint64_t* length) {
+/*! \brief The inode of the file this process maps at `address` (/proc/self/maps: the mapping
+ *         itself, whatever names the file has now); nullopt when it cannot be read. Only the
+ *         inode is compared, not the device: on overlay file systems the mapping names the
+ *         underlying device while stat names the overlay's. */
+std::optional<uint64_t> MappedInode(const void* address) {
+  std::FILE* maps = std::fopen("/proc/self/maps", "re");
+  if (maps == nullptr) return std::nullopt;
+  const auto want = reinterpret_cast<uintptr_t>(address);
+  std::optional<uint64_t> out;
+  char* line = nullptr;
+  size_t capacity = 0;
+  while (getline(&line, &capacity, maps) > 0) {
+    unsigned long long lo = 0, hi = 0, offset = 0,
+                       inode = 0;  // NOLINT(runtime/int): sscanf's types
+    unsigned major = 0, minor = 0;
+    char perms[8] = {};
+    if (std::sscanf(line, "%llx-%llx %7s %llx %x:%x %llu", &lo, &hi, perms, &offset, &major, &minor,
+                    &inode) == 7 &&
+        want >= lo && want < hi) {
+      if (inode != 0) out = inode;
+      break;
+    }
+  }
+  std::free(line);
+  std::fclose(maps);
+  return out;
+}
+
+/*! \brief A library module's loaded object and where its embedded blob lies, in memory and in
+ *         the file, with the inode the process maps it from. */
+struct Blob {
+  Object object;
+  const char* address = nullptr;
+  uint64_t at = 0;      // its offset in the file
+  uint64_t length = 0;  // of the blob after its 8-byte length
+  std::optional<uint64_t> inode;
+};
+
+/*! \brief Fill `blob` from the library module `library`; false when its object cannot be told
+ *         apart. */
+bool FindBlob(const ffi::Module& library, Blob* blob) {
   if (std::strcmp(library->kind(), "library") != 0) {
     TVM_FFI_THROW(TypeError) << "expected a module loaded from a shared library (kind 'library'), "
                              << "got kind '" << library->kind() << "'";
@@ -139,34 +179,62 @@ bool FindBlob(const ffi::Module& library, Object* object, const char** address, 
   ffi::Optional<ffi::Function> bin = library->GetFunction("_library_bin", /*query_imports=*/false);
   if (!bin.has_value()) return false;
   for (const void* candidate : Candidates(*bin)) {
-    if (!ObjectAt(candidate, kBinSymbol, object)) continue;
-    *address = static_cast<const char*>(candidate);
-    std::memcpy(length, *address, sizeof(*length));
-    std::optional<uint64_t> offset =
-        *length <= UINT64_MAX - 8 ? object->FileOffset(*address, 8 + *length) : std::nullopt;
+    if (!ObjectAt(candidate, kBinSymbol, &blob->object)) continue;
+    blob->address = static_cast<const char*>(candidate);
+    std::memcpy(&blob->length, blob->address, sizeof(blob->length));
+    std::optional<uint64_t> offset = blob->length <= UINT64_MAX - 8
+                                         ? blob->object.FileOffset(blob->address, 8 + blob->length)
+                                         : std::nullopt;
     if (!offset.has_value()) {
-      TVM_FFI_THROW(ValueError) << "the embedded module blob of " << object->segments.name
+      TVM_FFI_THROW(ValueError) << "the embedded module blob of " << blob->object.segments.name
                                 << " does not lie inside the file's loaded segments";
     }
-    *at = *offset;
+    blob->at = *offset;
+    blob->inode = MappedInode(blob->address);
     return true;
   }
   return false;
 }
 
-}  // namespace
+/*! \brief Whether `file` is the one `blob` was mapped from: the very inode the process maps
+ *         (a copy, or a new file renamed over the path, is another inode even with equal bytes)
+ *         and, where the blob lies, the very bytes (a file written over in place). */
+bool IsMappedFile(const File& file, const Blob& blob) {
+  struct stat st{};
+  return blob.inode.has_value() && fstat(file.fd.get(), &st) == 0 &&
+         static_cast<uint64_t>(st.st_ino) == *blob.inode &&
+         SameBytes(file, blob.at, blob.address, 8 + blob.length);
+}
 
-LoadedLibrary OpenLoadedLibrary(const ffi::Module& library, const std::string& symbol) {
-  Object object;
-  const char* address = nullptr;
-  uint64_t at = 0, length = 0;
-  if (!FindBlob(library, &object, &address, &at, &length)) {
+/*! \brief The refusal of a path that does not hold the code the loader returned for it. */
+[[noreturn]] void ThrowReplaced(const std::string& path, const Blob& blob) {
+  if (!blob.inode.has_value()) {
+    TVM_FFI_THROW(ValueError) << "cannot prove that " << path << " is the file this process "
+                              << "maps its code from (/proc/self/maps cannot be read, or shows "
+                              << "no file there); refused rather than read another file";
+  }
+  TVM_FFI_THROW(ValueError) << path << " was replaced after this process first loaded it: the "
+                            << "system's loader returns the code and bindings it loaded first, "
+                            << "not the artifact the file holds now; load it in a new process "
+                            << "or under a new path";
+}
+
+/*! \brief Find `library`'s blob, or refuse: nothing else can be proven about it. */
+void RequireBlob(const ffi::Module& library, Blob* blob) {
+  if (!FindBlob(library, blob)) {
     TVM_FFI_THROW(ValueError) << "cannot tell which file this module's code was loaded from (its "
                               << "library holds no embedded module blob that the system's loader "
                               << "places in one loaded object); load the artifact with "
                               << "tvm.runtime.load_module or tvm_partial.load";
   }
-  const std::string path = object.segments.name;
+}
+
+}  // namespace
+
+LoadedLibrary OpenLoadedLibrary(const ffi::Module& library, const std::string& symbol) {
+  Blob blob;
+  RequireBlob(library, &blob);
+  const std::string path = blob.object.segments.name;
   LoadedLibrary out;
   try {
     out.file = OpenRegular(path, "artifact");
@@ -177,17 +245,12 @@ LoadedLibrary OpenLoadedLibrary(const ffi::Module& library, const std::string& s
         << "since; its code is still loaded, but its payloads, which stay in the file, cannot be "
         << "read: load the artifact from where it is now, in a new process or under a new path";
   }
-  if (!SameBytes(*out.file, at, address, 8 + length)) {
-    TVM_FFI_THROW(ValueError) << path << " was replaced after this process first loaded it: the "
-                              << "system's loader returns the code and bindings it loaded first, "
-                              << "not the artifact the file holds now; load it in a new process "
-                              << "or under a new path";
-  }
+  if (!IsMappedFile(*out.file, blob)) ThrowReplaced(path, blob);
   out.real_path = RealPath(*out.file);
   if (!symbol.empty()) {
-    const char* found = static_cast<const char*>(dlsym(object.handle, symbol.c_str()));
+    const char* found = static_cast<const char*>(dlsym(blob.object.handle, symbol.c_str()));
     // Only the object's own definition counts (dlsym also searches its dependencies).
-    if (found != nullptr && object.FileOffset(found, 64).has_value()) {
+    if (found != nullptr && blob.object.FileOffset(found, 64).has_value()) {
       out.symbol_bytes = std::string(found, 64);
     }
   }
@@ -195,17 +258,22 @@ LoadedLibrary OpenLoadedLibrary(const ffi::Module& library, const std::string& s
 }
 
 bool WasReplaced(const ffi::Module& library) {
-  Object object;
-  const char* address = nullptr;
-  uint64_t at = 0, length = 0;
-  if (!FindBlob(library, &object, &address, &at, &length)) return false;
+  Blob blob;
+  if (!FindBlob(library, &blob)) return false;
   std::shared_ptr<File> file;
   try {
-    file = OpenRegular(object.segments.name, "artifact");
+    file = OpenRegular(blob.object.segments.name, "artifact");
   } catch (const ffi::Error&) {
     return false;  // removed (or unreadable): the loaded version is the only one
   }
-  return !SameBytes(*file, at, address, 8 + length);
+  return !IsMappedFile(*file, blob);
+}
+
+void CheckLoadedFrom(const ffi::Module& library, const std::string& path) {
+  Blob blob;
+  if (!FindBlob(library, &blob)) return;  // no embedded blob: no bindings of ours to prove
+  std::shared_ptr<File> file = OpenRegular(path, "artifact");
+  if (!IsMappedFile(*file, blob)) ThrowReplaced(path, blob);
 }
 
 TVM_FFI_STATIC_INIT_BLOCK() {

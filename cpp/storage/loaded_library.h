@@ -12,8 +12,9 @@
  * then returns the object it already has, so the blob being decoded is the old one). So the
  * object is found from the library module (its embedded blob `__tvm_ffi__library_bin`, looked up
  * through the module, checked to be that object's own symbol), the file is opened by the name
- * the loader mapped it under, and it is accepted only when it holds, at the blob's place, the
- * very bytes the process has mapped. Otherwise the load is refused, saying what happened.
+ * the loader mapped it under, and it is accepted only when it is the very inode the process maps
+ * (/proc/self/maps) and holds, at the blob's place, the very bytes the process has mapped.
+ * Otherwise the load is refused, saying what happened.
  */
 #ifndef TVM_PARTIAL_STORAGE_LOADED_LIBRARY_H_
 #define TVM_PARTIAL_STORAGE_LOADED_LIBRARY_H_
@@ -49,6 +50,15 @@ struct LoadedLibrary {
  *         when it was removed (or renamed) since.
  */
 LoadedLibrary OpenLoadedLibrary(const ffi::Module& library, const std::string& symbol = "");
+
+/*!
+ * \brief Refuse unless `path` is the file `library`'s code was mapped from: the loader answers a
+ *        name it has seen with the object it has, so a load of `path` may have returned the
+ *        object of a file that lay there before, or of another name the object answers to.
+ *        A library with no embedded module blob holds no bindings: nothing to prove.
+ * \throws FileNotFoundError when `path` is absent; ValueError when it is another file.
+ */
+void CheckLoadedFrom(const ffi::Module& library, const std::string& path);
 
 /*! \brief Whether the file `library` was mapped from now holds something else (proven: it is
  *         there, and differs where the embedded blob lies); false when it is the same, was

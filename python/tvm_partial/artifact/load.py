@@ -34,7 +34,7 @@ def load_from_bytes(data: bytes, wrapped: tvm_ffi.Module | ExecutableLike | None
     module = _ffi_api.LoadFromBytes(bytes(data))
     if wrapped is not None:
         module.import_module(getattr(wrapped, "mod", wrapped))  # type: ignore[arg-type]  # a Module
-    _ffi_api.ResolveLoaded(module)
+    _ffi_api.ResolveLoaded(module, None)
     return module
 
 
@@ -71,8 +71,11 @@ def load(path: PathLike, weights_file: PathLike | None = None) -> tvm_ffi.Module
             # registers globals, are linked -z nodelete and stay mapped anyway.
             # By its real path, as tvm.runtime.load_module does (a bare name would be looked for
             # on the library search path; a symlink switched to another version loads that one).
-            module = tvm_ffi.load_module(os.path.realpath(path), keep_module_alive=False)
-            _ffi_api.ResolveLoaded(module)
+            # The path goes along: the loader answers a name it has seen with the object it
+            # has, which must be the file at that path now (not one that lay there before).
+            real = os.path.realpath(path)
+            module = tvm_ffi.load_module(real, keep_module_alive=False)
+            _ffi_api.ResolveLoaded(module, real)
             return module
         return _ffi_api.LoadWithWeights(os.path.realpath(path), os.fspath(weights_file))
     except ValueError as err:  # the format's reader: say which file, as inspect and verify do
