@@ -22,6 +22,7 @@ BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
         ("bench_rpc.py", "vs 1 server"),  # starts a tracker and two rpc_servers on 127.0.0.1: ~20 s
         ("bench_relax.py", "targets: load->1st"),
         ("bench_weights.py", "two processes mapping one weights file"),
+        ("bench_gpu_load.py", "target host memory held <= 5%"),  # no GPU: cpu, 4 MiB, in-process, ~5 s
     ],
 )
 def test_benchmark_runs(script, expected):
