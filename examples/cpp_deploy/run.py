@@ -48,10 +48,10 @@ def build_parallel_conv2d_bias():
     return tvm.compile(sch.mod, target="llvm"), tensors
 
 
-def build_cuda_conv2d_bias():
-    """-> (executable, signature tensors): the demo kernel for CUDA, each output element of the
-    convolution and of the bias addition one GPU thread (TVM's CUDA codegen needs every loop
-    bound)."""
+def build_cuda_conv2d_bias(target):
+    """-> (executable, signature tensors): the demo kernel compiled for the CUDA `target`, each
+    output element of the convolution and of the bias addition one GPU thread (TVM's CUDA
+    codegen needs every loop bound)."""
     tensors = fixtures.conv2d_bias_tensors()
     sch = tvm.s_tir.Schedule(te.create_prim_func(tensors))
     for block in ("conv", "result"):
@@ -59,7 +59,7 @@ def build_cuda_conv2d_bias():
         outer, inner = sch.split(sch.fuse(*spatial), factors=[None, 128])
         sch.bind(outer, "blockIdx.x")
         sch.bind(inner, "threadIdx.x")
-    return tvm.compile(sch.mod, target=tvm.target.Target.from_device(tvm.cuda(0))), tensors
+    return tvm.compile(sch.mod, target=target), tensors
 
 
 def export_relax_mlp(build: Path, dev, target) -> bool:
@@ -119,7 +119,7 @@ def main(argv=None) -> int:
         Path(tvm.libinfo.find_libtvm_runtime()).with_name("libtvm_runtime_cuda.so") if on_device else ""
     )
 
-    exe, tensors = build_cuda_conv2d_bias() if args.device == "cuda" else build_parallel_conv2d_bias()
+    exe, tensors = build_cuda_conv2d_bias(target) if args.device == "cuda" else build_parallel_conv2d_bias()
     inputs = fixtures.sample_inputs()
     expected = fixtures.reference(**inputs)
     out = tvm.runtime.empty(fixtures.SHAPES["result"], "float32", device=dev)
