@@ -235,7 +235,7 @@ def test_cuda_weights_load_through_the_chunked_copy(tmp_path, monkeypatch, chunk
     sch = tvm.s_tir.Schedule(te.create_prim_func([x, w, out]))
     (i,) = sch.get_loops(sch.get_sblock("out"))
     sch.bind(i, "threadIdx.x")
-    exe = tvm.compile(sch.mod, target="cuda")
+    exe = tvm.compile(sch.mod, target=tvm.target.Target.from_device(tvm.cuda(0)))
     weights = np.random.default_rng(2).integers(-8, 9, n).astype("float32")
     pm = tvm_partial.partial(exe, {1: weights}, device="cuda")
     kwargs = dict(placement)

@@ -171,6 +171,7 @@ class PinnedCache {
 class ParallelCopy {
  public:
   explicit ParallelCopy(int threads) {
+    workers_.reserve(std::max(threads, 1));  // no reallocation, which could drop a running thread
     for (int i = 1; i < threads; ++i) {
       try {
         workers_.emplace_back([this, i] { Work(i); });
