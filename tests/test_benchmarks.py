@@ -32,6 +32,8 @@ SLOW = pytest.mark.slow
         pytest.param(
             "bench_weights.py", [], "two processes mapping one weights file", id="weights", marks=SLOW
         ),
+        # no GPU: cpu, 4 MiB, in-process, ~5 s
+        pytest.param("bench_gpu_load.py", [], "target host memory held <= 5%", id="gpu-load"),
     ],
 )
 def test_benchmark_runs(script, flags, expected):

@@ -24,6 +24,7 @@
 #include "format/common.h"
 #include "format/hash.h"
 #include "storage/appended_region.h"
+#include "storage/device_copy.h"
 #include "storage/weights_file.h"
 
 namespace tvm_partial {
@@ -163,9 +164,10 @@ void CheckDevice(const format::TensorMeta& t, const std::string& where) {
   }
 }
 
-/*! \brief A tensor of `t` on its device holding the `t.nbytes` bytes at `payload`. */
-ffi::Tensor CopiedTensor(const format::TensorMeta& t, const char* payload,
-                         const std::string& where) {
+/*! \brief A tensor of `t` on its device holding the `t.nbytes` bytes at `payload` (in a private
+ *         file mapping when `mapped`: its pages are released once copied). */
+ffi::Tensor CopiedTensor(const format::TensorMeta& t, const char* payload, const std::string& where,
+                         bool mapped = false) {
   DLDevice device{static_cast<DLDeviceType>(t.device_type), t.device_id};
   CheckDevice(t, where);
   ffi::Tensor out = AlignedEmpty(ffi::Shape(t.shape), t.dtype, device);
@@ -173,9 +175,7 @@ ffi::Tensor CopiedTensor(const format::TensorMeta& t, const char* payload,
     if (t.nbytes) std::memcpy(out.data_ptr(), payload, t.nbytes);
     return out;
   }
-  auto copy = ffi::Function::GetGlobal("runtime.TVMTensorCopyFromBytes");
-  (*copy)(out, const_cast<void*>(static_cast<const void*>(payload)),
-          static_cast<int64_t>(t.nbytes));
+  CopyToDevice(payload, t.nbytes, out, DeviceCopyOptions::FromEnvironment(mapped));
   return out;
 }
 
@@ -228,7 +228,7 @@ std::vector<ffi::Tensor> MakeTensors(const format::Parsed& parsed, const Payload
     const format::TensorMeta& t = v.tensor;
     out.push_back(t.device_type == kDLCPU
                       ? HostPayloadTensor(payload, mapping.keepalive, t.dtype, t.shape, t.nbytes)
-                      : CopiedTensor(t, payload, format::Where(fn, v.index)));
+                      : CopiedTensor(t, payload, format::Where(fn, v.index), /*mapped=*/true));
   });
   return out;
 }

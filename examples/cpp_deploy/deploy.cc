@@ -19,6 +19,9 @@
 //   deploy --relax ARTIFACT.so X.bin EXPECTED.bin
 //       ARTIFACT.so is a Relax model (an MLP, x: (2, 8) -> (2, 4)) exported with its weights:
 //       its VirtualMachine is created on first use, and `auto y = main(x)` returns the result.
+//   deploy --device cuda MODE...
+//       Any of the above for an artifact bound on cuda:0 (run.py --device cuda): the data (and,
+//       for --bind, the weights) go to the GPU, the result comes back to be compared.
 //
 // The .bin files hold raw float32 values in the shapes below (run.py writes them). Exit status:
 // 0 when the result equals EXPECTED.bin bit for bit, 1 when it differs, 2 on any error.
@@ -61,7 +64,27 @@ ffi::Tensor Empty(const std::vector<int64_t>& shape) {
 #endif
 }
 
-ffi::Tensor Read(const std::string& path, const std::vector<int64_t>& shape) {
+// Where the tensors the program passes live: the CPU, or cuda:0 with --device cuda.
+DLDevice device{kDLCPU, 0};
+
+ffi::Function RuntimeGlobal(const char* name) {  // libtvm_runtime's
+  auto f = ffi::Function::GetGlobal(name);
+  if (!f) TVM_FFI_THROW(RuntimeError) << name << " is not registered: libtvm_runtime is not loaded";
+  return *f;
+}
+
+// `from` copied into a new tensor like it on `to` (waited for).
+ffi::Tensor CopyTo(const ffi::Tensor& from, DLDevice to) {
+  const DLDevice at = from.device();
+  if (at.device_type == to.device_type && at.device_id == to.device_id) return from;
+  auto alloc = RuntimeGlobal("runtime.TVMTensorAllocWithScope");
+  ffi::Tensor out = alloc(ffi::Shape(from.shape()), from.dtype(), to, nullptr).cast<ffi::Tensor>();
+  RuntimeGlobal("runtime.TVMTensorCopyFromTo")(from, out);
+  RuntimeGlobal("runtime.Device_StreamSync")(to.device_type == kDLCPU ? at : to, 0);
+  return out;
+}
+
+ffi::Tensor ReadHost(const std::string& path, const std::vector<int64_t>& shape) {
   ffi::Tensor tensor = Empty(shape);
   const size_t nbytes = ffi::GetDataSize(*tensor.GetDLTensorPtr());
   std::ifstream in(path, std::ios::binary | std::ios::ate);
@@ -70,6 +93,11 @@ ffi::Tensor Read(const std::string& path, const std::vector<int64_t>& shape) {
   }
   in.seekg(0).read(static_cast<char*>(tensor.data_ptr()), nbytes);
   return tensor;
+}
+
+// An input: read, and on `device`.
+ffi::Tensor Read(const std::string& path, const std::vector<int64_t>& shape) {
+  return CopyTo(ReadHost(path, shape), device);
 }
 
 ffi::Function LoadMain(const char* path) {
@@ -82,7 +110,13 @@ ffi::Function LoadMain(const char* path) {
 
 int main(int argc, char** argv) {
   try {
-    ffi::Tensor result = Empty(kResult);
+    if (argc > 2 && std::string(argv[1]) == "--device" && std::string(argv[2]) == "cuda") {
+      device = DLDevice{kDLCUDA, 0};
+      argv[2] = argv[0];  // the mode's arguments follow as without the option
+      argc -= 2;
+      argv += 2;
+    }
+    ffi::Tensor result = CopyTo(Empty(kResult), device);
     std::string expected;
     std::vector<int64_t> result_shape = kResult;
     if (argc == 5 && std::string(argv[1]) == "--relax") {
@@ -131,13 +165,14 @@ int main(int argc, char** argv) {
                 << "       " << argv[0]
                 << " --bind-returns LIBRARY.so WEIGHTS.bin BIAS.bin DATA.bin EXPECTED.bin\n"
 #endif
-          ;
+                << "  (--device cuda before any of these: the same on cuda:0)\n";
       return 2;
     }
-    ffi::Tensor want = Read(expected, result_shape);
+    const bool aligned = reinterpret_cast<uintptr_t>(result.data_ptr()) % 64 == 0;
+    result = CopyTo(result, DLDevice{kDLCPU, 0});
+    ffi::Tensor want = ReadHost(expected, result_shape);
     const size_t nbytes = ffi::GetDataSize(*result.GetDLTensorPtr());
-    if (nbytes != ffi::GetDataSize(*want.GetDLTensorPtr()) ||
-        reinterpret_cast<uintptr_t>(result.data_ptr()) % 64 != 0) {
+    if (nbytes != ffi::GetDataSize(*want.GetDLTensorPtr()) || !aligned) {
       std::cout << "MISMATCH: the result has " << nbytes << " bytes or is not 64-byte aligned\n";
       return 1;
     }

@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """Build and run the C++ deployment example; the exit status is 0 when every check passed.
 
-    python examples/cpp_deploy/run.py [--build-dir DIR]
+    python examples/cpp_deploy/run.py [--build-dir DIR] [--device cuda]
 
 1. compiles the demo's conv2d + bias (tvm_partial._fixtures) with its output channels in a
    parallel loop, so the kernel runs on TVM's thread pool (which a C++ program gets from
-   libtvm_runtime);
+   libtvm_runtime); with --device cuda, for CUDA (its output elements bound to GPU threads),
+   with everything below bound on cuda:0 and every program run with `--device cuda`;
 2. exports it five ways: a tvm-partial artifact, the same self-contained (also zero-copy, and
    with its weights in a safetensors file beside it), one that returns its result
    (`outputs="result"`), and the plain library; and writes a second weight set with
@@ -47,9 +48,24 @@ def build_parallel_conv2d_bias():
     return tvm.compile(sch.mod, target="llvm"), tensors
 
 
-def export_relax_mlp(build: Path) -> bool:
-    """A Relax MLP bound by name and exported (plain and self-contained); writes x and the direct
-    VM call's result as .bin files; -> whether the partial equals the direct VM call."""
+def build_cuda_conv2d_bias(target):
+    """-> (executable, signature tensors): the demo kernel compiled for the CUDA `target`, each
+    output element of the convolution and of the bias addition one GPU thread (TVM's CUDA
+    codegen needs every loop bound)."""
+    tensors = fixtures.conv2d_bias_tensors()
+    sch = tvm.s_tir.Schedule(te.create_prim_func(tensors))
+    for block in ("conv", "result"):
+        spatial = sch.get_loops(sch.get_sblock(block))[:4]  # batch, channel, y, x (then rc, ry, rx)
+        outer, inner = sch.split(sch.fuse(*spatial), factors=[None, 128])
+        sch.bind(outer, "blockIdx.x")
+        sch.bind(inner, "threadIdx.x")
+    return tvm.compile(sch.mod, target=target), tensors
+
+
+def export_relax_mlp(build: Path, dev, target) -> bool:
+    """A Relax MLP compiled for `target`, bound by name on `dev` and exported (plain and
+    self-contained); writes x and the direct VM call's result as .bin files; -> whether the
+    partial equals the direct VM call."""
     from tvm import relax
     from tvm.script import relax as R
 
@@ -61,19 +77,21 @@ def export_relax_mlp(build: Path) -> bool:
         with bb.dataflow():
             y = bb.emit_output(relax.op.matmul(relax.op.nn.relu(relax.op.matmul(x, w1)), w2))
         bb.emit_func_output(y)
-    exe = tvm.compile(bb.get(), target="llvm")
+    exe = tvm.compile(bb.get(), target=target)
     rng = np.random.default_rng(0)
     arrays = {
         n: rng.integers(-3, 4, size=s).astype("float32")
         for n, s in (("x", (2, 8)), ("w1", (8, 16)), ("w2", (16, 4)))
     }
-    direct = relax.VirtualMachine(exe, tvm.cpu())["main"](*(tvm.runtime.tensor(a) for a in arrays.values()))
-    pm = tvm_partial.partial(exe, device=tvm.cpu(), w1=arrays["w1"], w2=arrays["w2"])
+    direct = relax.VirtualMachine(exe, dev)["main"](
+        *(tvm.runtime.tensor(a, device=dev) for a in arrays.values())
+    )
+    pm = tvm_partial.partial(exe, device=dev, w1=arrays["w1"], w2=arrays["w2"])
     tvm_partial.export_library(pm, build / "relax_mlp.so")
     tvm_partial.export_library(pm, build / "relax_mlp_self_contained.so", self_contained=True)
     arrays["x"].tofile(build / "relax_x.bin")
     direct.numpy().tofile(build / "relax_expected.bin")
-    return bool(np.array_equal(pm(tvm.runtime.tensor(arrays["x"])).numpy(), direct.numpy()))
+    return bool(np.array_equal(pm(tvm.runtime.tensor(arrays["x"], device=dev)).numpy(), direct.numpy()))
 
 
 def main(argv=None) -> int:
@@ -84,17 +102,34 @@ def main(argv=None) -> int:
         default=HERE / "build",
         help="CMake build folder, also holding the artifacts (default: build/ here)",
     )
-    build = parser.parse_args(argv).build_dir.resolve()
+    parser.add_argument(
+        "--device",
+        choices=["cpu", "cuda"],
+        default="cpu",
+        help="where the kernels run and the weights are bound (default: cpu; cuda: cuda:0)",
+    )
+    args = parser.parse_args(argv)
+    build = args.build_dir.resolve()
     build.mkdir(parents=True, exist_ok=True)
+    dev = tvm.device(args.device, 0)
+    target = tvm.target.Target.from_device(dev) if args.device == "cuda" else "llvm"
+    on_device = ["--device", "cuda"] if args.device == "cuda" else []  # deploy's option
+    # TVM's CUDA runtime, which the programs link for --device cuda (CMakeLists.txt).
+    runtime_cuda = (
+        Path(tvm.libinfo.find_libtvm_runtime()).with_name("libtvm_runtime_cuda.so") if on_device else ""
+    )
 
-    exe, tensors = build_parallel_conv2d_bias()
+    exe, tensors = build_cuda_conv2d_bias(target) if args.device == "cuda" else build_parallel_conv2d_bias()
     inputs = fixtures.sample_inputs()
     expected = fixtures.reference(**inputs)
-    out = tvm.runtime.empty(fixtures.SHAPES["result"], "float32")
-    exe["main"](*(tvm.runtime.tensor(inputs[k]) for k in ("data", "weights", "bias")), out)
-    checks = {"Python: the parallel kernel == numpy (bitwise)": np.array_equal(out.numpy(), expected)}
+    out = tvm.runtime.empty(fixtures.SHAPES["result"], "float32", device=dev)
+    exe["main"](*(tvm.runtime.tensor(inputs[k], device=dev) for k in ("data", "weights", "bias")), out)
+    kernel = "the CUDA kernel" if args.device == "cuda" else "the parallel kernel"
+    checks = {f"Python: {kernel} == numpy (bitwise)": np.array_equal(out.numpy(), expected)}
 
-    pm = tvm_partial.partial(exe, signature=tensors, weights=inputs["weights"], bias=inputs["bias"])
+    pm = tvm_partial.partial(
+        exe, signature=tensors, weights=inputs["weights"], bias=inputs["bias"], device=dev
+    )
     tvm_partial.export_library(pm, build / "conv2d_bias.so")
     tvm_partial.export_library(pm, build / "conv2d_bias_self_contained.so", self_contained=True)
     # Zero-copy (payloads mapped from the library file), forced here: these weights are small.
@@ -110,23 +145,27 @@ def main(argv=None) -> int:
     # place of an artifact's (deploy --weights), here one whose own weights file is gone.
     other = fixtures.sample_inputs(1)
     tvm_partial.save_weights(
-        tvm_partial.rebind(pm, weights=other["weights"], bias=other["bias"]), build / "v2.safetensors"
+        tvm_partial.rebind(pm, weights=other["weights"], bias=other["bias"], device=dev),
+        build / "v2.safetensors",
     )
     fixtures.reference(inputs["data"], other["weights"], other["bias"]).tofile(build / "expected_v2.bin")
     tvm_partial.export_library(pm, build / "conv2d_bias_gone.so", weights_file=build / "gone.safetensors")
     (build / "gone.safetensors").unlink()
     tvm_partial.save_weights(
-        tvm_partial.partial(exe, signature=tensors, weights=other["weights"]), build / "partial.safetensors"
+        tvm_partial.partial(exe, signature=tensors, weights=other["weights"], device=dev),
+        build / "partial.safetensors",
     )
     exe.export_library(str(build / "conv2d_bias_plain.so"))
     # The forum's calling convention: `out = main(data)`, the result allocated by each call.
     returning = tvm_partial.partial(
-        exe, signature=tensors, weights=inputs["weights"], bias=inputs["bias"], outputs="result"
+        exe, signature=tensors, weights=inputs["weights"], bias=inputs["bias"], outputs="result", device=dev
     )
     tvm_partial.export_library(returning, build / "conv2d_bias_returns.so", self_contained=True)
     for name, array in [*inputs.items(), ("expected", expected)]:
         array.tofile(build / f"{name}.bin")
-    checks["Python: the Relax MLP partial == the direct VM call (bitwise)"] = export_relax_mlp(build)
+    checks["Python: the Relax MLP partial == the direct VM call (bitwise)"] = export_relax_mlp(
+        build, dev, target
+    )
 
     for cmake in (
         [
@@ -137,6 +176,7 @@ def main(argv=None) -> int:
             str(build),
             f"-Dtvm_partial_DIR={config.cmakedir()}",
             f"-DTVM_RUNTIME_LIBRARY={tvm.libinfo.find_libtvm_runtime()}",
+            f"-DTVM_RUNTIME_CUDA_LIBRARY={runtime_cuda}",
             f"-DPython_EXECUTABLE={sys.executable}",
         ],
         ["cmake", "--build", str(build)],
@@ -151,7 +191,7 @@ def main(argv=None) -> int:
     data = [str(build / "data.bin"), str(build / "expected.bin")]
 
     def run(program: str, *args: str) -> subprocess.CompletedProcess:
-        cmd = [str(build / program), *args]
+        cmd = [str(build / program), *on_device, *args]
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
         print(f"$ {' '.join(Path(c).name for c in cmd)}\n{(proc.stdout + proc.stderr).strip()}")
         return proc

@@ -1,0 +1,467 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
+/*!
+ * \file storage/device_copy.cc
+ * \brief Copying a payload into a device tensor in pieces, through pinned staging buffers where
+ *        the runtime offers them (storage/device_copy.h); the global `tvm_partial.CopyFileToDevice`
+ *        that tests and benchmarks drive it with.
+ */
+#include "storage/device_copy.h"
+
+#include <sys/mman.h>
+#include <tvm/ffi/container/map.h>
+#include <tvm/ffi/container/shape.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/function.h>
+#include <tvm/ffi/string.h>
+#include <tvm_partial/partial_apply.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "device.h"
+#include "registry.h"
+#include "storage/file.h"
+
+namespace tvm_partial {
+namespace storage {
+
+namespace {
+
+using Staging = DeviceCopyOptions::Staging;
+
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+constexpr DLDataType kBytes{kDLUInt, 8, 1};
+constexpr DLDevice kHostDevice{kDLCPU, 0};
+
+ffi::Function RuntimeGlobal(const char* name) {
+  auto f = ffi::Function::GetGlobal(name);
+  if (!f.has_value()) {
+    TVM_FFI_THROW(RuntimeError) << "copying a payload to a device needs TVM's runtime (" << name
+                                << " is not registered); import tvm first";
+  }
+  return *f;
+}
+
+/*! \brief The device type of pinned host memory for `device`'s type, or -1 where there is none. */
+int32_t PinnedHostType(DLDevice device) {
+  switch (device.device_type) {
+    case kDLCUDA:
+      return kDLCUDAHost;
+    case kDLROCM:
+      return kDLROCMHost;
+    default:
+      return -1;
+  }
+}
+
+/*! \brief `n` bytes as a flat uint8 DLTensor, what TVM's copy takes. Not copyable: `t.shape`
+ *         points into it. */
+struct FlatBytes {
+  FlatBytes(void* data, DLDevice device, uint64_t byte_offset, uint64_t n)
+      : extent(static_cast<int64_t>(n)) {
+    t.data = data;
+    t.device = device;
+    t.ndim = 1;
+    t.dtype = kBytes;
+    t.shape = &extent;
+    t.strides = nullptr;
+    t.byte_offset = byte_offset;
+  }
+  FlatBytes(const FlatBytes&) = delete;
+  FlatBytes& operator=(const FlatBytes&) = delete;
+  int64_t extent;
+  DLTensor t;
+};
+
+/*! \brief Two staging buffers of `size` bytes each. */
+struct StagingBuffers {
+  ffi::Tensor buffer[2];
+  uint64_t size = 0;
+  int32_t device_type = kDLCPU;  // kDLCUDAHost, kDLROCMHost (pinned) or kDLCPU
+  char* data(uint64_t i) const { return static_cast<char*>(buffer[i % 2].data_ptr()); }
+};
+
+StagingBuffers Allocate(DLDevice device, uint64_t size) {
+  StagingBuffers out;
+  out.size = size;
+  out.device_type = device.device_type;
+  for (ffi::Tensor& b : out.buffer) {
+    b = AlignedEmpty(ffi::Shape({static_cast<int64_t>(size)}), kBytes, device);
+  }
+  return out;
+}
+
+/*!
+ * \brief The pinned staging buffers kept for the process, at most one pair per kind of pinned
+ *        memory: allocating pinned memory costs more than copying a piece through it, so every
+ *        copy reuses them. A copy takes the pair while it runs (another copy at the same time
+ *        allocates its own); when both come back the larger is kept.
+ */
+class PinnedCache {
+ public:
+  /*! \brief Never destroyed: freeing pinned memory after the runtime is gone at exit crashes. */
+  static PinnedCache* Global() {
+    static auto* cache = new PinnedCache();
+    return cache;
+  }
+
+  /*! \brief Buffers of at least `size` bytes in pinned memory of `host_type`, or none, with the
+   *         reason in `why_not`. */
+  std::optional<StagingBuffers> Take(int32_t host_type, uint64_t size, std::string* why_not) {
+    std::optional<StagingBuffers> smaller;  // freed outside the lock
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto it = free_.begin(); it != free_.end(); ++it) {
+        if (it->device_type != host_type) continue;
+        StagingBuffers found = std::move(*it);
+        free_.erase(it);
+        if (found.size >= size) return found;
+        smaller = std::move(found);
+        break;
+      }
+    }
+    smaller.reset();
+    const char* name = detail::DeviceName(host_type);
+    if (!ffi::Function::GetGlobal(std::string("device_api.") + name).has_value()) {
+      *why_not = std::string("TVM's runtime registers no device_api.") + name;
+      return std::nullopt;
+    }
+    try {
+      return Allocate(DLDevice{static_cast<DLDeviceType>(host_type), 0}, size);
+    } catch (const ffi::Error& err) {
+      *why_not = "allocating " + std::to_string(2 * size) + " bytes of " + name +
+                 " memory failed: " + err.kind() + ": " + err.message();
+      return std::nullopt;
+    }
+  }
+
+  /*! \brief Back into the cache, once no copy reads from them any more. */
+  void Give(StagingBuffers buffers) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (StagingBuffers& kept : free_) {
+      if (kept.device_type != buffers.device_type) continue;
+      if (kept.size < buffers.size) std::swap(kept, buffers);
+      return;  // `buffers`, now the smaller pair, is freed on return
+    }
+    free_.push_back(std::move(buffers));
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<StagingBuffers> free_;
+};
+
+/*!
+ * \brief Host memory copied by several threads, the calling one among them. The workers live as
+ *        long as the object (one payload) and wait between pieces.
+ */
+class ParallelCopy {
+ public:
+  explicit ParallelCopy(int threads) {
+    workers_.reserve(std::max(threads, 1));  // no reallocation, which could drop a running thread
+    for (int i = 1; i < threads; ++i) {
+      try {
+        workers_.emplace_back([this, i] { Work(i); });
+      } catch (const std::system_error&) {
+        break;  // fewer threads than asked: still correct
+      }
+    }
+  }
+  ~ParallelCopy() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& w : workers_) w.join();
+  }
+  ParallelCopy(const ParallelCopy&) = delete;
+  ParallelCopy& operator=(const ParallelCopy&) = delete;
+
+  int threads() const { return static_cast<int>(workers_.size()) + 1; }
+
+  void operator()(char* to, const char* from, uint64_t n) {
+    if (workers_.empty() || n < kMinSlice * 2) {
+      std::memcpy(to, from, n);
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      to_ = to;
+      from_ = from;
+      n_ = n;
+      pending_ = workers_.size();
+      ++generation_;
+    }
+    wake_.notify_all();
+    Slice(0);
+    std::unique_lock<std::mutex> lock(mu_);
+    done_.wait(lock, [this] { return pending_ == 0; });
+  }
+
+ private:
+  static constexpr uint64_t kMinSlice = kMiB;
+
+  /*! \brief Slice `i` of the current copy; slices start at 64 KiB boundaries (the kernel maps
+   *         file pages 64 KiB at a time), so no two threads fault the same pages in. */
+  void Slice(int i) const {
+    const uint64_t k = workers_.size() + 1;
+    auto bound = [&](uint64_t j) {
+      return j >= k ? n_ : std::min(n_, n_ / k * j / (64 << 10) * (64 << 10));
+    };
+    const uint64_t begin = bound(i), end = bound(i + 1);
+    if (end > begin) std::memcpy(to_ + begin, from_ + begin, end - begin);
+  }
+
+  void Work(int i) {
+    uint64_t seen = 0;
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      lock.unlock();
+      Slice(i);
+      lock.lock();
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable wake_;  // a new copy, or stop
+  std::condition_variable done_;  // every worker finished its slice
+  uint64_t generation_ = 0;       // the copies started
+  size_t pending_ = 0;            // workers still copying the current one
+  bool stop_ = false;
+  char* to_ = nullptr;
+  const char* from_ = nullptr;
+  uint64_t n_ = 0;
+};
+
+/*! \brief Releases the whole pages of the source once every byte on them has been read. */
+class PageReleaser {
+ public:
+  PageReleaser(const char* src, bool enabled)
+      : page_(static_cast<uintptr_t>(sysconf(_SC_PAGESIZE))),
+        base_(reinterpret_cast<uintptr_t>(src)),
+        // The page holding the first byte may hold bytes before the payload too: kept.
+        done_((base_ + page_ - 1) / page_ * page_),
+        enabled_(enabled) {}
+
+  /*! \brief Every byte of the source before offset `end` has been read. Only whole pages go (the
+   *         one holding byte `end` may hold more of the source, or what follows it). */
+  void ReadUpTo(uint64_t end) {
+    if (!enabled_) return;
+    const uintptr_t upto = (base_ + end) / page_ * page_;
+    if (upto <= done_) return;
+    // Advice: where the system refuses it, the pages are merely held until the mapping goes.
+    if (madvise(reinterpret_cast<void*>(done_), upto - done_, MADV_DONTNEED) == 0) {
+      released_ += upto - done_;
+    }
+    done_ = upto;
+  }
+  uint64_t released() const { return released_; }
+
+ private:
+  uintptr_t page_, base_, done_;
+  bool enabled_;
+  uint64_t released_ = 0;
+};
+
+/*! \brief The staging `kind` asks for, for a copy of `pieces` pieces of `piece` bytes to
+ *         `device`, or none (direct). */
+std::optional<StagingBuffers> ChooseStaging(Staging kind, DLDevice device, uint64_t pieces,
+                                            uint64_t piece) {
+  if (kind == Staging::kDirect) return std::nullopt;
+  if (kind == Staging::kHost) return Allocate(kHostDevice, piece);
+  const int32_t host_type = PinnedHostType(device);
+  if (kind == Staging::kAuto && (pieces < 2 || host_type < 0)) return std::nullopt;
+  const std::string dev = detail::DeviceString(device.device_type, device.device_id);
+  if (host_type < 0) {
+    TVM_FFI_THROW(ValueError) << "no pinned host memory to stage a copy to " << dev
+                              << " through: TVM offers it for CUDA and ROCm devices only";
+  }
+  std::string why_not;
+  std::optional<StagingBuffers> out = PinnedCache::Global()->Take(host_type, piece, &why_not);
+  if (!out.has_value() && kind == Staging::kPinned) {
+    TVM_FFI_THROW(ValueError) << "no pinned host memory to stage a copy to " << dev
+                              << " through: " << why_not;
+  }
+  return out;
+}
+
+Staging ParseStaging(const std::string& value, const char* what) {
+  if (value == "auto") return Staging::kAuto;
+  if (value == "pinned") return Staging::kPinned;
+  if (value == "direct") return Staging::kDirect;
+  if (value == "host") return Staging::kHost;
+  TVM_FFI_THROW(ValueError) << what << " is '" << value << "'; use auto, pinned, direct or host";
+  TVM_FFI_UNREACHABLE();
+}
+
+uint64_t ParseCount(const char* value, uint64_t least, uint64_t most, const char* what) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long n = std::strtoull(value, &end, 10);  // NOLINT(runtime/int)
+  if (errno != 0 || end == value || *end != '\0' || value[0] == '-' || n < least || n > most) {
+    TVM_FFI_THROW(ValueError) << what << " is '" << value << "'; use a whole number from " << least
+                              << " to " << most;
+  }
+  return n;
+}
+
+}  // namespace
+
+DeviceCopyOptions DeviceCopyOptions::FromEnvironment(bool release_source) {
+  DeviceCopyOptions out;
+  out.release_source = release_source;
+  const unsigned cores = std::thread::hardware_concurrency();
+  out.fill_threads = std::max(1, std::min(out.fill_threads, static_cast<int>(cores)));
+  auto env = [](const char* name) -> const char* {
+    const char* value = std::getenv(name);
+    return value != nullptr && value[0] != '\0' ? value : nullptr;
+  };
+  if (const char* v = env("TVM_PARTIAL_COPY_STAGING")) {
+    out.staging = ParseStaging(v, "TVM_PARTIAL_COPY_STAGING");
+  }
+  if (const char* v = env("TVM_PARTIAL_COPY_CHUNK_MIB")) {
+    out.chunk_bytes = ParseCount(v, 0, uint64_t{1} << 20, "TVM_PARTIAL_COPY_CHUNK_MIB") * kMiB;
+  }
+  if (const char* v = env("TVM_PARTIAL_COPY_THREADS")) {
+    out.fill_threads = static_cast<int>(ParseCount(v, 1, 256, "TVM_PARTIAL_COPY_THREADS"));
+  }
+  return out;
+}
+
+DeviceCopyStats CopyToDevice(const char* src, uint64_t nbytes, const ffi::Tensor& dst,
+                             const DeviceCopyOptions& options) {
+  const DLTensor& d = *dst.GetDLTensorPtr();
+  if (!dst.IsContiguous()) {
+    TVM_FFI_THROW(ValueError) << "CopyToDevice: the destination tensor is not contiguous";
+  }
+  if (ffi::GetDataSize(d) != nbytes) {
+    TVM_FFI_THROW(ValueError) << "CopyToDevice: the destination tensor holds "
+                              << ffi::GetDataSize(d) << " bytes, the payload " << nbytes;
+  }
+  DeviceCopyStats stats;
+  if (nbytes == 0) {
+    stats.staging = "none";
+    return stats;
+  }
+  const ffi::Function copy = RuntimeGlobal("runtime.TVMTensorCopyFromTo");
+  const ffi::Function sync = RuntimeGlobal("runtime.Device_StreamSync");
+  const int64_t default_stream = 0;  // TVMTensorCopyFromTo copies on it
+  const uint64_t piece = options.chunk_bytes == 0 ? nbytes : std::min(options.chunk_bytes, nbytes);
+  const uint64_t pieces = (nbytes + piece - 1) / piece;
+  auto length = [&](uint64_t i) { return std::min(piece, nbytes - i * piece); };
+  PageReleaser release(src, options.release_source);
+  stats.pieces = pieces;
+
+  std::optional<StagingBuffers> staging = ChooseStaging(options.staging, d.device, pieces, piece);
+  if (!staging.has_value()) {
+    stats.staging = "direct";
+    for (uint64_t i = 0; i < pieces; ++i) {
+      FlatBytes from(const_cast<char*>(src) + i * piece, kHostDevice, 0, length(i));
+      FlatBytes to(d.data, d.device, d.byte_offset + i * piece, length(i));
+      copy(&from.t, &to.t);
+      sync(d.device, default_stream);
+      release.ReadUpTo(i * piece + length(i));
+    }
+    stats.released_bytes = release.released();
+    return stats;
+  }
+
+  const bool pinned = staging->device_type != kDLCPU;
+  stats.staging = pinned ? "pinned" : "host";
+  ParallelCopy fill(piece >= 2 * kMiB ? options.fill_threads : 1);
+  stats.fill_threads = fill.threads();
+  fill(staging->data(0), src, length(0));
+  release.ReadUpTo(length(0));
+  try {
+    for (uint64_t i = 0; i < pieces; ++i) {
+      // Piece i travels from one buffer while piece i + 1 is read into the other; the copy of
+      // piece i is waited for before its buffer is filled again.
+      FlatBytes from(staging->data(i), kHostDevice, 0, length(i));
+      FlatBytes to(d.data, d.device, d.byte_offset + i * piece, length(i));
+      copy(&from.t, &to.t);
+      if (i + 1 < pieces) {
+        fill(staging->data(i + 1), src + (i + 1) * piece, length(i + 1));
+        release.ReadUpTo((i + 1) * piece + length(i + 1));
+      }
+      sync(d.device, default_stream);
+    }
+  } catch (...) {
+    // A copy may still read from a buffer: wait for it before the buffers can be freed.
+    try {
+      sync(d.device, default_stream);
+    } catch (...) {  // NOLINT(bugprone-empty-catch): the first error is the one to report
+    }
+    throw;
+  }
+  if (pinned) PinnedCache::Global()->Give(std::move(*staging));
+  stats.released_bytes = release.released();
+  return stats;
+}
+
+namespace {
+
+/*! \brief `tvm_partial.CopyFileToDevice`: `nbytes` bytes of the file at `path` from `offset`,
+ *         mapped privately as a load maps an artifact, copied into `dst` by CopyToDevice. */
+ffi::Map<ffi::String, ffi::Any> CopyFileToDevice(const ffi::String& path, int64_t offset,
+                                                 int64_t nbytes, const ffi::Tensor& dst,
+                                                 const ffi::Map<ffi::String, ffi::Any>& options) {
+  if (offset < 0 || nbytes < 0) {
+    TVM_FFI_THROW(ValueError) << "CopyFileToDevice: offset " << offset << " and size " << nbytes
+                              << " must not be negative";
+  }
+  DeviceCopyOptions o = DeviceCopyOptions::FromEnvironment(false);
+  for (const auto& [key, value] : options) {
+    if (key == "staging") {
+      o.staging = ParseStaging(value.cast<ffi::String>(), "option staging");
+    } else if (key == "chunk_bytes") {
+      o.chunk_bytes = static_cast<uint64_t>(std::max<int64_t>(0, value.cast<int64_t>()));
+    } else if (key == "fill_threads") {
+      o.fill_threads = static_cast<int>(std::max<int64_t>(1, value.cast<int64_t>()));
+    } else if (key == "release_source") {
+      o.release_source = value.cast<bool>();
+    } else {
+      TVM_FFI_THROW(ValueError) << "CopyFileToDevice: unknown option '" << key
+                                << "' (staging, chunk_bytes, fill_threads, release_source)";
+    }
+  }
+  std::shared_ptr<File> file = OpenRegular(path, "file");
+  const Mapping mapping = MapPrivate(*file, static_cast<uint64_t>(offset),
+                                     static_cast<uint64_t>(nbytes));  // fresh: nothing wrote to it
+  const DeviceCopyStats stats = CopyToDevice(mapping.data, mapping.size, dst, o);
+  ffi::Map<ffi::String, ffi::Any> out;
+  out.Set("staging", ffi::String(stats.staging));
+  out.Set("pieces", static_cast<int64_t>(stats.pieces));
+  out.Set("released_bytes", static_cast<int64_t>(stats.released_bytes));
+  out.Set("fill_threads", static_cast<int64_t>(stats.fill_threads));
+  out.Set("chunk_bytes", static_cast<int64_t>(o.chunk_bytes));
+  return out;
+}
+
+}  // namespace
+
+TVM_FFI_STATIC_INIT_BLOCK() {
+  // {"staging", "pieces", "released_bytes", "fill_threads", "chunk_bytes"}: what the copy did.
+  detail::RegisterGlobalOnce("tvm_partial.CopyFileToDevice", CopyFileToDevice);
+}
+
+}  // namespace storage
+}  // namespace tvm_partial
