@@ -67,8 +67,10 @@ def machine_info() -> dict:
         commit = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
         ).stdout.strip()
+        # Changes to the code measured (not to the docs written meanwhile) mark the commit.
+        code = ["cpp", "python", "benchmarks", "CMakeLists.txt", "pyproject.toml"]
         dirty = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--", *code],
             capture_output=True,
             text=True,
         ).stdout.strip()
