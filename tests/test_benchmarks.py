@@ -7,6 +7,7 @@ even so: `slow` (.ci/run runs them)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shlex
 import subprocess
@@ -15,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "benchmarks"
 SLOW = pytest.mark.slow
 
 
@@ -60,3 +62,52 @@ def test_benchmark_runs(script, flags, expected, tmp_path):
         assert table["rows"] and all(len(row) == len(table["header"]) for row in table["rows"])
         for row in table["rows"]:
             assert all(cell in proc.stdout for cell in row)
+
+
+def _renderer():
+    spec = importlib.util.spec_from_file_location(
+        "render_benchmarks", ROOT / "scripts" / "render_benchmarks.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_render_fills_a_region_from_a_result(tmp_path):
+    render = _renderer()
+    result = {
+        "command": "python benchmarks/bench_x.py --json benchmarks/results/x.json",
+        "date": "2026-12-01T10:00:00+00:00",
+        "wall_s": 12.0,
+        "load_average_start": [1.5, 1, 1],
+        "load_average_end": [2.0, 1, 1],
+        "machine": {"cores": 2, "cpu": "CPU"},
+        "tables": [
+            {
+                "name": "t",
+                "title": "# a table",  # printed as a comment line
+                "header": ["a", "b"],
+                "rows": [["x", "1|2"]],
+                "aligns": ["<", ">"],
+            },
+            {"name": "out", "text": "raw output"},
+        ],
+        "notes": ["target: holds"],
+    }
+    page = "intro\n<!-- benchmark: x -->\nold figures\n<!-- end benchmark -->\nafter\n"
+    new = render.render(page, {"x": result})
+    assert new.startswith("intro\n<!-- benchmark: x -->\n\n`python benchmarks/bench_x.py")
+    assert "2026-12-01 10:00:00 UTC, 12 s, load average 1.5 at the start, 2.0 at the end" in new
+    assert (
+        "*a table*" in new
+        and "| a | b |\n| --- | ---: |\n| x | 1\\|2 |" in new
+        and "```text\nraw output\n```" in new
+    )
+    assert (
+        "- target: holds" in new
+        and "old figures" not in new
+        and new.endswith("<!-- end benchmark -->\nafter\n")
+    )
+    assert render.render(new, {"x": result}) == new  # rendering again changes nothing
+    only = render.render("<!-- benchmark: x out -->\n<!-- end benchmark -->\n", {"x": result})
+    assert "raw output" in only and "a table" not in only and "target: holds" not in only
