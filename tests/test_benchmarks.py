@@ -73,6 +73,26 @@ def _renderer():
     return module
 
 
+def test_benchmarks_page_is_what_the_committed_results_render():
+    """docs/benchmarks.md's figures are those of benchmarks/results/*.json, rendered by the script."""
+    render = _renderer()
+    page = (ROOT / "docs" / "benchmarks.md").read_text()
+    assert render.render(page, render.load_results()) == page, (
+        "docs/benchmarks.md is out of date: run python scripts/render_benchmarks.py"
+    )
+
+
+def test_every_result_is_dated_and_on_the_page():
+    render = _renderer()
+    results = render.load_results()
+    page = (ROOT / "docs" / "benchmarks.md").read_text()
+    assert results, "benchmarks/results/ holds no results"
+    for name, result in results.items():
+        assert f"<!-- benchmark: {name}" in page, f"benchmarks/results/{name}.json is not on the page"
+        assert result["date"] and result["machine"]["cpu"] and result["command"].count(f"results/{name}.json")
+        assert "--quick" not in result["command"], f"{name}: a smoke run is not a figure to quote"
+
+
 def test_render_fills_a_region_from_a_result(tmp_path):
     render = _renderer()
     result = {
