@@ -5,6 +5,7 @@
     python benchmarks/bench_bind.py                      # 1 KiB, 16 KiB, ..., 1 GiB (x16 steps)
     python benchmarks/bench_bind.py --sizes 1KiB 64MiB   # chosen sizes
     python benchmarks/bench_bind.py --quick              # a smoke run: 1 KiB and 64 KiB, one repeat
+    python benchmarks/bench_bind.py --json benchmarks/results/bind.json   # also the results as JSON
 
 Binding a tvm Tensor holds a reference: its time must not grow with the size. A numpy array is
 not a tvm Tensor and is copied once, at bind time, into 64-byte-aligned memory: its time grows
@@ -21,7 +22,7 @@ import time
 
 import numpy as np
 
-from _common import format_size, machine, median, parse_size, table
+from _common import Report, add_json_option, format_size, machine, median, parse_size
 
 DEFAULT_SIZES = ["1KiB", "16KiB", "256KiB", "4MiB", "64MiB", "1GiB"]
 
@@ -57,7 +58,9 @@ def main(argv=None) -> int:
         "--quick", action="store_true", help="a smoke run: 1 KiB and 64 KiB, one repeat of 10 binds"
     )
     parser.add_argument("--repeats", type=int, default=None, help="repeats per measurement (default 7)")
+    add_json_option(parser)
     args = parser.parse_args(argv)
+    rep = Report(__file__, argv)
     sizes = [parse_size(s) for s in (args.sizes or (["1KiB", "64KiB"] if args.quick else DEFAULT_SIZES))]
     repeats = args.repeats or (1 if args.quick else 7)
     binds = 10 if args.quick else 1000
@@ -81,7 +84,7 @@ def main(argv=None) -> int:
         "runtime.PartialApply,\nthrough partial(exe, ...) (a partial module); then w as a numpy "
         "array (copied at bind time)\n"
     )
-    rows = []
+    rows, values = [], []
     tensor_times, raw_times = [], []
     for nbytes in sizes:
         host = np.ones((max(nbytes // 4, 1),), "float32")  # pages touched: a real, resident array
@@ -99,6 +102,15 @@ def main(argv=None) -> int:
         t_numpy = per_bind_ns(lambda host=host: tvm_partial.partial(f, {1: host, 2: b}), np_binds, np_repeats)
         del host
         gc.collect()
+        values.append(
+            {
+                "bytes": nbytes,
+                "partial_ns": t_tensor,
+                "raw_ns": t_raw,
+                "module_ns": t_module,
+                "numpy_ns": t_numpy,
+            }
+        )
         rows.append(
             [
                 format_size(nbytes),
@@ -110,27 +122,29 @@ def main(argv=None) -> int:
             ]
         )
 
-    print(
-        table(
-            [
-                "size",
-                "partial(f) us",
-                "runtime.PartialApply us",
-                "partial(exe) us",
-                "partial(f), numpy us",
-                "numpy copy GB/s",
-            ],
-            rows,
-        )
+    rep.table(
+        "bind",
+        "",
+        [
+            "size",
+            "partial(f) us",
+            "runtime.PartialApply us",
+            "partial(exe) us",
+            "partial(f), numpy us",
+            "numpy copy GB/s",
+        ],
+        rows,
+        values=values,
     )
     print()
     growth = max(sizes) / min(sizes)
     for label, times in (("partial()", tensor_times), ("runtime.PartialApply", raw_times)):
         spread = max(times) / min(times)
-        print(
+        rep.note(
             f"tvm Tensor via {label}: slowest / fastest = {spread:.2f} while the size grew {growth:,.0f}x "
             f"({'flat: O(1)' if spread < 2 else 'NOT flat'})"
         )
+    rep.write(args.json)
     return 0
 
 

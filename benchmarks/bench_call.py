@@ -4,6 +4,7 @@
 
     python benchmarks/bench_call.py            # 7 repeats x 100,000 calls (tiny), 7 x 2,000 (conv2d)
     python benchmarks/bench_call.py --quick    # a smoke run: 1 x 1,000 and 1 x 10
+    python benchmarks/bench_call.py --json benchmarks/results/call.json   # also the results as JSON
 
 Two kernels: a tiny one (out[0] = x[0] * w[0] + b[0], shape (1,)), where dispatch is all there is
 to measure, and the conv2d + bias kernel of the forum thread (tvm_partial._fixtures). Every
@@ -23,7 +24,7 @@ from itertools import repeat
 
 import numpy as np
 
-from _common import machine, median, table
+from _common import Report, add_json_option, machine, median
 
 
 def _loop(arity: int):
@@ -161,18 +162,22 @@ def measure(rows, calls: int, repeats: int):
     return [(median(s), min(s)) for s in samples], median(empty)
 
 
-def report(title, rows, stats, loop_ns, calls, repeats):
+def report(rep, name, title, rows, stats, loop_ns, calls, repeats):
     direct = stats[0][0]
     body = []
     for (label, _, _), (ns, best) in zip(rows, stats):
         fmt = (lambda v: f"{v:,.0f}") if ns >= 1000 else (lambda v: f"{v:.1f}")
         body.append([label, fmt(ns), fmt(best), f"{ns / direct:.2f}"])
-    print(
+    medians = {label: ns for (label, _, _), (ns, _) in zip(rows, stats)}
+    rep.table(
+        name,
         f"\n{title}: {repeats} repeats x {calls:,} calls "
-        f"(the timing loop itself, {loop_ns:.1f} ns/iteration, is in every row)"
+        f"(the timing loop itself, {loop_ns:.1f} ns/iteration, is in every row)",
+        ["variant", "median ns/call", "min ns/call", "median vs direct"],
+        body,
+        values={"median_ns": medians, "loop_ns": loop_ns},
     )
-    print(table(["variant", "median ns/call", "min ns/call", "median vs direct"], body))
-    return {label: ns for (label, _, _), (ns, _) in zip(rows, stats)}
+    return medians
 
 
 def targets(t: dict) -> list:
@@ -203,7 +208,9 @@ def main(argv=None) -> int:
     parser.add_argument("--calls", type=int, help="calls per repeat for the tiny kernel (default 100,000)")
     parser.add_argument("--conv-calls", type=int, help="calls per repeat for conv2d (default 2,000)")
     parser.add_argument("--repeats", type=int, help="repeats (default 7)")
+    add_json_option(parser)
     args = parser.parse_args(argv)
+    rep = Report(__file__, argv)
     repeats = args.repeats or (1 if args.quick else 7)
     tiny_calls = args.calls or (1_000 if args.quick else 100_000)
     conv_calls = args.conv_calls or (10 if args.quick else 2_000)
@@ -212,6 +219,8 @@ def main(argv=None) -> int:
     print("load average at start: " + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
     tiny_rows = variants(*tiny_kernel())
     tiny = report(
+        rep,
+        "tiny",
         "tiny kernel, out = x * w + b, shape (1,)",
         tiny_rows,
         *measure(tiny_rows, tiny_calls, repeats),
@@ -220,6 +229,8 @@ def main(argv=None) -> int:
     )
     conv_rows = variants(*conv_kernel())
     conv = report(
+        rep,
+        "conv2d",
         "conv2d + bias (1,3,32,32) * (8,3,3,3)",
         conv_rows,
         *measure(conv_rows, conv_calls, repeats),
@@ -227,13 +238,18 @@ def main(argv=None) -> int:
         repeats,
     )
 
-    print("\ntargets (tiny kernel, where dispatch is all there is; conv2d in brackets)")
     body = []
     for (text, ratio, holds), (_, conv_ratio, _) in zip(targets(tiny), targets(conv)):
         body.append([text, f"{ratio:.2f}", f"({conv_ratio:.2f})", "holds" if holds else "does not hold"])
-    print(table(["target", "tiny", "conv2d", ""], body))
+    rep.table(
+        "targets",
+        "\ntargets (tiny kernel, where dispatch is all there is; conv2d in brackets)",
+        ["target", "tiny", "conv2d", ""],
+        body,
+    )
     if args.quick:
-        print("(--quick: too few calls for figures to quote)")
+        rep.note("(--quick: too few calls for figures to quote)")
+    rep.write(args.json)
     return 0
 
 

@@ -55,7 +55,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import format_ns, format_size, machine, median, parse_size, table
+from _common import Report, format_ns, format_size, machine, median, parse_size
 
 DEFAULT_SIZES = {"cuda": ["1GiB", "8GiB"], "cpu": ["64MiB"]}
 QUICK_SIZES = {"cuda": ["64MiB"], "cpu": ["4MiB"]}
@@ -502,7 +502,10 @@ def main(argv=None) -> int:
         + (" -- quick: in this process" if args.quick else ""),
         flush=True,
     )
-    document = {"machine": machine(), "device": device, "repeats": repeats, "sizes": {}}
+    # The common fields every benchmark's JSON has (_common.Report), and this one's own results.
+    rep = Report(__file__, argv)
+    document = rep.data
+    document.update({"device": device, "repeats": repeats, "sizes": {}})
     run = Runner(in_process=args.quick)
     with tempfile.TemporaryDirectory(prefix="tvm-partial-gpu-bench-", dir=args.workdir) as work:
         for i, nbytes in enumerate(sizes):
@@ -527,17 +530,16 @@ def main(argv=None) -> int:
             print(
                 f"\n{format_size(nbytes)} onto {device}: time to the first result, GB/s = 1e9 bytes/s; RSS held: after the first result, above before the load"
             )
-            print(
-                table(
-                    ["route", "time", "GB/s", "vs floor", "host RSS held", "peak RSS"], _rows(results, nbytes)
-                )
+            rep.table(
+                f"gpu-load-{format_size(nbytes)}",
+                "",
+                ["route", "time", "GB/s", "vs floor", "host RSS held", "peak RSS"],
+                _rows(results, nbytes),
             )
             for name, v in verdicts.items():
                 verdict = {True: "met", False: "NOT met", None: "not judged on cpu (no bus)"}[v["met"]]
                 print(f"target {name}: {v['value']}: {verdict}")
-            if args.json:
-                args.json.parent.mkdir(parents=True, exist_ok=True)
-                args.json.write_text(json.dumps(document, indent=2) + "\n")
+            rep.write(args.json)  # after every size: a run cut short keeps what it measured
     return 0
 
 

@@ -7,6 +7,7 @@
     python benchmarks/bench_load.py --sizes 4GiB --routes const_loader   # chosen routes
     python benchmarks/bench_load.py --quick                  # a smoke run: 64 KiB, one load
     python benchmarks/bench_load.py --read-all               # 256 MiB, 1 GiB; a kernel reading every weight
+    python benchmarks/bench_load.py --json benchmarks/results/load.json   # also the results as JSON
 
 The kernel reads w[n - 1] of a float32 weight vector of n elements (out = x * w[n-1] + b), so the
 first call is cheap and the figures are those of getting the constants into a process. Per size
@@ -55,7 +56,7 @@ import sys
 import tempfile
 import textwrap
 
-from _common import format_size, machine, median, parse_size, table
+from _common import Report, add_json_option, format_size, machine, median, parse_size
 
 DEFAULT_SIZES = ["256MiB", "1GiB", "4GiB"]
 
@@ -288,9 +289,11 @@ def main(argv=None) -> int:
         help="a kernel that reads every weight; peak RSS before and after the first call, "
         "bitwise checks, the zero-copy targets (default sizes: 256 MiB, 1 GiB)",
     )
+    add_json_option(parser)
     args = parser.parse_args(argv)
+    rep = Report(__file__, argv)
     if args.read_all:
-        return main_read_all(args)
+        return main_read_all(args, rep)
     sizes = [parse_size(s) for s in (args.sizes or (["64KiB"] if args.quick else DEFAULT_SIZES))]
     repeats = args.repeats or (1 if args.quick else 3)
 
@@ -356,29 +359,30 @@ def main(argv=None) -> int:
                     ]
                 )
                 print(f"  {format_size(nbytes)} {label}: done", file=sys.stderr, flush=True)
-    print(
-        table(
-            [
-                "weights",
-                "route",
-                "export ms",
-                "export peak",
-                "artifact",
-                "weights file",
-                "load ms",
-                "RSS held before 1st call",
-                "/ weights",
-                "peak RSS before 1st call",
-                "1st call ms",
-                "peak RSS after 1st call",
-                "imports ms",
-            ],
-            rows,
-            ["<", "<"] + [">"] * 11,
-        )
+    rep.table(
+        "load",
+        "",
+        [
+            "weights",
+            "route",
+            "export ms",
+            "export peak",
+            "artifact",
+            "weights file",
+            "load ms",
+            "RSS held before 1st call",
+            "/ weights",
+            "peak RSS before 1st call",
+            "1st call ms",
+            "peak RSS after 1st call",
+            "imports ms",
+        ],
+        rows,
+        ["<", "<"] + [">"] * 11,
     )
     for failure in failures:
-        print("FAILED or NOT RUN: " + failure)
+        rep.note("FAILED or NOT RUN: " + failure)
+    rep.write(args.json)
     return 0
 
 
@@ -494,7 +498,7 @@ def read_all_context(results: dict) -> list:
     ]
 
 
-def main_read_all(args) -> int:
+def main_read_all(args, rep) -> int:
     sizes = [parse_size(s) for s in (args.sizes or (["1MiB"] if args.quick else READ_ALL_SIZES))]
     repeats = args.repeats or (1 if args.quick else 3)
     print(machine())
@@ -541,28 +545,28 @@ def main_read_all(args) -> int:
                     )
             verdicts.append(read_all_targets(nbytes, results, checks))
             context.append(read_all_context(results))
-    print(
-        table(
-            [
-                "weights",
-                "route",
-                "export ms",
-                "export peak",
-                "artifact",
-                "load ms",
-                "load peak RSS",
-                "/ weights",
-                "1st call ms",
-                "2nd call ms",
-                "peak RSS after 1st call",
-                "/ weights",
-                "anon after",
-                "file after",
-                "result, weights",
-            ],
-            rows,
-            ["<", "<"] + [">"] * 13,
-        )
+    rep.table(
+        "read_all",
+        "",
+        [
+            "weights",
+            "route",
+            "export ms",
+            "export peak",
+            "artifact",
+            "load ms",
+            "load peak RSS",
+            "/ weights",
+            "1st call ms",
+            "2nd call ms",
+            "peak RSS after 1st call",
+            "/ weights",
+            "anon after",
+            "file after",
+            "result, weights",
+        ],
+        rows,
+        ["<", "<"] + [">"] * 13,
     )
     print(
         "columns: export peak: the exporting Python process alone (not the compiler, assembler and linker "
@@ -573,17 +577,22 @@ def main_read_all(args) -> int:
         "weights hash as the exported ones"
     )
     for note in notes:
-        print("MISMATCH: " + note)
-    print("\ntargets of the zero-copy route (ratios: zero-copy figure / reference)")
+        rep.note("MISMATCH: " + note)
     body = []
     for i, (text, _, _) in enumerate(verdicts[0]):
         cells = [v[i][1] for v in verdicts]
         body.append([text, *cells, "holds" if all(v[i][2] for v in verdicts) else "fails"])
     for i, (text, _) in enumerate(context[0]):
         body.append([f"(no target) {text}", *(c[i][1] for c in context), ""])
-    print(table(["target", *(format_size(n) for n in sizes), ""], body))
+    rep.table(
+        "targets",
+        "\ntargets of the zero-copy route (ratios: zero-copy figure / reference)",
+        ["target", *(format_size(n) for n in sizes), ""],
+        body,
+    )
     if args.quick:
-        print("(--quick: one size, one load: a smoke run, not figures to quote)")
+        rep.note("(--quick: one size, one load: a smoke run, not figures to quote)")
+    rep.write(args.json)
     return 0
 
 

@@ -5,6 +5,7 @@ Python, beside the two ways to call a destination-passing kernel directly.
 
     python benchmarks/bench_outputs.py           # 7 repeats x 50,000 calls (tiny), 7 x 2,000 (conv2d)
     python benchmarks/bench_outputs.py --quick   # a smoke run: 1 x 1,000 and 1 x 10
+    python benchmarks/bench_outputs.py --json benchmarks/results/outputs.json   # also as JSON
 
 Rows, per kernel: the direct call into a preallocated output; ``tvm.runtime.empty`` + the direct
 call (what Python code does to get a new output per call); the returning partial ``out = g(x)``
@@ -23,7 +24,7 @@ from itertools import repeat
 
 import numpy as np
 
-from _common import machine, median, table
+from _common import Report, add_json_option, machine, median
 
 
 def tiny_kernel():
@@ -95,17 +96,21 @@ def measure(rows, calls: int, repeats: int):
     return [median(s) for s in samples]
 
 
-def report(title, rows, ns, calls, repeats) -> dict:
+def report(rep, name, title, rows, ns, calls, repeats) -> dict:
     direct = ns[0]
-    print(
-        f"\n{title}: {repeats} repeats x {calls:,} calls (a Python lambda around each call is in every row)"
-    )
     body = [
         [label, f"{v:,.0f}", f"{(v - direct) / 1000:+.2f}", f"{v / direct:.2f}"]
         for (label, _), v in zip(rows, ns)
     ]
-    print(table(["variant", "median ns/call", "vs direct (us)", "vs direct"], body))
-    return {label: v for (label, _), v in zip(rows, ns)}
+    medians = {label: v for (label, _), v in zip(rows, ns)}
+    rep.table(
+        name,
+        f"\n{title}: {repeats} repeats x {calls:,} calls (a Python lambda around each call is in every row)",
+        ["variant", "median ns/call", "vs direct (us)", "vs direct"],
+        body,
+        values={"median_ns": medians},
+    )
+    return medians
 
 
 def main(argv=None) -> int:
@@ -116,7 +121,9 @@ def main(argv=None) -> int:
     parser.add_argument("--calls", type=int, help="calls per repeat, tiny kernel (default 50,000)")
     parser.add_argument("--conv-calls", type=int, help="calls per repeat, conv2d (default 2,000)")
     parser.add_argument("--repeats", type=int, help="repeats (default 7)")
+    add_json_option(parser)
     args = parser.parse_args(argv)
+    rep = Report(__file__, argv)
     repeats = args.repeats or (1 if args.quick else 7)
     tiny_calls = args.calls or (1_000 if args.quick else 50_000)
     conv_calls = args.conv_calls or (10 if args.quick else 2_000)
@@ -125,6 +132,8 @@ def main(argv=None) -> int:
     print("load average at start: " + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
     rows = variants(*tiny_kernel())
     tiny = report(
+        rep,
+        "tiny",
         "tiny kernel, out = x * w + b, shape (1,)",
         rows,
         measure(rows, tiny_calls, repeats),
@@ -133,6 +142,8 @@ def main(argv=None) -> int:
     )
     rows = variants(*conv_kernel())
     report(
+        rep,
+        "conv2d",
         "conv2d + bias (1, 3, 32, 32) * (8, 3, 3, 3) -> (1, 8, 30, 30)",
         rows,
         measure(rows, conv_calls, repeats),
@@ -155,7 +166,8 @@ def main(argv=None) -> int:
     ]
     print()
     for text, value, holds in checks:
-        print(f"target: {text}: {value}, {'holds' if holds else 'does not hold'}")
+        rep.note(f"target: {text}: {value}, {'holds' if holds else 'does not hold'}")
+    rep.write(args.json)
     return 0
 
 

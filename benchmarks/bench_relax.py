@@ -11,7 +11,7 @@ again; tutorial: write a new .npz; tvm-partial: load the artifact, ``rebind``, e
 fresh process, RSS held before the first call and peak RSS (both above the process's RSS after
 `import tvm`), and whether the result equals the direct VM call (bitwise).
 
-    python benchmarks/bench_relax.py [--sizes 256MiB 1GiB] [--quick]
+    python benchmarks/bench_relax.py [--sizes 256MiB 1GiB] [--quick] [--json PATH]
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ import tempfile
 import time
 
 import numpy as np
+
+from _common import Report, add_json_option
 
 _CHILD = r"""
 import json, sys, time
@@ -151,30 +153,69 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", nargs="+", default=["256MiB"])
     parser.add_argument("--quick", action="store_true", help="a smoke run: 64 KiB")
+    add_json_option(parser)
     args = parser.parse_args()
+    rep = Report(__file__)
+    rows, targets, values = [], [], {}
+    mib = 2**20
     for text in ["64KiB"] if args.quick else args.sizes:
         with tempfile.TemporaryDirectory(prefix="bench_relax_") as folder:
             res = run(_size(text), folder)
-        mib = 2**20
-        print(f"\n{text} of weights")
-        print(
-            f"{'':12} {'export s':>9} {'new set s':>10} {'load->1st s':>12} {'held MiB':>9} {'peak MiB':>9}  equal"
-        )
+        values[text] = res
         for kind, r in res.items():
-            print(
-                f"{kind:12} {r['export_s']:9.2f} {r['new_weight_set_s']:10.2f} {r['load_to_first_s']:12.3f} "
-                f"{r['held'] / mib:9.1f} {r['peak'] / mib:9.1f}  {r['equal']}"
+            rows.append(
+                [
+                    text,
+                    kind,
+                    f"{r['export_s']:.2f}",
+                    f"{r['new_weight_set_s']:.2f}",
+                    f"{r['load_to_first_s']:.3f}",
+                    f"{r['held'] / mib:.1f}",
+                    f"{r['peak'] / mib:.1f}",
+                    "yes" if r["equal"] else "NO",
+                ]
             )
         tp = res["tvm-partial"]
         best_load = min(res["bindparams"]["load_to_first_s"], res["tutorial"]["load_to_first_s"])
         best_peak = min(res["bindparams"]["peak"], res["tutorial"]["peak"])
         size = _size(text)
-        print(
-            f"targets: load->1st {tp['load_to_first_s'] / best_load:.2f}x (<= 0.5x), "
-            f"peak {tp['peak'] / best_peak:.2f}x (<= 0.6x), held {100 * tp['held'] / size:.1f}% (<= 5%), "
-            f"new set {res['bindparams']['new_weight_set_s'] / tp['new_weight_set_s']:.1f}x faster than "
-            "recompiling (>= 10x)"
+        ratios = [
+            tp["load_to_first_s"] / best_load,
+            tp["peak"] / best_peak,
+            tp["held"] / size,
+            res["bindparams"]["new_weight_set_s"] / tp["new_weight_set_s"],
+        ]
+        targets.append(
+            (
+                f"{ratios[0]:.2f}x",
+                f"{ratios[1]:.2f}x",
+                f"{100 * ratios[2]:.1f}%",
+                f"{ratios[3]:.1f}x",
+                [ratios[0] <= 0.5, ratios[1] <= 0.6, ratios[2] <= 0.05, ratios[3] >= 10],
+            )
         )
+    sizes = ["64KiB"] if args.quick else args.sizes
+    rep.table(
+        "ways",
+        "",
+        ["weights", "way", "export s", "new set s", "load->1st s", "held MiB", "peak MiB", "equal"],
+        rows,
+        ["<", "<"] + [">"] * 6,
+        values=values,
+    )
+    statements = [
+        "targets: load->1st, tvm-partial / the better other way <= 0.5x",
+        "peak RSS, tvm-partial / the better other way <= 0.6x",
+        "RSS held before the first call, of the weights <= 5%",
+        "new weight set, BindParams' recompile / tvm-partial >= 10x",
+    ]
+    body = [
+        [text, *(t[i] for t in targets), "holds" if all(t[4][i] for t in targets) else "does not hold"]
+        for i, text in enumerate(statements)
+    ]
+    print()
+    rep.table("targets", "", ["target", *sizes, ""], body)
+    rep.write(args.json)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ clients all run on this machine (127.0.0.1), so the curve shows how the work spr
 cores, not over machines: it flattens once the servers outnumber the cores.
 
     python benchmarks/bench_rpc.py             # --requests 256 --repeats 3; --quick: a smoke run (tiny)
+    python benchmarks/bench_rpc.py --json benchmarks/results/rpc.json   # also the results as JSON
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import tvm
 from tvm import rpc, te
 
 import tvm_partial
-from _common import machine, median, table
+from _common import Report, add_json_option, machine, median
 
 # The tests' launcher: servers on 127.0.0.1, free ports, bounded waits, killed on exit.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -84,7 +85,9 @@ def main() -> None:
     parser.add_argument(
         "--quick", action="store_true", help="a smoke run: 4 requests of a 4x16x16 product, 1 and 2 servers"
     )
+    add_json_option(parser)
     args = parser.parse_args()
+    rep = Report(__file__)
     if args.quick:
         args.requests, args.repeats, args.servers, args.shape = 4, 1, [1, 2], [4, 16, 16]
     m, k, n = args.shape
@@ -110,8 +113,13 @@ def main() -> None:
                     ]
                 )
     print(f"# {machine()}")
-    print(f"# {args.requests} requests of y = x @ w, x {m}x{k}, w {k}x{n} bound; median of {args.repeats}")
-    print(table(["servers", "time", "requests/s", "vs 1 server"], rows))
+    rep.table(
+        "servers",
+        f"# {args.requests} requests of y = x @ w, x {m}x{k}, w {k}x{n} bound; median of {args.repeats}",
+        ["servers", "time", "requests/s", "vs 1 server"],
+        rows,
+    )
+    rep.write(args.json)
 
 
 if __name__ == "__main__":

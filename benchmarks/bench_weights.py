@@ -17,6 +17,8 @@ of the weights and the default export (zero-copy, payloads appended to the libra
 ``--repeat`` times each, medians and the ratio side by side:
 
     python benchmarks/bench_weights.py --export-only --sizes 1GiB,4GiB --repeat 3
+
+``--json PATH`` also writes the results as JSON (for scripts/render_benchmarks.py).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import machine, parse_size, table
+from _common import Report, add_json_option, machine, parse_size
 
 _LOAD = r"""
 import json, sys, time
@@ -209,7 +211,7 @@ def measure_export(nbytes: int, tmp: Path, repeat: int) -> dict:
     }
 
 
-def main_export_only(sizes: list, repeat: int) -> int:
+def main_export_only(sizes: list, repeat: int, rep: Report) -> int:
     rows = []
     for size in sizes:
         with tempfile.TemporaryDirectory() as tmp:
@@ -225,19 +227,19 @@ def main_export_only(sizes: list, repeat: int) -> int:
                 f"{r['artifact_bytes'] / 2**20:.1f}",
             ]
         )
-    print(
-        table(
-            [
-                "weights",
-                "np.save s",
-                "default export s",
-                "export/np.save",
-                "np.save runs",
-                "export runs",
-                "artifact MiB",
-            ],
-            rows,
-        )
+    rep.table(
+        "export_only",
+        "",
+        [
+            "weights",
+            "np.save s",
+            "default export s",
+            "export/np.save",
+            "np.save runs",
+            "export runs",
+            "artifact MiB",
+        ],
+        rows,
     )
     return 0
 
@@ -250,11 +252,15 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="a smoke run: 64 KiB only")
     parser.add_argument("--export-only", action="store_true", help="np.save against the default export only")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each, with --export-only (median)")
+    add_json_option(parser)
     args = parser.parse_args(argv)
+    rep = Report(__file__, argv)
     sizes = ["64KiB"] if args.quick else [s for arg in args.sizes for s in arg.split(",") if s]
     print(machine())
     if args.export_only:
-        return main_export_only(sizes, args.repeat)
+        status = main_export_only(sizes, args.repeat, rep)
+        rep.write(args.json)
+        return status
     rows, shares, ext_rows = [], [], []
     for size in sizes:
         with tempfile.TemporaryDirectory() as tmp:
@@ -295,39 +301,42 @@ def main(argv=None) -> int:
                     for rss, pss, trss, tpss in r[key]
                 ]
             )
-    print(
-        table(
-            ["weights", "export, weights_file= s", "/np.save", "library KiB", "load ms", "load RSS MiB"],
-            ext_rows,
-        )
+    rep.table(
+        "weights_file",
+        "",
+        ["weights", "export, weights_file= s", "/np.save", "library KiB", "load ms", "load RSS MiB"],
+        ext_rows,
     )
     print()
-    print(
-        table(
-            [
-                "weights",
-                "np.save s",
-                "save_weights s",
-                "/np.save",
-                "export s",
-                "/np.save",
-                "artifact MiB",
-                "weights file MiB",
-                "load ms",
-                "load RSS MiB",
-                "swap ms",
-                "swap RSS MiB",
-                "swap/export",
-            ],
-            rows,
-        )
+    rep.table(
+        "swap",
+        "",
+        [
+            "weights",
+            "np.save s",
+            "save_weights s",
+            "/np.save",
+            "export s",
+            "/np.save",
+            "artifact MiB",
+            "weights file MiB",
+            "load ms",
+            "load RSS MiB",
+            "swap ms",
+            "swap RSS MiB",
+            "swap/export",
+        ],
+        rows,
     )
     print()
-    print(
+    rep.table(
+        "shared",
         "two processes mapping one weights file, all read: the file's mappings Rss / Pss MiB (Pss/Rss); "
-        "the whole process (smaps_rollup) Rss / Pss MiB"
+        "the whole process (smaps_rollup) Rss / Pss MiB",
+        ["weights", "mapped by", "process 1", "process 2"],
+        shares,
     )
-    print(table(["weights", "mapped by", "process 1", "process 2"], shares))
+    rep.write(args.json)
     return 0
 
 

@@ -76,9 +76,11 @@ class PartialModuleObj final : public ffi::ModuleObj {
 
   ffi::Optional<ffi::Function> GetFunction(const ffi::String& name) final {
     const format::FunctionRecord* record = Find(name);
-    if (record == nullptr && name == "main" && functions_.size() == 1 &&
-        !(HasWrapped() && Wrapped()->GetFunction(name, /*query_imports=*/true).has_value())) {
-      record = &functions_[0];  // pm(...) of a model whose one bound function is not main
+    if (record == nullptr && name == "main" && !functions_.empty() && !WrappedHasMain()) {
+      // pm(...) calls main: a model whose one bound function is not main (a frontend.nn
+      // model's forward) is called through it; with several, the caller must pick one.
+      if (functions_.size() > 1) ThrowNoMain();
+      record = &functions_[0];
     }
     if (record == nullptr) {
       if (!HasWrapped()) return std::nullopt;
@@ -105,6 +107,14 @@ class PartialModuleObj final : public ffi::ModuleObj {
     return closure;
   }
 
+  /*! \brief As GetFunction finds, without building a closure or raising (so `hasattr(pm,
+   *         "main")` is False where `pm(...)` would be refused). */
+  bool ImplementsFunction(const ffi::String& name) final {
+    if (Find(name) != nullptr) return true;
+    if (name == "main" && functions_.size() == 1) return true;
+    return HasWrapped() && Wrapped()->GetFunction(name, /*query_imports=*/true).has_value();
+  }
+
   ffi::Bytes SaveToBytes() const final {
     const auto& records = const_cast<PartialModuleObj*>(this)->Records();
     return OutOfMemoryAsError("saving a partial_apply module", [&] {
@@ -123,6 +133,24 @@ class PartialModuleObj final : public ffi::ModuleObj {
 
   int GetPropertyMask() const final {
     return ffi::Module::kBinarySerializable | ffi::Module::kRunnable;
+  }
+
+  /*! \brief Whether the wrapped code has a `main` of its own (then pm(...) calls that). */
+  bool WrappedHasMain() const {
+    return HasWrapped() && Wrapped()->GetFunction("main", /*query_imports=*/true).has_value();
+  }
+
+  /*! \brief pm(...) on a module that binds several functions, none of them main. */
+  [[noreturn]] TVM_FFI_NO_INLINE void ThrowNoMain() const {
+    std::string names;
+    for (const format::FunctionRecord& r : functions_) {
+      names += (names.empty() ? "" : ", ") + std::string(r.name);
+    }
+    TVM_FFI_THROW(AttributeError)
+        << "partial_apply module: pm(...) calls main, and this module has no main: it binds "
+        << functions_.size() << " functions (" << names << "); call one by name: pm[\""
+        << functions_[0].name << "\"](...) in Python, m->GetFunction(\"" << functions_[0].name
+        << "\", true) in C++";
   }
 
   /*! \brief The record named `name` (its name and parameter names; its values only through

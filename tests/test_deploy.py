@@ -255,6 +255,7 @@ def test_cpp_deploy_example(tmp_path):
     assert [line for line in lines if line.startswith("[")] == [
         "[ok] Python: the parallel kernel == numpy (bitwise)",
         "[ok] Python: the Relax MLP partial == the direct VM call (bitwise)",
+        "[ok] Python: a frontend.nn model's pm(x) == its direct forward call (bitwise)",
         "[ok] deploy: artifact, loader from libtvm_partial",
         "[ok] deploy: self-contained artifact",
         "[ok] deploy --bind: plain library, bound in C++",
@@ -270,9 +271,10 @@ def test_cpp_deploy_example(tmp_path):
         "[ok] deploy --bind-returns: plain library, bound with an output in C++",
         "[ok] deploy_ffi_only --returns: self-contained artifact with outputs",
         "[ok] deploy --relax: Relax model with its weights, y = main(x)",
+        '[ok] deploy --relax: frontend.nn model, GetFunction("main") reaches its one function, forward',
         "[ok] deploy_ffi_only --relax: self-contained Relax model, no tvm-partial",
         "[ok] deploy_ffi_only: plain artifact refused, loader not registered",
     ]
-    assert sum("float32 values equal" in line and "bitwise" in line for line in lines) == 15
+    assert sum("float32 values equal" in line and "bitwise" in line for line in lines) == 16
     assert "expected_v2.bin bitwise" in proc.stdout
     assert LOADER_MISSING in proc.stdout

@@ -166,7 +166,7 @@ def test_scaled_marker_replaces_the_named_line(tmp_path):
 def test_readme_index_links_every_doc():
     readme = (ROOT / "README.md").read_text()
     index = readme[readme.index("## Docs") : readme.index("## First use")]
-    linked = set(re.findall(r"\]\((docs/[\w.]+\.md)\)", index))
+    linked = set(re.findall(r"\]\((docs/[\w.-]+\.md)\)", index))
     assert linked == {f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")}
 
 
@@ -205,3 +205,34 @@ def test_design_layout_table_shows_the_tree_as_it_is():
         s for s in sources if not any(s == e or (e.endswith("/") and s.startswith(e)) for e in entries)
     ]
     assert missing == [], f"docs/design.md's layout table does not list {missing}"
+
+
+def _slug(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def _anchors(path: Path) -> set:
+    text = _FENCE.sub("", path.read_text())  # a "# comment" in a code block is no heading
+    return {_slug(h) for h in re.findall(r"^#{1,6} (.+)$", text, flags=re.M)}
+
+
+def test_slug_is_githubs():
+    assert _slug("Relax models: BindParams, `.so` + `.npz`, tvm-partial (`bench_relax.py`)") == (
+        "relax-models-bindparams-so--npz-tvm-partial-bench_relaxpy"
+    )
+
+
+@pytest.mark.parametrize("path", [*FILES, ROOT / "CHANGELOG.md"], ids=_name)
+def test_links_reach_their_page_and_heading(path):
+    """Every relative link of the page names a file that exists, and a heading of it after `#`."""
+    text = re.sub(r"`[^`]*`", "", _FENCE.sub("", path.read_text()))  # code is not a link
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target):  # https:, mailto:
+            continue
+        file, _, anchor = target.partition("#")
+        linked = (path.parent / file).resolve() if file else path
+        assert linked.exists(), f"{_name(path)} links {target}: no such file"
+        if anchor:
+            assert anchor in _anchors(linked), f"{_name(path)} links {target}: no such heading"

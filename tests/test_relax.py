@@ -227,6 +227,69 @@ def test_frontend_nn_dotted_names_export_rebind_verify(nn_model, tmp_path):
     np.testing.assert_array_equal(np.array(got["forward"], "float32"), _nn_ref(X, new))
 
 
+_CALL_MODULE = """
+    import json, sys, numpy as np, tvm
+    m = tvm.runtime.load_module(sys.argv[1])
+    print(json.dumps(m(tvm.runtime.tensor(np.load(sys.argv[2]))).numpy().tolist()))
+"""
+
+
+def test_module_call_reaches_forward_when_it_is_the_one_bound_function(nn_model, tmp_path):
+    """pm(x) calls main; a frontend.nn model has forward alone, so pm(x) calls forward: in
+    process, after tvm_partial.load, and in a fresh process (C++: examples/cpp_deploy, deploy
+    --relax on such a model, through GetFunction("main"))."""
+    exe, params, _ = nn_model
+    expected = _nn_ref(X, params)
+    pm = tvm_partial.partial(exe, function="forward", device=tvm.cpu(), **params)
+    assert pm.implements_function("main")
+    np.testing.assert_array_equal(pm(tvm.runtime.tensor(X)).numpy(), expected)
+    path = tmp_path / "forward.so"
+    tvm_partial.export_library(pm, path)
+    loaded = tvm_partial.load(path)
+    np.testing.assert_array_equal(loaded(tvm.runtime.tensor(X)).numpy(), expected)
+    np.save(tmp_path / "x.npy", X)
+    got = run_json(_CALL_MODULE, str(path), str(tmp_path / "x.npy"))
+    np.testing.assert_array_equal(np.array(got, "float32"), expected)
+
+
+def test_module_call_without_main_and_two_bound_functions_says_how_to_call_one(tmp_path):
+    from tvm.relax.frontend import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            self.fc = nn.Linear(8, 4, bias=False)
+
+        def forward(self, x):
+            return self.fc(x)
+
+        def encode(self, x):
+            return nn.relu(self.fc(x))
+
+    spec = {"x": nn.spec.Tensor((2, 8), "float32")}
+    mod, _ = Net().export_tvm(spec={"forward": spec, "encode": spec})
+    exe = tvm.compile(mod, target="llvm")
+    w = ints((4, 8), seed=5)
+    pm = tvm_partial.partial(exe, function="forward", device=tvm.cpu(), **{"fc.weight": w})
+    pm = tvm_partial.partial(pm, function="encode", **{"fc.weight": w})
+    np.testing.assert_array_equal(pm["forward"](tvm.runtime.tensor(X)).numpy(), X @ w.T)
+    path = tmp_path / "two.so"
+    tvm_partial.export_library(pm, path)
+    message = (
+        "partial_apply module: pm(...) calls main, and this module has no main: it binds 2 functions "
+        '(forward, encode); call one by name: pm["forward"](...) in Python, '
+        'm->GetFunction("forward", true) in C++'
+    )
+    for module in (pm, tvm_partial.load(path)):
+        assert not hasattr(module, "main") and not module.implements_function("main")
+        with pytest.raises(AttributeError) as info:
+            module["main"]
+        assert str(info.value) == message
+        with pytest.raises(AttributeError) as info:
+            module(tvm.runtime.tensor(X))  # tvm-ffi's Module.__call__ looks main up as an attribute
+        assert str(info.value.__cause__) == message  # and says "Module has no function 'main'"
+        np.testing.assert_array_equal(module["encode"](tvm.runtime.tensor(X)).numpy(), np.maximum(X @ w.T, 0))
+
+
 def test_zero_copy_weights_stay_in_the_file_until_first_call(tmp_path):
     """32 MiB of weights: mapped from the artifact, not read at load; the call gives the VM's result."""
 

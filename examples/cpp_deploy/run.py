@@ -94,6 +94,37 @@ def export_relax_mlp(build: Path, dev, target) -> bool:
     return bool(np.array_equal(pm(tvm.runtime.tensor(arrays["x"], device=dev)).numpy(), direct.numpy()))
 
 
+def export_relax_forward(build: Path) -> bool:
+    """A frontend.nn model, whose one function is forward (no main), bound and exported; C++
+    calls it through GetFunction("main"), which reaches the one bound function. Writes its
+    expected result; -> whether pm(x) equals the direct VM call of forward."""
+    from tvm import relax
+    from tvm.relax.frontend import nn
+
+    class MLP(nn.Module):
+        def __init__(self):
+            self.fc1 = nn.Linear(8, 16, bias=False)
+            self.fc2 = nn.Linear(16, 4, bias=False)
+
+        def forward(self, x):
+            return self.fc2(nn.relu(self.fc1(x)))
+
+    mod, specs = MLP().export_tvm(spec={"forward": {"x": nn.spec.Tensor((2, 8), "float32")}})
+    exe = tvm.compile(mod, target="llvm")
+    rng = np.random.default_rng(1)
+    weights = {
+        name: rng.integers(-3, 4, size=[int(d) for d in p.shape]).astype("float32") for name, p in specs
+    }
+    x = np.fromfile(build / "relax_x.bin", "float32").reshape(2, 8)
+    direct = relax.VirtualMachine(exe, tvm.cpu())["forward"](
+        *(tvm.runtime.tensor(a) for a in (x, *weights.values()))
+    )
+    pm = tvm_partial.partial(exe, function="forward", device=tvm.cpu(), **weights)
+    tvm_partial.export_library(pm, build / "relax_forward.so")
+    direct.numpy().tofile(build / "relax_forward_expected.bin")
+    return bool(np.array_equal(pm(tvm.runtime.tensor(x)).numpy(), direct.numpy()))
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -165,6 +196,9 @@ def main(argv=None) -> int:
         array.tofile(build / f"{name}.bin")
     checks["Python: the Relax MLP partial == the direct VM call (bitwise)"] = export_relax_mlp(
         build, dev, target
+    )
+    checks["Python: a frontend.nn model's pm(x) == its direct forward call (bitwise)"] = export_relax_forward(
+        build
     )
 
     for cmake in (
@@ -244,6 +278,16 @@ def main(argv=None) -> int:
     relax_data = [str(build / "relax_x.bin"), str(build / "relax_expected.bin")]
     checks["deploy --relax: Relax model with its weights, y = main(x)"] = (
         run("deploy", "--relax", str(build / "relax_mlp.so"), *relax_data).returncode == 0
+    )
+    checks['deploy --relax: frontend.nn model, GetFunction("main") reaches its one function, forward'] = (
+        run(
+            "deploy",
+            "--relax",
+            str(build / "relax_forward.so"),
+            relax_data[0],
+            str(build / "relax_forward_expected.bin"),
+        ).returncode
+        == 0
     )
     checks["deploy_ffi_only --relax: self-contained Relax model, no tvm-partial"] = (
         run("deploy_ffi_only", "--relax", str(build / "relax_mlp_self_contained.so"), *relax_data).returncode

@@ -109,6 +109,9 @@ TVM_PARTIAL_API ffi::Function PartialApply(ffi::Function f, Bindings bound, ffi:
  * `GetFunction(name)` returns the bound closure for names in `bindings` (built once and
  * cached) and forwards every other name to `mod`, searching its imports. A partial module
  * given as `mod` is merged: the result wraps the same compiled code with one level.
+ * `GetFunction("main")` (what Python's `pm(...)` calls) on a module whose code has no `main`
+ * returns the bound function when there is exactly one (a `frontend.nn` model's `forward`), and
+ * throws AttributeError naming the bound functions when there are several.
  *
  * \param mod The module to wrap (compiled library, another partial module, ...).
  * \param bindings Function name -> positions -> values.

@@ -44,7 +44,8 @@ def export_library(
     With ``self_contained=True`` tvm-partial's own code (``tvm_partial_embed.o`` from the installed
     wheel) is linked in too, so the artifact loads where the extension is not registered: a C++
     program linking only libtvm_ffi (and libtvm_runtime), or ``import tvm`` with
-    ``TVM_DEVICE_BACKEND_AUTOLOAD=0``. It costs about 0.4 MB. The default artifact holds only the
+    ``TVM_DEVICE_BACKEND_AUTOLOAD=0``. The artifact grows by about the size of that object (the
+    wheel's carries its own libstdc++; docs/deploy.md). The default artifact holds only the
     compiled code and the constants, and needs tvm-partial where it is loaded.
 
     With ``zero_copy`` (default: when the constants reach ``zero_copy.THRESHOLD_BYTES``, 16 MiB)
