@@ -233,7 +233,9 @@ def export_recording(module, lib, weights, recorded: str, symbol: str = FIXED_SY
     with tempfile.TemporaryDirectory(prefix="tvm_partial_") as work:
         header = bytes(_ffi_api.PayloadRegionHeader(external))
         obj = zero_copy.header_object(header, Path(work), symbol)
-        external.export_library(os.fspath(lib), addons=[os.fspath(obj)])
+        # TVM's export_library, as export.py calls it (tvm_ffi.Module's stubs know no keywords).
+        options = {"addons": [os.fspath(obj)]}
+        external.export_library(os.fspath(lib), **options)
     return external
 
 
