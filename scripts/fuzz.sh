@@ -1,15 +1,25 @@
 #!/usr/bin/env bash
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-# Fuzz the partial_apply loader with libFuzzer (+ AddressSanitizer, UndefinedBehaviorSanitizer).
-#   scripts/fuzz.sh [SECONDS] [PYTHON]     default: 60 seconds, python3 with tvm-partial installed
+# Fuzz with libFuzzer (+ AddressSanitizer, UndefinedBehaviorSanitizer) one of two targets:
+#   loader   the partial_apply loader and DescribeBytes (fuzz/fuzz_loader.cc)
+#   weights  the safetensors weights-file reader and what trusts it (fuzz/fuzz_weights.cc)
+#   scripts/fuzz.sh [SECONDS] [PYTHON] [TARGET]   default: 60 seconds, python3 with tvm-partial
+#                                                 installed, loader
 # Needs clang and libclang-rt-dev (Debian: apt-get install clang libclang-rt-14-dev).
-# Crashing inputs land in build/fuzz/crashes/; copy each into tests/fuzz_regressions/ once fixed.
+# Crashing inputs land in build/fuzz/crashes/ (loader) or build/fuzz/weights/crashes/ (weights);
+# copy each into tests/fuzz_regressions/ (loader) or tests/fuzz_regressions/weights/ once fixed:
+# the test run replays them, and they seed every later run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_TO_RUN="${1:-60}"
 PYTHON="${2:-python3}"
-OUT=build/fuzz
+TARGET="${3:-loader}"
+case "$TARGET" in
+  loader) OUT=build/fuzz ;;
+  weights) OUT=build/fuzz/weights ;;
+  *) echo "scripts/fuzz.sh: TARGET is loader or weights, not $TARGET" >&2; exit 2 ;;
+esac
 mkdir -p "$OUT/corpus" "$OUT/crashes" "$OUT/seeds"
 FFI_INCLUDE="$("$PYTHON" -m tvm_ffi.config --includedir)"
 FFI_DLPACK="$("$PYTHON" -m tvm_ffi.config --dlpack-includedir)"
@@ -17,10 +27,20 @@ FFI_LIB="$("$PYTHON" -m tvm_ffi.config --libfiles)"
 clang++ -std=c++17 -g -O1 -DTVM_PARTIAL_FUZZING -fsanitize=fuzzer,address,undefined \
   -fno-sanitize-recover=undefined -Icpp/include -Icpp -I"$FFI_INCLUDE" -I"$FFI_DLPACK" \
   $(find cpp -name '*.cc' | sort) \
-  fuzz/fuzz_loader.cc "$FFI_LIB" -Wl,-rpath,"$(dirname "$FFI_LIB")" -o "$OUT/fuzz_loader"
-"$PYTHON" fuzz/make_seeds.py "$OUT/seeds"
-# A whole-blob dictionary helps the mutator build valid headers and kinds.
-printf 'magic="TVMPARTL"\nf32="\\x07\\x00\\x00\\x00float32"\ni8="\\x04\\x00\\x00\\x00int8"\n' > "$OUT/dict"
-ASAN_OPTIONS=detect_leaks=1 "$OUT/fuzz_loader" "$OUT/corpus" "$OUT/seeds" tests/fuzz_regressions \
-  -dict="$OUT/dict" -max_total_time="$SECONDS_TO_RUN" -timeout=10 -rss_limit_mb=4096 -max_len=8192 \
-  -artifact_prefix="$OUT/crashes/" -print_final_stats=1
+  "fuzz/fuzz_$TARGET.cc" "$FFI_LIB" -Wl,-rpath,"$(dirname "$FFI_LIB")" -o "$OUT/fuzz_$TARGET"
+if [ "$TARGET" = loader ]; then
+  "$PYTHON" fuzz/make_seeds.py "$OUT/seeds"
+  # A whole-blob dictionary helps the mutator build valid headers and kinds.
+  printf 'magic="TVMPARTL"\nf32="\\x07\\x00\\x00\\x00float32"\ni8="\\x04\\x00\\x00\\x00int8"\n' > "$OUT/dict"
+  # (libFuzzer reads corpus folders recursively: the weights regressions are seeds here too.)
+  ASAN_OPTIONS=detect_leaks=1 "$OUT/fuzz_loader" "$OUT/corpus" "$OUT/seeds" tests/fuzz_regressions \
+    -dict="$OUT/dict" -max_total_time="$SECONDS_TO_RUN" -timeout=10 -rss_limit_mb=4096 -max_len=8192 \
+    -artifact_prefix="$OUT/crashes/" -print_final_stats=1
+else
+  # The seeds and the fixed artifact they are decoded against (tests/helpers.py).
+  "$PYTHON" fuzz/make_weights_seeds.py "$OUT/seeds" "$OUT/artifact.bin"
+  TVM_PARTIAL_FUZZ_ARTIFACT="$OUT/artifact.bin" ASAN_OPTIONS=detect_leaks=1 \
+    "$OUT/fuzz_weights" "$OUT/corpus" "$OUT/seeds" tests/fuzz_regressions/weights \
+    -dict=fuzz/weights.dict -max_total_time="$SECONDS_TO_RUN" -timeout=10 -rss_limit_mb=4096 \
+    -max_len=16384 -artifact_prefix="$OUT/crashes/" -print_final_stats=1
+fi

@@ -209,3 +209,61 @@ def reseal(blob: bytes) -> bytes:
 def trailer_hash(data: bytes) -> int:
     """The format's hash of ``data`` (what a zero-copy trailer records over its first 40 bytes)."""
     return format_hash(data)
+
+
+# The region symbol and link of the artifacts export_recording writes (export_library draws both
+# at random): fixed, so that a weights file written against one such artifact (a fuzz input)
+# replays against another built the same way.
+FIXED_SYMBOL = "__tvm_partial_payload_f022ed5eed000000"
+FIXED_LINK = 0x5EEDF022
+
+
+def export_recording(module, lib, weights, recorded: str, symbol: str = FIXED_SYMBOL, link: int = FIXED_LINK):
+    """Export the partial ``module`` as ``export_library(module, lib, weights_file=weights)`` does,
+    except that the artifact records ``recorded`` as its weights file's name (export_library
+    records the path relative to the library's folder) and the region ``symbol`` and ``link`` are
+    the ones given. Returns the module as exported (its bytes are what the library embeds)."""
+    from pathlib import Path
+
+    from tvm_partial import _ffi_api
+    from tvm_partial.artifact import zero_copy
+
+    external = _ffi_api.WithExternalWeights(module, symbol, link, recorded)
+    _ffi_api.WriteWeightsRegionFile(external, os.fspath(weights))
+    with tempfile.TemporaryDirectory(prefix="tvm_partial_") as work:
+        header = bytes(_ffi_api.PayloadRegionHeader(external))
+        obj = zero_copy.header_object(header, Path(work), symbol)
+        # TVM's export_library, as export.py calls it (tvm_ffi.Module's stubs know no keywords).
+        options = {"addons": [os.fspath(obj)]}
+        external.export_library(os.fspath(lib), **options)
+    return external
+
+
+def weights_fuzz_artifact(folder) -> dict:
+    """The small fixed artifact the weights-file fuzzer (fuzz/fuzz_weights.cc) decodes its inputs
+    against: y = x * weight + bias, ``weight`` float32 (4, 3) and ``bias`` float16 (3,) bound,
+    exported with its weights in ``model.safetensors`` beside ``model.so`` (fixed symbol and link).
+    Returns {"module": the partial module, "exported": its exported form, "lib", "weights",
+    "blob": the partial module's bytes as the library embeds them}."""
+    import tvm_partial
+
+    x = te.placeholder((4, 3), "float32", name="x")
+    weight = te.placeholder((4, 3), "float32", name="weight")
+    bias = te.placeholder((3,), "float16", name="bias")
+    y = te.compute((4, 3), lambda i, j: x[i, j] * weight[i, j] + bias[j].astype("float32"), name="y")
+    exe = compile_te([x, weight, bias, y])
+    pm = tvm_partial.partial(
+        exe,
+        signature=[x, weight, bias, y],
+        weight=np.arange(12, dtype="float32").reshape(4, 3),
+        bias=np.array([0.5, -1, 2], "float16"),
+    )
+    lib, weights = os.path.join(folder, "model.so"), os.path.join(folder, "model.safetensors")
+    exported = export_recording(pm, lib, weights, "model.safetensors")
+    return {
+        "module": pm,
+        "exported": exported,
+        "lib": lib,
+        "weights": weights,
+        "blob": tvm_partial.save_to_bytes(exported),
+    }
