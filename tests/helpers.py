@@ -40,6 +40,17 @@ def tensor(array):
     return tvm.runtime.tensor(np.asarray(array))
 
 
+#: Whether this is the sanitizer run's interpreter: scripts/sanitize.sh preloads gcc's ASan runtime
+#: into Python and every process the tests start.
+SANITIZED = "libasan" in os.environ.get("LD_PRELOAD", "")
+
+
+def without_sanitizer() -> dict:
+    """The environment for a program that is not ours (a compiler): without the preloaded
+    sanitizer runtimes, which it was not built for."""
+    return {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+
+
 def run_python(code: str, *args: str, env: dict | None = None, timeout: int = 300):
     """Run code in a fresh interpreter (what could crash the process runs there)."""
     full_env = dict(os.environ)

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import without_sanitizer
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "cuda_check.py"
 # tests/test_deploy.py runs examples/cpp_deploy/run.py on the CPU already (~15 s more here).
@@ -161,5 +163,6 @@ def test_the_cuda_kernels_compile_without_a_gpu(tmp_path, cuda_check):
         capture_output=True,
         text=True,
         timeout=300,
+        env=without_sanitizer(),  # nvcc crashes with the sanitizer run's preloaded ASan runtime
     )
     assert proc.returncode == 0, proc.stderr

@@ -15,7 +15,7 @@ import tvm_ffi
 from tvm import te
 
 import tvm_partial
-from helpers import affine4_ref, ints, run_json, run_python, tensor
+from helpers import SANITIZED, affine4_ref, ints, run_json, run_python, tensor
 from tvm_partial import _fixtures as fixtures
 
 _view = tvm_ffi.get_global_func("runtime.TVMTensorCreateView")
@@ -217,6 +217,11 @@ print(json.dumps(results))
 """
 
 
+@pytest.mark.skipif(
+    SANITIZED,
+    reason="ASan's throwing operator new reports running out of memory and aborts, whatever "
+    "allocator_may_return_null says: no std::bad_alloc reaches the code under test",
+)
 def test_out_of_memory_is_a_memory_error_from_every_global():
     """Under an address-space limit a typed global (SaveToBytes), the loader and a packed global
     (PartialApply) raise MemoryError, never tvm-ffi's InternalError for a std::bad_alloc."""
