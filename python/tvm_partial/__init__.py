@@ -7,6 +7,7 @@ between the caller and the kernel; export the module with its constants inside o
 """
 
 from ._lib import LIB
+from ._repr import describe
 from .artifact.export import export_library
 from .artifact.inspect import inspect, verify
 from .artifact.load import load, load_from_bytes, save_to_bytes
@@ -19,6 +20,7 @@ __version__ = "0.1.0"
 __all__ = [
     "LIB",
     "bindings",
+    "describe",
     "export_library",
     "inspect",
     "load",

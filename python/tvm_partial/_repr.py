@@ -1,0 +1,130 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
+"""``describe()``: what a partial binds, as text (``print(pm)`` shows tvm-ffi's generic repr).
+
+Why not ``print(pm)`` itself: tvm-ffi chooses a repr by type index (the ``__ffi_repr__`` type
+attribute), and a partial module has the type index of every module, ``ffi.Module``: ``ModuleObj``
+is declared final, so a subclass cannot take a type key of its own (a static assertion refuses
+it, and a final type's casts test the type index for equality, so a module of another index would
+not pass as ``ffi.Module`` anywhere). A hook on ``ffi.Module`` would change the repr of every
+module in the process. A partial function is an ``ffi.Function`` likewise. docs/design.md says
+more.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm_ffi
+
+from . import _ffi_api
+from . import output_specs as _outputs
+
+#: The module kind of a partial module (cpp/partial_module.cc).
+_KIND = "partial_apply"
+#: Bound strings and objects are cut to this many characters.
+_TEXT_LIMIT = 60
+
+
+def describe(obj: tvm_ffi.Function | tvm_ffi.Module) -> str:
+    """What a partial binds, as text for a person (the format may change; for data use
+    ``bindings()``, ``param_names()`` and ``outputs()``). ``print(pm)`` still shows tvm-ffi's
+    generic ``ffi.Module(imports_=...)``: a module's repr cannot be set for one module kind alone.
+
+    Per function with bindings: its call signature (the parameters left to pass; outputs it
+    allocates after ``->``), then each bound position in the wrapped function's full argument
+    list with the parameter name, a tensor's dtype, shape and device (never its contents), a
+    scalar's value, a string's value (cut at 60 characters); then the outputs with dtype and
+    shape. A partial module's first line names the module kind it wraps and what that imports
+    in turn (``library`` for one loaded from a file). For example:
+
+        partial_apply module over llvm, 1 function with bindings
+          main(data, result)
+            [1] weights = float32[8, 3, 3, 3]@cpu:0
+            [2] bias = float32[8]@cpu:0
+
+    A module loaded from a file builds its tensors here if no call has yet. A ``TypeError`` for
+    anything that is not a partial of this library, as ``bindings()`` raises.
+    """
+    held = _ffi_api.PartialApplyBindings(obj)
+    names = {str(f): [str(n) for n in ns] for f, ns in _ffi_api.ParamNames(obj).items()}
+    if isinstance(obj, tvm_ffi.Function):
+        return "partial function" + _function(held[""], names.get("", []), _outputs.outputs(obj), indent="")
+    allocated = _outputs.outputs(obj)
+    lines = [f"{_KIND} module over {_wrapped(obj)}, {_count(len(held))}"]
+    for fname in sorted(str(f) for f in held):
+        lines.append(
+            "  " + fname + _function(held[fname], names.get(fname, []), allocated.get(fname, []), indent="  ")
+        )
+    return "\n".join(lines)
+
+
+def _count(n: int) -> str:
+    return f"{n} function{'' if n == 1 else 's'} with bindings"
+
+
+def _wrapped(pm: tvm_ffi.Module) -> str:
+    """The kind of the code a partial module binds (its first import that is not a partial module,
+    as cpp/partial_module.cc's Wrapped() finds it), then the first imports below that."""
+    code = next((m for m in pm.imports if m.kind != _KIND), None)
+    if code is None:
+        return "no compiled code"
+    chain: list[str] = []
+    while code is not None and len(chain) < 8:
+        chain.append(str(code.kind))
+        code = code.imports[0] if code.imports else None
+    return " > ".join(chain)
+
+
+def _function(bound: Any, names: list[str], allocated: list[dict[str, Any]], indent: str) -> str:
+    """``(a, b) -> out`` and one line per bound position and per output."""
+    bound = {int(i): v for i, v in bound.items()}
+    outs = {int(o["position"]): o for o in allocated}
+    if names:
+        passed = [n for i, n in enumerate(names) if i not in bound and i not in outs]
+        head = f"({', '.join(passed)})"
+    else:  # a function bound without a signature: its other parameters are not known here
+        head = "(...)"
+    if outs:
+        head += " -> " + ", ".join(_name(names, p) or f"[{p}]" for p in sorted(outs))
+    lines = [head]
+    for position in sorted(bound):
+        label = " ".join(filter(None, (f"[{position}]", _name(names, position))))
+        lines.append(f"{indent}  {label} = {_value(bound[position])}")
+    for position in sorted(outs):
+        label = " ".join(filter(None, (f"[{position}]", _name(names, position))))
+        dims = ", ".join(_dim(d, names) for d in outs[position]["shape"])
+        lines.append(f"{indent}  {label}: {outs[position]['dtype']}[{dims}] allocated per call")
+    return "\n".join(lines)
+
+
+def _name(names: list[str], position: int) -> str:
+    return names[position] if position < len(names) else ""
+
+
+def _dim(d: Any, names: list[str]) -> str:
+    """A static extent, or the axis of an argument it is read from (``data.shape[0]``)."""
+    if isinstance(d, int):
+        return str(d)
+    position, axis = d
+    return f"{_name(names, position) or f'arg{position}'}.shape[{axis}]"
+
+
+def _value(value: Any) -> str:
+    """A tensor as dtype[shape]@device (tvm-ffi's own repr of a tensor); never its contents."""
+    if isinstance(value, tvm_ffi.Tensor):
+        shape = ", ".join(str(int(d)) for d in value.shape)
+        return f"{value.dtype}[{shape}]@{value.device}"
+    if value is None or isinstance(value, (bool, int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return _cut(repr(value))
+    if isinstance(value, tvm_ffi.Function):
+        return "ffi.Function"
+    if isinstance(value, tvm_ffi.Module):
+        return f"module of kind {value.kind}"
+    return _cut(repr(value))
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= _TEXT_LIMIT else text[: _TEXT_LIMIT - 3] + "..."
