@@ -338,14 +338,23 @@ def test_bfloat16_numpy_array_bound_bitwise(copy_bf16):
         tvm_partial.partial(f, signature=sig, w=np.zeros(8, ml_dtypes.float8_e4m3fn))
 
 
-def test_float8_bound_and_sub_byte_refused():
-    values = np.array([0.5, -1.0, 2.0, 448.0], ml_dtypes.float8_e4m3fn)
-    held = tvm_partial.bindings(tvm_partial.partial(echo, {0: values}))[0]
-    assert str(held.dtype) == "float8_e4m3fn" and raw_bytes(held) == values.tobytes()
+def test_float8_bound_and_sub_byte_packed_or_refused():
+    for dtype in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2):  # float8_e5m2: numpy kind "f"
+        values = np.array([0.5, -1.0, 2.0, 448.0 if dtype is ml_dtypes.float8_e4m3fn else 8.0], dtype)
+        held = tvm_partial.bindings(tvm_partial.partial(echo, {0: values}))[0]
+        assert str(held.dtype) == np.dtype(dtype).name and raw_bytes(held) == values.tobytes()
+    # int4: one element per byte in numpy, packed two per byte (element 2k in the high nibble)
+    held = tvm_partial.bindings(tvm_partial.partial(echo, {0: np.array([1, -2, 3, 7, -8], ml_dtypes.int4)}))[
+        0
+    ]
+    assert str(held.dtype) == "int4" and tuple(held.shape) == (5,)
+    assert held._create_view((3,), "uint8").numpy().tolist() == [0x1E, 0x37, 0x80]
     with pytest.raises(
-        TypeError, match=r"cannot bind position 0: numpy stores dtype int4 in 8 bits per element, TVM in 4"
+        TypeError,
+        match=r"cannot bind position 0: numpy stores dtype int2 in 8 bits per element, TVM packs it in 2, "
+        r"and TVM defines no packing of int2 from numpy",
     ):
-        tvm_partial.partial(echo, {0: np.zeros(4, ml_dtypes.int4)})
+        tvm_partial.partial(echo, {0: np.zeros(4, ml_dtypes.int2)})
 
 
 # -- 5. out of memory while binding ------------------------------------------------------------------------

@@ -130,7 +130,7 @@ CASES = {
     "truncated data": lambda c: load_from_bytes(_blob(c)[:-1]),
     "corrupted data": lambda c: load_from_bytes(_blob(c)[:60] + b"\x55" + _blob(c)[61:]),
     "data from a newer tvm-partial": lambda c: load_from_bytes(
-        _blob(c)[:8] + struct.pack("<I", 3) + _blob(c)[12:]
+        _blob(c)[:8] + struct.pack("<I", 4) + _blob(c)[12:]
     ),
     "a tensor's device is missing": lambda c: _in_subprocess(
         "import tvm, tvm_partial, tvm_ffi\n"
@@ -224,7 +224,7 @@ CASES = {
         tvm_partial.partial(c["f"], {0: X}), {2**31 - 2: B}
     ),
     "a tensor the format cannot hold": lambda c: tvm_partial.save_to_bytes(
-        tvm_partial.partial(c["exe"], {1: c["int4"]})
+        tvm_partial.partial(c["exe"], {1: c["int3"]})
     ),
     "data the writer never writes (crafted or damaged)": lambda c: load_from_bytes(_with_device_id(c, 1)),
     # device type 1 + (session 0 + 1) * 128: the CPU of RPC session 0 (no server needed to refuse it)
@@ -386,7 +386,7 @@ def _weights_file(ctx, kind: str) -> Path:
     elif kind == "json":
         path.write_bytes(raw[:8] + b"[" + raw[9:])  # the header no longer parses
     elif kind == "overlap":
-        header["main/bias"]["data_offsets"] = [0, 32]
+        header["bias"]["data_offsets"] = [0, 32]
         text = json.dumps(header).encode()
         path.write_bytes(struct.pack("<Q", len(text)) + text + raw[8 + n :])
     elif kind == "foreign":
@@ -501,7 +501,7 @@ def ctx(conv, tmp_path_factory):
         "plain": str(plain),
         "text": str(text),
         "sym": _symbolic_kernels(),
-        "int4": tvm.runtime.empty((4,), "int4"),
+        "int3": tvm.runtime.empty((4,), "int3"),
     }
 
 

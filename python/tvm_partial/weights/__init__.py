@@ -76,7 +76,7 @@ def inspect_weights(path: PathLike) -> dict[str, Any]:
     hashes = info.get("hashes")
     functions: dict[str, list[dict[str, Any]]] = {}
     for t in info["tensors"]:
-        entry = {
+        entry: dict[str, Any] = {
             "position": int(t["position"]) if "position" in t else str(t["key"]),
             "name": str(t["name"]),
             "kind": "tensor",
@@ -88,6 +88,11 @@ def inspect_weights(path: PathLike) -> dict[str, Any]:
             "key": str(t["key"]),
             "aligned": int(t["file_offset"]) % 64 == 0,
         }
+        if "shared_by" in t:  # the other places of a tensor stored once
+            entry["shared_by"] = [
+                {str(k): (int(v) if k == "position" else str(v)) for k, v in place.items()}
+                for place in t["shared_by"]
+            ]
         if hashes is not None and str(t["key"]) in hashes:
             entry["hash"] = f"{int(hashes[str(t['key'])]) & _U64:016x}"
         functions.setdefault(str(t["function"]), []).append(entry)
