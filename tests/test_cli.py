@@ -579,7 +579,7 @@ def test_inspect_reads_weights_files(kinds):
     (length,) = struct.unpack_from("<Q", raw)
     header = json.loads(raw[8 : 8 + length])
     expected = {}
-    for key in ("main/b", "main/c"):
+    for key in ("b", "c"):
         begin, end = header[key]["data_offsets"]
         expected[key] = {
             "file_offset": 8 + length + begin,
