@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 import tvm_ffi
@@ -266,6 +267,16 @@ CASES = {
     ),
     "a complex tensor (torch, numpy)": lambda c: tvm_partial.partial(
         c["f"], signature=c["sig"], weights=np.zeros(fixtures.SHAPES["weights"], np.complex64)
+    ),
+    "an int4 or uint4 numpy array (ml_dtypes)": lambda c: tvm_partial.partial(
+        c["f"], {1: np.zeros(4, ml_dtypes.int4)}
+    ),
+    "a dtype safetensors has no code for, exported with `weights_file=`": lambda c: (
+        tvm_partial.export_library(
+            tvm_partial.partial(c["exe"], {1: np.zeros(4, ml_dtypes.float8_e4m3)}),
+            Path(c["artifact"]).parent / "float8_e4m3.so",
+            weights_file=Path(c["artifact"]).parent / "float8_e4m3.safetensors",
+        )
     ),
     "a weights file that does not exist": lambda c: tvm_partial.open_weights(
         Path(c["artifact"]).parent / "none.safetensors"

@@ -8,10 +8,12 @@
   are checked before anything is copied. Within one call (``Copies``), the same memory given in
   several places (the same array, or views with the same data pointer, dtype, shape and strides,
   as a torch state_dict gives tied weights) is copied once, so those places hold one tensor.
-- Sub-byte dtypes: a tvm Tensor is taken packed as it is; numpy (ml_dtypes) stores int4, uint4
-  and float4_e2m1fn one element per byte, so they are packed two per byte as TVM's own
-  ``tvm.runtime.Tensor`` packs them (element 2k in the high nibble); int2, uint2 and the float6
-  types, for which TVM defines no packing from numpy, are refused. torch's float4_e2m1fn_x2 (two
+- Sub-byte dtypes: a tvm Tensor is taken packed as it is; numpy (ml_dtypes) stores
+  float4_e2m1fn one element per byte, so it is packed two per byte as TVM's own
+  ``tvm.runtime.Tensor.copyfrom`` packs it (element 2k in the high nibble). numpy int4 and uint4
+  are refused: TVM's ``Tensor.numpy()`` reads them two per byte while the CPU code ``tvm.compile``
+  makes reads one element per byte, so no packing is unambiguous; int2, uint2 and the float6
+  types, for which TVM defines no packing from numpy, are refused too. torch's float4_e2m1fn_x2 (two
   per byte) becomes float4_e2m1fn with twice the last dimension, its bytes as they are; torch's
   int1-7 and uint1-7 (one element per byte, exported over DLPack as int8/uint8) are refused.
 - Scalars reach the kernel unchanged or are refused (``check_scalar``).
@@ -134,7 +136,7 @@ def _numpy_copy(array: np.ndarray, label: str, device: Any, verb: str) -> tvm_ff
     extension = _extension_dtype(array.dtype, label, verb)
     source: Any = array
     shape = tuple(array.shape)
-    if extension is not None and tvm_ffi.dtype(extension).bits < 8:  # int4, uint4, float4_e2m1fn
+    if extension is not None and tvm_ffi.dtype(extension).bits < 8:  # float4_e2m1fn
         source = _pack_nibbles(array)
     elif extension is not None:  # numpy's DLPack export refuses these: copy the bits, retype after
         source = array.view(f"uint{array.dtype.itemsize * 8}")
@@ -156,7 +158,7 @@ def _numpy_copy(array: np.ndarray, label: str, device: Any, verb: str) -> tvm_ff
 def _pack_nibbles(array: np.ndarray) -> np.ndarray:
     """4-bit values stored one per byte (ml_dtypes) -> packed two per byte in C order, element 2k
     in the high nibble and 2k + 1 in the low one (zero past an odd count), as TVM's own
-    ``tvm.runtime.Tensor.copyfrom`` packs float4_e2m1fn and its ``numpy()`` unpacks int4."""
+    ``tvm.runtime.Tensor.copyfrom`` packs float4_e2m1fn and its ``numpy()`` unpacks it."""
     nibbles = np.ascontiguousarray(array).reshape(-1).view("uint8") & 0x0F
     if nibbles.size % 2:
         nibbles = np.concatenate([nibbles, np.zeros(1, "uint8")])
@@ -250,7 +252,15 @@ def _extension_dtype(dtype: np.dtype, label: str, verb: str) -> str | None:
         tvm_dtype = tvm_ffi.dtype(name)
     except Exception:
         raise TypeError(f"cannot {verb} {label}: numpy dtype {name} has no TVM equivalent") from None
-    if tvm_dtype.lanes != 1 or (tvm_dtype.bits != dtype.itemsize * 8 and tvm_dtype.bits != 4):
+    if name in ("int4", "uint4"):
+        raise TypeError(
+            f"cannot {verb} {label}: numpy stores {name} one element per byte, and TVM has two "
+            f"layouts for it (Tensor.numpy() reads two elements per byte, the code tvm.compile "
+            f"makes for the CPU reads one per byte), so no packing from numpy is unambiguous; "
+            f"pack the values as your kernel reads them and bind a tvm Tensor "
+            f"(tvm.runtime.tensor(packed_uint8)._create_view(shape, '{name}'))"
+        )
+    if tvm_dtype.lanes != 1 or (tvm_dtype.bits != dtype.itemsize * 8 and name != "float4_e2m1fn"):
         raise TypeError(
             f"cannot {verb} {label}: numpy stores dtype {name} in {dtype.itemsize * 8} bits per "
             f"element, TVM packs it in {tvm_dtype.bits}, and TVM defines no packing of {name} from "
