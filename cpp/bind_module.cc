@@ -5,7 +5,8 @@
  * \brief Binding a module: `runtime.PartialApplyModule` (a partial module over a module, merged
  *        into one level over a partial module through the one merge, bind/merge.h) and the
  *        introspection of partials (`runtime.PartialApplyBindings`, `tvm_partial.ParamNames`,
- *        `tvm_partial.Outputs`). The module kind itself is partial_module.cc.
+ *        `tvm_partial.Outputs`, `tvm_partial.TensorPayloads`). The module kind itself is
+ * partial_module.cc.
  */
 #include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/error.h>
@@ -174,6 +175,24 @@ ffi::Map<ffi::String, ffi::Array<ffi::Any>> PartialApplyOutputs(const ffi::Any& 
 
 namespace {
 
+/*! \brief tvm_partial.TensorPayloads: {function: {position: n}} for every bound tensor, n the
+ *         number of the distinct tensor it is (format::TensorNumbers: the same tensor object, or
+ *         the same data, offset, device, dtype, shape and strides, is one), as the format
+ *         stores them once each. A partial function's key is "". */
+ffi::Map<ffi::String, ffi::Map<int64_t, int64_t>> TensorPayloads(const ffi::Any& obj) {
+  const std::vector<format::FunctionRecord> records = RecordsOrThrow(obj, "TensorPayloads");
+  const std::vector<std::vector<int64_t>> numbers = format::TensorNumbers(records);
+  ffi::Map<ffi::String, ffi::Map<int64_t, int64_t>> out;
+  for (size_t f = 0; f < records.size(); ++f) {
+    ffi::Map<int64_t, int64_t> fn;
+    for (size_t b = 0; b < records[f].bound.size(); ++b) {
+      if (numbers[f][b] >= 0) fn.Set(records[f].bound[b].first, numbers[f][b]);
+    }
+    if (!fn.empty()) out.Set(records[f].name, fn);
+  }
+  return out;
+}
+
 // runtime.PartialApplyModule(mod, {name: {position: value}}, param_names={}, outputs={},
 // original_names={}) from Python; outputs per function as detail::OutputsFromAny reads them;
 // original_names as MakePartialModule takes them.
@@ -211,6 +230,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   detail::RegisterGlobalOnce("runtime.PartialApplyBindings", PartialApplyBindings);
   detail::RegisterGlobalOnce("tvm_partial.ParamNames", PartialApplyParamNames);
   detail::RegisterGlobalOnce("tvm_partial.Outputs", PartialApplyOutputs);
+  detail::RegisterGlobalOnce("tvm_partial.TensorPayloads", TensorPayloads);
 }
 
 }  // namespace tvm_partial

@@ -94,28 +94,38 @@ FileArtifact ReadArtifact(const std::string& path, int64_t blob_offset, int64_t 
   return out;
 }
 
-/*! \brief {"function", "position", ["name"], "placement", "file_offset", "bytes", "hash"} per
- *         tensor binding, where `source` puts it. */
+/*! \brief {"function", "position", ["name"], "placement", "file_offset", "bytes", "hash",
+ *         ["shared_by"]} per payload (its first binding; "shared_by": the other places of a
+ *         tensor bound in several, [{"function", "position"}]), where `source` puts it. */
 ffi::Array<ffi::Any> PayloadEntries(const format::Parsed& parsed,
                                     const storage::PayloadSource& source) {
-  ffi::Array<ffi::Any> out;
-  size_t k = 0;
+  std::vector<ffi::Array<ffi::Any>> shared_by(parsed.payloads.size());
   for (const format::ParsedFunction& fn : parsed.functions) {
     for (const format::ParsedValue& v : fn.values) {
-      if (v.kind != format::kTensor) continue;
-      Dict e;
-      e.Set("function", fn.name);
-      e.Set("position", v.index);
-      if (v.index < static_cast<int64_t>(fn.param_names.size())) {
-        e.Set("name", fn.param_names[v.index]);
-      }
-      e.Set("placement", ffi::String(source.placement));
-      e.Set("file", ffi::String(source.file->path));
-      e.Set("file_offset", static_cast<int64_t>(source.offsets[k++]));
-      e.Set("bytes", static_cast<int64_t>(v.tensor.nbytes));
-      e.Set("hash", static_cast<int64_t>(v.tensor.hash));
-      out.push_back(e);
+      if (v.kind != format::kSharedTensor) continue;
+      Dict place;
+      place.Set("function", fn.name);
+      place.Set("position", v.index);
+      shared_by[v.payload].push_back(place);
     }
+  }
+  ffi::Array<ffi::Any> out;
+  for (size_t k = 0; k < parsed.payloads.size(); ++k) {
+    const format::ParsedFunction& fn = parsed.OwnerFunction(k);
+    const format::ParsedValue& v = parsed.Owner(k);
+    Dict e;
+    e.Set("function", fn.name);
+    e.Set("position", v.index);
+    if (v.index < static_cast<int64_t>(fn.param_names.size())) {
+      e.Set("name", fn.param_names[v.index]);
+    }
+    e.Set("placement", ffi::String(source.placement));
+    e.Set("file", ffi::String(source.file->path));
+    e.Set("file_offset", static_cast<int64_t>(source.offsets[k]));
+    e.Set("bytes", static_cast<int64_t>(v.tensor.nbytes));
+    e.Set("hash", static_cast<int64_t>(v.tensor.hash));
+    if (!shared_by[k].empty()) e.Set("shared_by", shared_by[k]);
+    out.push_back(e);
   }
   return out;
 }
@@ -211,6 +221,9 @@ Dict VerifyArtifact(const ffi::String& path, int64_t blob_offset, int64_t blob_s
 /*! \brief The tensors of a weights file as entries (tensor keys only), by file offset. */
 ffi::Array<ffi::Any> WeightsEntries(const weights::WeightsFile& file) {
   const auto recorded = weights::RecordedBindings(file);
+  std::map<std::string, std::vector<std::string>> aliases;  // stored key -> its other places' keys
+  for (const auto& [alias, stored] : weights::RecordedShared(file))
+    aliases[stored].push_back(alias);
   std::vector<std::pair<uint64_t, std::string>> order;
   for (const auto& [key, e] : file.entries) {
     if (weights::WeightsFile::IsTensorKey(key)) order.emplace_back(e.begin, key);
@@ -235,6 +248,21 @@ ffi::Array<ffi::Any> WeightsEntries(const weights::WeightsFile& file) {
       if (ref.name.empty()) d.Set("position", ref.position);
     }
     d.Set("name", ffi::String(ref.name.empty() ? std::to_string(ref.position) : ref.name));
+    auto others = aliases.find(key);
+    if (others != aliases.end()) {
+      ffi::Array<ffi::Any> places;
+      for (const std::string& alias : others->second) {
+        Dict place;
+        place.Set("key", ffi::String(alias));
+        auto at = recorded.find(alias);
+        if (at != recorded.end()) {
+          place.Set("function", ffi::String(at->second.first));
+          place.Set("position", at->second.second);
+        }
+        places.push_back(place);
+      }
+      d.Set("shared_by", places);
+    }
     out.push_back(d);
   }
   return out;
@@ -282,19 +310,24 @@ Dict VerifyWeights(const ffi::String& path, ffi::Optional<ffi::Function> progres
   return out;
 }
 
-/*! \brief open_weights: {name or position: tensor} of `function`'s keys (and bare names). */
+/*! \brief open_weights: {name or position: tensor} of `function`'s keys (and bare names). A key
+ *         the file records for another function (`tvm_partial.bindings`) is that function's; the
+ *         other places of a tensor stored once (`tvm_partial.shared`) name the same tensor. */
 ffi::Map<ffi::Any, ffi::Any> OpenWeights(const ffi::String& path, const ffi::String& function) {
   const weights::WeightsFile file = weights::Open(path);
+  const auto recorded = weights::RecordedBindings(file);
+  const auto shared = weights::RecordedShared(file);
   std::map<std::string, std::string> by_name;  // name -> the key it came from
   std::map<int64_t, std::string> by_position;
-  std::vector<std::string> keys;
+  std::vector<std::pair<std::string, std::string>> keys;  // (key, the stored tensor it reads)
   std::vector<std::string> functions;
-  for (const auto& [key, e] : file.entries) {
-    if (!weights::WeightsFile::IsTensorKey(key)) continue;
+  auto take = [&](const std::string& key, const std::string& stored) {
     const weights::KeyRef ref = weights::ParseKey(std::string(path), key);
-    if (!ref.function.empty() && ref.function != std::string(function)) {
-      functions.push_back(ref.function);
-      continue;
+    auto at = recorded.find(key);
+    const std::string owner = at != recorded.end() ? at->second.first : ref.function;
+    if (!owner.empty() && owner != std::string(function)) {
+      functions.push_back(owner);
+      return;
     }
     std::string earlier;
     if (ref.name.empty()) {
@@ -311,8 +344,12 @@ ffi::Map<ffi::Any, ffi::Any> OpenWeights(const ffi::String& path, const ffi::Str
                                                      : "parameter '" + ref.name + "'")
                                 << " of function '" << function << "'; keep one";
     }
-    keys.push_back(key);
+    keys.emplace_back(key, stored);
+  };
+  for (const auto& [key, e] : file.entries) {
+    if (weights::WeightsFile::IsTensorKey(key)) take(key, key);
   }
+  for (const auto& [alias, stored] : shared) take(alias, stored);
   if (keys.empty()) {
     std::sort(functions.begin(), functions.end());
     functions.erase(std::unique(functions.begin(), functions.end()), functions.end());
@@ -323,22 +360,28 @@ ffi::Map<ffi::Any, ffi::Any> OpenWeights(const ffi::String& path, const ffi::Str
                               << ")";
   }
   uint64_t lo = UINT64_MAX, hi = 0;
-  for (const std::string& key : keys) {
-    lo = std::min(lo, file.entries.at(key).begin);
-    hi = std::max(hi, file.entries.at(key).end);
+  for (const auto& [key, stored] : keys) {
+    lo = std::min(lo, file.entries.at(stored).begin);
+    hi = std::max(hi, file.entries.at(stored).end);
   }
   const storage::Mapping mapping = storage::MapPrivate(*file.file, file.data_start + lo, hi - lo);
+  std::map<std::string, ffi::Tensor> made;  // stored key -> its tensor: one per stored tensor
   ffi::Map<ffi::Any, ffi::Any> out;
-  for (const std::string& key : keys) {
-    const weights::Entry& e = file.entries.at(key);
+  for (const auto& [key, stored] : keys) {
+    auto it = made.find(stored);
+    if (it == made.end()) {
+      const weights::Entry& e = file.entries.at(stored);
+      it =
+          made.emplace(stored, storage::HostPayloadTensor(
+                                   mapping.data + (e.begin - lo), mapping.keepalive,
+                                   ffi::StringToDLDataType(e.dtype->tvm), e.shape, e.end - e.begin))
+              .first;
+    }
     const weights::KeyRef ref = weights::ParseKey(std::string(path), key);
-    ffi::Tensor t =
-        storage::HostPayloadTensor(mapping.data + (e.begin - lo), mapping.keepalive,
-                                   ffi::StringToDLDataType(e.dtype->tvm), e.shape, e.end - e.begin);
     if (ref.name.empty()) {
-      out.Set(ref.position, t);
+      out.Set(ref.position, it->second);
     } else {
-      out.Set(ffi::String(ref.name), t);
+      out.Set(ffi::String(ref.name), it->second);
     }
   }
   return out;

@@ -79,13 +79,13 @@ std::vector<format::FunctionRecord> DecodeRecords(const char* blob, const format
   std::vector<ffi::Tensor> tensors = storage::MakeTensors(parsed, source, origin);
   std::vector<format::FunctionRecord> out;
   out.reserve(parsed.functions.size());
-  size_t next = 0;
   for (const format::ParsedFunction& fn : parsed.functions) {
     format::FunctionRecord rec{fn.name, fn.param_names, {}};
     rec.outputs = fn.outputs;
     for (const format::ParsedValue& v : fn.values) {
-      if (v.kind == format::kTensor) {
-        rec.bound.emplace_back(v.index, std::move(tensors[next++]));
+      if (v.kind == format::kTensor || v.kind == format::kSharedTensor) {
+        // One tensor object per payload: every place of a shared tensor holds the same one.
+        rec.bound.emplace_back(v.index, tensors[v.payload]);
       } else {
         rec.bound.emplace_back(v.index, v.scalar);
       }

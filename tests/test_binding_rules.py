@@ -29,7 +29,8 @@ echo = tvm_ffi.convert(lambda *args: list(args))  # which value reached which po
 
 def raw_bytes(t) -> bytes:
     """The bytes of a contiguous tvm tensor, whatever its dtype (bfloat16 included)."""
-    nbytes = int(np.prod(t.shape, dtype=np.int64)) * ((tvm_ffi.dtype(str(t.dtype)).bits + 7) // 8)
+    dtype = tvm_ffi.dtype(str(t.dtype))
+    nbytes = (int(np.prod(t.shape, dtype=np.int64)) * dtype.bits * dtype.lanes + 7) // 8  # sub-byte: packed
     return np.from_dlpack(_view(t, tvm_ffi.Shape((nbytes,)), "uint8", 0)).tobytes()
 
 
@@ -338,14 +339,31 @@ def test_bfloat16_numpy_array_bound_bitwise(copy_bf16):
         tvm_partial.partial(f, signature=sig, w=np.zeros(8, ml_dtypes.float8_e4m3fn))
 
 
-def test_float8_bound_and_sub_byte_refused():
-    values = np.array([0.5, -1.0, 2.0, 448.0], ml_dtypes.float8_e4m3fn)
+def test_float8_bound_and_sub_byte_packed_or_refused():
+    for dtype in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2):  # float8_e5m2: numpy kind "f"
+        values = np.array([0.5, -1.0, 2.0, 448.0 if dtype is ml_dtypes.float8_e4m3fn else 8.0], dtype)
+        held = tvm_partial.bindings(tvm_partial.partial(echo, {0: values}))[0]
+        assert str(held.dtype) == np.dtype(dtype).name and raw_bytes(held) == values.tobytes()
+    # float4_e2m1fn: one element per byte in numpy, packed two per byte as tvm.runtime.tensor
+    # packs it (element 2k in the high nibble): the same bytes as TVM's own copy
+    values = np.array([0.5, -1.0, 2.0, 6.0, -0.5], ml_dtypes.float4_e2m1fn)
     held = tvm_partial.bindings(tvm_partial.partial(echo, {0: values}))[0]
-    assert str(held.dtype) == "float8_e4m3fn" and raw_bytes(held) == values.tobytes()
+    assert str(held.dtype) == "float4_e2m1fn" and tuple(held.shape) == (5,)
+    theirs = tvm.runtime.empty((5,), "float4_e2m1fn").copyfrom(values)
+    assert raw_bytes(held) == raw_bytes(theirs) == bytes([0x1A, 0x47, 0x90])
+    # int4/uint4: TVM reads them two per byte in Tensor.numpy() and one per byte in the CPU code
+    # tvm.compile makes (tests/test_weights_interop.py shows it): refused, never guessed
+    for name in ("int4", "uint4"):
+        with pytest.raises(
+            TypeError, match=rf"cannot bind position 0: numpy stores {name} one element per byte"
+        ):
+            tvm_partial.partial(echo, {0: np.array([1, 2, 3], getattr(ml_dtypes, name))})
     with pytest.raises(
-        TypeError, match=r"cannot bind position 0: numpy stores dtype int4 in 8 bits per element, TVM in 4"
+        TypeError,
+        match=r"cannot bind position 0: numpy stores dtype int2 in 8 bits per element, TVM packs it in 2, "
+        r"and TVM defines no packing of int2 from numpy",
     ):
-        tvm_partial.partial(echo, {0: np.zeros(4, ml_dtypes.int4)})
+        tvm_partial.partial(echo, {0: np.zeros(4, ml_dtypes.int2)})
 
 
 # -- 5. out of memory while binding ------------------------------------------------------------------------

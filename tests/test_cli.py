@@ -579,7 +579,7 @@ def test_inspect_reads_weights_files(kinds):
     (length,) = struct.unpack_from("<Q", raw)
     header = json.loads(raw[8 : 8 + length])
     expected = {}
-    for key in ("main/b", "main/c"):
+    for key in ("b", "c"):
         begin, end = header[key]["data_offsets"]
         expected[key] = {
             "file_offset": 8 + length + begin,
@@ -593,12 +593,12 @@ def test_inspect_reads_weights_files(kinds):
     assert info["kind"] == "weights file" and info["self_contained"] is None
     assert info["metadata"]["tvm_partial.format"] == "1"
     assert json.loads(info["metadata"]["tvm_partial.bindings"]) == {
-        "main/b": ["main", 1],
-        "main/c": ["main", 2],
+        "b": ["main", 1],
+        "c": ["main", 2],
     }
     assert [
         (t["key"], t["dtype"], t["shape"], t["bytes"], t["offset"]) for t in info["functions"][0]["bindings"]
-    ] == [(k, "float32", [16], 64, hashes[k]["file_offset"]) for k in ("main/b", "main/c")]
+    ] == [(k, "float32", [16], 64, hashes[k]["file_offset"]) for k in ("b", "c")]
     recorded = json.loads(info["metadata"]["tvm_partial.hashes"])
     assert recorded == {k: e["hash"] for k, e in expected.items()}
     assert {t["key"]: t["hash"] for t in info["functions"][0]["bindings"]} == recorded
@@ -609,11 +609,11 @@ def test_inspect_reads_weights_files(kinds):
     )
     assert text[1].startswith("  written by tvm-partial (tvm_partial.format 1)")
     assert (
-        f"  tensor main/c: float32[16], 64 B at file offset {hashes['main/c']['file_offset']}, "
-        f"function main position 2, hash {recorded['main/c']}"
+        f"  tensor c: float32[16], 64 B at file offset {hashes['c']['file_offset']}, "
+        f"function main position 2, hash {recorded['c']}"
     ) in text
     ext = cli("inspect", str(kinds / "ext.safetensors")).stdout
-    assert "2 tensors, 128 B of tensors" in ext and "tensor main/b: float32[16], 64 B" in ext
+    assert "2 tensors, 128 B of tensors" in ext and "tensor b: float32[16], 64 B" in ext
 
 
 def test_inspect_json_sizes_are_integer_bytes(kinds):

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 import tvm_ffi
@@ -130,7 +131,7 @@ CASES = {
     "truncated data": lambda c: load_from_bytes(_blob(c)[:-1]),
     "corrupted data": lambda c: load_from_bytes(_blob(c)[:60] + b"\x55" + _blob(c)[61:]),
     "data from a newer tvm-partial": lambda c: load_from_bytes(
-        _blob(c)[:8] + struct.pack("<I", 3) + _blob(c)[12:]
+        _blob(c)[:8] + struct.pack("<I", 4) + _blob(c)[12:]
     ),
     "a tensor's device is missing": lambda c: _in_subprocess(
         "import tvm, tvm_partial, tvm_ffi\n"
@@ -224,7 +225,7 @@ CASES = {
         tvm_partial.partial(c["f"], {0: X}), {2**31 - 2: B}
     ),
     "a tensor the format cannot hold": lambda c: tvm_partial.save_to_bytes(
-        tvm_partial.partial(c["exe"], {1: c["int4"]})
+        tvm_partial.partial(c["exe"], {1: c["int3"]})
     ),
     "data the writer never writes (crafted or damaged)": lambda c: load_from_bytes(_with_device_id(c, 1)),
     # device type 1 + (session 0 + 1) * 128: the CPU of RPC session 0 (no server needed to refuse it)
@@ -266,6 +267,16 @@ CASES = {
     ),
     "a complex tensor (torch, numpy)": lambda c: tvm_partial.partial(
         c["f"], signature=c["sig"], weights=np.zeros(fixtures.SHAPES["weights"], np.complex64)
+    ),
+    "an int4 or uint4 numpy array (ml_dtypes)": lambda c: tvm_partial.partial(
+        c["f"], {1: np.zeros(4, ml_dtypes.int4)}
+    ),
+    "a dtype safetensors has no code for, exported with `weights_file=`": lambda c: (
+        tvm_partial.export_library(
+            tvm_partial.partial(c["exe"], {1: np.zeros(4, ml_dtypes.float8_e4m3)}),
+            Path(c["artifact"]).parent / "float8_e4m3.so",
+            weights_file=Path(c["artifact"]).parent / "float8_e4m3.safetensors",
+        )
     ),
     "a weights file that does not exist": lambda c: tvm_partial.open_weights(
         Path(c["artifact"]).parent / "none.safetensors"
@@ -386,7 +397,7 @@ def _weights_file(ctx, kind: str) -> Path:
     elif kind == "json":
         path.write_bytes(raw[:8] + b"[" + raw[9:])  # the header no longer parses
     elif kind == "overlap":
-        header["main/bias"]["data_offsets"] = [0, 32]
+        header["bias"]["data_offsets"] = [0, 32]
         text = json.dumps(header).encode()
         path.write_bytes(struct.pack("<Q", len(text)) + text + raw[8 + n :])
     elif kind == "foreign":
@@ -501,7 +512,7 @@ def ctx(conv, tmp_path_factory):
         "plain": str(plain),
         "text": str(text),
         "sym": _symbolic_kernels(),
-        "int4": tvm.runtime.empty((4,), "int4"),
+        "int3": tvm.runtime.empty((4,), "int3"),
     }
 
 

@@ -28,6 +28,7 @@ def _s(text) -> bytes:
 
 
 def tensor_entry(index, dtype="float32", shape=(4,), nbytes=None, offset=None, device=(1, 0), hash_=0):
+    """A tensor binding (kind 5)."""
     nbytes = 4 * int(np.prod(shape)) if nbytes is None else nbytes
     return (
         struct.pack("<qB", index, 5)
@@ -38,12 +39,28 @@ def tensor_entry(index, dtype="float32", shape=(4,), nbytes=None, offset=None, d
     )
 
 
+def shared_entry(index, payload):
+    """A binding of the tensor whose payload is number ``payload`` (kind 6, version 3)."""
+    return struct.pack("<qBQ", index, 6, payload)
+
+
+def blob_with_payload(functions, payload: bytes, version=1) -> bytes:
+    """``functions(offset)`` -> the functions whose one tensor payload lies at ``offset``: a blob
+    with ``payload`` at the first multiple of 64 after the metadata (the canonical layout)."""
+    probe = make_blob(functions(0), version=version)
+    offset = len(probe) + (-len(probe)) % 64
+    return make_blob(functions(offset), version=version, payload=b"\0" * (offset - len(probe)) + payload)
+
+
 def make_blob(functions, version=1, flags=0, payload=b"", meta_extra=b"", count=None):
-    """functions: [(name, [param names], [binding entry bytes])]; resealed so the hash is valid."""
+    """functions: [(name, [param names], [binding entry bytes])]; resealed so the hash is valid.
+    Versions 2 and 3 carry an output count per function (0 here)."""
     parts = [struct.pack("<I", len(functions) if count is None else count)]
     for name, names, entries in functions:
         parts += [_s(name), struct.pack("<I", len(names)), *(_s(n) for n in names)]
         parts += [struct.pack("<I", len(entries)), *entries]
+        if version >= 2:
+            parts.append(struct.pack("<I", 0))
     meta = b"".join(parts) + meta_extra
     body = meta + payload
     header = b"TVMPARTL" + struct.pack("<IIQQQ", version, flags, 40 + len(body), len(meta), 0)
@@ -81,6 +98,27 @@ def test_python_writer_matches_cpp_encoder(affine4):
     pm = tvm_partial.partial(exe, {0: 7, 2: "s", 3: None}, signature=["a", "b", "c", "out"])
     entries = [struct.pack("<qBq", 0, 1, 7), struct.pack("<qB", 2, 4) + _s("s"), struct.pack("<qB", 3, 0)]
     expected = make_blob([("main", ["a", "b", "c", "out"], entries)])
+    assert tvm_partial.save_to_bytes(pm) == expected
+
+
+def test_python_writer_matches_cpp_encoder_for_a_shared_tensor(affine4):
+    """One tensor bound at positions 1 and 2: version 3, the tensor (kind 5) and a binding of its
+    payload (kind 6, payload 0), the payload once: the layout written from its description."""
+    exe, _ = affine4
+    w = tvm.runtime.tensor(np.arange(4, dtype="float32"))
+    pm = tvm_partial.partial(exe, {1: w, 2: w}, signature=["a", "b", "c", "out"])
+    names = ["a", "b", "c", "out"]
+    meta_len = len(make_blob([("main", names, [tensor_entry(1), shared_entry(2, 0)])], version=3)) - 40
+    offset = 40 + meta_len + (-(40 + meta_len)) % 64
+    entries = [tensor_entry(1, offset=offset, hash_=format_hash(w.numpy().tobytes())), shared_entry(2, 0)]
+    blob = make_blob([("main", names, entries)], version=3)
+    expected = reseal(
+        blob[:16]
+        + struct.pack("<Q", offset + 16)
+        + blob[24:]
+        + b"\0" * (offset - len(blob))
+        + w.numpy().tobytes()
+    )
     assert tvm_partial.save_to_bytes(pm) == expected
 
 
@@ -124,8 +162,24 @@ def small_blob():
     return tvm_partial.save_to_bytes(pm)
 
 
-def test_every_prefix_and_every_flipped_byte_refused(small_blob):
+@pytest.fixture(scope="module")
+def small_shared_blob():
+    """Version 3: one tensor bound at positions 1, 2 and 4, stored once, beside a scalar."""
+    from tvm import te
+
+    x = tvm.runtime.tensor(np.arange(4, dtype="float32"))
+    a = te.placeholder((4,), "float32", name="a")
+    out = te.compute((4,), lambda i: a[i], name="out")
+    exe = tvm.compile(te.create_prim_func([a, out]), target="llvm")
+    data = tvm_partial.save_to_bytes(tvm_partial.partial(exe, {1: x, 2: x, 3: 7, 4: x}))
+    assert data[8] == 3
+    return data
+
+
+@pytest.mark.parametrize("which", ["small_blob", "small_shared_blob"])
+def test_every_prefix_and_every_flipped_byte_refused(which, request):
     """Truncated at each length, or with each byte flipped (two ways): refused, never a crash."""
+    small_blob = request.getfixturevalue(which)
     result = run_json(
         """
         import json, sys, tvm_ffi, tvm_partial
@@ -161,8 +215,42 @@ CRAFTED = [
     ("wrong magic", lambda: b"NOTPARTL" + make_blob([])[8:], r"bad magic"),
     (
         "future version",
-        lambda: make_blob([], version=3),
-        r"format version 3, newer than this tvm-partial reads \(2\); upgrade",
+        lambda: make_blob([], version=4),
+        r"format version 4, newer than this tvm-partial reads \(3\); upgrade",
+    ),
+    (
+        "version 3 without a shared tensor",
+        lambda: make_blob([("main", [], [])], version=3),
+        r"format version 3 without shared tensors \(such data is written as version 1 or 2\)",
+    ),
+    (
+        "shared tensor in version 1",
+        lambda: make_blob([("main", [], [shared_entry(0, 0)])], version=1),
+        r"position 0: unknown value kind 6",
+    ),
+    (
+        "shared tensor in version 2",
+        lambda: make_blob([("main", [], [shared_entry(0, 0)])], version=2),
+        r"position 0: unknown value kind 6",
+    ),
+    (
+        "shared tensor before any tensor",
+        lambda: make_blob([("main", [], [shared_entry(0, 0)])], version=3),
+        r"position 0: shares payload 0, but only 0 tensor payloads come before it",
+    ),
+    (
+        "shared tensor past the payloads",
+        lambda: blob_with_payload(
+            lambda at: [("main", [], [tensor_entry(0, offset=at), shared_entry(1, 1)])], b"\0" * 16, 3
+        ),
+        r"position 1: shares payload 1, but only 1 tensor payloads come before it",
+    ),
+    (
+        "shared payload number truncated",
+        lambda: blob_with_payload(
+            lambda at: [("main", [], [tensor_entry(0, offset=at), struct.pack("<qB", 1, 6)])], b"\0" * 16, 3
+        ),
+        r"shared tensor payload at byte \d+ needs 8 bytes",
     ),
     ("version zero", lambda: make_blob([], version=0), r"format version 0 is invalid"),
     ("unknown flags", lambda: make_blob([], flags=4), r"unknown flags 4"),
@@ -333,14 +421,19 @@ STRICT = [
         r"a dtype of type code 3 cannot be stored",
     ),
     (
-        "sub-byte dtype",
-        lambda: make_blob([("main", [], [tensor_entry(0, dtype="int4", nbytes=2)])]),
-        r"dtype 'int4' has 4 bits per element; only whole bytes can be stored",
+        "sub-byte dtype TVM does not name",
+        lambda: make_blob([("main", [], [tensor_entry(0, dtype="int3", nbytes=2)])]),
+        r"dtype 'int3' has 3 bits per element; only whole bytes and TVM's sub-byte dtypes",
     ),
     (
-        "sub-byte float dtype",
-        lambda: make_blob([("main", [], [tensor_entry(0, dtype="float4_e2m1fn", nbytes=2)])]),
-        r"a dtype of type code 17 cannot be stored",
+        "sub-byte byte length rounded down",
+        lambda: make_blob([("main", [], [tensor_entry(0, dtype="int4", shape=(5,), nbytes=2)])]),
+        r"byte length 2 does not match its shape and dtype \(3\)",
+    ),
+    (
+        "float4 byte length unpacked",
+        lambda: make_blob([("main", [], [tensor_entry(0, dtype="float4_e2m1fn", shape=(4,), nbytes=4)])]),
+        r"byte length 4 does not match its shape and dtype \(2\)",
     ),
     (
         "lanes missing from the byte length",
@@ -472,7 +565,21 @@ def test_missing_device_named(loaded):
     assert "function 'main' position 1 was bound on device metal:0" in message, message
 
 
+def _shared_across_functions() -> bytes:
+    """Function "a" stores a 3-byte int4 tensor (5 elements, packed); "b" binds it too (kind 6)."""
+    payload = bytes([0x12, 0x34, 0x50])
+    return blob_with_payload(
+        lambda at: [
+            ("a", [], [tensor_entry(1, "int4", (5,), 3, at, hash_=format_hash(payload))]),
+            ("b", [], [shared_entry(0, 0)]),
+        ],
+        payload,
+        version=3,
+    )
+
+
 FIXED_POINTS = {
+    "shared across functions, sub-byte": _shared_across_functions,
     "last reachable position": lambda: make_blob([("main", [], [struct.pack("<qB", 2**31 - 2, 0)])]),
     "unicode names and strings": lambda: make_blob(
         [("f\u00e9", ["\u4e2d", "\U0001f600"], [struct.pack("<qB", 1, 4) + _s("\u00ff\U0010ffff")])]
@@ -496,6 +603,15 @@ def test_accepted_blobs_resave_identically(name):
         ("bfloat16", (2, 3)),
         ("int8", (0, 4)),
         ("uint16", (2,)),
+        ("int4", (3, 3)),
+        ("uint4", (7,)),
+        ("int1", (9,)),
+        ("int2", (5,)),
+        ("float4_e2m1fn", (5,)),
+        ("float6_e2m3fn", (5,)),
+        ("float6_e3m2fn", (2, 2)),
+        ("float8_e5m2", (3,)),
+        ("float8_e8m0fnu", (3,)),
     ],
 )
 def test_tensor_dtypes_round_trip(dtype, shape, affine4):
@@ -503,7 +619,7 @@ def test_tensor_dtypes_round_trip(dtype, shape, affine4):
     (seeded) are saved as they are, load back as they are, and re-save to the same blob."""
     exe, _ = affine4
     bits_lanes = tvm_ffi.dtype(dtype)
-    nbytes = int(np.prod(shape)) * bits_lanes.bits // 8 * bits_lanes.lanes
+    nbytes = (int(np.prod(shape)) * bits_lanes.bits * bits_lanes.lanes + 7) // 8  # sub-byte: packed
     source = np.random.default_rng(nbytes + len(dtype)).bytes(nbytes)
     raw = tvm.runtime.tensor(np.frombuffer(source, "uint8").copy())
     typed = raw._create_view(shape, dtype)  # the random bytes, seen as the dtype (no conversion)
@@ -526,7 +642,7 @@ def test_writer_refuses_what_the_loader_refuses(affine4):
     """A tensor the format cannot hold is refused at save time, so nothing unloadable is written."""
     exe, _ = affine4
     values = [
-        (tvm.runtime.empty((4,), "int4"), "4 bits per element"),
+        (tvm.runtime.empty((4,), "int3"), "3 bits per element"),
         (tvm.runtime.empty((4,), "handle"), "type code 3"),
         (np.ones(4, "complex64"), "type code 5"),
     ]  # tvm-ffi cannot parse the name it writes

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <string>
 
+#include "bind/aligned_tensor.h"
 #include "device.h"
 #include "format/hash.h"
 
@@ -68,15 +69,24 @@ bool IsValidUtf8(const char* data, size_t size) {
 std::string TensorProblem(DLDataType dtype, int32_t device_type, int32_t device_id) {
   const bool known_code = dtype.code == kDLInt || dtype.code == kDLUInt || dtype.code == kDLFloat ||
                           dtype.code == kDLBfloat || dtype.code == kDLBool ||
-                          (dtype.code >= kDLFloat8_e3m4 && dtype.code <= kDLFloat8_e8m0fnu);
+                          (dtype.code >= kDLFloat8_e3m4 && dtype.code <= kDLFloat4_e2m1fn);
   if (!known_code) {
     return "a dtype of type code " + std::to_string(dtype.code) +
-           " cannot be stored (only int, uint, float, bfloat16, float8 and bool tensors can)";
+           " cannot be stored (only int, uint, float, bfloat16, float8, float6, float4 and bool "
+           "tensors can)";
   }
   const std::string name = ffi::DLDataTypeToString(dtype);
-  if (dtype.bits == 0 || dtype.bits % 8 != 0) {
+  // Sub-byte dtypes are the ones TVM names: int and uint of 1, 2 or 4 bits, float6 (6 bits) and
+  // float4 (4 bits), packed (ceil(elements * bits / 8) bytes, as TVM allocates them).
+  const bool sub_byte =
+      ((dtype.code == kDLInt || dtype.code == kDLUInt) &&
+       (dtype.bits == 1 || dtype.bits == 2 || dtype.bits == 4)) ||
+      ((dtype.code == kDLFloat6_e2m3fn || dtype.code == kDLFloat6_e3m2fn) && dtype.bits == 6) ||
+      (dtype.code == kDLFloat4_e2m1fn && dtype.bits == 4);
+  if (dtype.bits == 0 || (dtype.bits % 8 != 0 && !sub_byte)) {
     return "dtype '" + name + "' has " + std::to_string(dtype.bits) +
-           " bits per element; only whole bytes can be stored";
+           " bits per element; only whole bytes and TVM's sub-byte dtypes (int1/2/4, uint1/2/4, "
+           "float6_e2m3fn, float6_e3m2fn, float4_e2m1fn) can be stored";
   }
   if (static_cast<int16_t>(dtype.lanes) < 1) {
     return "dtype with " + std::to_string(static_cast<int16_t>(dtype.lanes)) +
@@ -103,12 +113,7 @@ std::string ShapeProblem(const int64_t* shape, size_t ndim, DLDataType dtype, ui
       return "the shape's element count overflows";
     }
   }
-  const uint64_t elem_bytes =
-      static_cast<uint64_t>(dtype.bits / 8) * static_cast<uint16_t>(dtype.lanes);
-  if (__builtin_mul_overflow(nonzero, elem_bytes, bytes) ||
-      *bytes > static_cast<uint64_t>(INT64_MAX)) {
-    return "the shape's byte size overflows";
-  }
+  if (!detail::TensorBytes(nonzero, dtype, bytes)) return "the shape's byte size overflows";
   if (empty) *bytes = 0;
   return "";
 }

@@ -32,7 +32,15 @@ constexpr uint32_t kFlagAppended = 4;  // ... appended to the library file (with
 constexpr size_t kHeaderSize = 40;     // magic, version, flags, total, metadata size, hash
 constexpr size_t kHashedHeader = 32;   // the header bytes covered by the metadata hash
 
-enum ValueKind : uint8_t { kNone = 0, kInt = 1, kFloat = 2, kBool = 3, kStr = 4, kTensor = 5 };
+enum ValueKind : uint8_t {
+  kNone = 0,
+  kInt = 1,
+  kFloat = 2,
+  kBool = 3,
+  kStr = 4,
+  kTensor = 5,
+  kSharedTensor = 6,  // version 3: the tensor of an earlier kind-5 binding, stored once
+};
 
 /*! \brief The hash the header records: over its first kHashedHeader bytes and the metadata. */
 uint64_t MetadataHash(const char* blob, size_t meta_size);
@@ -53,9 +61,10 @@ bool IsValidUtf8(const char* data, size_t size);
 std::string TensorProblem(DLDataType dtype, int32_t device_type, int32_t device_id);
 
 /*!
- * \brief prod(shape) * bits * lanes / 8 into `bytes`; or why not: a negative dimension, or a
- *        product that overflows (even when another dimension is 0: no real tensor has such a
- *        shape). For dtypes TensorProblem accepts (whole bytes), so the size is exact.
+ * \brief ceil(prod(shape) * bits * lanes / 8) into `bytes` (sub-byte dtypes packed, as TVM
+ *        allocates them: detail::TensorBytes); or why not: a negative dimension, or an element
+ *        count or byte size that overflows int64 (even when another dimension is 0: no real
+ *        tensor has such a shape).
  */
 std::string ShapeProblem(const int64_t* shape, size_t ndim, DLDataType dtype, uint64_t* bytes);
 

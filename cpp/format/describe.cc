@@ -30,8 +30,8 @@ ffi::Map<ffi::String, ffi::Any> Describe(const Parsed& parsed) {
     for (const ParsedValue& v : fn.values) {
       ffi::Map<ffi::String, ffi::Any> b;
       b.Set("position", v.index);
-      b.Set("kind", ffi::String(kKindNames[v.kind]));
-      if (v.kind == kTensor) {
+      b.Set("kind", ffi::String(kKindNames[v.kind == kSharedTensor ? kTensor : v.kind]));
+      if (v.kind == kTensor || v.kind == kSharedTensor) {
         b.Set("dtype", ffi::DLDataTypeToString(v.tensor.dtype));
         b.Set("shape", ffi::Array<int64_t>(v.tensor.shape.begin(), v.tensor.shape.end()));
         b.Set("device",
@@ -40,7 +40,16 @@ ffi::Map<ffi::String, ffi::Any> Describe(const Parsed& parsed) {
         // Where the payload is (from the blob's start, or the region's) and its recorded hash.
         b.Set("offset", static_cast<int64_t>(v.tensor.offset));
         b.Set("hash", static_cast<int64_t>(v.tensor.hash));
-        constant_bytes += v.tensor.nbytes;
+        b.Set("payload", static_cast<int64_t>(v.payload));
+        if (v.kind == kSharedTensor) {
+          const ParsedFunction& owner = parsed.OwnerFunction(v.payload);
+          ffi::Map<ffi::String, ffi::Any> with;
+          with.Set("function", owner.name);
+          with.Set("position", parsed.Owner(v.payload).index);
+          b.Set("shared_with", with);
+        } else {
+          constant_bytes += v.tensor.nbytes;  // each payload once
+        }
       } else {
         b.Set("value", v.scalar);
       }

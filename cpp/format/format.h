@@ -7,7 +7,7 @@
  *        bytes it is given and nothing else: where the payloads of external placements live is
  *        decided by storage/payload_source.h, which sits on top of it.
  *
- * Layout (versions 1 and 2, little-endian). Flags: 0, the payloads follow the metadata inside
+ * Layout (versions 1 to 3, little-endian). Flags: 0, the payloads follow the metadata inside
  * the blob; 1 | 4, they are appended to the library file after the linked code, located by a
  * trailer at the file's end (storage/appended_region.h), and the library keeps a copy of the
  * region's 64-byte header under a symbol of its own; 1 | 2, they are the data of a safetensors
@@ -25,12 +25,18 @@
  *                kind 0 None; 1 int: i64; 2 float: f64; 3 bool: u8; 4 str: str;
  *                kind 5 tensor: str dtype | i32 device type | i32 device id | u32 ndim
  *                               | i64 shape[ndim] | u64 byte length | u64 payload offset | u64 hash
- *              version 2 only (written when some function has outputs, else version 1):
+ *                version 3 only: kind 6 shared tensor: u64 payload, the number of an earlier
+ *                               kind-5 binding (0 for the first in the blob): the very tensor
+ *                               bound there, its payload stored once
+ *              versions 2 and 3 (2: written when some function has outputs and no tensor is
+ *              shared; 3: when some tensor is shared; else version 1):
  *              u32 output count, per output (in the order the call returns them):
  *                i64 position | str dtype | u32 ndim | per dimension: i64 source | i64 value
  *                  source -1: value is a static extent (>= 0); source >= 0: the extent of axis
  *                  `value` of the call's argument at position `source` (a free input)
- *   payloads each at an offset from the start that is a multiple of 64; padding bytes are zero.
+ *   payloads one per kind-5 binding, in their order, each at an offset from the start that is a
+ *            multiple of 64; byte length ceil(elements * bits * lanes / 8) (sub-byte dtypes
+ *            packed as TVM packs them); padding bytes are zero.
  *
  *   str = u32 length + UTF-8 bytes. Every read is bounds-checked, every tensor payload hashed.
  */
@@ -44,6 +50,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bind/bindings.h"
@@ -52,10 +59,15 @@
 namespace tvm_partial {
 namespace format {
 
-/*! \brief The newest version: written for blobs that carry outputs, and read. */
-constexpr uint32_t kVersion = 2;
-/*! \brief Blobs without outputs are written as version 1 (byte-identical to before version 2
- *         existed, so older readers read them); payload regions are always version 1. */
+/*! \brief The newest version: written for blobs where one tensor is bound in several places
+ *         (kind 6), and read. */
+constexpr uint32_t kVersion = 3;
+/*! \brief Blobs with outputs and no shared tensor are version 2 (byte-identical to before
+ *         version 3 existed). */
+constexpr uint32_t kVersionOutputs = 2;
+/*! \brief Blobs without outputs or shared tensors are written as version 1 (byte-identical to
+ *         before versions 2 and 3 existed, so older readers read them); payload regions are
+ *         always version 1. */
 constexpr uint32_t kVersionNoOutputs = 1;
 constexpr size_t kPayloadAlignment = 64;
 /*! \brief A payload region starts with "TVMPREGN" | u32 version | u32 0 | u64 size | u64 link,
@@ -107,8 +119,24 @@ std::string EncodeRegionHeader(uint64_t size, uint64_t link);
 /*! \brief Whether the 64 bytes at `header` are a region header recording `size` and `link`. */
 bool RegionHeaderMatches(const char* header, uint64_t size, uint64_t link);
 
-/*! \brief The bound tensors of `functions` in the order Encode lays out their payloads. */
+/*!
+ * \brief Which bound values are one tensor: per function, per binding (in `bound` order), the
+ *        number of the distinct tensor it holds (0, 1, ... in the order they first appear), or -1
+ *        for a value that is not a tensor. Two bindings hold one tensor when they hold the same
+ *        tensor object, or tensors with the same data pointer, byte offset, device, dtype, shape
+ *        and strides (views of one buffer that differ in any of these are distinct tensors).
+ *        Encode stores each distinct tensor once, in this order.
+ */
+std::vector<std::vector<int64_t>> TensorNumbers(const std::vector<FunctionRecord>& functions);
+
+/*! \brief The distinct bound tensors of `functions` in the order Encode lays out their payloads
+ *         (one per TensorNumbers number). */
 std::vector<ffi::Tensor> PayloadTensors(const std::vector<FunctionRecord>& functions);
+
+/*! \brief The bytes of a contiguous tensor's payload: ceil(elements * bits * lanes / 8), exact in
+ *         64-bit arithmetic (tvm-ffi's GetDataSize counts bits, which wraps past 2^61 bytes).
+ * \throws ValueError when that is 2^63 bytes or more. */
+uint64_t PayloadBytes(const DLTensor& tensor);
 
 /*! \brief The size of a region holding `tensors` (header, payloads at multiples of 64). */
 uint64_t RegionSize(const std::vector<ffi::Tensor>& tensors);
@@ -124,7 +152,8 @@ enum class Placement {
   kSection,      // flag 1 alone: a data section of the library (no longer read)
 };
 
-/*! \brief A tensor binding as recorded: no payload read. */
+/*! \brief A tensor binding as recorded: no payload read. A shared tensor (kind 6) has the
+ *         metadata of the binding whose payload it shares. */
 struct TensorMeta {
   DLDataType dtype;
   int32_t device_type;
@@ -137,9 +166,10 @@ struct TensorMeta {
 
 struct ParsedValue {
   int64_t index;
-  uint8_t kind;       // ValueKind (common.h)
-  ffi::Any scalar;    // kinds 0-4
-  TensorMeta tensor;  // kind 5
+  uint8_t kind;          // ValueKind (common.h)
+  ffi::Any scalar;       // kinds 0-4
+  TensorMeta tensor;     // kinds 5 and 6
+  uint64_t payload = 0;  // kinds 5 and 6: the number of the payload (Parsed::payloads)
 };
 
 struct ParsedFunction {
@@ -158,9 +188,14 @@ struct Parsed {
   uint64_t region_size = 0;  // external: the region's size, header included
   std::string weights_file;  // kWeightsFile: relative to the library's folder (or absolute)
   std::vector<ParsedFunction> functions;
+  /*! \brief Per payload, the binding that stores it (kind 5): function, then value index. */
+  std::vector<std::pair<size_t, size_t>> payloads;
   bool external() const { return placement != Placement::kInline; }
-  /*! \brief How many tensor bindings there are (payloads to find). */
-  size_t TensorCount() const;
+  /*! \brief The kind-5 binding that stores payload `k`. */
+  const ParsedValue& Owner(size_t k) const {
+    return functions[payloads[k].first].values[payloads[k].second];
+  }
+  const ParsedFunction& OwnerFunction(size_t k) const { return functions[payloads[k].first]; }
 };
 
 /*!
@@ -175,9 +210,12 @@ Parsed Parse(const char* data, size_t size);
  * \brief The structure as data, for inspection: {"version", "total_bytes", "constant_bytes",
  *        "payloads" ("inline" | "region SYMBOL"), ["weights_file"], ["region_appended"],
  *        ["region_link", "region_size"], "functions": [{"name", "param_names", "bindings":
- *        [{"index", "kind", "value" | "dtype", "shape", "device", "bytes", "offset", "hash"}],
- *        "outputs"}]}. A tensor's "offset" counts from the blob's start (inline) or the region's;
- *        "hash" is the recorded payload hash as the int64 of its bits.
+ *        [{"index", "kind", "value" | "dtype", "shape", "device", "bytes", "offset", "hash",
+ *        "payload", ["shared_with"]}], "outputs"}]}. A tensor's "offset" counts from the blob's
+ *        start (inline) or the region's; "hash" is the recorded payload hash as the int64 of its
+ *        bits; "payload" numbers its payload; a shared tensor (kind 6) has "kind" "tensor" and
+ *        "shared_with": {"function", "position"}, the binding that stores its payload.
+ *        "constant_bytes" counts each payload once.
  */
 ffi::Map<ffi::String, ffi::Any> Describe(const Parsed& parsed);
 

@@ -256,9 +256,10 @@ void ReadTensor(Reader* r, const std::string& where, Layout* layout, TensorMeta*
   layout->next = AlignUp(layout->end);
 }
 
-/*! \brief One binding: position (checked), kind, value. */
+/*! \brief One binding: position (checked), kind, value. A tensor (kind 5) becomes the next of
+ *         `out->payloads`; a shared tensor (kind 6, version 3) refers to one of them. */
 ParsedValue ReadBinding(Reader* r, const ParsedFunction& fn, size_t num_names, int64_t last_index,
-                        Layout* layout) {
+                        Layout* layout, Parsed* out) {
   ParsedValue v;
   v.index = r->Get<int64_t>("position");
   const std::string where = Where(fn, v.index);
@@ -293,15 +294,29 @@ ParsedValue ReadBinding(Reader* r, const ParsedFunction& fn, size_t num_names, i
       break;
     case kTensor:
       ReadTensor(r, where, layout, &v.tensor);
+      v.payload = out->payloads.size();
+      out->payloads.emplace_back(out->functions.size(), fn.values.size());
       break;
+    case kSharedTensor: {
+      if (out->version < 3) Corrupt(where + ": unknown value kind " + std::to_string(v.kind));
+      v.payload = r->Get<uint64_t>("shared tensor payload");
+      if (v.payload >= out->payloads.size()) {
+        Corrupt(where + ": shares payload " + std::to_string(v.payload) + ", but only " +
+                std::to_string(out->payloads.size()) + " tensor payloads come before it");
+      }
+      const auto [f, b] = out->payloads[v.payload];
+      // Its owner is in an earlier function, or earlier in this one (not yet in out->functions).
+      v.tensor = (f < out->functions.size() ? out->functions[f].values[b] : fn.values[b]).tensor;
+      break;
+    }
     default:
       Corrupt(where + ": unknown value kind " + std::to_string(v.kind));
   }
   return v;
 }
 
-/*! \brief One function: name, parameter names, bindings, outputs (version 2). */
-ParsedFunction ReadFunction(Reader* r, uint32_t version, Layout* layout) {
+/*! \brief One function: name, parameter names, bindings, outputs (versions 2 and 3). */
+ParsedFunction ReadFunction(Reader* r, Layout* layout, Parsed* out) {
   ParsedFunction fn;
   fn.name = r->GetStr("function name");
   const uint32_t num_names = r->GetCount("parameter name count", 4);
@@ -309,22 +324,14 @@ ParsedFunction ReadFunction(Reader* r, uint32_t version, Layout* layout) {
   const uint32_t num_bound = r->GetCount("binding count", 9);
   int64_t last_index = -1;
   for (uint32_t b = 0; b < num_bound; ++b) {
-    fn.values.push_back(ReadBinding(r, fn, num_names, last_index, layout));
+    fn.values.push_back(ReadBinding(r, fn, num_names, last_index, layout, out));
     last_index = fn.values.back().index;
   }
-  if (version >= 2) ReadOutputs(r, &fn, num_names);
+  if (out->version >= 2) ReadOutputs(r, &fn, num_names);
   return fn;
 }
 
 }  // namespace
-
-size_t Parsed::TensorCount() const {
-  size_t n = 0;
-  for (const ParsedFunction& fn : functions) {
-    for (const ParsedValue& v : fn.values) n += v.kind == kTensor;
-  }
-  return n;
-}
 
 std::string Where(const ParsedFunction& fn, int64_t index) {
   return "function '" + std::string(fn.name) + "' position " + std::to_string(index);
@@ -347,11 +354,20 @@ Parsed Parse(const char* data, size_t size) {
   seen.reserve(num_functions);
   out.functions.reserve(num_functions);
   for (uint32_t f = 0; f < num_functions; ++f) {
-    out.functions.push_back(ReadFunction(&r, out.version, &layout));
+    ParsedFunction fn = ReadFunction(&r, &layout, &out);
+    out.functions.push_back(std::move(fn));
     const std::string& name = out.functions.back().name;
     if (!seen.insert(name).second) Corrupt("function '" + name + "' appears twice");
   }
-  if (out.version >= 2 &&
+  const bool shared =
+      std::any_of(out.functions.begin(), out.functions.end(), [](const ParsedFunction& fn) {
+        return std::any_of(fn.values.begin(), fn.values.end(),
+                           [](const ParsedValue& v) { return v.kind == kSharedTensor; });
+      });
+  if (out.version == 3 && !shared) {
+    Corrupt("format version 3 without shared tensors (such data is written as version 1 or 2)");
+  }
+  if (out.version == 2 &&
       std::all_of(out.functions.begin(), out.functions.end(),
                   [](const ParsedFunction& fn) { return fn.outputs.empty(); })) {
     Corrupt("format version 2 without outputs (such data is written as version 1)");

@@ -12,7 +12,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -77,12 +79,25 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
     size_t hash_at;    // where the payload hash is patched in
   };
   std::vector<Pending> tensors;
+  const std::vector<std::vector<int64_t>> numbers = TensorNumbers(functions);
+  bool shared = false;  // some tensor is bound in several places: version 3
+  {
+    int64_t distinct = 0;
+    for (const std::vector<int64_t>& fn : numbers) {
+      for (int64_t n : fn) {
+        if (n >= distinct)
+          distinct = n + 1;
+        else if (n >= 0)
+          shared = true;
+      }
+    }
+  }
   Writer w;
   w.str().append(kMagic, sizeof(kMagic));
   const bool with_outputs =
       std::any_of(functions.begin(), functions.end(),
                   [](const FunctionRecord& fn) { return !fn.outputs.empty(); });
-  w.Put<uint32_t>(with_outputs ? kVersion : kVersionNoOutputs);
+  w.Put<uint32_t>(shared ? kVersion : with_outputs ? kVersionOutputs : kVersionNoOutputs);
   w.Put<uint32_t>(region ? (kFlagExternalPayloads |
                             (region->weights_file.empty() ? 0 : kFlagWeightsFile) |
                             (region->appended ? kFlagAppended : 0))
@@ -107,7 +122,8 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
     }
   };
   w.Put<uint32_t>(static_cast<uint32_t>(functions.size()));
-  for (const FunctionRecord& fn : functions) {
+  for (size_t f = 0; f < functions.size(); ++f) {
+    const FunctionRecord& fn = functions[f];
     if (!IsValidUtf8(fn.name.data(), fn.name.size())) {
       TVM_FFI_THROW(ValueError) << "cannot save a function whose name is not valid UTF-8";
     }
@@ -118,8 +134,15 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
       w.PutStr(p);
     }
     w.Put<uint32_t>(static_cast<uint32_t>(fn.bound.size()));
-    for (const auto& [index, value] : fn.bound) {
+    for (size_t b = 0; b < fn.bound.size(); ++b) {
+      const auto& [index, value] = fn.bound[b];
       w.Put<int64_t>(index);
+      const int64_t number = numbers[f][b];
+      if (number >= 0 && static_cast<size_t>(number) < tensors.size()) {
+        w.Put<uint8_t>(kSharedTensor);  // the tensor of an earlier binding: its payload once
+        w.Put<uint64_t>(static_cast<uint64_t>(number));
+        continue;
+      }
       switch (value.type_index()) {
         case ffi::TypeIndex::kTVMFFINone:
           w.Put<uint8_t>(kNone);
@@ -162,7 +185,7 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
           w.Put<int32_t>(t->device.device_id);
           w.Put<uint32_t>(static_cast<uint32_t>(t->ndim));
           for (int i = 0; i < t->ndim; ++i) w.Put<int64_t>(t->shape[i]);
-          size_t nbytes = ffi::GetDataSize(*t);
+          const size_t nbytes = static_cast<size_t>(shape_bytes);
           w.Put<uint64_t>(nbytes);
           size_t offset_at = w.size();
           w.Put<uint64_t>(0);
@@ -178,7 +201,7 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
               << " cannot be serialised (only tensors, int, float, bool, str and None can)";
       }
     }
-    if (with_outputs) WriteOutputs(&w, fn.outputs);
+    if (with_outputs || shared) WriteOutputs(&w, fn.outputs);
   }
   const size_t meta_size = w.size() - kHeaderSize;
   if (region) {
@@ -217,20 +240,84 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
   return std::move(w.str());
 }
 
-std::vector<ffi::Tensor> PayloadTensors(const std::vector<FunctionRecord>& functions) {
-  std::vector<ffi::Tensor> tensors;
+namespace {
+
+/*! \brief What makes two bound tensors one (TensorNumbers): the same object, or the same data
+ *         pointer, byte offset, device, dtype, shape and strides. */
+struct TensorIdentity {
+  const void* object;  // only where the data pointer is null (an empty tensor): objects differ
+  const void* data;
+  uint64_t byte_offset;
+  int32_t device_type, device_id;
+  uint8_t code, bits;
+  uint16_t lanes;
+  std::vector<int64_t> shape, strides;  // strides: empty when contiguous
+
+  explicit TensorIdentity(const ffi::Tensor& tensor) {
+    const DLTensor* t = tensor.GetDLTensorPtr();
+    object = t->data == nullptr ? static_cast<const void*>(t) : nullptr;  // its object
+    data = t->data;
+    byte_offset = t->byte_offset;
+    device_type = t->device.device_type;
+    device_id = t->device.device_id;
+    code = t->dtype.code;
+    bits = t->dtype.bits;
+    lanes = t->dtype.lanes;
+    shape.assign(t->shape, t->shape + t->ndim);
+    if (t->strides != nullptr && !tensor.IsContiguous())
+      strides.assign(t->strides, t->strides + t->ndim);
+  }
+  bool operator<(const TensorIdentity& o) const {
+    return std::tie(object, data, byte_offset, device_type, device_id, code, bits, lanes, shape,
+                    strides) < std::tie(o.object, o.data, o.byte_offset, o.device_type, o.device_id,
+                                        o.code, o.bits, o.lanes, o.shape, o.strides);
+  }
+};
+
+}  // namespace
+
+std::vector<std::vector<int64_t>> TensorNumbers(const std::vector<FunctionRecord>& functions) {
+  std::map<TensorIdentity, int64_t> seen;
+  std::vector<std::vector<int64_t>> out;
+  out.reserve(functions.size());
   for (const FunctionRecord& fn : functions) {
+    std::vector<int64_t>& numbers = out.emplace_back();
+    numbers.reserve(fn.bound.size());
     for (const auto& [index, value] : fn.bound) {
-      if (value.type_index() == ffi::TypeIndex::kTVMFFITensor)
-        tensors.push_back(value.cast<ffi::Tensor>());
+      if (value.type_index() != ffi::TypeIndex::kTVMFFITensor) {
+        numbers.push_back(-1);
+        continue;
+      }
+      const int64_t next = static_cast<int64_t>(seen.size());
+      numbers.push_back(
+          seen.emplace(TensorIdentity(value.cast<ffi::Tensor>()), next).first->second);
+    }
+  }
+  return out;
+}
+
+std::vector<ffi::Tensor> PayloadTensors(const std::vector<FunctionRecord>& functions) {
+  const std::vector<std::vector<int64_t>> numbers = TensorNumbers(functions);
+  std::vector<ffi::Tensor> tensors;
+  for (size_t f = 0; f < functions.size(); ++f) {
+    for (size_t b = 0; b < functions[f].bound.size(); ++b) {
+      if (numbers[f][b] == static_cast<int64_t>(tensors.size()))
+        tensors.push_back(functions[f].bound[b].second.cast<ffi::Tensor>());
     }
   }
   return tensors;
 }
 
+uint64_t PayloadBytes(const DLTensor& tensor) {
+  uint64_t bytes = 0;
+  const std::string problem = ShapeProblem(tensor.shape, tensor.ndim, tensor.dtype, &bytes);
+  if (!problem.empty()) TVM_FFI_THROW(ValueError) << "a tensor's payload: " << problem;
+  return bytes;
+}
+
 uint64_t RegionSize(const std::vector<ffi::Tensor>& tensors) {
   uint64_t end = kRegionHeaderSize;
-  for (const ffi::Tensor& t : tensors) end = AlignUp(end) + ffi::GetDataSize(*t.GetDLTensorPtr());
+  for (const ffi::Tensor& t : tensors) end = AlignUp(end) + PayloadBytes(*t.GetDLTensorPtr());
   return end;
 }
 

@@ -163,7 +163,7 @@ std::vector<uint64_t> AppendRegion(const std::vector<format::FunctionRecord>& fu
   const std::string header = format::EncodeRegionHeader(total, region.link);
   out.Put(header.data(), header.size());
   for (const ffi::Tensor& t : tensors) {
-    const size_t nbytes = ffi::GetDataSize(*t.GetDLTensorPtr());
+    const size_t nbytes = format::PayloadBytes(*t.GetDLTensorPtr());
     out.PadTo(start + format::AlignUp(out.at() - start));
     format::HostBytes host(t, nbytes);
     hash::Hasher hasher;
@@ -194,7 +194,7 @@ void WriteRegion(const std::vector<format::FunctionRecord>& functions,
   const std::string header = format::EncodeRegionHeader(format::RegionSize(tensors), region.link);
   out.Put(header.data(), header.size());
   for (const ffi::Tensor& t : tensors) {
-    const size_t nbytes = ffi::GetDataSize(*t.GetDLTensorPtr());
+    const size_t nbytes = format::PayloadBytes(*t.GetDLTensorPtr());
     out.PadTo(lead + format::AlignUp(out.at() - lead));
     out.Put(format::HostBytes(t, nbytes).data(), nbytes);
   }

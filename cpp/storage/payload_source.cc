@@ -38,14 +38,12 @@ constexpr bool kVerifyChecksums = false;  // as in format/reader.cc
 constexpr bool kVerifyChecksums = true;
 #endif
 
-/*! \brief Each tensor binding of `parsed` with its function, in metadata order. */
+/*! \brief Each payload of `parsed` (its kind-5 binding) with its function, in metadata order.
+ *         A tensor bound in several places (kind 6) has one payload. */
 template <typename F>
 void ForEachTensor(const format::Parsed& parsed, F visit) {
-  for (const format::ParsedFunction& fn : parsed.functions) {
-    for (const format::ParsedValue& v : fn.values) {
-      if (v.kind == format::kTensor) visit(fn, v);
-    }
-  }
+  for (size_t k = 0; k < parsed.payloads.size(); ++k)
+    visit(parsed.OwnerFunction(k), parsed.Owner(k));
 }
 
 /*! \brief The artifact's file, which an external placement needs. */
@@ -75,12 +73,8 @@ void CheckLibraryHeader(const format::Parsed& parsed, const Origin& origin) {
 
 PayloadSource FromOverride(const format::Parsed& parsed, const Origin& origin) {
   weights::WeightsFile file = weights::Open(origin.override_weights);
-  std::vector<weights::Wanted> wanted;
-  ForEachTensor(parsed, [&](const format::ParsedFunction& fn, const format::ParsedValue& v) {
-    wanted.push_back({fn.name, v.index, &fn.param_names, ffi::DLDataTypeToString(v.tensor.dtype),
-                      v.tensor.shape});
-  });
-  PayloadSource out{"weights file given to load", file.file, weights::Match(file, wanted)};
+  PayloadSource out{"weights file given to load", file.file,
+                    weights::Match(file, weights::WantedOf(parsed))};
   return out;
 }
 

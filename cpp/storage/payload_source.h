@@ -49,7 +49,8 @@ struct Origin {
   std::string override_weights;
 };
 
-/*! \brief Where each tensor payload lies, in the order of the metadata's tensor bindings. */
+/*! \brief Where each tensor payload lies, in the order of the metadata's payloads (one per
+ *         distinct tensor: Parsed::payloads). */
 struct PayloadSource {
   /*! \brief "inline", "appended", "weights file", or "weights file given to load". */
   std::string placement;
@@ -79,7 +80,8 @@ PayloadSource Locate(const format::Parsed& parsed, const Origin& origin);
 void CheckBytes(const format::Parsed& parsed, const char* blob);
 
 /*!
- * \brief The tensors of `parsed`'s tensor bindings, in order, built from `source`: host tensors
+ * \brief The tensors of `parsed`'s payloads (one per distinct tensor, Parsed::payloads), in
+ *        order, built from `source`: host tensors
  *        whose payload is 64-byte aligned in a file are views of a private mapping of it (pages
  *        read when touched, writes stay in the process); inline payloads (checked by
  *        CheckBytes) are copied into aligned memory; tensors bound on a device are copied there.

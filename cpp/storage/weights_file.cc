@@ -30,22 +30,30 @@ namespace weights {
 
 namespace {
 
-constexpr Dtype kDtypes[] = {{"BOOL", "bool", 1},
-                             {"U8", "uint8", 1},
-                             {"I8", "int8", 1},
-                             {"U16", "uint16", 2},
-                             {"I16", "int16", 2},
-                             {"F16", "float16", 2},
-                             {"BF16", "bfloat16", 2},
-                             {"U32", "uint32", 4},
-                             {"I32", "int32", 4},
-                             {"F32", "float32", 4},
-                             {"U64", "uint64", 8},
-                             {"I64", "int64", 8},
-                             {"F64", "float64", 8},
-                             {"F8_E4M3", "float8_e4m3fn", 1},
-                             {"F8_E5M2", "float8_e5m2", 1},
-                             {"F8_E8M0", "float8_e8m0fnu", 1}};
+// The dtypes of safetensors (its Rust `Dtype`, as the safetensors package writes them) that TVM
+// has too. Not here: C64 (TVM has no complex dtype). TVM's float8_e3m4, float8_e4m3,
+// float8_e4m3b11fnuz and its sub-byte ints have no safetensors code.
+constexpr Dtype kDtypes[] = {{"BOOL", "bool", 8},
+                             {"U8", "uint8", 8},
+                             {"I8", "int8", 8},
+                             {"U16", "uint16", 16},
+                             {"I16", "int16", 16},
+                             {"F16", "float16", 16},
+                             {"BF16", "bfloat16", 16},
+                             {"U32", "uint32", 32},
+                             {"I32", "int32", 32},
+                             {"F32", "float32", 32},
+                             {"U64", "uint64", 64},
+                             {"I64", "int64", 64},
+                             {"F64", "float64", 64},
+                             {"F8_E4M3", "float8_e4m3fn", 8},
+                             {"F8_E4M3FNUZ", "float8_e4m3fnuz", 8},
+                             {"F8_E5M2", "float8_e5m2", 8},
+                             {"F8_E5M2FNUZ", "float8_e5m2fnuz", 8},
+                             {"F8_E8M0", "float8_e8m0fnu", 8},
+                             {"F6_E2M3", "float6_e2m3fn", 6},
+                             {"F6_E3M2", "float6_e3m2fn", 6},
+                             {"F4", "float4_e2m1fn", 4}};
 
 /*! \brief How deep `text` (JSON) nests arrays and objects, counted without parsing it (strings
  *         skipped, escapes honoured); stops counting past `limit`. */
@@ -126,7 +134,10 @@ Entry ReadEntry(const std::string& path, const std::string& key, const ffi::json
     shape_ok = d.has_value() && *d >= 0;
     if (shape_ok) {
       out.shape.push_back(*d);
-      count = count > (static_cast<unsigned __int128>(1) << 64) ? count : count * *d;
+      // Saturated just past 2^64 (each factor is below 2^63), so count * bits (at most 64)
+      // cannot overflow 128 bits.
+      constexpr unsigned __int128 kCap = (static_cast<unsigned __int128>(1) << 64) + 1;
+      count = count >= kCap ? kCap : std::min(count * static_cast<uint64_t>(*d), kCap);
     }
   }
   if (!shape_ok) Bad(path, where + ": shape is not a list of at most 64 non-negative ints");
@@ -142,7 +153,13 @@ Entry ReadEntry(const std::string& path, const std::string& key, const ffi::json
   }
   out.begin = static_cast<uint64_t>(*begin);
   out.end = static_cast<uint64_t>(*end);
-  const unsigned __int128 expected = count * dtype->bytes;
+  const unsigned __int128 bits = count * dtype->bits;
+  if (bits % 8 != 0 && count >> 64 == 0) {  // as the safetensors package refuses it
+    Bad(path, where + ": its " + std::to_string(static_cast<uint64_t>(count)) + " elements of " +
+                  dtype->code + " take " + std::to_string(static_cast<uint64_t>(bits)) +
+                  " bits, not whole bytes; safetensors stores only whole bytes");
+  }
+  const unsigned __int128 expected = bits / 8;
   if (expected != out.end - out.begin) {
     Bad(path, where + ": data_offsets span " + std::to_string(out.end - out.begin) +
                   " bytes, its dtype " + dtype->code + " and shape " + ShapeText(out.shape) +
@@ -321,6 +338,29 @@ std::map<std::string, std::pair<std::string, int64_t>> RecordedBindings(const We
   return out;
 }
 
+std::map<std::string, std::string> RecordedShared(const WeightsFile& file) {
+  std::map<std::string, std::string> out;
+  auto it = file.metadata.find(kMetadataShared);
+  if (it == file.metadata.end()) return out;
+  const std::string& path = file.file->path;
+  auto object =
+      ParseBounded(path, it->second, 1, "tvm_partial.shared record").try_cast<ffi::json::Object>();
+  if (!object.has_value()) Bad(path, "malformed tvm_partial metadata (shared: not an object)");
+  for (const auto& kv : *object) {
+    auto alias = kv.first.try_cast<ffi::String>();
+    auto stored = kv.second.try_cast<ffi::String>();
+    if (!alias.has_value() || !stored.has_value() || !file.entries.count(std::string(*stored)) ||
+        !WeightsFile::IsTensorKey(std::string(*stored)) ||
+        file.entries.count(std::string(*alias))) {
+      Bad(path,
+          "malformed tvm_partial metadata (shared: each other place's key must name a "
+          "tensor the file holds, and be no tensor of its own)");
+    }
+    out.emplace(std::string(*alias), std::string(*stored));
+  }
+  return out;
+}
+
 void CheckRegionFile(const WeightsFile& file, const format::Parsed& parsed) {
   const std::string& path = file.file->path;
   const char* foreign =
@@ -345,20 +385,23 @@ void CheckRegionFile(const WeightsFile& file, const format::Parsed& parsed) {
       !format::RegionHeaderMatches(header, parsed.region_size, parsed.link)) {
     Bad(path, std::string("its region header does not match the artifact's metadata") + foreign);
   }
-  for (const format::ParsedFunction& fn : parsed.functions) {
-    for (const format::ParsedValue& v : fn.values) {
-      if (v.kind != format::kTensor) continue;
-      const uint64_t begin = v.tensor.offset, end = v.tensor.offset + v.tensor.nbytes;
-      const std::string key = Key(fn.name, v.index, fn.param_names);
-      auto entry = file.entries.find(key);
-      if (entry == file.entries.end() || entry->second.begin != begin || entry->second.end != end ||
-          entry->second.dtype->tvm != ffi::DLDataTypeToString(v.tensor.dtype) ||
-          entry->second.shape != v.tensor.shape) {
-        Bad(path, "its JSON header has no tensor '" + key + "' at data offsets [" +
-                      std::to_string(begin) + ", " + std::to_string(end) +
-                      "] (with its dtype and shape), where the metadata puts " +
-                      format::Where(fn, v.index) + foreign);
-      }
+  const std::vector<Wanted> wanted = WantedOf(parsed);
+  const std::vector<std::vector<std::string>> keys = Keys(wanted);
+  for (size_t k = 0; k < parsed.payloads.size(); ++k) {
+    const format::ParsedFunction& fn = parsed.OwnerFunction(k);
+    const format::ParsedValue& v = parsed.Owner(k);
+    const uint64_t begin = v.tensor.offset, end = v.tensor.offset + v.tensor.nbytes;
+    // Under the key of its first place; files of earlier versions name it FUNCTION/PARAMETER.
+    auto entry = file.entries.find(keys[k][0]);
+    if (entry == file.entries.end())
+      entry = file.entries.find(LegacyKey(fn.name, v.index, fn.param_names));
+    if (entry == file.entries.end() || entry->second.begin != begin || entry->second.end != end ||
+        entry->second.dtype->tvm != ffi::DLDataTypeToString(v.tensor.dtype) ||
+        entry->second.shape != v.tensor.shape) {
+      Bad(path, "its JSON header has no tensor '" + keys[k][0] + "' at data offsets [" +
+                    std::to_string(begin) + ", " + std::to_string(end) +
+                    "] (with its dtype and shape), where the metadata puts " +
+                    format::Where(fn, v.index) + foreign);
     }
   }
 }

@@ -12,12 +12,16 @@
  * recurses, so depth is bounded before it runs), each entry's dtype, shape and offsets inside
  * the data, no two tensors overlapping.
  *
- * Keys of the tensors tvm-partial binds are `FUNCTION/PARAMETER` (`main/weights`), or
- * `FUNCTION/POSITION` (`main/1`) where the parameter has no recorded, unique name; a key without
- * a `/` (a file another tool wrote, a state_dict's `fc1.weight`) names a parameter of any bound
- * function where that name is unique. Entries `__padding__/N` (gaps kept so every payload lies at
- * a multiple of 64) and `__tvm_partial_region__` (the region header of an artifact exported
- * with `weights_file=`) are not tensors anyone binds.
+ * Keys of the tensors tvm-partial writes (`Keys`) are the parameter's own name (`fc1.weight`,
+ * as a state_dict names it) where no bound tensor of another function has that name;
+ * `FUNCTION/PARAMETER` (`main/weights`) where one does; `FUNCTION/POSITION` (`main/1`) where the
+ * parameter has no recorded, unique name. A key without a `/` (a file another tool wrote) names
+ * a parameter of any bound function where that name is unique. A tensor bound in several places
+ * is stored once, under the key of its first place; `__metadata__` records every place
+ * (`tvm_partial.bindings`) and which stored key each other place reads (`tvm_partial.shared`).
+ * Entries `__padding__/N` (gaps kept so every payload lies at a multiple of 64) and
+ * `__tvm_partial_region__` (the region header of an artifact exported with `weights_file=`)
+ * are not tensors anyone binds.
  */
 #ifndef TVM_PARTIAL_STORAGE_WEIGHTS_FILE_H_
 #define TVM_PARTIAL_STORAGE_WEIGHTS_FILE_H_
@@ -48,12 +52,14 @@ constexpr const char kRegionKey[] = "__tvm_partial_region__";
 constexpr const char kMetadataFormat[] = "tvm_partial.format";
 constexpr const char kMetadataBindings[] = "tvm_partial.bindings";
 constexpr const char kMetadataHashes[] = "tvm_partial.hashes";
+constexpr const char kMetadataShared[] = "tvm_partial.shared";
 
-/*! \brief A dtype both safetensors and TVM name: the safetensors code, TVM's name, bytes. */
+/*! \brief A dtype both safetensors and TVM name: the safetensors code, TVM's name, bits per
+ *         element (4 and 6 for F4, F6_*: packed, as both pack them). */
 struct Dtype {
   const char* code;
   const char* tvm;
-  uint64_t bytes;
+  uint64_t bits;
 };
 /*! \brief Refuse the weights file at `path`: ValueError "weights file PATH is truncated: ...",
  *         "weights file PATH lacks ...", or "weights file PATH: tensor 'k': ...". */
@@ -101,13 +107,20 @@ WeightsFile Open(const std::string& path);
  */
 std::optional<std::map<std::string, uint64_t>> RecordedHashes(const WeightsFile& file);
 
-/*! \brief `[function, position]` per key as `tvm_partial.bindings` records it (may be empty). */
+/*! \brief `[function, position]` per key as `tvm_partial.bindings` records it (may be empty):
+ *         the keys of stored tensors, and of the other places of shared ones. */
 std::map<std::string, std::pair<std::string, int64_t>> RecordedBindings(const WeightsFile& file);
 
-/*! \brief The key tvm-partial writes for a bound tensor: `FUNCTION/PARAMETER`, or
- *         `FUNCTION/POSITION` where the name is unknown, not unique, holds a `/` or is digits. */
-std::string Key(const std::string& function, int64_t position,
-                const ffi::Array<ffi::String>& param_names);
+/*! \brief `tvm_partial.shared`: the key of each place that reads the tensor stored under
+ *         another key -> that key (may be empty). \throws ValueError naming the file when the
+ *         record is malformed or names a tensor the file does not hold. */
+std::map<std::string, std::string> RecordedShared(const WeightsFile& file);
+
+/*! \brief The key the previous versions wrote for a bound tensor (`FUNCTION/PARAMETER`, or
+ *         `FUNCTION/POSITION` where the name is unknown, not unique, holds a `/` or is digits):
+ *         still accepted where an artifact's own weights file is checked. */
+std::string LegacyKey(const std::string& function, int64_t position,
+                      const ffi::Array<ffi::String>& param_names);
 
 /*! \brief A key read back: `FUNCTION/NAME`, `FUNCTION/POSITION` or a bare `NAME`. */
 struct KeyRef {
@@ -119,23 +132,43 @@ struct KeyRef {
  *         file for a position no call can reach. */
 KeyRef ParseKey(const std::string& path, const std::string& key);
 
-/*! \brief A bound tensor a weights file must supply: where it is bound, what it is. */
-struct Wanted {
+/*! \brief A place a tensor is bound at. */
+struct Place {
   std::string function;
   int64_t position;
   const ffi::Array<ffi::String>* param_names;
+};
+
+/*! \brief A distinct bound tensor (one payload): every place it is bound at, in order, and
+ *         what it is. A weights file supplies it once. */
+struct Wanted {
+  std::vector<Place> places;
   std::string dtype;
   std::vector<int64_t> shape;
 };
 
 /*!
+ * \brief The key of each place of each tensor (`keys[i][j]`: place j of `tensors[i]`), unique
+ *        across all of them; `keys[i][0]` is the key tensor i is stored under. A place's key is
+ *        the parameter's name alone when it is recorded, unique in its function, holds no `/`,
+ *        is not digits and is not `__metadata__`, every place of that name is a place of this
+ *        tensor, and it is the first such place; else `FUNCTION/PARAMETER` (the name as above,
+ *        any other function may have it); else `FUNCTION/POSITION`.
+ */
+std::vector<std::vector<std::string>> Keys(const std::vector<Wanted>& tensors);
+
+/*!
  * \brief Which tensor of `file` supplies each of `wanted` (their data offsets in the file, in
- *        order). Each key of the file is resolved to one binding (a `FUNCTION/...` key in its
- *        function; a bare name in the one function binding a parameter of that name); every
- *        binding must be supplied exactly once, with its dtype and shape, and nothing else.
+ *        order). Each key of the file is resolved to one bound tensor (a `FUNCTION/...` key in
+ *        its function; a bare name in the one tensor bound at a parameter of that name, in any
+ *        function); every tensor must be supplied exactly once (a tensor bound in several places
+ *        by a key of any of them), with its dtype and shape, and nothing else.
  * \throws ValueError naming the file, the key and the binding otherwise (and the key scheme).
  */
 std::vector<uint64_t> Match(const WeightsFile& file, const std::vector<Wanted>& wanted);
+
+/*! \brief The tensors a parsed blob binds, one per payload, with every place (kinds 5 and 6). */
+std::vector<Wanted> WantedOf(const format::Parsed& parsed);
 
 /*!
  * \brief Check a weights file exported with `weights_file=` against its metadata: the region
@@ -149,19 +182,21 @@ void CheckRegionFile(const WeightsFile& file, const format::Parsed& parsed);
  *         keys stay as people read them, `main/weights`). */
 std::string JsonQuote(const std::string& s);
 
-/*! \brief One entry of a header being written. */
+/*! \brief One entry of a header being written; `where` names its binding in messages. */
 struct OutEntry {
   std::string key;
   std::string tvm_dtype;
   std::vector<int64_t> shape;
   uint64_t begin;
   uint64_t end;
+  std::string where = {};
 };
 /*!
  * \brief The bytes before the data of a safetensors file (u64 length, JSON header padded with
  *        spaces so the data starts at a multiple of 64) holding `entries` and `metadata`; gaps
  *        between entries are filled with `__padding__/N` entries.
- * \throws TypeError naming the key for a dtype safetensors cannot hold.
+ * \throws TypeError naming the key, the binding and the dtype for a dtype safetensors has no
+ *         code for, or a sub-byte tensor that does not fill whole bytes (which it cannot hold).
  */
 std::string EncodeHeader(std::vector<OutEntry> entries,
                          const std::map<std::string, std::string>& metadata, uint64_t data_size);

@@ -3,18 +3,21 @@
 /*!
  * \file storage/weights_keys.cc
  * \brief How bound tensors are named in weights files, and which tensor of a file supplies each
- *        binding (storage/weights_file.h): `Key`, `ParseKey`, `Match`.
+ *        bound tensor (storage/weights_file.h): `Keys`, `LegacyKey`, `ParseKey`, `Match`.
  */
+#include <tvm/ffi/dtype.h>
 #include <tvm/ffi/error.h>
 
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "bind/bindings.h"
+#include "format/common.h"
 #include "storage/weights_file.h"
 
 namespace tvm_partial {
@@ -34,8 +37,8 @@ std::optional<int64_t> AsPosition(const std::string& s) {
 
 }  // namespace
 
-std::string Key(const std::string& function, int64_t position,
-                const ffi::Array<ffi::String>& param_names) {
+std::string LegacyKey(const std::string& function, int64_t position,
+                      const ffi::Array<ffi::String>& param_names) {
   std::string name;
   if (position >= 0 && position < static_cast<int64_t>(param_names.size())) {
     name = param_names[position];
@@ -46,6 +49,54 @@ std::string Key(const std::string& function, int64_t position,
     unique = i == position || std::string(param_names[i]) != name;
   }
   return function + "/" + (unique ? name : std::to_string(position));
+}
+
+std::vector<std::vector<std::string>> Keys(const std::vector<Wanted>& tensors) {
+  // A place's name, where it can make a key (as LegacyKey decides), else "".
+  auto name_of = [](const Place& p) {
+    const std::string key = LegacyKey(p.function, p.position, *p.param_names);
+    const std::string rest = key.substr(p.function.size() + 1);
+    return rest == std::to_string(p.position) ? std::string() : rest;
+  };
+  // Each name -> the tensors bound at a parameter of that name, and its first place.
+  std::map<std::string, std::set<size_t>> tensors_named;
+  std::map<std::string, std::pair<size_t, size_t>> first_place;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    for (size_t j = 0; j < tensors[i].places.size(); ++j) {
+      const std::string name = name_of(tensors[i].places[j]);
+      if (name.empty()) continue;
+      tensors_named[name].insert(i);
+      first_place.emplace(name, std::make_pair(i, j));
+    }
+  }
+  std::vector<std::vector<std::string>> out(tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    for (size_t j = 0; j < tensors[i].places.size(); ++j) {
+      const Place& p = tensors[i].places[j];
+      const std::string name = name_of(p);
+      const bool bare = !name.empty() && name != "__metadata__" && WeightsFile::IsTensorKey(name) &&
+                        tensors_named[name].size() == 1 &&
+                        first_place[name] == std::make_pair(i, j);
+      out[i].push_back(bare ? name : LegacyKey(p.function, p.position, *p.param_names));
+    }
+  }
+  return out;
+}
+
+std::vector<Wanted> WantedOf(const format::Parsed& parsed) {
+  std::vector<Wanted> out(parsed.payloads.size());
+  for (const format::ParsedFunction& fn : parsed.functions) {
+    for (const format::ParsedValue& v : fn.values) {
+      if (v.kind != format::kTensor && v.kind != format::kSharedTensor) continue;
+      Wanted& w = out[v.payload];
+      if (w.places.empty()) {
+        w.dtype = ffi::DLDataTypeToString(v.tensor.dtype);
+        w.shape = v.tensor.shape;
+      }
+      w.places.push_back({std::string(fn.name), v.index, &fn.param_names});
+    }
+  }
+  return out;
 }
 
 KeyRef ParseKey(const std::string& path, const std::string& key) {
@@ -71,27 +122,39 @@ KeyRef ParseKey(const std::string& path, const std::string& key) {
 std::vector<uint64_t> Match(const WeightsFile& file, const std::vector<Wanted>& wanted) {
   const std::string& path = file.file->path;
   const char* scheme =
-      " (keys read FUNCTION/PARAMETER, e.g. main/weights, FUNCTION/POSITION, e.g. main/1, or a "
-      "parameter name alone where one bound function has it)";
-  // Each key of the file -> the binding it supplies.
-  std::map<std::pair<std::string, int64_t>, std::string> supplied;  // binding -> key
-  std::map<std::pair<std::string, int64_t>, size_t> index;          // binding -> wanted[i]
-  for (size_t i = 0; i < wanted.size(); ++i) index[{wanted[i].function, wanted[i].position}] = i;
+      " (keys are parameter names, e.g. weights, where one bound tensor has that name; else "
+      "FUNCTION/PARAMETER, e.g. main/weights, or FUNCTION/POSITION, e.g. main/1)";
+  const std::vector<std::vector<std::string>> keys = Keys(wanted);
+  // What tensor i is called in messages: 'KEY', and its places when it has several.
+  auto named = [&](size_t i) {
+    std::string text = "'" + keys[i][0] + "'";
+    if (keys[i].size() > 1) {
+      text += " (one tensor, bound at " + keys[i][0];
+      for (size_t j = 1; j < keys[i].size(); ++j) {
+        text += (j + 1 == keys[i].size() ? " and " : ", ") + keys[i][j];
+      }
+      text += ")";
+    }
+    return text;
+  };
+  std::map<size_t, std::string> supplied;  // tensor -> the key that supplies it
   std::string binds;
-  for (const Wanted& w : wanted) {
-    binds += (binds.empty() ? "" : ", ") + Key(w.function, w.position, *w.param_names);
-  }
+  for (size_t i = 0; i < wanted.size(); ++i) binds += (binds.empty() ? "" : ", ") + keys[i][0];
   for (const auto& [key, entry] : file.entries) {
     if (!WeightsFile::IsTensorKey(key)) continue;
     const KeyRef ref = ParseKey(path, key);
-    std::vector<std::pair<std::string, int64_t>> targets;
-    for (const Wanted& w : wanted) {
-      if (!ref.function.empty() && ref.function != w.function) continue;
-      const bool by_name = !ref.name.empty() &&
-                           w.position < static_cast<int64_t>(w.param_names->size()) &&
-                           std::string((*w.param_names)[w.position]) == ref.name;
-      if (by_name || (ref.name.empty() && ref.position == w.position)) {
-        targets.emplace_back(w.function, w.position);
+    std::vector<std::pair<size_t, size_t>> targets;  // (tensor, place): one per tensor
+    for (size_t i = 0; i < wanted.size(); ++i) {
+      for (size_t j = 0; j < wanted[i].places.size(); ++j) {
+        const Place& p = wanted[i].places[j];
+        if (!ref.function.empty() && ref.function != p.function) continue;
+        const bool by_name = !ref.name.empty() &&
+                             p.position < static_cast<int64_t>(p.param_names->size()) &&
+                             std::string((*p.param_names)[p.position]) == ref.name;
+        if (by_name || (ref.name.empty() && ref.position == p.position)) {
+          targets.emplace_back(i, j);
+          break;  // a tensor counts once, whichever of its places the key names
+        }
       }
     }
     if (targets.empty()) {
@@ -100,28 +163,21 @@ std::vector<uint64_t> Match(const WeightsFile& file, const std::vector<Wanted>& 
                     "); it holds the weights of another model" + scheme);
     }
     if (targets.size() > 1) {
-      Bad(path,
-          "tensor '" + key + "' could be '" +
-              Key(targets[0].first, targets[0].second, *wanted[index[targets[0]]].param_names) +
-              "' or '" +
-              Key(targets[1].first, targets[1].second, *wanted[index[targets[1]]].param_names) +
-              "': a parameter of that name is bound in several functions; name it "
-              "FUNCTION/" +
-              ref.name);
+      Bad(path, "tensor '" + key + "' could be '" + keys[targets[0].first][targets[0].second] +
+                    "' or '" + keys[targets[1].first][targets[1].second] +
+                    "': a parameter of that name is bound in several functions; name it "
+                    "FUNCTION/" +
+                    ref.name);
     }
-    auto [it, fresh] = supplied.emplace(targets[0], key);
+    auto [it, fresh] = supplied.emplace(targets[0].first, key);
     if (!fresh) {
-      Bad(path,
-          "tensors '" + it->second + "' and '" + key + "' both supply " +
-              Key(targets[0].first, targets[0].second, *wanted[index[targets[0]]].param_names) +
-              "; keep one");
+      Bad(path, "tensors '" + it->second + "' and '" + key + "' both supply " +
+                    named(targets[0].first) + "; keep one");
     }
   }
-  std::vector<uint64_t> out;
   std::vector<std::string> missing;
-  for (const Wanted& w : wanted) {
-    auto it = supplied.find({w.function, w.position});
-    if (it == supplied.end()) missing.push_back(Key(w.function, w.position, *w.param_names));
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    if (!supplied.count(i)) missing.push_back(keys[i][0]);
   }
   if (!missing.empty()) {
     Bad(path, "lacks tensor '" + missing[0] + "' that the module binds" +
@@ -129,12 +185,14 @@ std::vector<uint64_t> Match(const WeightsFile& file, const std::vector<Wanted>& 
                                       : std::string()) +
                   "; it holds the weights of another model" + scheme);
   }
-  for (const Wanted& w : wanted) {
-    const std::string& key = supplied.at({w.function, w.position});
+  std::vector<uint64_t> out;
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    const std::string& key = supplied.at(i);
     const Entry& e = file.entries.at(key);
-    if (e.dtype->tvm != w.dtype || e.shape != w.shape) {
+    if (e.dtype->tvm != wanted[i].dtype || e.shape != wanted[i].shape) {
       Bad(path, "tensor '" + key + "' is " + e.dtype->tvm + ShapeText(e.shape) +
-                    ", the module binds " + w.dtype + ShapeText(w.shape) + " there");
+                    ", the module binds " + wanted[i].dtype + ShapeText(wanted[i].shape) +
+                    " there");
     }
     out.push_back(file.data_start + e.begin);
   }

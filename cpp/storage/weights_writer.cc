@@ -71,10 +71,22 @@ std::string EncodeHeader(std::vector<OutEntry> entries,
   uint64_t at = 0;
   for (const OutEntry& e : entries) {
     const Dtype* dtype = DtypeByTvm(e.tvm_dtype);
+    const std::string who =
+        "tensor '" + e.key + "'" + (e.where.empty() ? "" : " (" + e.where + ")");
     if (dtype == nullptr) {
-      TVM_FFI_THROW(TypeError) << "tensor '" << e.key << "' has dtype " << e.tvm_dtype
-                               << ", which a safetensors weights file cannot hold (it holds "
-                               << KnownCodes() << ")";
+      TVM_FFI_THROW(TypeError) << who << " has dtype " << e.tvm_dtype
+                               << ", which safetensors has no code for, so a weights file cannot "
+                               << "hold it (it holds " << KnownCodes() << "); export without "
+                               << "weights_file= (the library carries every dtype, inline or "
+                               << "zero-copy), or bind that parameter as another dtype";
+    }
+    unsigned __int128 bits = dtype->bits;  // the shapes here are of tensors that exist
+    for (int64_t d : e.shape) bits *= static_cast<uint64_t>(d);
+    if (bits % 8 != 0) {
+      TVM_FFI_THROW(TypeError) << who << " is " << e.tvm_dtype << ShapeText(e.shape) << ": "
+                               << dtype->bits << "-bit elements that do not fill whole bytes, "
+                               << "which safetensors cannot hold; export without weights_file= "
+                               << "(the library carries it), or bind an even number of elements";
     }
     if (e.begin > at)
       add(std::string(kPaddingPrefix) + std::to_string(at), "U8",
@@ -112,22 +124,41 @@ std::string Hex(uint64_t h) {
   return text;
 }
 
-/*! \brief `{"key": [function, position], ...}` and `{"key": "hash", ...}` as JSON text. */
-std::map<std::string, std::string> Metadata(
-    const std::vector<std::pair<std::string, std::pair<std::string, int64_t>>>& where,
-    const std::map<std::string, uint64_t>& hashes) {
+/*! \brief A file's tensors, described for its header: each distinct tensor (its entry, and the
+ *         function and position of its first place), the keys of its other places. */
+struct Layout {
+  std::vector<OutEntry> entries;
+  std::vector<std::pair<std::string, int64_t>> owners;  // per entry: its first place
+  std::vector<std::vector<std::pair<std::string, std::pair<std::string, int64_t>>>> others;
+};
+
+/*! \brief The `__metadata__` of a file laid out as `layout`: `tvm_partial.bindings` (every
+ *         place's key -> [function, position]), `tvm_partial.hashes` (per stored key) and, where
+ *         a tensor has several places, `tvm_partial.shared` (each other place's key -> the key it
+ *         reads). */
+std::map<std::string, std::string> Metadata(const Layout& layout,
+                                            const std::map<std::string, uint64_t>& hashes) {
   auto quote = JsonQuote;
-  std::string bindings = "{", recorded = "{";
-  for (const auto& [key, at] : where) {
+  std::string bindings = "{", recorded = "{", shared = "{";
+  auto place = [&](const std::string& key, const std::pair<std::string, int64_t>& at) {
     bindings += (bindings.size() > 1 ? "," : "") + quote(key) + ":[" + quote(at.first) + "," +
                 std::to_string(at.second) + "]";
+  };
+  for (size_t i = 0; i < layout.entries.size(); ++i) {
+    place(layout.entries[i].key, layout.owners[i]);
+    for (const auto& [key, at] : layout.others[i]) {
+      place(key, at);
+      shared += (shared.size() > 1 ? "," : "") + quote(key) + ":" + quote(layout.entries[i].key);
+    }
   }
   for (const auto& [key, h] : hashes) {
     recorded += (recorded.size() > 1 ? "," : "") + quote(key) + ":\"" + Hex(h) + "\"";
   }
-  return {{kMetadataFormat, "1"},
-          {kMetadataBindings, bindings + "}"},
-          {kMetadataHashes, recorded + "}"}};
+  std::map<std::string, std::string> out{{kMetadataFormat, "1"},
+                                         {kMetadataBindings, bindings + "}"},
+                                         {kMetadataHashes, recorded + "}"}};
+  if (shared.size() > 1) out.emplace(kMetadataShared, shared + "}");
+  return out;
 }
 
 /*! \brief Write `header` at the start of the file at `path` (its data already written after it). */
@@ -168,36 +199,66 @@ std::vector<format::FunctionRecord> RecordsOf(const ffi::Any& obj) {
   return out;
 }
 
-void SaveWeights(const ffi::Any& obj, const std::string& path) {
-  const std::vector<format::FunctionRecord> records = RecordsOf(obj);
-  std::vector<OutEntry> entries;
-  std::vector<std::pair<std::string, std::pair<std::string, int64_t>>> where;
-  std::vector<ffi::Tensor> tensors;
-  uint64_t end = 0;
-  for (const format::FunctionRecord& r : records) {
-    for (const auto& [position, value] : r.bound) {
-      if (value.type_index() != ffi::TypeIndex::kTVMFFITensor) continue;
-      ffi::Tensor t = value.cast<ffi::Tensor>();
-      const std::string key = Key(r.name, position, r.param_names);
-      const uint64_t nbytes = ffi::GetDataSize(*t.GetDLTensorPtr());
-      const uint64_t begin = format::AlignUp(end);
-      const DLTensor* dl = t.GetDLTensorPtr();
-      entries.push_back({key, ffi::DLDataTypeToString(dl->dtype),
-                         std::vector<int64_t>(dl->shape, dl->shape + dl->ndim), begin,
-                         begin + nbytes});
-      where.push_back({key, {std::string(r.name), position}});
-      tensors.push_back(t);
-      end = begin + nbytes;
+/*! \brief `wanted` named by Keys, laid out at `offsets` (each tensor's data offset): the entries,
+ *         their first places and the keys of their other places. */
+Layout LayOut(const std::vector<Wanted>& wanted, const std::vector<uint64_t>& offsets,
+              const std::vector<uint64_t>& sizes) {
+  const std::vector<std::vector<std::string>> keys = Keys(wanted);
+  Layout out;
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    const Place& first = wanted[i].places[0];
+    out.entries.push_back(
+        {keys[i][0], wanted[i].dtype, wanted[i].shape, offsets[i], offsets[i] + sizes[i],
+         "function '" + first.function + "' position " + std::to_string(first.position)});
+    out.owners.emplace_back(first.function, first.position);
+    out.others.emplace_back();
+    for (size_t j = 1; j < wanted[i].places.size(); ++j) {
+      const Place& p = wanted[i].places[j];
+      out.others.back().push_back({keys[i][j], {p.function, p.position}});
     }
   }
-  if (entries.empty()) {
+  return out;
+}
+
+void SaveWeights(const ffi::Any& obj, const std::string& path) {
+  const std::vector<format::FunctionRecord> records = RecordsOf(obj);
+  const std::vector<std::vector<int64_t>> numbers = format::TensorNumbers(records);
+  std::vector<Wanted> wanted;
+  std::vector<ffi::Tensor> tensors;
+  std::vector<uint64_t> offsets, sizes;
+  uint64_t end = 0;
+  for (size_t f = 0; f < records.size(); ++f) {
+    const format::FunctionRecord& r = records[f];
+    for (size_t b = 0; b < r.bound.size(); ++b) {
+      const int64_t n = numbers[f][b];
+      if (n < 0) continue;
+      const Place place{std::string(r.name), r.bound[b].first, &r.param_names};
+      if (static_cast<size_t>(n) < wanted.size()) {  // bound at an earlier place too: stored once
+        wanted[n].places.push_back(place);
+        continue;
+      }
+      ffi::Tensor t = r.bound[b].second.cast<ffi::Tensor>();
+      const DLTensor* dl = t.GetDLTensorPtr();
+      const uint64_t nbytes = format::PayloadBytes(*dl);
+      wanted.push_back({{place},
+                        ffi::DLDataTypeToString(dl->dtype),
+                        std::vector<int64_t>(dl->shape, dl->shape + dl->ndim)});
+      tensors.push_back(t);
+      offsets.push_back(format::AlignUp(end));
+      sizes.push_back(nbytes);
+      end = offsets.back() + nbytes;
+    }
+  }
+  if (tensors.empty()) {
     TVM_FFI_THROW(ValueError) << "save_weights: the module binds no tensors; there are no "
                               << "weights to save";
   }
+  const Layout layout = LayOut(wanted, offsets, sizes);
+  const std::vector<OutEntry>& entries = layout.entries;
   // Hashes are fixed-width hex: the header is written first with zeros, then again with them.
   std::map<std::string, uint64_t> hashes;
   for (const OutEntry& e : entries) hashes[e.key] = 0;
-  const std::string placeholder = EncodeHeader(entries, Metadata(where, hashes), end);
+  const std::string placeholder = EncodeHeader(entries, Metadata(layout, hashes), end);
   {
     const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
@@ -234,7 +295,7 @@ void SaveWeights(const ffi::Any& obj, const std::string& path) {
                                   << " failed: " << std::strerror(errno);
     }
   }
-  const std::string header = EncodeHeader(entries, Metadata(where, hashes), end);
+  const std::string header = EncodeHeader(entries, Metadata(layout, hashes), end);
   if (header.size() != placeholder.size()) {
     TVM_FFI_THROW(InternalError) << "save_weights: the header changed size";
   }
@@ -249,20 +310,20 @@ void WriteRegionFile(const ffi::Module& external, const std::string& path) {
   }
   const std::string blob = format::Encode(*records, region);
   const format::Parsed parsed = format::Parse(blob.data(), blob.size());
-  std::vector<OutEntry> entries{{kRegionKey, "uint8", {64}, 0, format::kRegionHeaderSize}};
-  std::vector<std::pair<std::string, std::pair<std::string, int64_t>>> where;
+  const std::vector<Wanted> wanted = WantedOf(parsed);
+  std::vector<uint64_t> offsets, sizes;
   std::map<std::string, uint64_t> hashes;
-  for (const format::ParsedFunction& fn : parsed.functions) {
-    for (const format::ParsedValue& v : fn.values) {
-      if (v.kind != format::kTensor) continue;
-      const std::string key = Key(fn.name, v.index, fn.param_names);
-      entries.push_back({key, ffi::DLDataTypeToString(v.tensor.dtype), v.tensor.shape,
-                         v.tensor.offset, v.tensor.offset + v.tensor.nbytes});
-      where.push_back({key, {std::string(fn.name), v.index}});
-      hashes[key] = v.tensor.hash;
-    }
+  for (size_t k = 0; k < parsed.payloads.size(); ++k) {
+    offsets.push_back(parsed.Owner(k).tensor.offset);
+    sizes.push_back(parsed.Owner(k).tensor.nbytes);
   }
-  const std::string header = EncodeHeader(entries, Metadata(where, hashes), parsed.region_size);
+  Layout layout = LayOut(wanted, offsets, sizes);
+  for (size_t k = 0; k < parsed.payloads.size(); ++k) {
+    hashes[layout.entries[k].key] = parsed.Owner(k).tensor.hash;
+  }
+  std::vector<OutEntry> entries = layout.entries;
+  entries.insert(entries.begin(), {kRegionKey, "uint8", {64}, 0, format::kRegionHeaderSize});
+  const std::string header = EncodeHeader(entries, Metadata(layout, hashes), parsed.region_size);
   storage::WriteRegion(*records, *region, path, header.size());
   WriteHeaderAt(path, header);
 }

@@ -5,7 +5,17 @@
 - Tensors: a tvm Tensor is held by reference when it is contiguous and 64-byte aligned (copied
   otherwise); numpy arrays (read-only ones too), DLPack tensors (torch, ...) and ml_dtypes arrays
   are copied into a contiguous, 64-byte-aligned tvm Tensor on ``device=``. Dtype and static shape
-  are checked before anything is copied.
+  are checked before anything is copied. Within one call (``Copies``), the same memory given in
+  several places (the same array, or views with the same data pointer, dtype, shape and strides,
+  as a torch state_dict gives tied weights) is copied once, so those places hold one tensor.
+- Sub-byte dtypes: a tvm Tensor is taken packed as it is; numpy (ml_dtypes) stores
+  float4_e2m1fn one element per byte, so it is packed two per byte as TVM's own
+  ``tvm.runtime.Tensor.copyfrom`` packs it (element 2k in the high nibble). numpy int4 and uint4
+  are refused: TVM's ``Tensor.numpy()`` reads them two per byte while the CPU code ``tvm.compile``
+  makes reads one element per byte, so no packing is unambiguous; int2, uint2 and the float6
+  types, for which TVM defines no packing from numpy, are refused too. torch's float4_e2m1fn_x2 (two
+  per byte) becomes float4_e2m1fn with twice the last dimension, its bytes as they are; torch's
+  int1-7 and uint1-7 (one element per byte, exported over DLPack as int8/uint8) are refused.
 - Scalars reach the kernel unchanged or are refused (``check_scalar``).
 """
 
@@ -45,9 +55,30 @@ def create_view() -> tvm_ffi.Function:
 
 
 # -- values -------------------------------------------------------------------------------------------
-def convert(value: Any, param: Param | None, label: str, device: Any, verb: str = "bind") -> Any:
+class Copies:
+    """The aligned copies one ``partial()`` or ``rebind()`` call made, by the memory they copy
+    (data pointer, dtype, shape, strides, device), so that memory given in several places is
+    copied once and those places hold one tensor (stored once when exported)."""
+
+    def __init__(self) -> None:
+        self._made: dict[tuple, tvm_ffi.Tensor] = {}
+
+    def get(self, key: tuple | None, make: Any) -> tvm_ffi.Tensor:
+        if key is None:
+            return make()
+        found = self._made.get(key)
+        if found is None:
+            found = self._made[key] = make()
+        return found
+
+
+def convert(
+    value: Any, param: Param | None, label: str, device: Any, verb: str = "bind", copies: Copies | None = None
+) -> Any:
     """Turn one bound value into what the closure holds, checking it against its parameter.
-    ``label`` names it in errors (``parameter 'w' (position 1)``), which begin ``cannot {verb}``."""
+    ``label`` names it in errors (``parameter 'w' (position 1)``), which begin ``cannot {verb}``.
+    ``copies``: the copies made so far in this call, reused for the same memory."""
+    copies = copies or Copies()
     if isinstance(value, np.generic):
         value = value.item()
     if value is None or isinstance(value, (bool, int, float, str)):
@@ -60,11 +91,13 @@ def convert(value: Any, param: Param | None, label: str, device: Any, verb: str 
         aligned = value.data_ptr() % ALIGNMENT == 0 or _remote.device_session(value.device) is not None
         if aligned and value.is_contiguous():
             return value
-        return _aligned_copy(value, value.device, value, label, verb)  # kernels crash on such data
+        return copies.get(  # kernels crash on such data
+            _memory_key(value, value.device), lambda: _aligned_copy(value, value.device, value, label, verb)
+        )
     if isinstance(value, np.ndarray):
-        return _from_numpy(value, param, label, device, verb)
+        return _from_numpy(value, param, label, device, verb, copies)
     if hasattr(value, "__dlpack__"):
-        return _from_dlpack(value, param, label, device, verb)
+        return _from_dlpack(value, param, label, device, verb, copies)
     if isinstance(value, (tvm_ffi.Function, tvm_ffi.Module, tvm_ffi.Object)):
         return value  # held as is; a partial module refuses to save it
     raise TypeError(
@@ -73,18 +106,41 @@ def convert(value: Any, param: Param | None, label: str, device: Any, verb: str 
     )
 
 
-def _from_numpy(array: np.ndarray, param: Param | None, label: str, device: Any, verb: str) -> tvm_ffi.Tensor:
+def _memory_key(tensor: tvm_ffi.Tensor, device: Any) -> tuple | None:
+    """What makes two tensors one for ``Copies``: data pointer, dtype, shape, strides, source
+    device and target device; None for an empty tensor (nothing to share)."""
+    pointer = tensor.data_ptr()
+    if not pointer:
+        return None
+    strides = tuple(tensor.strides) if not tensor.is_contiguous() else ()
+    return ("tvm", pointer, str(tensor.dtype), tuple(tensor.shape), strides, str(tensor.device), str(device))
+
+
+def _from_numpy(
+    array: np.ndarray, param: Param | None, label: str, device: Any, verb: str, copies: Copies
+) -> tvm_ffi.Tensor:
     """A numpy array -> a contiguous, 64-byte-aligned tvm Tensor (a copy, the only one)."""
     if array.dtype.hasobject:
         raise TypeError(f"cannot {verb} {label}: a numpy array of Python objects is not a tensor")
     if array.dtype.kind == "c":
         raise TypeError(_complex_message(str(array.dtype), label, verb))
     check_tensor(str(array.dtype), array.shape, param, label, verb)  # before copying
+    pointer = array.__array_interface__["data"][0]
+    key = ("numpy", pointer, array.dtype.str, array.dtype.name, array.shape, array.strides, str(device))
+    return copies.get(
+        key if pointer and array.size else None, lambda: _numpy_copy(array, label, device, verb)
+    )
+
+
+def _numpy_copy(array: np.ndarray, label: str, device: Any, verb: str) -> tvm_ffi.Tensor:
     extension = _extension_dtype(array.dtype, label, verb)
     source: Any = array
-    if extension is not None:  # numpy's DLPack export refuses these: copy the bits, retype after
+    shape = tuple(array.shape)
+    if extension is not None and tvm_ffi.dtype(extension).bits < 8:  # float4_e2m1fn
+        source = _pack_nibbles(array)
+    elif extension is not None:  # numpy's DLPack export refuses these: copy the bits, retype after
         source = array.view(f"uint{array.dtype.itemsize * 8}")
-    if not array.flags.writeable:
+    if not source.flags.writeable:
         # np.load(mmap_mode="r"), np.frombuffer(bytes): numpy exports a read-only array only as
         # DLPack 1.0, which tvm-ffi reads; the copy below only reads it.
         try:
@@ -95,21 +151,70 @@ def _from_numpy(array: np.ndarray, param: Param | None, label: str, device: Any,
     if not isinstance(tensor, tvm_ffi.Tensor):  # tvm-ffi hands back what it was given: numpy
         tensor = tvm_ffi.from_dlpack(tensor)
     if extension is not None:
-        tensor = create_view()(tensor, tvm_ffi.Shape(tuple(tensor.shape)), extension, 0)
+        tensor = create_view()(tensor, tvm_ffi.Shape(shape), extension, 0)
     return tensor
 
 
-def _from_dlpack(value: Any, param: Param | None, label: str, device: Any, verb: str) -> tvm_ffi.Tensor:
+def _pack_nibbles(array: np.ndarray) -> np.ndarray:
+    """4-bit values stored one per byte (ml_dtypes) -> packed two per byte in C order, element 2k
+    in the high nibble and 2k + 1 in the low one (zero past an odd count), as TVM's own
+    ``tvm.runtime.Tensor.copyfrom`` packs float4_e2m1fn and its ``numpy()`` unpacks it."""
+    nibbles = np.ascontiguousarray(array).reshape(-1).view("uint8") & 0x0F
+    if nibbles.size % 2:
+        nibbles = np.concatenate([nibbles, np.zeros(1, "uint8")])
+    return ((nibbles[0::2] << 4) | nibbles[1::2]).astype("uint8")
+
+
+def _from_dlpack(
+    value: Any, param: Param | None, label: str, device: Any, verb: str, copies: Copies
+) -> tvm_ffi.Tensor:
     """A DLPack tensor (torch, ...) -> a contiguous, 64-byte-aligned tvm Tensor (a copy), its dtype
     compared as a TVM dtype."""
+    _refuse_unpacked_sub_byte(value, label, verb)
     try:
         view = tvm_ffi.from_dlpack(value)  # no copy
     except Exception as err:
         raise TypeError(
             f"cannot {verb} {label}: {type(value).__name__} is not a usable tensor ({err})"
         ) from err
-    check_tensor(_dtype_of(view, value, label, verb), tuple(view.shape), param, label, verb)
-    return _aligned_copy(view, device, value, label, verb)
+    dtype, shape = _dtype_of(view, value, label, verb), tuple(view.shape)
+    packed = _packed_lanes(dtype, shape)  # torch float4_e2m1fn_x2: float4_e2m1fn, last dim x 2
+    if packed is not None:
+        dtype, shape = packed
+    check_tensor(dtype, shape, param, label, verb)
+
+    def make() -> tvm_ffi.Tensor:
+        tensor = _aligned_copy(view, device, value, label, verb)
+        if packed is not None:
+            tensor = create_view()(tensor, tvm_ffi.Shape(shape), dtype, 0)
+        return tensor
+
+    return copies.get(_memory_key(view, device), make)
+
+
+def _packed_lanes(dtype: str, shape: tuple[int, ...]) -> tuple[str, tuple[int, ...]] | None:
+    """A vector of sub-byte lanes filling whole bytes (``float4_e2m1fnx2``, how tvm-ffi names
+    torch's float4_e2m1fn_x2) -> (the one-lane dtype, the shape with the last dimension times the
+    lanes): the same bytes, as TVM declares packed parameters. None for any other dtype."""
+    parsed = tvm_ffi.dtype(dtype)
+    if parsed.lanes <= 1 or parsed.bits >= 8 or (parsed.bits * parsed.lanes) % 8 or not shape:
+        return None
+    return str(parsed.with_lanes(1)), (*shape[:-1], shape[-1] * parsed.lanes)
+
+
+def _refuse_unpacked_sub_byte(value: Any, label: str, verb: str) -> None:
+    """torch.int1-7 and uint1-7 keep one element per byte and reach DLPack as int8/uint8: binding
+    them would hand a kernel declared int4 bytes of another layout (or be taken as int8)."""
+    name = str(getattr(value, "dtype", "")).rpartition(".")[2]
+    match = re.fullmatch(r"(u?int)([1-7])", name)
+    if match is None or not hasattr(value, "__dlpack__"):
+        return
+    raise TypeError(
+        f"cannot {verb} {label}: torch stores {name} one element per byte and hands it over DLPack "
+        f"as {match.group(1)}8; TVM packs {name} ({match.group(2)} bits per element): pack the "
+        f"values and bind a tvm Tensor (tvm.runtime.tensor(packed_uint8)._create_view(shape, "
+        f"'{name}')), or for 4 bits an ml_dtypes {name} numpy array"
+    )
 
 
 def _dtype_of(tensor: tvm_ffi.Tensor, value: Any, label: str, verb: str) -> str:
@@ -138,19 +243,29 @@ def _complex_message(dtype: str, label: str, verb: str) -> str:
 
 
 def _extension_dtype(dtype: np.dtype, label: str, verb: str) -> str | None:
-    """The TVM dtype of a numpy dtype that DLPack cannot carry (ml_dtypes: bfloat16, float8...),
-    None for an ordinary dtype."""
-    if dtype.kind != "V" or dtype.fields is not None or dtype.subdtype is not None:
+    """The TVM dtype of a numpy dtype that DLPack cannot carry (ml_dtypes: bfloat16, float8...,
+    registered with numpy as user dtypes, some of kind "f"), None for an ordinary dtype."""
+    if dtype.num < 256 or dtype.fields is not None or dtype.subdtype is not None:  # NPY_USERDEF
         return None
     name = str(dtype)
     try:
         tvm_dtype = tvm_ffi.dtype(name)
     except Exception:
         raise TypeError(f"cannot {verb} {label}: numpy dtype {name} has no TVM equivalent") from None
-    if tvm_dtype.lanes != 1 or tvm_dtype.bits != dtype.itemsize * 8:
+    if name in ("int4", "uint4"):
+        raise TypeError(
+            f"cannot {verb} {label}: numpy stores {name} one element per byte, and TVM has two "
+            f"layouts for it (Tensor.numpy() reads two elements per byte, the code tvm.compile "
+            f"makes for the CPU reads one per byte), so no packing from numpy is unambiguous; "
+            f"pack the values as your kernel reads them and bind a tvm Tensor "
+            f"(tvm.runtime.tensor(packed_uint8)._create_view(shape, '{name}'))"
+        )
+    if tvm_dtype.lanes != 1 or (tvm_dtype.bits != dtype.itemsize * 8 and name != "float4_e2m1fn"):
         raise TypeError(
             f"cannot {verb} {label}: numpy stores dtype {name} in {dtype.itemsize * 8} bits per "
-            f"element, TVM in {tvm_dtype.bits}; pack the values and bind a tvm Tensor instead"
+            f"element, TVM packs it in {tvm_dtype.bits}, and TVM defines no packing of {name} from "
+            f"numpy; pack the values and bind a tvm Tensor "
+            f"(tvm.runtime.tensor(packed_uint8)._create_view(shape, '{name}'))"
         )
     return name
 
@@ -354,7 +469,7 @@ def _a(kind: str) -> str:
     return {"int": "an int", "None": "None"}.get(kind, f"a {kind}")
 
 
-def rebound(old: Any, value: Any, param: Param, label: str, device: Any) -> Any:
+def rebound(old: Any, value: Any, param: Param, label: str, device: Any, copies: Copies | None = None) -> Any:
     """The value that replaces ``old``: of the same kind (a tensor of the same dtype and shape, or
     a scalar of the same kind; an int may replace a float), checked against ``param`` (its dtype
     when the caller gave ``signature=``), else refused."""
@@ -368,7 +483,7 @@ def rebound(old: Any, value: Any, param: Param, label: str, device: Any) -> Any:
                 f"{tuple(old.shape)}"
             )
         like_old = Param(param.name, "tensor", str(old.dtype), tuple(old.shape))
-        return convert(value, like_old, label, device, verb="rebind")
+        return convert(value, like_old, label, device, verb="rebind", copies=copies)
     old_kind, new_kind = _kind_of(old), _kind_of(value)
     if old_kind == "float" and new_kind == "int":
         check_scalar(value, param, label, verb="rebind")

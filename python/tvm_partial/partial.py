@@ -132,9 +132,12 @@ def partial(
         )
     place = place or tvm_ffi.device("cpu", 0)
     values = {}
+    copies = _convert.Copies()  # the same array in several places: one tensor
     for position, (original, value) in targets.items():
         param = _target.param_at(original, view.sig) if original is not None else None
-        values[position] = _convert.convert(value, param, view.label(position, original), place)
+        values[position] = _convert.convert(
+            value, param, view.label(position, original), place, copies=copies
+        )
     names = view.free_names()
     wanted = None if outputs is _target.UNSET else outputs  # None: none, as when not given
     specs = None if wanted is None else _outputs.resolve(wanted, view.sig, sorted(view.bound))
@@ -167,6 +170,11 @@ def rebind(
     the kind bound there (an int may replace a float). To change what the existing module
     computes instead, update its bound tensor in place:
     ``tvm_partial.bindings(pm)["main"][1].copyfrom(new_w)``.
+
+    A tensor bound in several places (positions, functions: tied weights) is one tensor, so
+    replacing it at one place replaces it at every place that held it, in every function, as
+    ``copyfrom`` on it would; places given in the same call get what is given there (give each
+    its own value to untie them).
 
     Parameters
     ----------
@@ -215,6 +223,7 @@ def rebind(
     labels = [_target.label(i, sig) for i in new]
     place = _remote.placement(module, place, list(new.values()), labels) or tvm_ffi.device("cpu", 0)
     replaced = dict(current[fname])
+    copies = _convert.Copies()
     for index, value in new.items():
         if index not in replaced:
             raise IndexError(
@@ -222,9 +231,32 @@ def rebind(
                 f"(bound: {sorted(replaced)}); rebind replaces bound values"
             )
         param = _target.param_at(index, sig) or Param(f"position {index}")
-        replaced[index] = _convert.rebound(replaced[index], value, param, _target.label(index, sig), place)
+        replaced[index] = _convert.rebound(
+            replaced[index], value, param, _target.label(index, sig), place, copies=copies
+        )
     current[fname] = replaced
+    _replace_shared(module, current, fname, new)
     return _ffi_api.PartialApplyModule(module.imports[0], current, param_names(module), _outputs.raw(module))
+
+
+def _replace_shared(
+    module: tvm_ffi.Module, current: dict[str, dict[int, Any]], fname: str, new: dict
+) -> None:
+    """Where ``rebind`` replaced a tensor that is bound in other places too (one tensor, by the
+    format's rule: ``tvm_partial.TensorPayloads``), put the new value there as well, except where
+    the call gave a value of its own."""
+    numbers = {
+        str(f): {int(p): int(n) for p, n in b.items()} for f, b in _ffi_api.TensorPayloads(module).items()
+    }
+    given = {(fname, index) for index in new}
+    for index in new:
+        number = numbers.get(fname, {}).get(index)
+        if number is None:
+            continue
+        for function, places in numbers.items():
+            for position, n in places.items():
+                if n == number and (function, position) not in given:
+                    current[function][position] = current[fname][index]
 
 
 def _given(**options: Any) -> list[str]:

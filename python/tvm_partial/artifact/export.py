@@ -56,7 +56,7 @@ def export_library(
     ``progress(done_bytes, total_bytes)`` while the appended payloads are written.
 
     With ``weights_file`` (a ``.safetensors`` path) the tensor payloads go to that file instead,
-    64-byte aligned under readable keys (``main/weights``), and the library keeps the code and the
+    64-byte aligned under the parameters' names (``weights``), and the library keeps the code and the
     metadata, with the file's name relative to the library's folder: loading maps the file beside
     the library without copying (see docs/large_constants.md).
 

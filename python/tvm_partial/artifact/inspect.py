@@ -30,7 +30,9 @@ def inspect(path: PathLike) -> dict[str, Any]:
     "bindings": [...], "outputs": [...]}], "relax_vm"}`` (``region``: where an external region
     lies, ``{"symbol", "placement", "file_offset", "bytes", ["weights_file"]}``, else None;
     ``self_contained``: whether a library embeds tvm-partial's loader, so it loads with TVM alone;
-    None for the other kinds. ``relax_vm``: the recorded devices and allocators of a Relax model,
+    None for the other kinds. A tensor bound in several places is stored once: the bindings after
+    the first have ``"shared_with": {"function", "position"}``, the binding that stores it, and
+    ``constant_bytes`` counts it once. ``relax_vm``: the recorded devices and allocators of a Relax model,
     else None). Sizes are bytes, in keys ending in ``bytes``; each binding names its
     ``position``. The structure is checked as the loader checks it (metadata hash, region header
     and trailer, the weights file and its header), the payload bytes are not: ``payload_hashes``
@@ -65,8 +67,9 @@ def verify(path: PathLike, progress: ProgressCallback | None = None) -> dict[str
     total_bytes)`` while the payloads are read (in 1 MiB chunks), e.g. a ``Progress``.
 
     Returns ``{"path", "intact", "checked", "bytes", "payloads": [{"function", "position",
-    "name" (when recorded), "placement", "file_offset", "bytes", "intact", ["weights_file"]}],
-    "damaged": [the payloads that do not match]}``. Raises ``ValueError`` when the file is not an
+    "name" (when recorded), "placement", "file_offset", "bytes", "intact", ["weights_file"],
+    ["shared_by"]}], "damaged": [the payloads that do not match]}``: one entry per payload, a
+    tensor bound in several places once (its first place; ``shared_by`` lists the others). Raises ``ValueError`` when the file is not an
     artifact, its structure or metadata is damaged, or it is cut short (a payload past the end of
     the file), as ``load`` would; ``FileNotFoundError`` when a recorded weights file is missing.
     """
@@ -101,7 +104,7 @@ def report(path: str, payloads: list[dict[str, Any]]) -> dict[str, Any]:
 def _payload_entry(p: dict[str, Any], path: str) -> dict[str, Any]:
     entry: dict[str, Any] = {
         k: _plain(p[k])
-        for k in ("function", "position", "name", "placement", "file_offset", "bytes")
+        for k in ("function", "position", "name", "placement", "file_offset", "bytes", "shared_by")
         if k in p
     }
     entry["intact"] = bool(p["intact"])
@@ -147,7 +150,7 @@ def _describe(info: Mapping[str, Any], path: str, kind: str) -> dict[str, Any]:
         names = [str(n) for n in fn["param_names"]]
         bound = []
         for b in fn["bindings"]:
-            entry = {k: _plain(v) for k, v in b.items() if k not in ("offset", "hash")}
+            entry = {k: _plain(v) for k, v in b.items() if k not in ("offset", "hash", "payload")}
             position = entry["position"]
             if position < len(names):
                 entry["name"] = names[position]
@@ -233,9 +236,11 @@ def _output_entry(spec: Mapping[str, Any], names: list[str]) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> Any:
-    """ffi containers -> Python lists, ints, strs (for JSON)."""
+    """ffi containers -> Python lists, dicts, ints, strs (for JSON)."""
     if isinstance(value, (tvm_ffi.Array, list, tuple)):
         return [_plain(v) for v in value]
+    if isinstance(value, (tvm_ffi.Map, dict)):
+        return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, str):
         return str(value)
     return value

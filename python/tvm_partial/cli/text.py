@@ -88,6 +88,12 @@ def format_inspect(info: dict) -> str:
                 desc = (
                     f"tensor {b['dtype']}[{_shape(b['shape'])}] on {b['device']}, {format_size(b['bytes'])}"
                 )
+                if "shared_with" in b:
+                    owner = b["shared_with"]
+                    desc += (
+                        f", the tensor bound at function {owner['function']} position {owner['position']} "
+                        "(stored once)"
+                    )
             else:
                 desc = f"{b['kind']} {b.get('value')!r}"
             lines.append(f"    bound {label}: {desc}")
@@ -108,8 +114,9 @@ def format_weights(info: dict) -> str:
         f"{info['path']}: safetensors weights file, {len(tensors)} tensors, "
         f"{format_size(info['constant_bytes'])} of tensors (file {format_size(info['total_bytes'])})",
         (
-            f"  written by tvm-partial (tvm_partial.format {version}): keys FUNCTION/PARAMETER, "
-            "each tensor's function and position and hash recorded"
+            f"  written by tvm-partial (tvm_partial.format {version}): keys are parameter names "
+            "(FUNCTION/PARAMETER where names repeat), each tensor's function and position and hash "
+            "recorded"
             if version is not None
             else "  not written by tvm-partial (no tvm_partial metadata): tensors by key only"
         ),
@@ -122,11 +129,16 @@ def format_weights(info: dict) -> str:
             )
             aligned = "" if t["aligned"] else ", NOT 64-byte aligned (copied when loaded)"
             digest = f", hash {t['hash']}" if "hash" in t else ""
+            also = "".join(
+                f"; also bound as {s['key']}"
+                + (f" (function {s['function']} position {s['position']})" if "function" in s else "")
+                for s in t.get("shared_by", [])
+            )
             lines.append(
                 f"  tensor {t['key']}: {t['dtype']}[{_shape(t['shape'])}], {format_size(t['bytes'])} "
-                f"at file offset {t['offset']}{aligned}{where}{digest}"
+                f"at file offset {t['offset']}{aligned}{where}{digest}{also}"
             )
-    for key in ("tvm_partial.bindings", "tvm_partial.hashes"):
+    for key in ("tvm_partial.bindings", "tvm_partial.hashes", "tvm_partial.shared"):
         meta.pop(key, None)  # shown per tensor above
     for key, value in sorted(meta.items()):
         shown = value if len(value) <= 200 else value[:200] + f"... ({len(value)} characters)"

@@ -61,6 +61,12 @@ def open_weights(path: PathLike, function: str = "main") -> dict[Any, tvm_ffi.Te
     they are. Two keys naming the same parameter (``main/weights`` and ``weights``) are refused,
     naming both. Tensors whose data is 64-byte aligned in the file are views of the mapping (no
     copy; they keep it open); others are copied once into aligned memory.
+
+    A file ``save_weights`` wrote gives back exactly the tensors the module binds, by the model's
+    names: the alignment entries (``__padding__/N``, ``__tvm_partial_region__``) are dropped and
+    each place of a tensor stored once (tied weights) is there, the same tensor under each name,
+    so ``model.load_state_dict({k: torch.from_dlpack(v) for k, v in open_weights(p).items()},
+    strict=True)`` takes it.
     """
     found = _ffi_api.OpenWeights(os.fspath(path), function)
     return {(k if isinstance(k, int) else str(k)): v for k, v in found.items()}
@@ -76,7 +82,7 @@ def inspect_weights(path: PathLike) -> dict[str, Any]:
     hashes = info.get("hashes")
     functions: dict[str, list[dict[str, Any]]] = {}
     for t in info["tensors"]:
-        entry = {
+        entry: dict[str, Any] = {
             "position": int(t["position"]) if "position" in t else str(t["key"]),
             "name": str(t["name"]),
             "kind": "tensor",
@@ -88,6 +94,11 @@ def inspect_weights(path: PathLike) -> dict[str, Any]:
             "key": str(t["key"]),
             "aligned": int(t["file_offset"]) % 64 == 0,
         }
+        if "shared_by" in t:  # the other places of a tensor stored once
+            entry["shared_by"] = [
+                {str(k): (int(v) if k == "position" else str(v)) for k, v in place.items()}
+                for place in t["shared_by"]
+            ]
         if hashes is not None and str(t["key"]) in hashes:
             entry["hash"] = f"{int(hashes[str(t['key'])]) & _U64:016x}"
         functions.setdefault(str(t["function"]), []).append(entry)
