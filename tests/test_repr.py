@@ -94,6 +94,30 @@ def test_describe_several_functions_in_name_order():
     ]
 
 
+def test_describe_says_which_places_share_one_tensor(tmp_path):
+    """A tensor bound in several places (one tvm Tensor in two functions, one array at two
+    positions) is one tensor: describe names where it was bound first, before and after load."""
+    x, w = te.placeholder((8,), "float32", name="x"), te.placeholder((8,), "float32", name="w")
+    funcs = {
+        "scale": te.create_prim_func([x, w, te.compute((8,), lambda i: x[i] * w[i], name="out")]),
+        "add": te.create_prim_func([x, w, te.compute((8,), lambda i: x[i] + w[i], name="out")]),
+    }
+    exe = tvm.compile(tvm.IRModule({k: f.with_attr("global_symbol", k) for k, f in funcs.items()}), "llvm")
+    shared = tvm.runtime.tensor(np.ones(8, "float32"))
+    pm = tvm_partial.partial(exe, {1: shared}, function="scale")
+    pm = tvm_partial.partial(pm, {1: shared}, function="add")
+    tvm_partial.export_library(pm, tmp_path / "m.so")
+    for module in (pm, tvm_partial.load(tmp_path / "m.so")):
+        assert tvm_partial.describe(module).splitlines() == [
+            "partial_apply module over llvm, 2 functions with bindings" if module is pm else
+            "partial_apply module over library, 2 functions with bindings",
+            "  add(...)",
+            "    [1] = float32[8]@cpu:0",
+            "  scale(...)",
+            "    [1] = float32[8]@cpu:0 (the tensor bound at add[1])",
+        ]  # fmt: skip
+
+
 def test_describe_after_export_and_load(conv, tmp_path):
     exe, tensors, inputs, _ = conv
     pm = tvm_partial.partial(

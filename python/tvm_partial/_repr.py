@@ -33,7 +33,8 @@ def describe(obj: tvm_ffi.Function | tvm_ffi.Module) -> str:
 
     Per function with bindings: its call signature (the parameters left to pass; outputs it
     allocates after ``->``), then each bound position in the wrapped function's full argument
-    list with the parameter name, a tensor's dtype, shape and device (never its contents), a
+    list with the parameter name, a tensor's dtype, shape and device (never its contents; a
+    tensor bound in several places says where it was bound first), a
     scalar's value, a string's value (cut at 60 characters); then the outputs with dtype and
     shape. A partial module's first line names the module kind it wraps and what that imports
     in turn (``library`` for one loaded from a file). For example:
@@ -48,15 +49,43 @@ def describe(obj: tvm_ffi.Function | tvm_ffi.Module) -> str:
     """
     held = _ffi_api.PartialApplyBindings(obj)
     names = {str(f): [str(n) for n in ns] for f, ns in _ffi_api.ParamNames(obj).items()}
+    tied = _tied(obj)
     if isinstance(obj, tvm_ffi.Function):
-        return "partial function" + _function(held[""], names.get("", []), _outputs.outputs(obj), indent="")
+        return "partial function" + _function(
+            held[""], names.get("", []), _outputs.outputs(obj), indent="", tied=tied.get("", {})
+        )
     allocated = _outputs.outputs(obj)
     lines = [f"{_KIND} module over {_wrapped(obj)}, {_count(len(held))}"]
     for fname in sorted(str(f) for f in held):
         lines.append(
-            "  " + fname + _function(held[fname], names.get(fname, []), allocated.get(fname, []), indent="  ")
+            "  "
+            + fname
+            + _function(
+                held[fname],
+                names.get(fname, []),
+                allocated.get(fname, []),
+                indent="  ",
+                tied=tied.get(fname, {}),
+            )
         )
     return "\n".join(lines)
+
+
+def _tied(obj: Any) -> dict[str, dict[int, str]]:
+    """Per function, per position: where the tensor bound there was bound first, for each place of a
+    tensor bound in several places (one payload: ``tvm_partial.TensorPayloads``) after its first."""
+    first: dict[int, str] = {}
+    out: dict[str, dict[int, str]] = {}
+    numbers = _ffi_api.TensorPayloads(obj)
+    for fname in sorted(str(f) for f in numbers):
+        for position in sorted(int(p) for p in numbers[fname]):
+            n = int(numbers[fname][position])
+            where = f"{fname}[{position}]" if fname else f"[{position}]"
+            if n in first:
+                out.setdefault(fname, {})[position] = first[n]
+            else:
+                first[n] = where
+    return out
 
 
 def _count(n: int) -> str:
@@ -76,7 +105,9 @@ def _wrapped(pm: tvm_ffi.Module) -> str:
     return " > ".join(chain)
 
 
-def _function(bound: Any, names: list[str], allocated: list[dict[str, Any]], indent: str) -> str:
+def _function(
+    bound: Any, names: list[str], allocated: list[dict[str, Any]], indent: str, tied: dict[int, str]
+) -> str:
     """``(a, b) -> out`` and one line per bound position and per output."""
     bound = {int(i): v for i, v in bound.items()}
     outs = {int(o["position"]): o for o in allocated}
@@ -90,7 +121,8 @@ def _function(bound: Any, names: list[str], allocated: list[dict[str, Any]], ind
     lines = [head]
     for position in sorted(bound):
         label = " ".join(filter(None, (f"[{position}]", _name(names, position))))
-        lines.append(f"{indent}  {label} = {_value(bound[position])}")
+        shared = f" (the tensor bound at {tied[position]})" if position in tied else ""
+        lines.append(f"{indent}  {label} = {_value(bound[position])}{shared}")
     for position in sorted(outs):
         label = " ".join(filter(None, (f"[{position}]", _name(names, position))))
         dims = ", ".join(_dim(d, names) for d in outs[position]["shape"])
