@@ -413,3 +413,60 @@ def test_tied_weights_alias_after_load_in_cpp(two_functions, tmp_path, placement
         [str(build / "tied"), str(lib)], capture_output=True, text=True, env=env, timeout=120
     )
     assert proc.returncode == 0 and proc.stdout.strip() == "one tensor", proc.stdout + proc.stderr
+
+
+def test_a_torch_state_dict_file_binds_a_frontend_nn_model_with_no_renaming(tmp_path):
+    """A Relax frontend.nn model and a torch model of the same structure: the torch state_dict
+    saved with safetensors.torch.save_file binds the Relax model's parameters by their own dotted
+    names (fc1.weight, ...), through open_weights and through load(..., weights_file=)."""
+    torch = pytest.importorskip("torch")
+    import safetensors.torch
+    from tvm.relax.frontend import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            self.fc1 = nn.Linear(8, 16, bias=True)
+            self.fc2 = nn.Linear(16, 4, bias=False)
+
+        def forward(self, x):
+            return self.fc2(nn.relu(self.fc1(x)))
+
+    mod, specs = Net().export_tvm(spec={"forward": {"x": nn.spec.Tensor((2, 8), "float32")}})
+    exe = tvm.compile(mod, target="llvm")
+    reference = torch.nn.Sequential()  # the torch side, named as the Relax model names them
+    reference.fc1 = torch.nn.Linear(8, 16, bias=True)
+    reference.fc2 = torch.nn.Linear(16, 4, bias=False)
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():  # small integers: every sum is exact, so results compare bitwise
+        for p in reference.parameters():
+            p.copy_(torch.randint(-3, 4, p.shape, generator=generator).float())
+    state = {k: v.contiguous() for k, v in reference.state_dict().items()}
+    assert sorted(state) == sorted(name for name, _ in specs)
+    path = tmp_path / "torch.safetensors"
+    safetensors.torch.save_file(state, str(path))
+    x = ints((2, 8), seed=11)
+    with torch.no_grad():
+        want = reference.fc2(torch.relu(reference.fc1(torch.from_numpy(x)))).numpy()
+    bound = tvm_partial.partial(exe, function="forward", device=tvm.cpu(), **tvm_partial.open_weights(path))
+    assert np.array_equal(bound["forward"](tvm.runtime.tensor(x)).numpy(), want)
+    zeros = {name: np.zeros([int(d) for d in p.shape], "float32") for name, p in specs}
+    tvm_partial.export_library(
+        tvm_partial.partial(exe, function="forward", device=tvm.cpu(), **zeros), tmp_path / "m.so"
+    )
+    loaded = tvm_partial.load(tmp_path / "m.so", weights_file=path)
+    assert np.array_equal(loaded(tvm.runtime.tensor(x)).numpy(), want)  # pm(x): forward, its one function
+
+
+@pytest.mark.parametrize("name", ["bool", "int8", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"])
+def test_outputs_of_each_dtype_after_load(tmp_path, name):
+    """outputs=: a kernel returning its bound weight, allocated per call in that dtype, before
+    export and after load (zero-copy), bitwise."""
+    x, w = te.placeholder((40,), name, name="x"), te.placeholder((40,), name, name="w")
+    out = te.compute((40,), lambda i: w[i], name="out")
+    exe = compile_te([x, w, out])
+    values = sample(name)
+    pm = tvm_partial.partial(exe, signature=[x, w, out], w=values, outputs="out")
+    lib, _ = export(pm, tmp_path, "m", "zero_copy")
+    for module in (pm, tvm_partial.load(lib)):
+        result = module(tvm.runtime.empty((40,), name))
+        assert str(result.dtype) == name and raw_bytes(result) == values.tobytes()
