@@ -161,8 +161,8 @@ CRAFTED = [
     ("wrong magic", lambda: b"NOTPARTL" + make_blob([])[8:], r"bad magic"),
     (
         "future version",
-        lambda: make_blob([], version=3),
-        r"format version 3, newer than this tvm-partial reads \(2\); upgrade",
+        lambda: make_blob([], version=4),
+        r"format version 4, newer than this tvm-partial reads \(3\); upgrade",
     ),
     ("version zero", lambda: make_blob([], version=0), r"format version 0 is invalid"),
     ("unknown flags", lambda: make_blob([], flags=4), r"unknown flags 4"),

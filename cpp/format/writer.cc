@@ -67,6 +67,17 @@ void WriteOutputs(Writer* w, const Outputs& outputs) {
   }
 }
 
+/*! \brief Version 3: the shards of one function (checked when they were bound). */
+void WriteShards(Writer* w, const std::vector<Shard>& shards) {
+  w->Put<uint32_t>(static_cast<uint32_t>(shards.size()));
+  for (const Shard& s : shards) {
+    w->Put<int64_t>(s.position);
+    w->Put<uint32_t>(static_cast<uint32_t>(s.dim));
+    w->Put<uint32_t>(static_cast<uint32_t>(s.world));
+    w->Put<uint8_t>(s.layout);
+  }
+}
+
 }  // namespace
 
 std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalRegion* region) {
@@ -82,7 +93,11 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
   const bool with_outputs =
       std::any_of(functions.begin(), functions.end(),
                   [](const FunctionRecord& fn) { return !fn.outputs.empty(); });
-  w.Put<uint32_t>(with_outputs ? kVersion : kVersionNoOutputs);
+  const bool with_shards = std::any_of(functions.begin(), functions.end(),
+                                       [](const FunctionRecord& fn) { return !fn.shards.empty(); });
+  w.Put<uint32_t>(with_shards    ? kVersionShards
+                  : with_outputs ? kVersionWithOutputs
+                                 : kVersionNoOutputs);
   w.Put<uint32_t>(region ? (kFlagExternalPayloads |
                             (region->weights_file.empty() ? 0 : kFlagWeightsFile) |
                             (region->appended ? kFlagAppended : 0))
@@ -178,7 +193,8 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
               << " cannot be serialised (only tensors, int, float, bool, str and None can)";
       }
     }
-    if (with_outputs) WriteOutputs(&w, fn.outputs);
+    if (with_outputs || with_shards) WriteOutputs(&w, fn.outputs);
+    if (with_shards) WriteShards(&w, fn.shards);
   }
   const size_t meta_size = w.size() - kHeaderSize;
   if (region) {

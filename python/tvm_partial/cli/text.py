@@ -88,6 +88,12 @@ def format_inspect(info: dict) -> str:
                 desc = (
                     f"tensor {b['dtype']}[{_shape(b['shape'])}] on {b['device']}, {format_size(b['bytes'])}"
                 )
+                if "shard" in b:
+                    sh = b["shard"]
+                    desc += (
+                        f", split along dim {sh['dim']} over {sh['world']} ranks "
+                        f"(each rank: [{_shape(sh['shape'])}], {format_size(sh['bytes'])})"
+                    )
             else:
                 desc = f"{b['kind']} {b.get('value')!r}"
             lines.append(f"    bound {label}: {desc}")
