@@ -19,7 +19,7 @@ import tvm
 from tvm import te
 
 import tvm_partial
-from helpers import compile_te, ints, reseal, run_cases, run_json, tensor
+from helpers import compile_te, ints, reseal, run_cases, run_json, run_python, tensor
 
 N, K = 8, 16  # the whole weight is [N, K]; each of 2 ranks holds [N // 2, K]
 WORLD = 2
@@ -371,3 +371,39 @@ def test_two_disco_workers_each_load_their_shard(tmp_path):
     )
     assert result["got"] == result["expected"]
     assert result["got"][0] != result["got"][1]
+
+
+@pytest.mark.skipif(
+    not os.path.exists(os.path.join(LIB, "libtvm_runtime_extra.so")),
+    reason="this TVM wheel has no libtvm_runtime_extra (no disco)",
+)
+def test_a_disco_world_mismatch_ends_the_session_with_the_reason(tmp_path):
+    """TVM's disco does not hand a worker's error back to the driver: it ends the session's
+    processes (worker 0 runs in the driver's). The reason is on stderr, and nothing hangs."""
+    proc = run_python(
+        """
+        import ctypes, os, sys
+        import tvm_ffi
+        for name in ("libtvm_runtime.so", "libtvm_runtime_extra.so"):
+            ctypes.CDLL(os.path.join(sys.argv[2], name), ctypes.RTLD_GLOBAL)
+        import numpy as np, tvm, tvm_partial
+        from tvm import te
+        from tvm.runtime import disco
+
+        w = te.placeholder((4, 16), "float32", name="w")
+        out = te.compute((4, 16), lambda i, j: w[i, j] * 2.0, name="out")
+        exe = tvm.compile(te.create_prim_func([w, out]), target="llvm")
+        path = os.path.join(sys.argv[1], "tp4.so")
+        pm = tvm_partial.partial(exe, signature=[w, out], w=np.zeros((16, 16), "float32"), shards={"w": 0}, world=4)
+        tvm_partial.export_library(pm, path)
+        sess = disco.ProcessSession(num_workers=2)
+        sess.get_global_func("tvm_partial.LoadShard")(path)
+        sess._sync_all()
+        print("loaded")
+        """,
+        str(tmp_path),
+        LIB,
+        timeout=120,
+    )
+    assert proc.returncode != 0 and "loaded" not in proc.stdout
+    assert "this artifact is sharded over world 4 (function 'main' position 0), not 2" in proc.stderr
