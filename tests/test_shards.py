@@ -328,10 +328,13 @@ LIB = os.path.join(os.path.dirname(importlib.util.find_spec("tvm").origin), "lib
     not os.path.exists(os.path.join(LIB, "libtvm_runtime_extra.so")),
     reason="this TVM wheel has no libtvm_runtime_extra (no disco)",
 )
-def test_two_disco_workers_each_load_their_shard(tmp_path):
+@pytest.mark.parametrize(("world", "placement"), [(2, "weights file"), (4, "appended")])
+def test_disco_workers_each_load_their_shard(tmp_path, world, placement):
+    """Each worker's result is numpy's for its rows, and the gathered result is the whole
+    kernel's in one process, bitwise."""
     result = run_json(
         """
-        import ctypes, json, os, sys, time
+        import ctypes, json, os, sys
         import tvm_ffi  # loads libtvm_ffi, which the TVM libraries below link to
         for name in ("libtvm_runtime.so", "libtvm_runtime_extra.so"):  # before import tvm (test_disco.py)
             ctypes.CDLL(os.path.join(sys.argv[2], name), ctypes.RTLD_GLOBAL)
@@ -339,38 +342,49 @@ def test_two_disco_workers_each_load_their_shard(tmp_path):
         from tvm import te
         from tvm.runtime import disco
 
+        world, placement = int(sys.argv[3]), sys.argv[4]
         N, K = 8, 16
-        w = te.placeholder((N // 2, K), "float32", name="w")
-        b = te.placeholder((K,), "float32", name="b")
-        out = te.compute(w.shape, lambda i, j: w[i, j] * 2.0 + b[j], name="out")
-        sig = [w, b, out]
-        exe = tvm.compile(te.create_prim_func(sig), target="llvm")
+
+        def kernel(rows):
+            w = te.placeholder((rows, K), "float32", name="w")
+            b = te.placeholder((K,), "float32", name="b")
+            out = te.compute(w.shape, lambda i, j: w[i, j] * 2.0 + b[j], name="out")
+            return tvm.compile(te.create_prim_func([w, b, out]), target="llvm"), [w, b, out]
+
         W = np.random.default_rng(1).integers(-8, 9, (N, K)).astype("float32")
         B = np.random.default_rng(2).integers(-8, 9, K).astype("float32")
+        exe, sig = kernel(N // world)
         path = os.path.join(sys.argv[1], "tp.so")
-        pm = tvm_partial.partial(exe, signature=sig, w=W, b=B, shards={"w": 0}, world=2)
-        tvm_partial.export_library(pm, path, weights_file=os.path.join(sys.argv[1], "tp.safetensors"))
+        pm = tvm_partial.partial(exe, signature=sig, w=W, b=B, shards={"w": 0}, world=world)
+        if placement == "weights file":
+            tvm_partial.export_library(pm, path, weights_file=os.path.join(sys.argv[1], "tp.safetensors"))
+        else:
+            tvm_partial.export_library(pm, path, zero_copy=True)
+        whole_exe, whole_sig = kernel(N)  # the same computation in one process
+        whole = tvm.runtime.empty((N, K), "float32")
+        tvm_partial.partial(whole_exe, signature=whole_sig, w=W, b=B)["main"](whole)
 
-        sess = disco.ProcessSession(num_workers=2)
-        start = time.perf_counter()
+        sess = disco.ProcessSession(num_workers=world)
         module = disco.DModule(sess.get_global_func("tvm_partial.LoadShard")(path), sess)
-        sess._sync_all()
-        load_s = time.perf_counter() - start
-        result = sess.empty((N // 2, K), "float32")
+        result = sess.empty((N // world, K), "float32")  # one rank's rows per worker
         module["main"](result)
         sess._sync_all()
-        got = [result.debug_get_from_remote(r).numpy() for r in range(2)]
-        print(json.dumps({"load_s": load_s,
-                          "got": [g.tobytes().hex() for g in got],
-                          "expected": [(np.split(W, 2)[r] * np.float32(2) + B).tobytes().hex()
-                                       for r in range(2)]}))
+        got = [result.debug_get_from_remote(r).numpy() for r in range(world)]
+        print(json.dumps({"got": [g.tobytes().hex() for g in got],
+                          "expected": [(np.split(W, world)[r] * np.float32(2) + B).tobytes().hex()
+                                       for r in range(world)],
+                          "gathered": np.concatenate(got).tobytes().hex(),
+                          "whole": whole.numpy().tobytes().hex()}))
         del module, result, sess  # released, not sess.shutdown() (see test_disco.py)
         """,
         str(tmp_path),
         LIB,
+        str(world),
+        placement,
     )
     assert result["got"] == result["expected"]
-    assert result["got"][0] != result["got"][1]
+    assert len(set(result["got"])) == world
+    assert result["gathered"] == result["whole"]
 
 
 @pytest.mark.skipif(
