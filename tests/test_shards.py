@@ -421,3 +421,37 @@ def test_a_disco_world_mismatch_ends_the_session_with_the_reason(tmp_path):
     )
     assert proc.returncode != 0 and "loaded" not in proc.stdout
     assert "this artifact is sharded over world 4 (function 'main' position 0), not 2" in proc.stderr
+
+
+def test_prefault_reads_only_the_ranks_pages_at_load(tmp_path):
+    """Without TVM_PARTIAL_PREFAULT the load reads nothing (its pages are read on first use);
+    with TVM_PARTIAL_PREFAULT=1 it maps in the rank's slice at load, and not the other rank's."""
+    rows, cols = 512, 1024  # [1024, 1024] float32 whole: 2 MiB per rank
+    w = te.placeholder((rows, cols), "float32", name="w")
+    out = te.compute((rows, cols), lambda i, j: w[i, j] * 2.0, name="out")
+    exe, sig = compile_te([w, out]), [w, out]
+    path = str(tmp_path / "big.so")
+    W = ints((2 * rows, cols), seed=11)
+    pm = tvm_partial.partial(exe, signature=sig, w=W, shards={"w": 0}, world=2)
+    tvm_partial.export_library(pm, path, weights_file=str(tmp_path / "big.safetensors"))
+    code = """
+        import json, sys
+        import tvm_partial
+
+        def rss_file_kib():
+            for line in open("/proc/self/status"):
+                if line.startswith("RssFile:"):
+                    return int(line.split()[1])
+
+        first = tvm_partial.load(sys.argv[1], shard=(0, 2))  # maps the libraries a load needs
+        before = rss_file_kib()
+        m = tvm_partial.load(sys.argv[1], shard=(1, 2))
+        print(json.dumps({"grew_kib": rss_file_kib() - before}))
+        """
+    lazy = run_json(code, path, env={"TVM_PARTIAL_PREFAULT": "0"})
+    eager = run_json(code, path, env={"TVM_PARTIAL_PREFAULT": "1"})
+    slice_kib = rows * cols * 4 // 1024
+    assert lazy["grew_kib"] < slice_kib // 4, lazy
+    assert slice_kib <= eager["grew_kib"] < slice_kib * 3 // 2, eager
+    bad = run_python(code, path, env={"TVM_PARTIAL_PREFAULT": "yes"}, timeout=120)
+    assert bad.returncode != 0 and "TVM_PARTIAL_PREFAULT=yes is neither 1" in bad.stderr

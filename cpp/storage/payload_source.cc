@@ -256,10 +256,13 @@ std::vector<ffi::Tensor> MakeTensors(const format::Parsed& parsed, const Payload
   }
   if (pieces.empty()) return out;
   const Mapping mapping = MapPrivate(*source.file, lo, hi - lo);
+  const bool prefault = PrefaultFromEnvironment();
   ForEachTensor(parsed, [&](const format::ParsedFunction& fn, const format::ParsedValue& v) {
     const Piece& p = pieces[out.size()];
     const char* payload = mapping.data + (p.offset - lo);
     const format::TensorMeta& t = p.meta;
+    // Only the bytes this load binds (a rank's slice), and only where they stay in the mapping.
+    if (prefault && t.device_type == kDLCPU) Prefault(payload, t.nbytes);
     out.push_back(t.device_type == kDLCPU
                       ? HostPayloadTensor(payload, mapping.keepalive, t.dtype, t.shape, t.nbytes)
                       : CopiedTensor(t, payload, format::Where(fn, v.index), /*mapped=*/true));
