@@ -108,6 +108,10 @@ def test_bind_refuses_options_it_cannot_honour(tp):
         tvm_partial.partial(exe, signature=sig, w=W[:4], b=B, world=2)
     with pytest.raises(ValueError, match="shards= names 'b', which this partial"):
         tvm_partial.partial(exe, signature=sig, w=W, shards={"w": 0, "b": 0}, world=2)
+    by_position = tvm_partial.partial(exe, {0: W, 1: B}, signature=sig, shards={"w": 0}, world=2)
+    assert tvm_partial.bindings(by_position)["main"][0].shape == (N, K)
+    with pytest.raises(ValueError, match="binds whole tensors split over 2 ranks"):  # recorded
+        by_position["main"](tvm.runtime.empty((N // 2, K), "float32"))
     with pytest.raises(TypeError, match="has no parameter 'v'"):
         tvm_partial.partial(exe, signature=sig, w=W, v=B, shards={"w": 0}, world=2)
     with pytest.raises(TypeError, match="shards= needs a compiled module"):

@@ -144,7 +144,7 @@ def partial(
     _target.check_available(place)
     keyed, named = _target.split_keys(bound, by_name)
     targets = view.positions(keyed, named)
-    split = _shard_positions(shards, world, bound_target, view, named)
+    split = _shard_positions(shards, world, bound_target, view, targets)
     obj = bound_target.obj
     if kind == "module":  # a remote module: its session's device by default; other sessions refused
         place = _remote.placement(
@@ -177,7 +177,7 @@ def partial(
 
 
 def _shard_positions(
-    shards: Any, world: Any, target: _target.Target, view: _target.TargetView, named: dict[str, Any]
+    shards: Any, world: Any, target: _target.Target, view: _target.TargetView, bound_positions: Any
 ) -> dict[int, tuple[int, int]]:
     """``shards=``/``world=`` checked: {position: (dim, world)} of the tensors split."""
     if shards is _target.UNSET or shards is None:
@@ -207,9 +207,10 @@ def _shard_positions(
             raise TypeError(f"shards= keys are parameter names, got {name!r}")
         if isinstance(dim, bool) or not isinstance(dim, int):
             raise TypeError(f"shards={{{name!r}: ...}}: the dim must be an int, got {dim!r}")
-        if name not in named:
+        position = view.sig.index_of(name)  # the target is no partial: positions are its own
+        if position not in bound_positions:
             raise ValueError(f"shards= names {name!r}, which this partial() does not bind")
-        out[view.sig.index_of(name)] = (dim, world)
+        out[position] = (dim, world)
     return out
 
 
