@@ -9,10 +9,12 @@
  * partial_module.cc.
  */
 #include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/dtype.h>
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/string.h>
 #include <tvm_partial/partial_apply.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -51,6 +53,17 @@ ffi::Module MakePartialModule(
     }
   }
   if (inner != nullptr) {
+    const bool sharded =
+        std::any_of(inner->begin(), inner->end(),
+                    [](const format::FunctionRecord& r) { return !r.shards.empty(); }) ||
+        std::any_of(functions.begin(), functions.end(),
+                    [](const format::FunctionRecord& r) { return !r.shards.empty(); });
+    if (sharded) {
+      TVM_FFI_THROW(ValueError)
+          << "PartialApplyModule: a partial module with shards cannot be bound again (its "
+          << "levels would merge): bind every value, with shards= and world=, in one partial() "
+          << "of the compiled module";
+    }
     // Merge into one level over the same compiled code.
     std::vector<format::FunctionRecord> merged = *inner;
     std::unordered_map<std::string, size_t> index;  // name -> its record: O(1) each
@@ -92,6 +105,60 @@ format::FunctionRecord MakeRecord(const ffi::String& name,
   detail::CheckAgainstSignature(r.bound, r.param_names,
                                 "PartialApplyModule('" + std::string(name) + "')");
   return r;
+}
+
+/*! \brief How messages name the binding at `position`: "parameter 'w' (position 1)". */
+std::string Label(const format::FunctionRecord& r, int64_t position) {
+  if (position >= 0 && position < static_cast<int64_t>(r.param_names.size())) {
+    return "parameter '" + std::string(r.param_names[position]) + "' (position " +
+           std::to_string(position) + ")";
+  }
+  return "position " + std::to_string(position);
+}
+
+/*! \brief Shards from Python ([[position, dim, world]...]), checked against the bound tensors
+ *         of `r` (format::ShardProblem), sorted by position. */
+std::vector<format::Shard> CheckShards(const format::FunctionRecord& r,
+                                       const ffi::Array<ffi::Array<int64_t>>& raw,
+                                       const std::string& who) {
+  std::vector<format::Shard> out;
+  for (const ffi::Array<int64_t>& entry : raw) {
+    if (entry.size() != 3) {
+      TVM_FFI_THROW(ValueError) << who << ": a shard is [position, dim, world]";
+    }
+    format::Shard s{entry[0], entry[1], entry[2]};
+    const ffi::Any* value = nullptr;
+    for (const auto& [index, v] : r.bound) {
+      if (index == s.position) value = &v;
+    }
+    const std::string label = Label(r, s.position);
+    if (value == nullptr) {
+      TVM_FFI_THROW(ValueError) << who << ": cannot shard " << label << ": it is not bound here";
+    }
+    auto tensor = value->try_cast<ffi::Tensor>();
+    if (!tensor.has_value()) {
+      TVM_FFI_THROW(TypeError) << who << ": cannot shard " << label << ": its bound value is a "
+                               << value->GetTypeKey() << ", not a tensor";
+    }
+    if (!tensor->IsContiguous()) {
+      TVM_FFI_THROW(ValueError) << who << ": cannot shard " << label
+                                << ": the bound tensor is not contiguous";
+    }
+    const std::vector<int64_t> shape(tensor->shape().begin(), tensor->shape().end());
+    const std::string problem = format::ShardProblem(shape, tensor->dtype(), s.dim, s.world);
+    if (!problem.empty()) {
+      TVM_FFI_THROW(ValueError) << who << ": cannot shard " << label << ": " << problem;
+    }
+    for (const format::Shard& seen : out) {
+      if (seen.position == s.position) {
+        TVM_FFI_THROW(ValueError) << who << ": " << label << " is sharded twice";
+      }
+    }
+    out.push_back(s);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const format::Shard& a, const format::Shard& b) { return a.position < b.position; });
+  return out;
 }
 
 /*!
@@ -194,22 +261,34 @@ ffi::Map<ffi::String, ffi::Map<int64_t, int64_t>> TensorPayloads(const ffi::Any&
 }
 
 // runtime.PartialApplyModule(mod, {name: {position: value}}, param_names={}, outputs={},
-// original_names={}) from Python; outputs per function as detail::OutputsFromAny reads them;
-// original_names as MakePartialModule takes them.
+// original_names={}, shards={}) from Python; outputs per function as detail::OutputsFromAny
+// reads them; original_names as MakePartialModule takes them; shards per function
+// [[position, dim, world]...] (bound tensors split for tensor parallelism, CheckShards).
 void PartialApplyModulePacked(ffi::PackedArgs args, ffi::Any* rv) {
-  detail::CheckArgCount(args, 2, 5,
+  detail::CheckArgCount(args, 2, 6,
                         "runtime.PartialApplyModule(mod, bindings, param_names={}, outputs={}, "
-                        "original_names={})");
+                        "original_names={}, shards={})");
   auto mod = detail::RequiredArg<ffi::Module>(args, 0, "PartialApplyModule", "mod", "a Module");
   auto raw = detail::RequiredArg<ffi::Map<ffi::String, ffi::Map<ffi::Any, ffi::Any>>>(
       args, 1, "PartialApplyModule", "bindings", "a map of function names to {position: value}");
   auto names = detail::OptionalArg<ffi::Map<ffi::String, ffi::Array<ffi::String>>>(args, 2);
   auto outputs = detail::OptionalArg<ffi::Map<ffi::String, ffi::Any>>(args, 3);
+  auto shards =
+      detail::OptionalArg<ffi::Map<ffi::String, ffi::Array<ffi::Array<int64_t>>>>(args, 5);
   std::vector<format::FunctionRecord> functions;
   for (const auto& [name, bound] : raw) {
     const std::string who = "PartialApplyModule('" + std::string(name) + "')";
     Outputs outs = outputs.count(name) ? detail::OutputsFromAny(outputs.at(name), who) : Outputs();
     functions.push_back(MakeRecord(name, names, detail::FromAnyMap(bound, who), std::move(outs)));
+    if (shards.count(name)) {
+      functions.back().shards = CheckShards(functions.back(), shards.at(name), who);
+    }
+  }
+  for (const auto& [name, _] : shards) {
+    if (!raw.count(name)) {
+      TVM_FFI_THROW(ValueError) << "PartialApplyModule: shards for function '" << name
+                                << "', which has no entry in bindings";
+    }
   }
   for (const auto& [name, _] : outputs) {
     if (!raw.count(name)) {
@@ -231,6 +310,25 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   detail::RegisterGlobalOnce("tvm_partial.ParamNames", PartialApplyParamNames);
   detail::RegisterGlobalOnce("tvm_partial.Outputs", PartialApplyOutputs);
   detail::RegisterGlobalOnce("tvm_partial.TensorPayloads", TensorPayloads);
+  // Why a tensor of this shape and dtype cannot be split so, or "" (the rule binding applies).
+  detail::RegisterGlobalOnce(
+      "tvm_partial.ShardProblem",
+      [](ffi::Array<int64_t> shape, ffi::String dtype, int64_t dim, int64_t world) {
+        return ffi::String(format::ShardProblem(std::vector<int64_t>(shape.begin(), shape.end()),
+                                                ffi::StringToDLDataType(dtype), dim, world));
+      });
+  // {function: [[position, dim, world]...]} for functions that bind shards.
+  detail::RegisterGlobalOnce("tvm_partial.Shards", [](ffi::Any obj) {
+    const std::vector<format::FunctionRecord> records = RecordsOrThrow(obj, "tvm_partial.Shards");
+    ffi::Map<ffi::String, ffi::Array<ffi::Array<int64_t>>> out;
+    for (const auto& r : records) {
+      if (r.shards.empty()) continue;
+      ffi::Array<ffi::Array<int64_t>> list;
+      for (const format::Shard& s : r.shards) list.push_back({s.position, s.dim, s.world});
+      out.Set(r.name, list);
+    }
+    return out;
+  });
 }
 
 }  // namespace tvm_partial

@@ -59,10 +59,13 @@ namespace detail {
 
 std::vector<format::FunctionRecord> DecodeRecords(const char* blob, const format::Parsed& parsed,
                                                   const std::string& override_weights,
-                                                  const ffi::Array<ffi::Any>& imports) {
+                                                  const ffi::Array<ffi::Any>& imports,
+                                                  int64_t shard_rank, int64_t shard_world) {
   storage::Origin origin;
   origin.blob = blob;
   origin.override_weights = override_weights;
+  origin.shard_rank = shard_rank;
+  origin.shard_world = shard_world;
   ffi::Optional<ffi::Module> library = FindLibrary(imports);
   if (library.has_value() && parsed.external() && override_weights.empty()) {
     storage::LoadedLibrary file = storage::OpenLoadedLibrary(*library, parsed.symbol);
@@ -133,7 +136,63 @@ ffi::Module LoadWithWeights(const std::string& library, const std::string& weigh
   return mod;
 }
 
+ffi::Module LoadShard(const std::string& library, int64_t rank, int64_t world,
+                      const std::string& weights_file) {
+  if (world < 1 || rank < 0 || rank >= world) {
+    TVM_FFI_THROW(ValueError) << "LoadShard: rank " << rank << " of world " << world
+                              << " is not a rank: give 0 <= rank < world";
+  }
+  const std::string path = library.find('/') == std::string::npos ? "./" + library : library;
+  ffi::Module mod = ffi::Module::LoadFromFile(path);
+  std::vector<ffi::Module> all;
+  Collect(mod, &all);
+  int sharded = 0;
+  for (const ffi::Module& m : all) {
+    if (!weights_file.empty()) detail::SetWeightsOverride(m, weights_file);
+    try {
+      sharded += detail::SetShard(m, rank, world) == 1;
+    } catch (const ffi::Error& err) {
+      TVM_FFI_THROW(ValueError) << library << ": " << err.message();
+    }
+  }
+  if (sharded == 0) {
+    TVM_FFI_THROW(ValueError) << library << " binds no sharded tensors (it was exported without "
+                              << "shards=): load it whole, without shard=, or bind with "
+                              << "partial(..., shards={name: dim}, world=" << world
+                              << ") and export again";
+  }
+  detail::ResolveTree(mod, path);
+  return mod;
+}
+
+namespace {
+
+/*! \brief An integer a disco global answers on this worker (`runtime.disco.worker_rank`). */
+int64_t DiscoValue(const char* name) {
+  auto f = ffi::Function::GetGlobal(name);
+  if (!f.has_value()) {
+    TVM_FFI_THROW(RuntimeError) << "tvm_partial.LoadShard(path) reads the rank from " << name
+                                << ", which this process lacks: call it on a disco worker, or "
+                                << "give the rank: tvm_partial.load(path, shard=(rank, world))";
+  }
+  return (*f)().cast<int64_t>();
+}
+
+}  // namespace
+
 TVM_FFI_STATIC_INIT_BLOCK() {
+  // On a disco worker: the worker's rank of the session's world (what the driver calls through
+  // sess.get_global_func("tvm_partial.LoadShard")(path); the workers run no Python of ours).
+  detail::RegisterGlobalOnce("tvm_partial.LoadShard", [](ffi::String path) {
+    return LoadShard(path, DiscoValue("runtime.disco.worker_rank"),
+                     DiscoValue("runtime.disco.world_size"), "");
+  });
+  // Any rank (tvm_partial.load(path, shard=(rank, world), weights_file=...)); "": no override.
+  detail::RegisterGlobalOnce(
+      "tvm_partial.LoadShardOfRank",
+      [](ffi::String path, int64_t rank, int64_t world, ffi::String weights_file) {
+        return LoadShard(path, rank, world, weights_file);
+      });
   detail::RegisterGlobalOnce(
       "tvm_partial.LoadWithWeights",
       [](ffi::String library, ffi::String path) { return LoadWithWeights(library, path); });

@@ -88,6 +88,7 @@ class PartialModuleObj final : public ffi::ModuleObj {
     }
     const size_t at = static_cast<size_t>(record - functions_.data());  // before Records() fills
     const format::FunctionRecord& bound = Records()[at];
+    if (!bound.shards.empty() && !shard_view_) ThrowWholeShards(bound);
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = cache_.find(std::string(name));
     if (it != cache_.end()) return it->second;
@@ -117,6 +118,7 @@ class PartialModuleObj final : public ffi::ModuleObj {
 
   ffi::Bytes SaveToBytes() const final {
     const auto& records = const_cast<PartialModuleObj*>(this)->Records();
+    RefuseShardView("saved");
     return OutOfMemoryAsError("saving a partial_apply module", [&] {
       return ffi::Bytes(format::Encode(records, external_ ? &*external_ : nullptr));
     });
@@ -138,6 +140,34 @@ class PartialModuleObj final : public ffi::ModuleObj {
   /*! \brief Whether the wrapped code has a `main` of its own (then pm(...) calls that). */
   bool WrappedHasMain() const {
     return HasWrapped() && Wrapped()->GetFunction("main", /*query_imports=*/true).has_value();
+  }
+
+  /*! \brief A call of a function that binds whole tensors split for tensor parallelism: it
+   *         runs as one rank's view, which only a load with a rank builds. */
+  [[noreturn]] TVM_FFI_NO_INLINE static void ThrowWholeShards(const format::FunctionRecord& r) {
+    std::string names;
+    for (const format::Shard& s : r.shards) {
+      names +=
+          (names.empty() ? "" : ", ") + (s.position < static_cast<int64_t>(r.param_names.size())
+                                             ? "'" + std::string(r.param_names[s.position]) + "'"
+                                             : "position " + std::to_string(s.position));
+    }
+    TVM_FFI_THROW(ValueError)
+        << "partial_apply module: function '" << r.name << "' binds whole tensors split over "
+        << r.shards[0].world << " ranks (shards: " << names << "), and its kernel takes one "
+        << "rank's shard: export it and load a rank's view with tvm_partial.load(path, "
+        << "shard=(rank, " << r.shards[0].world << ")), or on a disco worker "
+        << "tvm_partial.LoadShard(path)";
+  }
+
+  /*! \brief A rank's view holds slices of the whole tensors: writing it would record a slice
+   *         as the whole. */
+  void RefuseShardView(const char* what) const {
+    if (!shard_view_) return;
+    TVM_FFI_THROW(ValueError) << "partial_apply module: this is rank " << shard_rank_
+                              << "'s view of a sharded artifact (loaded with shard=); it "
+                              << "holds one rank's slices, not the whole tensors, and cannot be "
+                              << what << ": export the module that binds the whole tensors";
   }
 
   /*! \brief pm(...) on a module that binds several functions, none of them main. */
@@ -168,12 +198,15 @@ class PartialModuleObj final : public ffi::ModuleObj {
       std::vector<format::FunctionRecord> decoded =
           OutOfMemoryAsError("loading the tensors of a partial_apply module", [&] {
             return detail::DecodeRecords(pending_->bytes.data(), pending_->parsed,
-                                         pending_->override_weights, imports_);
+                                         pending_->override_weights, imports_, pending_->shard_rank,
+                                         pending_->shard_world);
           });
       // Only the values are filled in: names, order and outputs (which GetFunction reads
       // without the lock) are those of the skeleton already, and the vector never moves.
       for (size_t i = 0; i < functions_.size(); ++i)
         functions_[i].bound = std::move(decoded[i].bound);
+      shard_view_ = pending_->shard_world > 0;
+      shard_rank_ = pending_->shard_rank;
       pending_.reset();
       resolved_ = true;
     }
@@ -187,6 +220,29 @@ class PartialModuleObj final : public ffi::ModuleObj {
     if (resolved_) return false;
     pending_->override_weights = path;
     return true;
+  }
+
+  /*! \brief Build rank `rank`'s view of `world` (load(path, shard=...)): each sharded tensor
+   *         becomes its slice. Only before the records are built. 1: set; 0: this module
+   *         records no shards (left whole); -1: already built.
+   *  \throws ValueError when its shards name another world. */
+  int SetShard(int64_t rank, int64_t world) {
+    std::lock_guard<std::mutex> lock(resolve_mutex_);
+    if (resolved_) return -1;
+    if (!pending_->parsed.Sharded()) return 0;
+    for (const format::ParsedFunction& fn : pending_->parsed.functions) {
+      for (const format::Shard& s : fn.shards) {
+        if (s.world != world) {
+          TVM_FFI_THROW(ValueError)
+              << "this artifact is sharded over world " << s.world << " ("
+              << format::Where(fn, s.position) << "), not " << world
+              << ": load it with shard=(rank, " << s.world << "), on as many disco workers";
+        }
+      }
+    }
+    pending_->shard_rank = rank;
+    pending_->shard_world = world;
+    return 1;
   }
 
   /*! \brief Name -> position in `functions`; names are unique (the loader and the merge ensure it).
@@ -206,6 +262,7 @@ class PartialModuleObj final : public ffi::ModuleObj {
     for (const format::ParsedFunction& fn : parsed.functions) {
       format::FunctionRecord r{fn.name, fn.param_names, {}};
       r.outputs = fn.outputs;
+      r.shards = fn.shards;
       out.push_back(std::move(r));
     }
     return out;
@@ -238,8 +295,13 @@ class PartialModuleObj final : public ffi::ModuleObj {
     ffi::Bytes bytes;
     format::Parsed parsed;
     std::string override_weights;
+    int64_t shard_rank = -1;  // SetShard: build this rank's view
+    int64_t shard_world = 0;
   };
   std::optional<Pending> pending_;
+  /*! \brief Whether the tensors are one rank's view of sharded ones (set once by Records()). */
+  bool shard_view_ = false;
+  int64_t shard_rank_ = -1;
   /*! \brief Whether functions_ holds its values; guarded by resolve_mutex_. */
   bool resolved_;
   std::mutex resolve_mutex_;
@@ -273,6 +335,11 @@ bool SetWeightsOverride(const ffi::Module& mod, const std::string& path) {
   return pm != nullptr && pm->SetWeightsOverride(path);
 }
 
+int SetShard(const ffi::Module& mod, int64_t rank, int64_t world) {
+  PartialModuleObj* pm = AsPartialModule(mod);
+  return pm == nullptr ? -1 : pm->SetShard(rank, world);
+}
+
 bool IsForeignPartialModule(const ffi::Module& mod) {
   return std::strcmp(mod->kind(), kKind) == 0 && AsPartialModule(mod) == nullptr;
 }
@@ -290,6 +357,8 @@ ffi::Module NewPartialModule(std::vector<format::FunctionRecord> functions,
 
 ffi::Module WithExternalRegion(const ffi::Module& mod, format::ExternalRegion region) {
   PartialModuleObj* pm = AsPartialModule(mod);
+  pm->Records();
+  pm->RefuseShardView("exported");
   ffi::Module out(
       ffi::make_object<PartialModuleObj>(pm->Records(), std::nullopt, std::move(region)));
   // Every import travels with the copy (the wrapped code first, then what was imported into

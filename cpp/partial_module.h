@@ -44,13 +44,22 @@ ffi::Module NewPartialModule(std::vector<format::FunctionRecord> functions,
 bool SetWeightsOverride(const ffi::Module& mod, const std::string& path);
 
 /*!
+ * \brief Make the partial_apply module `mod`, loaded from bytes and not used yet, build rank
+ *        `rank`'s view of `world` (load(path, shard=...)).
+ * \return 1 when set; 0 when `mod` records no shards; -1 when it is not such a module.
+ * \throws ValueError when its shards name another world.
+ */
+int SetShard(const ffi::Module& mod, int64_t rank, int64_t world);
+
+/*!
  * \brief The records of parsed bytes with their values (load.cc): where the payloads lie is
  *        decided by storage::Locate from what the module offers (its bytes `blob`, the library
  *        among `imports` that the loader attached, an override), the tensors built from there.
  */
 std::vector<format::FunctionRecord> DecodeRecords(const char* blob, const format::Parsed& parsed,
                                                   const std::string& override_weights,
-                                                  const ffi::Array<ffi::Any>& imports);
+                                                  const ffi::Array<ffi::Any>& imports,
+                                                  int64_t shard_rank = -1, int64_t shard_world = 0);
 
 /*!
  * \brief A copy of the partial_apply module `mod` (PartialModuleRecords is not null) over the same

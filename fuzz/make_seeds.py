@@ -45,6 +45,12 @@ def main(folder: str) -> None:
     sym = tvm.compile(te.create_prim_func([xs, c, ys, zs]), target="llvm")
     returning = tvm_partial.partial(sym, signature=[xs, c, ys, zs], c=np.ones(4, "float32"), outputs=["zs", "ys"])
     (out / "outputs.bin").write_bytes(tvm_partial.save_to_bytes(returning))
+    # Format version 3: a row shard (w bound whole, [8, 4] float32 over 2 ranks).
+    ws = te.placeholder((4, 4), "float32", name="ws")
+    tp = tvm.compile(te.create_prim_func([ws, te.compute((4, 4), lambda i, j: ws[i, j] * 2.0, name="o")]),
+                     target="llvm")
+    sharded = tvm_partial.partial(tp, signature=[ws, "o"], ws=np.ones((8, 4), "float32"), shards={"ws": 0}, world=2)
+    (out / "shards.bin").write_bytes(tvm_partial.save_to_bytes(sharded))
 
 
 if __name__ == "__main__":

@@ -37,6 +37,10 @@ SLOW = pytest.mark.slow
         pytest.param(
             "bench_weights.py", [], "two processes mapping one weights file", id="weights", marks=SLOW
         ),
+        # a 2-worker disco session (4 MiB)
+        pytest.param(
+            "bench_disco.py", [], "target per-worker RSS after the first call", id="disco", marks=SLOW
+        ),
         # no GPU: cpu, 4 MiB, in-process, ~5 s
         pytest.param("bench_gpu_load.py", [], "target host memory held <= 5%", id="gpu-load"),
     ],

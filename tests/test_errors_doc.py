@@ -19,7 +19,7 @@ from tvm import te
 
 import tvm_partial
 import tvm_partial.remote
-from helpers import reseal, run_json, tensor
+from helpers import compile_te, reseal, run_json, tensor
 from tvm_partial import _fixtures as fixtures
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,6 +31,7 @@ ROWS = re.findall(
 W = np.zeros(fixtures.SHAPES["weights"], "float32")
 B = np.zeros(fixtures.SHAPES["bias"], "float32")
 X = np.zeros(fixtures.SHAPES["data"], "float32")
+W16 = np.zeros((16, 16), "float32")  # the whole weight of the tensor-parallel kernel (ctx "tp")
 load_from_bytes = tvm_ffi.get_global_func("ffi.Module.load_from_bytes.partial_apply")
 
 
@@ -120,10 +121,19 @@ CASES = {
     "value of an unsupported type": lambda c: tvm_partial.partial(c["f"], {1: {"a": 1}}),
     "target that is not callable": lambda c: tvm_partial.partial(42, {0: 1}),  # type: ignore[call-overload]
     "module function that does not exist": lambda c: tvm_partial.partial(c["exe"], {1: 1.0}, function="nope"),
+    "a tensor sharded along a dim that is not a row shard": lambda c: tvm_partial.partial(
+        c["tp"][0], signature=c["tp"][1], w=W16, shards={"w": 1}, world=2
+    ),
+    "a sharded tensor whose rank's shard is not the parameter's shape": lambda c: tvm_partial.partial(
+        c["tp"][0], signature=c["tp"][1], w=W16, shards={"w": 0}, world=2
+    ),
     "too few arguments for a bound position": lambda c: tvm_partial.partial(c["f"], {2: B, 3: W})(tensor(X)),
     "wrong argument count, signature known": lambda c: tvm_partial.partial(
         c["f"], signature=c["sig"], weights=W, bias=B
     )(tensor(X), tensor(X), tensor(X)),
+    "a module bound with `shards=`, called before a rank loads it": lambda c: tvm_partial.partial(
+        c["tp"][0], signature=c["tp"][1], w=W16, shards={"w": 0}, world=4
+    )(tensor(np.zeros((4, 16), "float32"))),
     "a bound value that cannot be serialised": lambda c: tvm_partial.save_to_bytes(
         tvm_partial.partial(c["exe"], {1: tvm_ffi.convert(lambda: 0)})
     ),
@@ -133,6 +143,8 @@ CASES = {
     "data from a newer tvm-partial": lambda c: load_from_bytes(
         _blob(c)[:8] + struct.pack("<I", 4) + _blob(c)[12:]
     ),
+    "a sharded artifact loaded for another world": lambda c: tvm_partial.load(c["sharded"], shard=(0, 2)),
+    "`shard=` for an artifact without shards": lambda c: tvm_partial.load(c["artifact"], shard=(0, 2)),
     "a tensor's device is missing": lambda c: _in_subprocess(
         "import tvm, tvm_partial, tvm_ffi\n"
         "tvm_ffi.get_global_func('ffi.Module.load_from_bytes.partial_apply')(bytes.fromhex(sys.argv[1]))",
@@ -494,7 +506,14 @@ def ctx(conv, tmp_path_factory):
     deep = b'{"x":' + b"[" * 1000 + b"]" * 1000 + b"}"
     (folder / "deep.safetensors").write_bytes(struct.pack("<Q", len(deep)) + deep)
     tvm_partial.export_library(pm, folder / "partial_wb.so")
+    w = te.placeholder((4, 16), "float32", name="w")  # one rank's shard of a [16, 16] weight
+    out = te.compute((4, 16), lambda i, j: w[i, j] * 2.0, name="out")
+    tp = (compile_te([w, out]), [w, out])
+    sharded = tvm_partial.partial(tp[0], signature=tp[1], w=W16, shards={"w": 0}, world=4)
+    tvm_partial.export_library(sharded, folder / "sharded.so")
     return {
+        "tp": tp,
+        "sharded": str(folder / "sharded.so"),
         "artifact_wb": str(folder / "partial_wb.so"),
         "pm": pm,
         "truncated": str(folder / "truncated.so"),

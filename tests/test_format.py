@@ -54,12 +54,14 @@ def blob_with_payload(functions, payload: bytes, version=1) -> bytes:
 
 def make_blob(functions, version=1, flags=0, payload=b"", meta_extra=b"", count=None):
     """functions: [(name, [param names], [binding entry bytes])]; resealed so the hash is valid.
-    Versions 2 and 3 carry an output count per function (0 here)."""
+    Versions 2 and 3 carry an output count per function (0 here), version 3 a shard count (0)."""
     parts = [struct.pack("<I", len(functions) if count is None else count)]
     for name, names, entries in functions:
         parts += [_s(name), struct.pack("<I", len(names)), *(_s(n) for n in names)]
         parts += [struct.pack("<I", len(entries)), *entries]
         if version >= 2:
+            parts.append(struct.pack("<I", 0))
+        if version == 3:  # no shards
             parts.append(struct.pack("<I", 0))
     meta = b"".join(parts) + meta_extra
     body = meta + payload
@@ -221,7 +223,7 @@ CRAFTED = [
     (
         "version 3 without a shared tensor",
         lambda: make_blob([("main", [], [])], version=3),
-        r"format version 3 without shared tensors \(such data is written as version 1 or 2\)",
+        r"format version 3 without shared tensors or shards \(such data is written as version 1 or 2\)",
     ),
     (
         "shared tensor in version 1",
@@ -250,7 +252,8 @@ CRAFTED = [
         lambda: blob_with_payload(
             lambda at: [("main", [], [tensor_entry(0, offset=at), struct.pack("<qB", 1, 6)])], b"\0" * 16, 3
         ),
-        r"shared tensor payload at byte \d+ needs 8 bytes",
+        # the two counts after it (outputs, shards: 8 bytes) read as its number, then nothing is left
+        r"output count at byte \d+ needs 4 bytes, 0 left",
     ),
     ("version zero", lambda: make_blob([], version=0), r"format version 0 is invalid"),
     ("unknown flags", lambda: make_blob([], flags=4), r"unknown flags 4"),

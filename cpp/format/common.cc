@@ -12,6 +12,7 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "bind/aligned_tensor.h"
 #include "device.h"
@@ -116,6 +117,56 @@ std::string ShapeProblem(const int64_t* shape, size_t ndim, DLDataType dtype, ui
   if (!detail::TensorBytes(nonzero, dtype, bytes)) return "the shape's byte size overflows";
   if (empty) *bytes = 0;
   return "";
+}
+
+namespace {
+/*! \brief `[8, 16]`, as Python prints a list. */
+std::string Dims(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+}  // namespace
+
+std::string ShardProblem(const std::vector<int64_t>& shape, DLDataType dtype, int64_t dim,
+                         int64_t world) {
+  const int64_t ndim = static_cast<int64_t>(shape.size());
+  if (world < 2 || world > kMaxWorld) {
+    return "world " + std::to_string(world) + " is not 2 to " + std::to_string(kMaxWorld) +
+           " ranks";
+  }
+  if (dim < 0 || dim >= ndim) {
+    return "dim " + std::to_string(dim) + " is not a dimension of a tensor with " +
+           std::to_string(ndim) + (ndim == 1 ? " dimension" : " dimensions");
+  }
+  for (int64_t i = 0; i < dim; ++i) {
+    if (shape[i] != 1) {
+      return "dim " + std::to_string(dim) + " of shape " + Dims(shape) +
+             " is not a row shard (the dimensions before it are not all 1, so a rank's slice "
+             "is not one contiguous byte range); only row shards are supported: dim 0, or a dim "
+             "whose leading dimensions are all 1 (column shards are not supported yet)";
+    }
+  }
+  if (shape[dim] % world != 0) {
+    return "dimension " + std::to_string(dim) + " of shape " + Dims(shape) + " (" +
+           std::to_string(shape[dim]) + ") is not divisible by world " + std::to_string(world);
+  }
+  uint64_t bytes = 0;
+  const std::string problem = ShapeProblem(shape.data(), shape.size(), dtype, &bytes);
+  if (!problem.empty()) return problem;
+  const uint64_t per_rank = bytes / static_cast<uint64_t>(world);
+  if (per_rank % kPayloadAlignment != 0) {
+    return "each rank's slice of shape " + Dims(ShardShape(shape, dim, world)) + " holds " +
+           std::to_string(per_rank) + " bytes, not a multiple of " +
+           std::to_string(kPayloadAlignment) +
+           ", so the ranks' views would not all be 64-byte aligned (TVM kernels assume it)";
+  }
+  return "";
+}
+
+std::vector<int64_t> ShardShape(std::vector<int64_t> shape, int64_t dim, int64_t world) {
+  shape[dim] /= world;
+  return shape;
 }
 
 /*! \brief The tensor's data when it lives in host memory (readable directly), else null. */

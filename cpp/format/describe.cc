@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "bind/outputs.h"
 #include "device.h"
@@ -49,6 +50,19 @@ ffi::Map<ffi::String, ffi::Any> Describe(const Parsed& parsed) {
           b.Set("shared_with", with);
         } else {
           constant_bytes += v.tensor.nbytes;  // each payload once
+        }
+        for (const Shard& shard : fn.shards) {
+          if (shard.position != v.index) continue;
+          ffi::Map<ffi::String, ffi::Any> sh;
+          sh.Set("dim", shard.dim);
+          sh.Set("world", shard.world);
+          sh.Set("layout", ffi::String("rows"));
+          sh.Set("shape", [&] {
+            std::vector<int64_t> s = ShardShape(v.tensor.shape, shard.dim, shard.world);
+            return ffi::Array<int64_t>(s.begin(), s.end());
+          }());
+          sh.Set("bytes", static_cast<int64_t>(v.tensor.nbytes / shard.world));
+          b.Set("shard", sh);
         }
       } else {
         b.Set("value", v.scalar);

@@ -28,12 +28,16 @@
  *                version 3 only: kind 6 shared tensor: u64 payload, the number of an earlier
  *                               kind-5 binding (0 for the first in the blob): the very tensor
  *                               bound there, its payload stored once
- *              versions 2 and 3 (2: written when some function has outputs and no tensor is
- *              shared; 3: when some tensor is shared; else version 1):
- *              u32 output count, per output (in the order the call returns them):
+ *              versions 2 and 3 (3: written when some tensor is shared or some function binds
+ *              shards; 2: when some function has outputs; else version 1):
+ *              u32 output count (may be 0 in version 3), per output (in the order the call
+ *              returns them):
  *                i64 position | str dtype | u32 ndim | per dimension: i64 source | i64 value
  *                  source -1: value is a static extent (>= 0); source >= 0: the extent of axis
  *                  `value` of the call's argument at position `source` (a free input)
+ *              version 3 only: u32 shard count, per shard (positions increasing, each a kind-5
+ *              tensor binding of this function):
+ *                i64 position | u32 dim | u32 world | u8 layout (0: rows, the only one yet)
  *   payloads one per kind-5 binding, in their order, each at an offset from the start that is a
  *            multiple of 64; byte length ceil(elements * bits * lanes / 8) (sub-byte dtypes
  *            packed as TVM packs them); padding bytes are zero.
@@ -59,16 +63,19 @@
 namespace tvm_partial {
 namespace format {
 
-/*! \brief The newest version: written for blobs where one tensor is bound in several places
- *         (kind 6), and read. */
+/*! \brief The newest version, read and written for blobs where one tensor is bound in several
+ *         places (kind 6) or some function binds shards. */
 constexpr uint32_t kVersion = 3;
-/*! \brief Blobs with outputs and no shared tensor are version 2 (byte-identical to before
- *         version 3 existed). */
+/*! \brief Blobs with outputs and neither shared tensors nor shards are version 2
+ *         (byte-identical to before version 3 existed). */
 constexpr uint32_t kVersionOutputs = 2;
-/*! \brief Blobs without outputs or shared tensors are written as version 1 (byte-identical to
- *         before versions 2 and 3 existed, so older readers read them); payload regions are
- *         always version 1. */
+/*! \brief Blobs without outputs, shared tensors or shards are written as version 1
+ *         (byte-identical to before versions 2 and 3 existed, so older readers read them);
+ *         payload regions are always version 1. */
 constexpr uint32_t kVersionNoOutputs = 1;
+/*! \brief Blobs that record shards (tensor-parallel bindings) are version 3; the others keep
+ *         writing 1 or 2, so readers older than shards keep reading them. */
+constexpr uint32_t kVersionShards = 3;
 constexpr size_t kPayloadAlignment = 64;
 /*! \brief A payload region starts with "TVMPREGN" | u32 version | u32 0 | u64 size | u64 link,
  *         padded to 64 bytes; payloads follow as in a blob, offsets from its start. */
@@ -94,12 +101,39 @@ struct ExternalRegion {
   std::vector<uint64_t> hashes = {};
 };
 
+/*! \brief The layouts a shard record names: 0, row shards (`dim` 0, or leading dims all 1),
+ *         whose ranks' bytes are contiguous ranges of the row-major payload, in rank order. */
+constexpr uint8_t kShardRows = 0;
+/*! \brief The largest world a shard record may name. */
+constexpr int64_t kMaxWorld = 1 << 16;
+
+/*! \brief A bound tensor split over `world` ranks along `dim` (shards={...}, world=): the
+ *         whole tensor is bound and stored; rank r's view is its r-th slice along `dim`. */
+struct Shard {
+  int64_t position;  // a tensor binding of the same function
+  int64_t dim;
+  int64_t world;
+  uint8_t layout = kShardRows;
+};
+
+/*! \brief Why a tensor of `shape` and `dtype` cannot be split along `dim` over `world` ranks
+ *         as a row shard, or "" when it can: `dim` within its dims, `world` 2 to kMaxWorld,
+ *         shape[dim] divisible by world, the dims before `dim` all 1 (a contiguous range per
+ *         rank), each rank's bytes a multiple of 64 (every rank's view stays 64-byte aligned).
+ *         The binding, the writer's caller and the reader share it. */
+std::string ShardProblem(const std::vector<int64_t>& shape, DLDataType dtype, int64_t dim,
+                         int64_t world);
+
+/*! \brief `shape` with `shape[dim]` divided by `world` (checked by ShardProblem first). */
+std::vector<int64_t> ShardShape(std::vector<int64_t> shape, int64_t dim, int64_t world);
+
 /*! \brief What one function of a partial module records. */
 struct FunctionRecord {
   ffi::String name;
   ffi::Array<ffi::String> param_names;  // empty when unknown
   detail::BoundList bound;
-  Outputs outputs;  // version 2: allocated per call and returned (outputs.h)
+  Outputs outputs;                 // version 2: allocated per call and returned (outputs.h)
+  std::vector<Shard> shards = {};  // version 3: tensor-parallel bindings, by position
 };
 
 /*!
@@ -176,7 +210,8 @@ struct ParsedFunction {
   ffi::String name;
   ffi::Array<ffi::String> param_names;
   std::vector<ParsedValue> values;
-  Outputs outputs;  // version 2
+  Outputs outputs;            // version 2
+  std::vector<Shard> shards;  // version 3
 };
 
 struct Parsed {
@@ -196,6 +231,8 @@ struct Parsed {
     return functions[payloads[k].first].values[payloads[k].second];
   }
   const ParsedFunction& OwnerFunction(size_t k) const { return functions[payloads[k].first]; }
+  /*! \brief Whether some function records shards. */
+  bool Sharded() const;
 };
 
 /*!

@@ -133,6 +133,38 @@ void ReadOutputs(Reader* r, ParsedFunction* fn, uint32_t num_names) {
   }
 }
 
+/*! \brief Version 3: the shards of one function, each on a tensor binding of it that can be
+ *         split as recorded (format::ShardProblem, the rule binding applies). */
+void ReadShards(Reader* r, ParsedFunction* fn) {
+  const uint32_t count = r->GetCount("shard count", 17);
+  int64_t last = -1;
+  for (uint32_t k = 0; k < count; ++k) {
+    Shard s;
+    s.position = r->Get<int64_t>("shard position");
+    s.dim = r->Get<uint32_t>("shard dim");
+    s.world = r->Get<uint32_t>("shard world");
+    s.layout = r->Get<uint8_t>("shard layout");
+    const std::string where = Where(*fn, s.position);
+    if (s.position <= last) Corrupt(where + ": shard record is negative or out of order");
+    last = s.position;
+    if (s.layout != kShardRows) {
+      Corrupt(where + ": unknown shard layout " + std::to_string(s.layout) +
+              " (this tvm-partial reads layout 0, row shards); upgrade tvm-partial");
+    }
+    const ParsedValue* bound = nullptr;
+    for (const ParsedValue& v : fn->values) {
+      if (v.index == s.position) bound = &v;
+    }
+    if (bound == nullptr || bound->kind != kTensor) {
+      Corrupt(where + ": shard record for a position that binds no tensor");
+    }
+    const std::string problem =
+        ShardProblem(bound->tensor.shape, bound->tensor.dtype, s.dim, s.world);
+    if (!problem.empty()) Corrupt(where + ": shard record: " + problem);
+    fn->shards.push_back(s);
+  }
+}
+
 /*! \brief The header: magic, version, flags, sizes, metadata hash. Returns the flags and the
  *         metadata's end; fills version, total. */
 uint32_t ReadHeader(const char* data, size_t size, Parsed* out, size_t* meta_end) {
@@ -328,10 +360,16 @@ ParsedFunction ReadFunction(Reader* r, Layout* layout, Parsed* out) {
     last_index = fn.values.back().index;
   }
   if (out->version >= 2) ReadOutputs(r, &fn, num_names);
+  if (out->version >= 3) ReadShards(r, &fn);
   return fn;
 }
 
 }  // namespace
+
+bool Parsed::Sharded() const {
+  return std::any_of(functions.begin(), functions.end(),
+                     [](const ParsedFunction& fn) { return !fn.shards.empty(); });
+}
 
 std::string Where(const ParsedFunction& fn, int64_t index) {
   return "function '" + std::string(fn.name) + "' position " + std::to_string(index);
@@ -364,8 +402,10 @@ Parsed Parse(const char* data, size_t size) {
         return std::any_of(fn.values.begin(), fn.values.end(),
                            [](const ParsedValue& v) { return v.kind == kSharedTensor; });
       });
-  if (out.version == 3 && !shared) {
-    Corrupt("format version 3 without shared tensors (such data is written as version 1 or 2)");
+  if (out.version == 3 && !shared && !out.Sharded()) {
+    Corrupt(
+        "format version 3 without shared tensors or shards (such data is written as version 1 or "
+        "2)");
   }
   if (out.version == 2 &&
       std::all_of(out.functions.begin(), out.functions.end(),

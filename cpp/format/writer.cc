@@ -69,6 +69,38 @@ void WriteOutputs(Writer* w, const Outputs& outputs) {
   }
 }
 
+/*! \brief Version 3: the shards of one function (checked when they were bound). */
+/*! \brief A sharded tensor must be bound in that one place: each rank's view of it replaces the
+ *         whole tensor there, which the other places of a tied tensor would not see. */
+void CheckShardsUntied(const std::vector<FunctionRecord>& functions,
+                       const std::vector<std::vector<int64_t>>& numbers) {
+  std::map<int64_t, int> places;
+  for (const std::vector<int64_t>& fn : numbers) {
+    for (int64_t n : fn) ++places[n];
+  }
+  for (size_t f = 0; f < functions.size(); ++f) {
+    for (const Shard& shard : functions[f].shards) {
+      for (size_t b = 0; b < functions[f].bound.size(); ++b) {
+        if (functions[f].bound[b].first != shard.position || places[numbers[f][b]] < 2) continue;
+        TVM_FFI_THROW(ValueError)
+            << "cannot save function '" << functions[f].name << "' position " << shard.position
+            << ": it is split into shards and the same tensor is bound in another place too; "
+            << "bind a copy of it there (a rank's shard cannot stand for the whole tensor)";
+      }
+    }
+  }
+}
+
+void WriteShards(Writer* w, const std::vector<Shard>& shards) {
+  w->Put<uint32_t>(static_cast<uint32_t>(shards.size()));
+  for (const Shard& s : shards) {
+    w->Put<int64_t>(s.position);
+    w->Put<uint32_t>(static_cast<uint32_t>(s.dim));
+    w->Put<uint32_t>(static_cast<uint32_t>(s.world));
+    w->Put<uint8_t>(s.layout);
+  }
+}
+
 }  // namespace
 
 std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalRegion* region) {
@@ -80,6 +112,7 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
   };
   std::vector<Pending> tensors;
   const std::vector<std::vector<int64_t>> numbers = TensorNumbers(functions);
+  CheckShardsUntied(functions, numbers);
   bool shared = false;  // some tensor is bound in several places: version 3
   {
     int64_t distinct = 0;
@@ -97,7 +130,11 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
   const bool with_outputs =
       std::any_of(functions.begin(), functions.end(),
                   [](const FunctionRecord& fn) { return !fn.outputs.empty(); });
-  w.Put<uint32_t>(shared ? kVersion : with_outputs ? kVersionOutputs : kVersionNoOutputs);
+  const bool with_shards = std::any_of(functions.begin(), functions.end(),
+                                       [](const FunctionRecord& fn) { return !fn.shards.empty(); });
+  w.Put<uint32_t>(shared || with_shards ? kVersion
+                  : with_outputs        ? kVersionOutputs
+                                        : kVersionNoOutputs);
   w.Put<uint32_t>(region ? (kFlagExternalPayloads |
                             (region->weights_file.empty() ? 0 : kFlagWeightsFile) |
                             (region->appended ? kFlagAppended : 0))
@@ -201,7 +238,8 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
               << " cannot be serialised (only tensors, int, float, bool, str and None can)";
       }
     }
-    if (with_outputs || shared) WriteOutputs(&w, fn.outputs);
+    if (with_outputs || shared || with_shards) WriteOutputs(&w, fn.outputs);
+    if (shared || with_shards) WriteShards(&w, fn.shards);
   }
   const size_t meta_size = w.size() - kHeaderSize;
   if (region) {

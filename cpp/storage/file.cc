@@ -13,7 +13,9 @@
 #include <sys/stat.h>
 #include <tvm/ffi/error.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -119,6 +121,31 @@ Mapping MapPrivate(const File& file, uint64_t offset, uint64_t size) {
   out.keepalive = std::shared_ptr<void>(base, [length](void* p) { munmap(p, length); });
   out.data = static_cast<const char*>(base) + (offset - start);
   return out;
+}
+
+void Prefault(const char* data, size_t size) {
+  if (size == 0) return;
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(data) / page * page;
+  const uintptr_t end = reinterpret_cast<uintptr_t>(data) + size;
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22  // Linux 5.14; older kernels answer EINVAL and pages are read below
+#endif
+  if (madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_READ) == 0) return;
+  volatile char sink = 0;
+  for (uintptr_t at = std::max(begin, reinterpret_cast<uintptr_t>(data)); at < end;
+       at = (at / page + 1) * page) {
+    sink = sink ^ *reinterpret_cast<const volatile char*>(at);
+  }
+}
+
+bool PrefaultFromEnvironment() {
+  const char* value = std::getenv("TVM_PARTIAL_PREFAULT");
+  if (value == nullptr || value[0] == '\0' || std::strcmp(value, "0") == 0) return false;
+  if (std::strcmp(value, "1") == 0) return true;
+  TVM_FFI_THROW(ValueError) << "TVM_PARTIAL_PREFAULT=" << value
+                            << " is neither 1 (read the pages of mapped payloads at load) nor 0";
+  TVM_FFI_UNREACHABLE();
 }
 
 std::string RealPath(const File& file) {

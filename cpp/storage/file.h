@@ -94,6 +94,20 @@ struct Mapping {
  */
 Mapping MapPrivate(const File& file, uint64_t offset, uint64_t size);
 
+/*!
+ * \brief Read the pages of `size` bytes at `data` (inside a file mapping) into memory now, so
+ *        the first call does not fault them in: `madvise(MADV_POPULATE_READ)` where the kernel
+ *        has it (Linux 5.14), else one read per page. Nothing is copied: the pages are the file's.
+ */
+void Prefault(const char* data, size_t size);
+
+/*!
+ * \brief Whether loads prefault the host views of their file payloads (`TVM_PARTIAL_PREFAULT=1`,
+ *        for latency-sensitive serving; unset or 0: pages are read when first touched).
+ * \throws ValueError for another value, naming the variable.
+ */
+bool PrefaultFromEnvironment();
+
 /*! \brief The absolute path of the file `file` has open (symlinks resolved), or its path made
  *         absolute when the system cannot say (no /proc). */
 std::string RealPath(const File& file);

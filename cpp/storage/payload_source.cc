@@ -196,30 +196,67 @@ PayloadSource Locate(const format::Parsed& parsed, const Origin& origin) {
   TVM_FFI_UNREACHABLE();
 }
 
+namespace {
+
+/*! \brief What MakeTensors builds for one tensor binding: its record as the rank sees it (the
+ *         slice's shape and bytes for a sharded tensor) and where its bytes start. */
+struct Piece {
+  format::TensorMeta meta;
+  uint64_t offset;
+};
+
+std::vector<Piece> Pieces(const format::Parsed& parsed, const PayloadSource& source,
+                          const Origin& origin) {
+  std::vector<Piece> out;
+  out.reserve(source.offsets.size());
+  ForEachTensor(parsed, [&](const format::ParsedFunction& fn, const format::ParsedValue& v) {
+    Piece p{v.tensor, source.offsets[out.size()]};
+    for (const format::Shard& s : fn.shards) {
+      if (origin.shard_world <= 0 || s.position != v.index) continue;
+      if (s.world != origin.shard_world || origin.shard_rank < 0 ||
+          origin.shard_rank >= s.world) {  // SetShard checked it; a slice past the end never
+        TVM_FFI_THROW(ValueError) << format::Where(fn, v.index) << " is sharded over world "
+                                  << s.world << ", not rank " << origin.shard_rank << " of "
+                                  << origin.shard_world;
+      }
+      p.meta.shape = format::ShardShape(v.tensor.shape, s.dim, s.world);
+      p.meta.nbytes = v.tensor.nbytes / static_cast<uint64_t>(s.world);
+      p.offset += p.meta.nbytes * static_cast<uint64_t>(origin.shard_rank);
+    }
+    out.push_back(std::move(p));
+  });
+  return out;
+}
+
+}  // namespace
+
 std::vector<ffi::Tensor> MakeTensors(const format::Parsed& parsed, const PayloadSource& source,
                                      const Origin& origin) {
+  const std::vector<Piece> pieces = Pieces(parsed, source, origin);
   std::vector<ffi::Tensor> out;
-  out.reserve(source.offsets.size());
+  out.reserve(pieces.size());
   if (source.file == nullptr) {  // inline, in memory (hash-checked by CheckBytes): copied
     ForEachTensor(parsed, [&](const format::ParsedFunction& fn, const format::ParsedValue& v) {
-      const char* payload = origin.blob + source.offsets[out.size()];
-      out.push_back(CopiedTensor(v.tensor, payload, format::Where(fn, v.index)));
+      const Piece& p = pieces[out.size()];
+      out.push_back(CopiedTensor(p.meta, origin.blob + p.offset, format::Where(fn, v.index)));
     });
     return out;
   }
-  // One private mapping over every payload.
+  // One private mapping over every payload (for a rank: over the slices it binds).
   uint64_t lo = UINT64_MAX, hi = 0;
-  size_t k = 0;
-  ForEachTensor(parsed, [&](const format::ParsedFunction&, const format::ParsedValue& v) {
-    lo = std::min(lo, source.offsets[k]);
-    hi = std::max(hi, source.offsets[k] + v.tensor.nbytes);
-    ++k;
-  });
-  if (k == 0) return out;
+  for (const Piece& p : pieces) {
+    lo = std::min(lo, p.offset);
+    hi = std::max(hi, p.offset + p.meta.nbytes);
+  }
+  if (pieces.empty()) return out;
   const Mapping mapping = MapPrivate(*source.file, lo, hi - lo);
+  const bool prefault = PrefaultFromEnvironment();
   ForEachTensor(parsed, [&](const format::ParsedFunction& fn, const format::ParsedValue& v) {
-    const char* payload = mapping.data + (source.offsets[out.size()] - lo);
-    const format::TensorMeta& t = v.tensor;
+    const Piece& p = pieces[out.size()];
+    const char* payload = mapping.data + (p.offset - lo);
+    const format::TensorMeta& t = p.meta;
+    // Only the bytes this load binds (a rank's slice), and only where they stay in the mapping.
+    if (prefault && t.device_type == kDLCPU) Prefault(payload, t.nbytes);
     out.push_back(t.device_type == kDLCPU
                       ? HostPayloadTensor(payload, mapping.keepalive, t.dtype, t.shape, t.nbytes)
                       : CopiedTensor(t, payload, format::Where(fn, v.index), /*mapped=*/true));

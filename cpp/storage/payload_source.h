@@ -47,6 +47,10 @@ struct Origin {
   std::optional<std::string> header;
   /*! \brief `load(path, weights_file=...)`: take every tensor from this file by key instead. */
   std::string override_weights;
+  /*! \brief `load(path, shard=(rank, world))`: build rank `shard_rank`'s view, each sharded
+   *         tensor its slice (MakeTensors); world 0: whole tensors. */
+  int64_t shard_rank = -1;
+  int64_t shard_world = 0;
 };
 
 /*! \brief Where each tensor payload lies, in the order of the metadata's payloads (one per
@@ -85,6 +89,8 @@ void CheckBytes(const format::Parsed& parsed, const char* blob);
  *        whose payload is 64-byte aligned in a file are views of a private mapping of it (pages
  *        read when touched, writes stay in the process); inline payloads (checked by
  *        CheckBytes) are copied into aligned memory; tensors bound on a device are copied there.
+ *        With `origin.shard_world` set, a sharded tensor is its rank's slice (only that byte
+ *        range is mapped, copied or read).
  * \throws RuntimeError naming the binding when its device is not available in this process.
  */
 std::vector<ffi::Tensor> MakeTensors(const format::Parsed& parsed, const PayloadSource& source,

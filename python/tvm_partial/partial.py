@@ -34,6 +34,8 @@ def partial(
     device: Any = ...,
     function: Any = ...,
     outputs: Any = ...,
+    shards: Any = ...,
+    world: Any = ...,
     **by_name: Any,
 ) -> tvm_ffi.Function: ...
 @overload
@@ -46,6 +48,8 @@ def partial(
     device: Any = ...,
     function: Any = ...,
     outputs: Any = ...,
+    shards: Any = ...,
+    world: Any = ...,
     **by_name: Any,
 ) -> tvm_ffi.Module: ...
 @overload
@@ -58,6 +62,8 @@ def partial(
     device: Any = ...,
     function: Any = ...,
     outputs: Any = ...,
+    shards: Any = ...,
+    world: Any = ...,
     **by_name: Any,
 ) -> tvm_ffi.Function | tvm_ffi.Module: ...
 def partial(
@@ -69,6 +75,8 @@ def partial(
     device: Any = _target.UNSET,
     function: Any = _target.UNSET,
     outputs: Any = _target.UNSET,
+    shards: Any = _target.UNSET,
+    world: Any = _target.UNSET,
     **by_name: Any,
 ) -> tvm_ffi.Function | tvm_ffi.Module:
     """Bind constant arguments of ``target`` once; call the result with the remaining ones.
@@ -99,10 +107,19 @@ def partial(
         Parameters (names or positions, one or a list) that each call allocates and returns
         instead of taking them: ``out = partial(exe, outputs="result", ...)(data)``. Needs a
         signature with dtypes and shapes; see ``tvm_partial.outputs``. None: no outputs.
+    shards
+        Tensor parallelism: ``{name: dim}`` for tensors bound whole and split over ``world``
+        ranks along ``dim`` (a row shard: dim 0, or a dim whose leading dims are all 1), whose
+        kernel parameter takes one rank's shard; tensors not named are replicated. The module
+        is exported as usual and each rank loads its view: ``load(path, shard=(rank, world))``,
+        or ``tvm_partial.LoadShard(path)`` on a disco worker (docs/rpc.md). Calling it before
+        that is refused. Needs a compiled module target and ``signature=``.
+    world
+        The number of ranks ``shards=`` splits over (2 or more).
     **by_name
         ``name=value`` bindings, resolved through the signature. A name that is also an option
-        (``signature``, ``device``, ``function``, ``outputs``) and a parameter is refused as a
-        keyword: bind it through the mapping.
+        (``signature``, ``device``, ``function``, ``outputs``, ``shards``, ``world``) and a
+        parameter is refused as a keyword: bind it through the mapping.
 
     Returns
     -------
@@ -117,7 +134,9 @@ def partial(
     bound_target = _target.classify(target)
     kind = bound_target.kind
     view = _target.TargetView.of(bound_target, "" if kind == "function" else fname, fname, signature)
-    _target.refuse_option_clashes(view.sig, _given(device=device, function=function, outputs=outputs))
+    _target.refuse_option_clashes(
+        view.sig, _given(device=device, function=function, outputs=outputs, shards=shards, world=world)
+    )
     if function is not _target.UNSET and not isinstance(function, str):
         raise TypeError(f"function= must be the name of a function (str), got {type(function).__name__}")
     place = _target.as_device(None if device is _target.UNSET else device)
@@ -125,6 +144,7 @@ def partial(
     _target.check_available(place)
     keyed, named = _target.split_keys(bound, by_name)
     targets = view.positions(keyed, named)
+    split = _shard_positions(shards, world, bound_target, view, targets)
     obj = bound_target.obj
     if kind == "module":  # a remote module: its session's device by default; other sessions refused
         place = _remote.placement(
@@ -135,6 +155,11 @@ def partial(
     copies = _convert.Copies()  # the same array in several places: one tensor
     for position, (original, value) in targets.items():
         param = _target.param_at(original, view.sig) if original is not None else None
+        if position in split:
+            values[position] = _shard_value(
+                value, param, view.label(position, original), place, split[position]
+            )
+            continue
         values[position] = _convert.convert(
             value, param, view.label(position, original), place, copies=copies
         )
@@ -150,7 +175,65 @@ def partial(
         {fname: names} if names else {},
         {fname: specs} if specs is not None else {},
         {fname: full_names} if full_names else {},
+        {fname: [[p, d, w] for p, (d, w) in sorted(split.items())]} if split else {},
     )
+
+
+def _shard_positions(
+    shards: Any, world: Any, target: _target.Target, view: _target.TargetView, bound_positions: Any
+) -> dict[int, tuple[int, int]]:
+    """``shards=``/``world=`` checked: {position: (dim, world)} of the tensors split."""
+    if shards is _target.UNSET or shards is None:
+        if world is not _target.UNSET and world is not None:
+            raise TypeError("world= without shards=: name the tensors split, shards={name: dim}")
+        return {}
+    if not isinstance(shards, dict) or not shards:
+        raise TypeError(f"shards= must be a non-empty dict {{parameter name: dim}}, got {shards!r}")
+    if world is _target.UNSET or world is None:
+        raise TypeError("shards= needs world=, the number of ranks the tensors are split over")
+    if isinstance(world, bool) or not isinstance(world, int):
+        raise TypeError(f"world= must be the number of ranks (an int), got {world!r}")
+    if target.kind != "module" or target.names is not None:
+        raise TypeError(
+            "shards= needs a compiled module as the target (partial(exe, ..., shards=..., world=...)): "
+            "a function cannot be exported for each rank to load, and Relax models are not sharded yet"
+        )
+    if view.bound:
+        raise TypeError(
+            "shards= on top of a partial is not supported: bind every value in one partial() call"
+        )
+    if view.sig is None:
+        raise TypeError("shards= needs signature= (the kernel's parameters, with their shard shapes)")
+    out = {}
+    for name, dim in shards.items():
+        if not isinstance(name, str):
+            raise TypeError(f"shards= keys are parameter names, got {name!r}")
+        if isinstance(dim, bool) or not isinstance(dim, int):
+            raise TypeError(f"shards={{{name!r}: ...}}: the dim must be an int, got {dim!r}")
+        position = view.sig.index_of(name)  # the target is no partial: positions are its own
+        if position not in bound_positions:
+            raise ValueError(f"shards= names {name!r}, which this partial() does not bind")
+        out[position] = (dim, world)
+    return out
+
+
+def _shard_value(value: Any, param: Param | None, label: str, place: Any, split: tuple[int, int]) -> Any:
+    """The whole tensor of a sharded parameter, converted; one rank's shard is checked against
+    the parameter (the kernel takes the shard)."""
+    dim, world = split
+    tensor = _convert.convert(value, None, label, place)
+    if not isinstance(tensor, tvm_ffi.Tensor):
+        raise TypeError(f"cannot shard {label}: it is a {type(value).__name__}, not a tensor")
+    shape = [int(s) for s in tensor.shape]
+    problem = _ffi_api.ShardProblem(shape, str(tensor.dtype), dim, world)
+    if problem:
+        raise ValueError(f"cannot shard {label} over world {world}: {problem}")
+    shard = list(shape)
+    shard[dim] //= world
+    _convert.check_tensor(
+        str(tensor.dtype), tuple(shard), param, f"{label} (one rank's shard of {tuple(shape)})", "bind"
+    )
+    return tensor
 
 
 def rebind(
@@ -204,6 +287,11 @@ def rebind(
     _target.refuse_option_clashes(sig, _given(device=device, function=function), entry="rebind")
     if function is not _target.UNSET and not isinstance(function, str):
         raise TypeError(f"function= must be the name of a function (str), got {type(function).__name__}")
+    if _ffi_api.Shards(module):
+        raise ValueError(
+            "rebind: this partial module binds tensors with shards= (or is one rank's view of them); "
+            "rebind does not carry shards yet: bind again with partial(exe, ..., shards=..., world=...)"
+        )
     if fname not in current:
         raise KeyError(f"rebind: function {fname!r} has no bindings (bound: {', '.join(current) or 'none'})")
     keyed, named = _target.split_keys(bound, by_name)

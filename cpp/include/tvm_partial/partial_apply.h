@@ -178,6 +178,30 @@ TVM_PARTIAL_API ffi::Tensor AlignedCopy(const ffi::Tensor& src, DLDevice device)
 TVM_PARTIAL_API ffi::Module LoadWithWeights(const std::string& library,
                                             const std::string& weights_file);
 
+/*!
+ * \brief Load rank `rank`'s view of an artifact whose tensors were bound whole and split for
+ *        tensor parallelism (`partial(..., shards={"w": 0}, world=2)`; what
+ *        `tvm_partial.load(library, shard=(rank, world))` does from Python, and the global
+ *        `tvm_partial.LoadShard(path)` on a disco worker, which reads rank and world from
+ *        `runtime.disco.worker_rank` and `runtime.disco.world_size`):
+ *
+ * \code{.cpp}
+ *   ffi::Module m = tvm_partial::LoadShard("model.so", rank, 2);
+ * \endcode
+ *
+ * Each sharded tensor becomes its rank's slice along the recorded dimension (a row shard: one
+ * contiguous byte range, 64-byte aligned), a view of a private mapping of the file that holds
+ * it: nothing is read at load, pages are read when the kernel touches them (devices: the slice
+ * is copied there). Tensors without a shard record are bound whole on every rank.
+ *
+ * \param weights_file Optional: take the whole tensors from this safetensors file by key, as
+ *        LoadWithWeights does, then slice them.
+ * \throws ValueError when `rank` is not below `world`, when the artifact records no shards, or
+ *         when its shards name another world.
+ */
+TVM_PARTIAL_API ffi::Module LoadShard(const std::string& library, int64_t rank, int64_t world,
+                                      const std::string& weights_file = "");
+
 }  // namespace tvm_partial
 
 #endif  // TVM_PARTIAL_PARTIAL_APPLY_H_

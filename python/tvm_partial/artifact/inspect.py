@@ -34,7 +34,8 @@ def inspect(path: PathLike) -> dict[str, Any]:
     the first have ``"shared_with": {"function", "position"}``, the binding that stores it, and
     ``constant_bytes`` counts it once. ``relax_vm``: the recorded devices and allocators of a Relax model,
     else None). Sizes are bytes, in keys ending in ``bytes``; each binding names its
-    ``position``. The structure is checked as the loader checks it (metadata hash, region header
+    ``position``; a tensor bound with ``shards=`` has ``"shard": {"dim", "world", "layout",
+    "shape", "bytes"}`` (one rank's shape and bytes). The structure is checked as the loader checks it (metadata hash, region header
     and trailer, the weights file and its header), the payload bytes are not: ``payload_hashes``
     says so; ``verify`` checks them. Raises ``ValueError`` when the file is not a tvm-partial
     artifact or is damaged or cut short (the loader's reason), ``FileNotFoundError`` when it, or
@@ -243,4 +244,6 @@ def _plain(value: Any) -> Any:
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, str):
         return str(value)
+    if isinstance(value, (tvm_ffi.Map, dict)):
+        return {str(k): _plain(v) for k, v in value.items()}
     return value

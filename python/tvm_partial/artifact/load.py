@@ -38,7 +38,9 @@ def load_from_bytes(data: bytes, wrapped: tvm_ffi.Module | ExecutableLike | None
     return module
 
 
-def load(path: PathLike, weights_file: PathLike | None = None) -> tvm_ffi.Module:
+def load(
+    path: PathLike, weights_file: PathLike | None = None, shard: tuple[int, int] | None = None
+) -> tvm_ffi.Module:
     """Load an exported artifact; a partial module comes back as the root, callable as ``pm(...)``.
 
     The module lives as long as references to it do (unlike ``tvm.runtime.load_module``, which
@@ -62,8 +64,13 @@ def load(path: PathLike, weights_file: PathLike | None = None) -> tvm_ffi.Module
     import tvm.runtime  # noqa: F401  (TVM's Tensor and Module classes for what is returned)
 
     path = os.fspath(path)
+    rank_world = _rank_world(shard)
     check_complete(path)
     try:
+        if rank_world is not None:
+            rank, world = rank_world
+            weights = "" if weights_file is None else os.fspath(weights_file)
+            return _ffi_api.LoadShardOfRank(os.path.realpath(path), rank, world, weights)
         if weights_file is None:
             # Not kept alive for the process (tvm.runtime.load_module keeps every module it loads):
             # a server that loads version after version frees each one, mappings included, when
@@ -84,6 +91,22 @@ def load(path: PathLike, weights_file: PathLike | None = None) -> tvm_ffi.Module
         ):
             raise ValueError(f"{path}: {err}") from None
         raise
+
+
+def _rank_world(shard: object) -> tuple[int, int] | None:
+    """``shard=`` checked: (rank, world) with 0 <= rank < world, or None."""
+    if shard is None:
+        return None
+    if (
+        not isinstance(shard, tuple)
+        or len(shard) != 2
+        or any(isinstance(v, bool) or not isinstance(v, int) for v in shard)
+    ):
+        raise TypeError(f"shard= must be (rank, world), two ints, got {shard!r}")
+    rank, world = shard
+    if not 0 <= rank < world:
+        raise ValueError(f"shard=({rank}, {world}): the rank must be 0 to {world - 1}")
+    return rank, world
 
 
 def check_complete(path: PathLike) -> None:

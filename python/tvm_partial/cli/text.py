@@ -94,6 +94,12 @@ def format_inspect(info: dict) -> str:
                         f", the tensor bound at function {owner['function']} position {owner['position']} "
                         "(stored once)"
                     )
+                if "shard" in b:
+                    sh = b["shard"]
+                    desc += (
+                        f", split along dim {sh['dim']} over {sh['world']} ranks "
+                        f"(each rank: [{_shape(sh['shape'])}], {format_size(sh['bytes'])})"
+                    )
             else:
                 desc = f"{b['kind']} {b.get('value')!r}"
             lines.append(f"    bound {label}: {desc}")

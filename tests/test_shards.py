@@ -1,0 +1,477 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Tensor-parallel shards: a tensor bound whole with ``shards={name: dim}, world=W``, exported
+once, and loaded by each rank as a view of its own byte range (``load(path, shard=(rank, W))``,
+``tvm_partial.LoadShard(path)`` on a disco worker). Results compare bitwise with numpy's slices.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import struct
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tvm
+from tvm import te
+
+import tvm_partial
+from helpers import compile_te, ints, reseal, run_cases, run_json, run_python, tensor
+
+N, K = 8, 16  # the whole weight is [N, K]; each of 2 ranks holds [N // 2, K]
+WORLD = 2
+
+
+def _kernel(rows: int, lead: tuple[int, ...] = ()):
+    """out = w * 2 + b: w [*lead, rows, K] (one rank's shard), b [K] (replicated)."""
+    w = te.placeholder((*lead, rows, K), "float32", name="w")
+    b = te.placeholder((K,), "float32", name="b")
+    out = te.compute(w.shape, lambda *i: w(*i) * 2.0 + b[i[-1]], name="out")
+    return compile_te([w, b, out]), [w, b, out]
+
+
+@pytest.fixture(scope="module")
+def tp():
+    """(executable, signature) of the rank kernel: w [N // 2, K]."""
+    return _kernel(N // WORLD)
+
+
+def _expected(W, B, rank, world=WORLD, dim=0):
+    return np.split(W, world, axis=dim)[rank] * np.float32(2) + B
+
+
+def _run(module, shape):
+    out = tvm.runtime.empty(shape, "float32")
+    module["main"](out)
+    return out.numpy()
+
+
+# -- bind time --------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("shape", "dim", "world", "message"),
+    [
+        ((7, K), 0, 2, "is not divisible by world 2"),
+        ((N, K), 1, 2, "is not a row shard"),
+        ((N, K), 2, 2, "dim 2 is not a dimension"),
+        ((N, K), 0, 1, "world 1 is not 2 to"),
+    ],
+)
+def test_bind_refuses_a_split_that_is_not_a_row_shard(tp, shape, dim, world, message):
+    exe, sig = tp
+    with pytest.raises(ValueError, match=message) as info:
+        tvm_partial.partial(
+            exe, signature=sig, w=np.zeros(shape, "float32"), b=ints(K), shards={"w": dim}, world=world
+        )
+    assert "'w'" in str(info.value)
+
+
+def test_bind_names_what_is_supported_for_a_column_shard(tp):
+    exe, sig = tp
+    with pytest.raises(ValueError, match="only row shards are supported") as info:
+        tvm_partial.partial(exe, signature=sig, w=ints((N, K)), b=ints(K), shards={"w": 1}, world=2)
+    assert "column shards are not supported yet" in str(info.value)
+
+
+def test_bind_refuses_a_rank_slice_that_breaks_64_byte_alignment():
+    # w [2, 8] whole, [1, 8] float32 = 32 bytes per rank
+    w = te.placeholder((1, K // 2), "float32", name="w")
+    b = te.placeholder((K // 2,), "float32", name="b")
+    out = te.compute(w.shape, lambda i, j: w[i, j] * 2.0 + b[j], name="out")
+    exe, sig = compile_te([w, b, out]), [w, b, out]
+    with pytest.raises(ValueError, match="32 bytes, not a multiple of 64") as info:
+        tvm_partial.partial(exe, signature=sig, w=ints((2, K // 2)), b=ints(K // 2), shards={"w": 0}, world=2)
+    assert "'w'" in str(info.value)
+
+
+def test_bind_checks_the_shard_against_the_parameter(tp):
+    exe, sig = tp
+    # The whole [N // 2, K] splits into [N // 4, K], which the kernel's w [N // 2, K] is not.
+    with pytest.raises(
+        ValueError, match=r"parameter 'w'.*one rank's shard.*does not match w: Tensor\[\(4, 16\)"
+    ):
+        tvm_partial.partial(exe, signature=sig, w=ints((N // 2, K)), b=ints(K), shards={"w": 0}, world=2)
+    with pytest.raises(TypeError, match=r"parameter 'w'.*dtype float64 does not match"):
+        tvm_partial.partial(
+            exe, signature=sig, w=ints((N, K), "float64"), b=ints(K), shards={"w": 0}, world=2
+        )
+
+
+def test_bind_refuses_options_it_cannot_honour(tp):
+    exe, sig = tp
+    W, B = ints((N, K)), ints(K)
+    with pytest.raises(TypeError, match="needs world="):
+        tvm_partial.partial(exe, signature=sig, w=W, b=B, shards={"w": 0})
+    with pytest.raises(TypeError, match="world= without shards="):
+        tvm_partial.partial(exe, signature=sig, w=W[:4], b=B, world=2)
+    with pytest.raises(ValueError, match="shards= names 'b', which this partial"):
+        tvm_partial.partial(exe, signature=sig, w=W, shards={"w": 0, "b": 0}, world=2)
+    by_position = tvm_partial.partial(exe, {0: W, 1: B}, signature=sig, shards={"w": 0}, world=2)
+    assert tvm_partial.bindings(by_position)["main"][0].shape == (N, K)
+    with pytest.raises(ValueError, match="binds whole tensors split over 2 ranks"):  # recorded
+        by_position["main"](tvm.runtime.empty((N // 2, K), "float32"))
+    with pytest.raises(TypeError, match="has no parameter 'v'"):
+        tvm_partial.partial(exe, signature=sig, w=W, v=B, shards={"w": 0}, world=2)
+    with pytest.raises(TypeError, match="shards= needs a compiled module"):
+        tvm_partial.partial(exe["main"], signature=sig, w=W, b=B, shards={"w": 0}, world=2)
+    with pytest.raises(TypeError, match="shards= needs signature="):
+        tvm_partial.partial(exe, {0: W}, shards={"w": 0}, world=2)
+
+
+def test_a_sharded_module_is_not_called_merged_or_rebound_whole(tp):
+    exe, sig = tp
+    pm = tvm_partial.partial(exe, signature=sig, w=ints((N, K)), shards={"w": 0}, world=2)
+    with pytest.raises(
+        ValueError, match=r"binds whole tensors split over 2 ranks \(shards: 'w'\).*shard=\(rank, 2\)"
+    ):
+        pm["main"](tensor(ints(K)), tvm.runtime.empty((N // 2, K), "float32"))
+    with pytest.raises(ValueError, match="cannot be bound again"):
+        tvm_partial.partial(pm, b=ints(K), signature=sig)
+    with pytest.raises(ValueError, match="rebind does not carry shards"):
+        tvm_partial.rebind(pm, w=ints((N, K), seed=1))
+    assert tvm_partial.bindings(pm)["main"][0].shape == (N, K)  # the whole tensor, by reference
+
+
+# -- export and load per rank ------------------------------------------------------------------
+def _mapped_file(address: int) -> str | None:
+    """The file of this process's mapping that holds ``address`` (None: anonymous memory)."""
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split()
+            lo, hi = (int(v, 16) for v in fields[0].split("-"))
+            if lo <= address < hi:
+                return fields[5] if len(fields) > 5 else None
+    return None
+
+
+@pytest.mark.parametrize("placement", ["inline", "appended", "weights file"])
+def test_each_rank_loads_its_own_slice(tp, tmp_path, placement):
+    exe, sig = tp
+    W, B = ints((N, K), seed=3), ints(K, seed=4)
+    pm = tvm_partial.partial(exe, signature=sig, w=W, b=B, shards={"w": 0}, world=WORLD)
+    path = str(tmp_path / "tp.so")
+    kwargs = {
+        "inline": {},
+        "appended": {"zero_copy": True},
+        "weights file": {"weights_file": str(tmp_path / "tp.safetensors")},
+    }
+    tvm_partial.export_library(pm, path, **kwargs[placement])
+    info = tvm_partial.inspect(path)
+    (w_binding,) = [b for b in info["functions"][0]["bindings"] if b.get("name") == "w"]
+    assert w_binding["shape"] == [N, K]
+    assert w_binding["shard"] == {
+        "dim": 0,
+        "world": 2,
+        "layout": "rows",
+        "shape": [N // 2, K],
+        "bytes": N * K * 2,
+    }
+    assert info["format_version"] == 3
+    assert tvm_partial.verify(path)["intact"]
+    if placement == "inline":  # the command says it too
+        shown = subprocess.run(
+            [sys.executable, "-m", "tvm_partial", "inspect", path],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert (
+            "float32[8x16] on cpu:0, 512 B, split along dim 0 over 2 ranks (each rank: [4x16], 256 B)"
+            in shown.stdout
+        )
+    for rank in range(WORLD):
+        m = tvm_partial.load(path, shard=(rank, WORLD))
+        w_view, b_view = (tvm_partial.bindings(m)["main"][i] for i in (0, 1))
+        assert w_view.numpy().tobytes() == np.split(W, WORLD)[rank].tobytes()
+        assert b_view.numpy().tobytes() == B.tobytes()  # replicated: whole on every rank
+        assert _run(m, (N // 2, K)).tobytes() == _expected(W, B, rank).tobytes()
+        if placement != "inline":  # a view of the file's pages, at the rank's own offset
+            assert w_view.data_ptr() % 64 == 0
+            target = {"appended": path, "weights file": str(tmp_path / "tp.safetensors")}[placement]
+            assert _mapped_file(w_view.data_ptr()) == os.path.realpath(target)
+        with pytest.raises(ValueError, match=r"view of a sharded artifact.*cannot be saved"):
+            tvm_partial.save_to_bytes(m)
+        with pytest.raises(
+            ValueError,
+            match=r"view of a sharded artifact.*cannot be (saved|exported)|keeps its weights in the file",
+        ):
+            tvm_partial.export_library(m, str(tmp_path / "again.so"))
+
+
+def test_a_shard_whose_leading_dims_are_1_is_a_row_shard(tmp_path):
+    exe, sig = _kernel(4, lead=(1,))  # w [1, 4, K] per rank: dim 1 of [1, 8, K]
+    W, B = ints((1, N, K), seed=5), ints(K, seed=6)
+    pm = tvm_partial.partial(exe, signature=sig, w=W, b=B, shards={"w": 1}, world=2)
+    path = str(tmp_path / "lead.so")
+    tvm_partial.export_library(pm, path, weights_file=str(tmp_path / "lead.safetensors"))
+    for rank in range(2):
+        out = _run(tvm_partial.load(path, shard=(rank, 2)), (1, N // 2, K))
+        assert out.tobytes() == _expected(W, B, rank, dim=1).tobytes()
+
+
+def test_load_with_another_weights_file_slices_it(tp, tmp_path):
+    exe, sig = tp
+    W, B = ints((N, K), seed=7), ints(K, seed=8)
+    pm = tvm_partial.partial(exe, signature=sig, w=W, b=B, shards={"w": 0}, world=2)
+    path = str(tmp_path / "tp.so")
+    tvm_partial.export_library(pm, path, weights_file=str(tmp_path / "tp.safetensors"))
+    W2 = ints((N, K), seed=9)
+    other = str(tmp_path / "v2.safetensors")
+    tvm_partial.save_weights(
+        tvm_partial.partial(exe, signature=sig, w=W2, b=B, shards={"w": 0}, world=2), other
+    )
+    out = _run(tvm_partial.load(path, weights_file=other, shard=(1, 2)), (N // 2, K))
+    assert out.tobytes() == _expected(W2, B, 1).tobytes()
+
+
+def test_load_refuses_the_wrong_world_or_an_unsharded_artifact(tp, affine4, tmp_path):
+    exe, sig = tp
+    pm = tvm_partial.partial(exe, signature=sig, w=ints((N, K)), b=ints(K), shards={"w": 0}, world=2)
+    path = str(tmp_path / "tp.so")
+    tvm_partial.export_library(pm, path, weights_file=str(tmp_path / "tp.safetensors"))
+    with pytest.raises(ValueError, match=r"sharded over world 2 .*not 4: load it with shard=\(rank, 2\)"):
+        tvm_partial.load(path, shard=(0, 4))
+    with pytest.raises(ValueError, match="the rank must be 0 to 1"):
+        tvm_partial.load(path, shard=(2, 2))
+    with pytest.raises(TypeError, match=r"shard= must be \(rank, world\)"):
+        tvm_partial.load(path, shard=1)
+    whole = tvm_partial.load(path)  # loads whole; its call says how to load a rank
+    with pytest.raises(ValueError, match="shard=\\(rank, 2\\)"):
+        _run(whole, (N // 2, K))
+    a_exe, a_sig = affine4
+    plain = str(tmp_path / "plain.so")
+    tvm_partial.export_library(
+        tvm_partial.partial(a_exe, signature=a_sig, a=ints(16), b=ints(16), c=ints(16)), plain
+    )
+    with pytest.raises(ValueError, match=r"binds no sharded tensors .*exported without shards="):
+        tvm_partial.load(plain, shard=(0, 2))
+
+
+def test_a_blob_without_shards_keeps_its_version(affine4):
+    exe, sig = affine4
+    pm = tvm_partial.partial(exe, signature=sig, a=ints(16), b=ints(16), c=ints(16))
+    assert struct.unpack_from("<I", tvm_partial.save_to_bytes(pm), 8)[0] == 1
+
+
+# -- crafted shard records -----------------------------------------------------------------------
+def _sharded_blob(tp) -> bytes:
+    exe, sig = tp
+    pm = tvm_partial.partial(exe, signature=sig, w=ints((N, K)), b=ints(K), shards={"w": 0}, world=2)
+    return tvm_partial.save_to_bytes(pm)
+
+
+# The shard record ends the metadata of its function (the last one): u32 count | i64 position |
+# u32 dim | u32 world | u8 layout, 21 bytes before the metadata's end.
+_MUTANTS = {
+    "layout 1": (-1, "<B", 1, "unknown shard layout 1"),
+    "world 3": (-5, "<I", 3, "is not divisible by world 3"),
+    "world 1": (-5, "<I", 1, "world 1 is not 2 to"),
+    "dim 1": (-9, "<I", 1, "is not a row shard"),
+    "dim 9": (-9, "<I", 9, "dim 9 is not a dimension"),
+    "position 2": (-17, "<q", 2, "binds no tensor"),
+    "position -1": (-17, "<q", -1, "negative or out of order"),
+    "count 2": (-21, "<I", 2, "cannot fit|needs"),
+    "count 0": (-21, "<I", 0, "version 3 without shared tensors or shards|unread bytes"),
+}
+
+
+def test_crafted_shard_records_are_refused(tp):
+    blob = _sharded_blob(tp)
+    meta_end = 40 + struct.unpack_from("<Q", blob, 24)[0]
+    cases = []
+    for name, (at, fmt, value, message) in _MUTANTS.items():
+        data = bytearray(blob)
+        struct.pack_into(fmt, data, meta_end + at, value)
+        cases.append([name, reseal(bytes(data)).hex(), message])
+    for version, message in (
+        (4, "newer than this tvm-partial reads"),
+        (2, "version 2 without outputs|unread bytes"),
+    ):
+        data = bytearray(blob)
+        struct.pack_into("<I", data, 8, version)
+        cases.append([f"version {version}", reseal(bytes(data)).hex(), message])
+    results = run_cases(
+        """
+        import tvm_partial
+        from tvm_partial import _ffi_api
+        def run_case(case):
+            name, data, _ = case
+            out = []
+            for reader in (tvm_partial.load_from_bytes, lambda b: _ffi_api.DescribeBytes(b)):
+                try:
+                    reader(bytes.fromhex(data))
+                    out.append("accepted")
+                except ValueError as err:
+                    out.append(str(err))
+            return out
+        """,
+        cases,
+        timeout=120,
+    )
+    for (name, _, message), result in zip(cases, results):
+        assert isinstance(result, list), f"{name}: {result}"
+        for text in result:
+            assert text != "accepted", name
+            assert __import__("re").search(message, text), f"{name}: {text}"
+
+
+def test_a_sound_sharded_blob_round_trips(tp):
+    blob = _sharded_blob(tp)
+    exe, _ = tp
+    again = tvm_partial.load_from_bytes(blob, exe)
+    assert tvm_partial.save_to_bytes(again) == blob
+
+
+# -- disco: each worker maps its own shard ----------------------------------------------------
+LIB = os.path.join(os.path.dirname(importlib.util.find_spec("tvm").origin), "lib")  # type: ignore[union-attr, arg-type]
+
+
+@pytest.mark.skipif(
+    not os.path.exists(os.path.join(LIB, "libtvm_runtime_extra.so")),
+    reason="this TVM wheel has no libtvm_runtime_extra (no disco)",
+)
+@pytest.mark.parametrize(("world", "placement"), [(2, "weights file"), (4, "appended")])
+def test_disco_workers_each_load_their_shard(tmp_path, world, placement):
+    """Each worker's result is numpy's for its rows, and the gathered result is the whole
+    kernel's in one process, bitwise."""
+    result = run_json(
+        """
+        import ctypes, json, os, sys
+        import tvm_ffi  # loads libtvm_ffi, which the TVM libraries below link to
+        for name in ("libtvm_runtime.so", "libtvm_runtime_extra.so"):  # before import tvm (test_disco.py)
+            ctypes.CDLL(os.path.join(sys.argv[2], name), ctypes.RTLD_GLOBAL)
+        import numpy as np, tvm, tvm_partial
+        from tvm import te
+        from tvm.runtime import disco
+
+        world, placement = int(sys.argv[3]), sys.argv[4]
+        N, K = 8, 16
+
+        def kernel(rows):
+            w = te.placeholder((rows, K), "float32", name="w")
+            b = te.placeholder((K,), "float32", name="b")
+            out = te.compute(w.shape, lambda i, j: w[i, j] * 2.0 + b[j], name="out")
+            return tvm.compile(te.create_prim_func([w, b, out]), target="llvm"), [w, b, out]
+
+        W = np.random.default_rng(1).integers(-8, 9, (N, K)).astype("float32")
+        B = np.random.default_rng(2).integers(-8, 9, K).astype("float32")
+        exe, sig = kernel(N // world)
+        path = os.path.join(sys.argv[1], "tp.so")
+        pm = tvm_partial.partial(exe, signature=sig, w=W, b=B, shards={"w": 0}, world=world)
+        if placement == "weights file":
+            tvm_partial.export_library(pm, path, weights_file=os.path.join(sys.argv[1], "tp.safetensors"))
+        else:
+            tvm_partial.export_library(pm, path, zero_copy=True)
+        whole_exe, whole_sig = kernel(N)  # the same computation in one process
+        whole = tvm.runtime.empty((N, K), "float32")
+        tvm_partial.partial(whole_exe, signature=whole_sig, w=W, b=B)["main"](whole)
+
+        sess = disco.ProcessSession(num_workers=world)
+        module = disco.DModule(sess.get_global_func("tvm_partial.LoadShard")(path), sess)
+        result = sess.empty((N // world, K), "float32")  # one rank's rows per worker
+        module["main"](result)
+        sess._sync_all()
+        got = [result.debug_get_from_remote(r).numpy() for r in range(world)]
+        print(json.dumps({"got": [g.tobytes().hex() for g in got],
+                          "expected": [(np.split(W, world)[r] * np.float32(2) + B).tobytes().hex()
+                                       for r in range(world)],
+                          "gathered": np.concatenate(got).tobytes().hex(),
+                          "whole": whole.numpy().tobytes().hex()}))
+        del module, result, sess  # released, not sess.shutdown() (see test_disco.py)
+        """,
+        str(tmp_path),
+        LIB,
+        str(world),
+        placement,
+    )
+    assert result["got"] == result["expected"]
+    assert len(set(result["got"])) == world
+    assert result["gathered"] == result["whole"]
+
+
+@pytest.mark.skipif(
+    not os.path.exists(os.path.join(LIB, "libtvm_runtime_extra.so")),
+    reason="this TVM wheel has no libtvm_runtime_extra (no disco)",
+)
+def test_a_disco_world_mismatch_ends_the_session_with_the_reason(tmp_path):
+    """TVM's disco does not hand a worker's error back to the driver: it ends the session's
+    processes (worker 0 runs in the driver's). The reason is on stderr, and nothing hangs."""
+    proc = run_python(
+        """
+        import ctypes, os, sys
+        import tvm_ffi
+        for name in ("libtvm_runtime.so", "libtvm_runtime_extra.so"):
+            ctypes.CDLL(os.path.join(sys.argv[2], name), ctypes.RTLD_GLOBAL)
+        import numpy as np, tvm, tvm_partial
+        from tvm import te
+        from tvm.runtime import disco
+
+        w = te.placeholder((4, 16), "float32", name="w")
+        out = te.compute((4, 16), lambda i, j: w[i, j] * 2.0, name="out")
+        exe = tvm.compile(te.create_prim_func([w, out]), target="llvm")
+        path = os.path.join(sys.argv[1], "tp4.so")
+        pm = tvm_partial.partial(exe, signature=[w, out], w=np.zeros((16, 16), "float32"), shards={"w": 0}, world=4)
+        tvm_partial.export_library(pm, path)
+        sess = disco.ProcessSession(num_workers=2)
+        sess.get_global_func("tvm_partial.LoadShard")(path)
+        sess._sync_all()
+        print("loaded")
+        """,
+        str(tmp_path),
+        LIB,
+        timeout=120,
+    )
+    assert proc.returncode != 0 and "loaded" not in proc.stdout
+    assert "this artifact is sharded over world 4 (function 'main' position 0), not 2" in proc.stderr
+
+
+def test_prefault_reads_only_the_ranks_pages_at_load(tmp_path):
+    """Without TVM_PARTIAL_PREFAULT the load reads nothing (its pages are read on first use);
+    with TVM_PARTIAL_PREFAULT=1 it maps in the rank's slice at load, and not the other rank's."""
+    rows, cols = 512, 1024  # [1024, 1024] float32 whole: 2 MiB per rank
+    w = te.placeholder((rows, cols), "float32", name="w")
+    out = te.compute((rows, cols), lambda i, j: w[i, j] * 2.0, name="out")
+    exe, sig = compile_te([w, out]), [w, out]
+    path = str(tmp_path / "big.so")
+    W = ints((2 * rows, cols), seed=11)
+    pm = tvm_partial.partial(exe, signature=sig, w=W, shards={"w": 0}, world=2)
+    tvm_partial.export_library(pm, path, weights_file=str(tmp_path / "big.safetensors"))
+    code = """
+        import json, sys
+        import tvm_partial
+
+        def rss_file_kib():
+            for line in open("/proc/self/status"):
+                if line.startswith("RssFile:"):
+                    return int(line.split()[1])
+
+        first = tvm_partial.load(sys.argv[1], shard=(0, 2))  # maps the libraries a load needs
+        before = rss_file_kib()
+        m = tvm_partial.load(sys.argv[1], shard=(1, 2))
+        print(json.dumps({"grew_kib": rss_file_kib() - before}))
+        """
+    lazy = run_json(code, path, env={"TVM_PARTIAL_PREFAULT": "0"})
+    eager = run_json(code, path, env={"TVM_PARTIAL_PREFAULT": "1"})
+    slice_kib = rows * cols * 4 // 1024
+    assert lazy["grew_kib"] < slice_kib // 4, lazy
+    assert slice_kib <= eager["grew_kib"] < slice_kib * 3 // 2, eager
+    bad = run_python(code, path, env={"TVM_PARTIAL_PREFAULT": "yes"}, timeout=120)
+    assert bad.returncode != 0 and "TVM_PARTIAL_PREFAULT=yes is neither 1" in bad.stderr
+
+
+def test_a_sharded_tensor_bound_in_another_place_too_is_refused_at_save(tmp_path):
+    """One tvm Tensor bound at two positions is one tensor (stored once); a rank's slice cannot
+    stand for it at both, so a shard on a tied tensor is refused when saved, naming the place."""
+    w1, w2 = (te.placeholder((N // WORLD, K), "float32", name=n) for n in ("w1", "w2"))
+    out = te.compute(w1.shape, lambda i, j: w1[i, j] + w2[i, j], name="out")
+    exe = compile_te([w1, w2, out])
+    whole = tvm.runtime.tensor(ints((N, K)))
+    pm = tvm_partial.partial(
+        exe, signature=[w1, w2, out], w1=whole, w2=whole, shards={"w1": 0, "w2": 0}, world=WORLD
+    )
+    with pytest.raises(
+        ValueError, match=r"function 'main' position 0: it is split into shards and the same tensor"
+    ):
+        tvm_partial.export_library(pm, tmp_path / "tied.so")
