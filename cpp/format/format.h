@@ -34,6 +34,8 @@
  *              outputs as in version 2 (the count may be 0), then u32 shard count, per shard
  *              (positions increasing, each a tensor binding of this function):
  *                i64 position | u32 dim | u32 world | u8 layout (0: rows, the only one yet)
+ *                | u64 hash[world] (of each rank's byte range of the payload, so a rank can
+ *                  verify its own range alone)
  *   payloads each at an offset from the start that is a multiple of 64; padding bytes are zero.
  *
  *   str = u32 length + UTF-8 bytes. Every read is bounds-checked, every tensor payload hashed.
@@ -104,6 +106,9 @@ struct Shard {
   int64_t dim;
   int64_t world;
   uint8_t layout = kShardRows;
+  /*! \brief Per rank, the format's hash of its byte range of the payload (written by Encode
+   *         from the bound tensor; read as recorded, checked by verify). */
+  std::vector<uint64_t> hashes = {};
 };
 
 /*! \brief Why a tensor of `shape` and `dtype` cannot be split along `dim` over `world` ranks
