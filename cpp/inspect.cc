@@ -96,9 +96,13 @@ FileArtifact ReadArtifact(const std::string& path, int64_t blob_offset, int64_t 
 
 /*! \brief {"function", "position", ["name"], "placement", "file_offset", "bytes", "hash",
  *         ["shared_by"]} per payload (its first binding; "shared_by": the other places of a
- *         tensor bound in several, [{"function", "position"}]), where `source` puts it. */
+ *         tensor bound in several, [{"function", "position"}]), where `source` puts it. With
+ *         `shards` (verify), a sharded tensor also gives one entry per rank ("rank", its byte
+ *         range, its recorded hash); with `rank` >= 0 (verify(path, shard=(rank, world))) it
+ *         gives only that rank's entry. */
 ffi::Array<ffi::Any> PayloadEntries(const format::Parsed& parsed,
-                                    const storage::PayloadSource& source) {
+                                    const storage::PayloadSource& source, bool shards = false,
+                                    int64_t rank = -1) {
   std::vector<ffi::Array<ffi::Any>> shared_by(parsed.payloads.size());
   for (const format::ParsedFunction& fn : parsed.functions) {
     for (const format::ParsedValue& v : fn.values) {
@@ -121,13 +125,53 @@ ffi::Array<ffi::Any> PayloadEntries(const format::Parsed& parsed,
     }
     e.Set("placement", ffi::String(source.placement));
     e.Set("file", ffi::String(source.file->path));
-    e.Set("file_offset", static_cast<int64_t>(source.offsets[k]));
+    const uint64_t offset = source.offsets[k];
+    e.Set("file_offset", static_cast<int64_t>(offset));
     e.Set("bytes", static_cast<int64_t>(v.tensor.nbytes));
     e.Set("hash", static_cast<int64_t>(v.tensor.hash));
     if (!shared_by[k].empty()) e.Set("shared_by", shared_by[k]);
-    out.push_back(e);
+    const format::Shard* shard = nullptr;
+    for (const format::Shard& s : fn.shards) {
+      if (s.position == v.index) shard = &s;
+    }
+    if (shard == nullptr || !shards) {
+      out.push_back(e);
+      continue;
+    }
+    if (rank < 0) out.push_back(e);  // the whole payload, then each rank's range
+    const uint64_t per_rank = v.tensor.nbytes / static_cast<uint64_t>(shard->world);
+    for (int64_t r = 0; r < shard->world; ++r) {
+      if (rank >= 0 && r != rank) continue;
+      Dict p = e;
+      p.Set("rank", r);
+      p.Set("file_offset", static_cast<int64_t>(offset + per_rank * static_cast<uint64_t>(r)));
+      p.Set("bytes", static_cast<int64_t>(per_rank));
+      p.Set("hash", static_cast<int64_t>(shard->hashes[static_cast<size_t>(r)]));
+      out.push_back(p);
+    }
   }
   return out;
+}
+
+/*! \brief verify(path, shard=(rank, world)): the artifact must record shards of that world. */
+void CheckShardToVerify(const ffi::String& path, const format::Parsed& parsed, int64_t rank,
+                        int64_t world) {
+  if (world < 1 || rank < 0 || rank >= world) {
+    TVM_FFI_THROW(ValueError) << "verify: rank " << rank << " of world " << world
+                              << " is not a rank: give 0 <= rank < world";
+  }
+  if (!parsed.Sharded()) {
+    TVM_FFI_THROW(ValueError) << path << " binds no sharded tensors (it was exported without "
+                              << "shards=): verify it whole, without shard=";
+  }
+  for (const format::ParsedFunction& fn : parsed.functions) {
+    for (const format::Shard& s : fn.shards) {
+      if (s.world != world) {
+        TVM_FFI_THROW(ValueError) << path << ": this artifact is sharded over world " << s.world
+                                  << " (" << format::Where(fn, s.position) << "), not " << world;
+      }
+    }
+  }
 }
 
 /*! \brief Hash each payload of `entries` (from `file`), calling progress(done, total). */
@@ -205,13 +249,15 @@ Dict InspectArtifact(const ffi::String& path, int64_t blob_offset, int64_t blob_
 
 /*! \brief verify: every payload hashed where Locate puts it; {"payloads": [..., "intact"]}. */
 Dict VerifyArtifact(const ffi::String& path, int64_t blob_offset, int64_t blob_size,
-                    int64_t header_offset, ffi::Optional<ffi::Function> progress) {
+                    int64_t header_offset, ffi::Optional<ffi::Function> progress, int64_t rank,
+                    int64_t world) {
   FileArtifact art = ReadArtifact(path, blob_offset, blob_size, header_offset);
+  if (world > 0) CheckShardToVerify(path, art.parsed, rank, world);
   if (art.bytes_only && art.parsed.external()) PayloadsElsewhere(path, art.parsed);
   const storage::PayloadSource source = storage::Locate(art.parsed, art.origin);
   const ffi::Array<ffi::Any> payloads = CheckEntries(
-      PayloadEntries(art.parsed, source), *source.file, progress,
-      [](const Dict& e) { return static_cast<uint64_t>(e.at("hash").cast<int64_t>()); });
+      PayloadEntries(art.parsed, source, /*shards=*/true, world > 0 ? rank : -1), *source.file,
+      progress, [](const Dict& e) { return static_cast<uint64_t>(e.at("hash").cast<int64_t>()); });
   Dict out;
   out.Set("placement", ffi::String(source.placement));
   out.Set("payloads", payloads);

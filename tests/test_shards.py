@@ -161,6 +161,8 @@ def test_each_rank_loads_its_own_slice(tp, tmp_path, placement):
     info = tvm_partial.inspect(path)
     (w_binding,) = [b for b in info["functions"][0]["bindings"] if b.get("name") == "w"]
     assert w_binding["shape"] == [N, K]
+    hashes = w_binding["shard"].pop("hashes")  # each rank's range has a hash of its own
+    assert len(hashes) == 2 and hashes[0] != hashes[1]
     assert w_binding["shard"] == {
         "dim": 0,
         "world": 2,
@@ -169,7 +171,12 @@ def test_each_rank_loads_its_own_slice(tp, tmp_path, placement):
         "bytes": N * K * 2,
     }
     assert info["format_version"] == 3
-    assert tvm_partial.verify(path)["intact"]
+    checked = tvm_partial.verify(path)
+    assert checked["intact"] and checked["checked"] == 2 + 2  # w whole and per rank, b
+    assert [p.get("rank") for p in checked["payloads"]] == [None, 0, 1, None]
+    one = tvm_partial.verify(path, shard=(1, 2))  # rank 1's range of w, and b whole
+    assert one["intact"] and [(p["position"], p.get("rank")) for p in one["payloads"]] == [(0, 1), (1, None)]
+    assert one["bytes"] == N * K * 2 + K * 4
     if placement == "inline":  # the command says it too
         shown = subprocess.run(
             [sys.executable, "-m", "tvm_partial", "inspect", path],
@@ -263,17 +270,18 @@ def _sharded_blob(tp) -> bytes:
 
 
 # The shard record ends the metadata of its function (the last one): u32 count | i64 position |
-# u32 dim | u32 world | u8 layout, 21 bytes before the metadata's end.
+# u32 dim | u32 world | u8 layout | u64 hash[world], 37 bytes before the metadata's end (world 2).
 _MUTANTS = {
-    "layout 1": (-1, "<B", 1, "unknown shard layout 1"),
-    "world 3": (-5, "<I", 3, "is not divisible by world 3"),
-    "world 1": (-5, "<I", 1, "world 1 is not 2 to"),
-    "dim 1": (-9, "<I", 1, "is not a row shard"),
-    "dim 9": (-9, "<I", 9, "dim 9 is not a dimension"),
-    "position 2": (-17, "<q", 2, "binds no tensor"),
-    "position -1": (-17, "<q", -1, "negative or out of order"),
-    "count 2": (-21, "<I", 2, "cannot fit|needs"),
-    "count 0": (-21, "<I", 0, "version 3 without shared tensors or shards|unread bytes"),
+    "layout 1": (-17, "<B", 1, "unknown shard layout 1"),
+    "world 3": (-21, "<I", 3, "is not divisible by world 3"),
+    "world 1": (-21, "<I", 1, "world 1 is not 2 to"),
+    "world 4": (-21, "<I", 4, "the hashes of 4 ranks cannot fit"),
+    "dim 1": (-25, "<I", 1, "is not a row shard"),
+    "dim 9": (-25, "<I", 9, "dim 9 is not a dimension"),
+    "position 2": (-33, "<q", 2, "binds no tensor"),
+    "position -1": (-33, "<q", -1, "negative or out of order"),
+    "count 2": (-37, "<I", 2, "cannot fit|needs"),
+    "count 0": (-37, "<I", 0, "version 3 without shared tensors or shards|unread bytes"),
 }
 
 
@@ -475,3 +483,28 @@ def test_a_sharded_tensor_bound_in_another_place_too_is_refused_at_save(tmp_path
         ValueError, match=r"function 'main' position 0: it is split into shards and the same tensor"
     ):
         tvm_partial.export_library(pm, tmp_path / "tied.so")
+
+
+def test_verify_of_one_rank_reads_only_its_range(tp, tmp_path):
+    exe, sig = tp
+    W, B = ints((N, K), seed=12), ints(K, seed=13)
+    pm = tvm_partial.partial(exe, signature=sig, w=W, b=B, shards={"w": 0}, world=2)
+    path, weights = str(tmp_path / "tp.so"), tmp_path / "tp.safetensors"
+    tvm_partial.export_library(pm, path, weights_file=str(weights))
+    rank0 = next(p for p in tvm_partial.verify(path, shard=(0, 2))["payloads"] if p.get("rank") == 0)
+    data = bytearray(weights.read_bytes())
+    data[rank0["file_offset"]] ^= 1  # damage rank 0's rows only
+    weights.write_bytes(bytes(data))
+    assert tvm_partial.verify(path, shard=(1, 2))["intact"]  # rank 1 reads none of it
+    damaged = tvm_partial.verify(path, shard=(0, 2))["damaged"]
+    assert [(p["name"], p.get("rank")) for p in damaged] == [("w", 0)]
+    whole = tvm_partial.verify(path)["damaged"]
+    assert [(p["name"], p.get("rank")) for p in whole] == [("w", None), ("w", 0)]
+    cli = [sys.executable, "-m", "tvm_partial", "verify", path, "--shard"]
+    assert subprocess.run([*cli, "1/2"], capture_output=True, timeout=120).returncode == 0
+    shown = subprocess.run([*cli, "0/2"], capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 1 and "position 0 (w), rank 0's shard: 256 B at file offset" in shown.stdout
+    with pytest.raises(ValueError, match=r"sharded over world 2 \(function 'main' position 0\), not 4"):
+        tvm_partial.verify(path, shard=(0, 4))
+    with pytest.raises(ValueError, match="records no shards"):
+        tvm_partial.verify(str(weights), shard=(0, 2))

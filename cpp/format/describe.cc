@@ -62,6 +62,9 @@ ffi::Map<ffi::String, ffi::Any> Describe(const Parsed& parsed) {
             return ffi::Array<int64_t>(s.begin(), s.end());
           }());
           sh.Set("bytes", static_cast<int64_t>(v.tensor.nbytes / shard.world));
+          ffi::Array<int64_t> hashes;  // as the int64 of their bits, like "hash"
+          for (uint64_t h : shard.hashes) hashes.push_back(static_cast<int64_t>(h));
+          sh.Set("hashes", hashes);
           b.Set("shard", sh);
         }
       } else {

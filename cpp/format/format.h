@@ -38,6 +38,8 @@
  *              version 3 only: u32 shard count, per shard (positions increasing, each a kind-5
  *              tensor binding of this function):
  *                i64 position | u32 dim | u32 world | u8 layout (0: rows, the only one yet)
+ *                | u64 hash[world] (of each rank's byte range of the payload, so a rank can
+ *                  verify its own range alone)
  *   payloads one per kind-5 binding, in their order, each at an offset from the start that is a
  *            multiple of 64; byte length ceil(elements * bits * lanes / 8) (sub-byte dtypes
  *            packed as TVM packs them); padding bytes are zero.
@@ -114,6 +116,9 @@ struct Shard {
   int64_t dim;
   int64_t world;
   uint8_t layout = kShardRows;
+  /*! \brief Per rank, the format's hash of its byte range of the payload (written by Encode
+   *         from the bound tensor; read as recorded, checked by verify). */
+  std::vector<uint64_t> hashes = {};
 };
 
 /*! \brief Why a tensor of `shape` and `dtype` cannot be split along `dim` over `world` ranks

@@ -136,7 +136,7 @@ void ReadOutputs(Reader* r, ParsedFunction* fn, uint32_t num_names) {
 /*! \brief Version 3: the shards of one function, each on a tensor binding of it that can be
  *         split as recorded (format::ShardProblem, the rule binding applies). */
 void ReadShards(Reader* r, ParsedFunction* fn) {
-  const uint32_t count = r->GetCount("shard count", 17);
+  const uint32_t count = r->GetCount("shard count", 17 + 2 * 8);
   int64_t last = -1;
   for (uint32_t k = 0; k < count; ++k) {
     Shard s;
@@ -161,7 +161,13 @@ void ReadShards(Reader* r, ParsedFunction* fn) {
     const std::string problem =
         ShardProblem(bound->tensor.shape, bound->tensor.dtype, s.dim, s.world);
     if (!problem.empty()) Corrupt(where + ": shard record: " + problem);
-    fn->shards.push_back(s);
+    if (static_cast<uint64_t>(s.world) * 8 > r->left()) {  // before reserving: world is checked
+      Corrupt(where + ": the hashes of " + std::to_string(s.world) + " ranks cannot fit in the " +
+              std::to_string(r->left()) + " bytes of metadata left");
+    }
+    s.hashes.reserve(static_cast<size_t>(s.world));
+    for (int64_t k = 0; k < s.world; ++k) s.hashes.push_back(r->Get<uint64_t>("shard hash"));
+    fn->shards.push_back(std::move(s));
   }
 }
 

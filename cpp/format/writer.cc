@@ -69,7 +69,6 @@ void WriteOutputs(Writer* w, const Outputs& outputs) {
   }
 }
 
-/*! \brief Version 3: the shards of one function (checked when they were bound). */
 /*! \brief A sharded tensor must be bound in that one place: each rank's view of it replaces the
  *         whole tensor there, which the other places of a tied tensor would not see. */
 void CheckShardsUntied(const std::vector<FunctionRecord>& functions,
@@ -91,13 +90,30 @@ void CheckShardsUntied(const std::vector<FunctionRecord>& functions,
   }
 }
 
-void WriteShards(Writer* w, const std::vector<Shard>& shards) {
-  w->Put<uint32_t>(static_cast<uint32_t>(shards.size()));
-  for (const Shard& s : shards) {
+/*! \brief Version 3: the shards of one function (checked when they were bound), each with
+ *         the hash of every rank's byte range of its tensor. */
+void WriteShards(Writer* w, const FunctionRecord& fn) {
+  w->Put<uint32_t>(static_cast<uint32_t>(fn.shards.size()));
+  for (const Shard& s : fn.shards) {
     w->Put<int64_t>(s.position);
     w->Put<uint32_t>(static_cast<uint32_t>(s.dim));
     w->Put<uint32_t>(static_cast<uint32_t>(s.world));
     w->Put<uint8_t>(s.layout);
+    const ffi::Any* value = nullptr;
+    for (const auto& [index, v] : fn.bound) {
+      if (index == s.position) value = &v;
+    }
+    if (value == nullptr || value->type_index() != ffi::TypeIndex::kTVMFFITensor) {
+      TVM_FFI_THROW(InternalError) << "cannot save function '" << fn.name << "': its shard at "
+                                   << "position " << s.position << " binds no tensor";
+    }
+    const ffi::Tensor tensor = value->cast<ffi::Tensor>();
+    const size_t nbytes = static_cast<size_t>(PayloadBytes(*tensor.GetDLTensorPtr()));
+    const size_t per_rank = nbytes / static_cast<size_t>(s.world);
+    const HostBytes bytes(tensor, nbytes);
+    for (int64_t r = 0; r < s.world; ++r) {
+      w->Put<uint64_t>(hash::Hash(bytes.data() + r * per_rank, per_rank));
+    }
   }
 }
 
@@ -239,7 +255,7 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
       }
     }
     if (with_outputs || shared || with_shards) WriteOutputs(&w, fn.outputs);
-    if (shared || with_shards) WriteShards(&w, fn.shards);
+    if (shared || with_shards) WriteShards(&w, fn);
   }
   const size_t meta_size = w.size() - kHeaderSize;
   if (region) {

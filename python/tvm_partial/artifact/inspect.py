@@ -16,7 +16,7 @@ import tvm_ffi
 from .._progress import ProgressCallback
 from .._typing import PathLike
 from . import _elf
-from .read import Located, file_kind, locate, mapped, not_an_artifact
+from .read import Located, file_kind, locate, mapped, not_an_artifact, rank_world_of
 
 
 def inspect(path: PathLike) -> dict[str, Any]:
@@ -60,17 +60,25 @@ def inspect(path: PathLike) -> dict[str, Any]:
         return {**out, "self_contained": _embeds_loaders(where), "relax_vm": _relax_vm_info(where)}
 
 
-def verify(path: PathLike, progress: ProgressCallback | None = None) -> dict[str, Any]:
+def verify(
+    path: PathLike, progress: ProgressCallback | None = None, shard: tuple[int, int] | None = None
+) -> dict[str, Any]:
     """Read every tensor payload of an exported artifact, wherever it lies (inline in the embedded
     blob, in the region appended to the file, in its weights file), and check it against its
     recorded hash. ``path`` may also be a ``save_to_bytes`` file or a weights file that
     ``save_weights`` wrote. ``progress``, when given, is called as ``progress(done_bytes,
     total_bytes)`` while the payloads are read (in 1 MiB chunks), e.g. a ``Progress``.
 
+    A tensor bound with ``shards=`` is checked whole and per rank (each rank's byte range has a
+    hash of its own); with ``shard=(rank, world)`` only that rank's range of each sharded tensor
+    is read (and the replicated tensors whole): what one worker of a tensor-parallel deployment
+    maps. An artifact without shards, or of another world, is then refused.
+
     Returns ``{"path", "intact", "checked", "bytes", "payloads": [{"function", "position",
-    "name" (when recorded), "placement", "file_offset", "bytes", "intact", ["weights_file"],
-    ["shared_by"]}], "damaged": [the payloads that do not match]}``: one entry per payload, a
-    tensor bound in several places once (its first place; ``shared_by`` lists the others). Raises ``ValueError`` when the file is not an
+    "name" (when recorded), ["rank"] (a rank's range of a sharded tensor), "placement",
+    "file_offset", "bytes", "intact", ["weights_file"], ["shared_by"]}], "damaged": [the payloads
+    that do not match]}``: one entry per payload, a tensor bound in several places once (its first
+    place; ``shared_by`` lists the others). Raises ``ValueError`` when the file is not an
     artifact, its structure or metadata is damaged, or it is cut short (a payload past the end of
     the file), as ``load`` would; ``FileNotFoundError`` when a recorded weights file is missing.
     """
@@ -78,13 +86,19 @@ def verify(path: PathLike, progress: ProgressCallback | None = None) -> dict[str
 
     path = os.fspath(path)
     kind = file_kind(path)
+    shard = rank_world_of(shard)
     if kind == "weights file":
+        if shard is not None:
+            raise ValueError(
+                f"verify: {path} is a weights file, which records no shards; verify the artifact "
+                "that binds it with shard="
+            )
         return _weights.verify_weights(path, progress=progress)
     if kind == "unknown":
         raise not_an_artifact(path)
     with mapped(path) as data:
         where = locate(path, data)
-    checked = where.verify(progress)
+    checked = where.verify(progress, shard)
     payloads = [_payload_entry(dict(p), path) for p in checked["payloads"]]
     return report(path, payloads)
 
@@ -105,7 +119,7 @@ def report(path: str, payloads: list[dict[str, Any]]) -> dict[str, Any]:
 def _payload_entry(p: dict[str, Any], path: str) -> dict[str, Any]:
     entry: dict[str, Any] = {
         k: _plain(p[k])
-        for k in ("function", "position", "name", "placement", "file_offset", "bytes", "shared_by")
+        for k in ("function", "position", "name", "rank", "placement", "file_offset", "bytes", "shared_by")
         if k in p
     }
     entry["intact"] = bool(p["intact"])

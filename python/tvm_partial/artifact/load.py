@@ -14,7 +14,7 @@ from .. import _ffi_api
 from .. import remote as _remote
 from .._typing import PathLike
 from . import _elf
-from .read import file_kind, mapped, not_an_artifact
+from .read import file_kind, mapped, not_an_artifact, rank_world_of
 
 if TYPE_CHECKING:
     from .._typing import ExecutableLike
@@ -64,7 +64,7 @@ def load(
     import tvm.runtime  # noqa: F401  (TVM's Tensor and Module classes for what is returned)
 
     path = os.fspath(path)
-    rank_world = _rank_world(shard)
+    rank_world = rank_world_of(shard)
     check_complete(path)
     try:
         if rank_world is not None:
@@ -91,22 +91,6 @@ def load(
         ):
             raise ValueError(f"{path}: {err}") from None
         raise
-
-
-def _rank_world(shard: object) -> tuple[int, int] | None:
-    """``shard=`` checked: (rank, world) with 0 <= rank < world, or None."""
-    if shard is None:
-        return None
-    if (
-        not isinstance(shard, tuple)
-        or len(shard) != 2
-        or any(isinstance(v, bool) or not isinstance(v, int) for v in shard)
-    ):
-        raise TypeError(f"shard= must be (rank, world), two ints, got {shard!r}")
-    rank, world = shard
-    if not 0 <= rank < world:
-        raise ValueError(f"shard=({rank}, {world}): the rank must be 0 to {world - 1}")
-    return rank, world
 
 
 def check_complete(path: PathLike) -> None:

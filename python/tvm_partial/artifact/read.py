@@ -85,6 +85,22 @@ def not_an_artifact(path: str) -> ValueError:
     )
 
 
+def rank_world_of(shard: object) -> tuple[int, int] | None:
+    """``shard=`` checked: (rank, world) with 0 <= rank < world, or None."""
+    if shard is None:
+        return None
+    if (
+        not isinstance(shard, tuple)
+        or len(shard) != 2
+        or any(isinstance(v, bool) or not isinstance(v, int) for v in shard)
+    ):
+        raise TypeError(f"shard= must be (rank, world), two ints, got {shard!r}")
+    rank, world = shard
+    if not 0 <= rank < world:
+        raise ValueError(f"shard=({rank}, {world}): the rank must be 0 to {world - 1}")
+    return rank, world
+
+
 class Located(NamedTuple):
     """Where a partial module's bytes lie in a file, and the library's copy of its region
     header (-1: none)."""
@@ -101,10 +117,14 @@ class Located(NamedTuple):
         payloads lie (``payload_entries``) or why they cannot be found (``problem``)."""
         return dict(_ffi_api.InspectArtifact(self.path, self.blob_offset, self.blob_size, self.header_offset))
 
-    def verify(self, progress: Any = None) -> dict[str, Any]:
-        """Every payload hashed where the loader would read it (VerifyArtifact)."""
+    def verify(self, progress: Any = None, shard: tuple[int, int] | None = None) -> dict[str, Any]:
+        """Every payload hashed where the loader would read it (VerifyArtifact); with ``shard``
+        (rank, world), a sharded tensor's range of that rank only."""
+        rank, world = shard if shard is not None else (-1, 0)
         return dict(
-            _ffi_api.VerifyArtifact(self.path, self.blob_offset, self.blob_size, self.header_offset, progress)
+            _ffi_api.VerifyArtifact(
+                self.path, self.blob_offset, self.blob_size, self.header_offset, progress, rank, world
+            )
         )
 
 

@@ -101,12 +101,27 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("path", help=what)
     verify.add_argument("--json", action="store_true", help="print JSON (sizes in bytes) instead of text")
     verify.add_argument(
+        "--shard",
+        metavar="RANK/WORLD",
+        type=_rank_world,
+        help="only what one rank of a tensor-parallel artifact maps: its range of each sharded tensor "
+        "(shards=), the replicated tensors whole",
+    )
+    verify.add_argument(
         "-q",
         "--quiet",
         action="store_true",
         help="no progress line and no summary when intact: only damage is printed (the exit code tells)",
     )
     return parser
+
+
+def _rank_world(text: str) -> tuple[int, int]:
+    """``--shard 1/2`` -> (1, 2)."""
+    rank, sep, world = text.partition("/")
+    if not sep or not rank.isdigit() or not world.isdigit():
+        raise argparse.ArgumentTypeError(f"--shard takes RANK/WORLD (such as 0/2), got {text!r}")
+    return int(rank), int(world)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "verify":
             with Progress(f"verify {args.path}", 0, quiet=args.quiet) as progress:
-                report = verify_artifact(args.path, progress=progress)
+                report = verify_artifact(args.path, progress=progress, shard=args.shard)
         else:
             info = inspect_artifact(args.path)
     except (OSError, ValueError, RuntimeError) as err:  # unreadable, not an artifact, damaged, cut short

@@ -15,6 +15,8 @@ def format_verify(report: dict, quiet: bool = False) -> str:
     lines = []
     for p in report["damaged"]:
         name = f" ({p['name']})" if p.get("name") else ""
+        if "rank" in p:  # a rank's range of a sharded tensor
+            name += f", rank {p['rank']}'s shard"
         where = f" in {p['weights_file']}" if "weights_file" in p else ""
         lines.append(
             f"{report['path']}: DAMAGED: function {p['function']!r} position {p['position']}{name}: "
