@@ -51,8 +51,9 @@ def load(
     loader would return the code it loaded first): load it in a new process or under a new path.
 
     With ``weights_file`` (a safetensors file such as ``save_weights`` writes) its tensors are
-    bound instead of the artifact's: keys ``FUNCTION/PARAMETER`` or the parameter names alone,
-    same dtypes and shapes, mapped without copying. The artifact's own payloads are not read and
+    bound instead of the artifact's: keys are the parameter names alone (a torch state_dict's
+    ``fc1.weight``) where one bound tensor has that name, else ``FUNCTION/PARAMETER``; same
+    dtypes and shapes, mapped without copying; a tied tensor is supplied once. The artifact's own payloads are not read and
     the weights file it records is not opened (it may be absent); the C++ loader does the matching
     (``tvm_partial::LoadWithWeights``), so the checks are the same from C++.
 

@@ -6,9 +6,11 @@
 
 The format is read and written in C++ (cpp/storage/weights_file.h, one reader for every tool:
 ``load(path, weights_file=)``, artifacts exported with ``weights_file=``, ``open_weights``,
-``inspect``, ``verify``); this module is the Python face of it. Keys written are
-``FUNCTION/PARAMETER`` (``main/weights``), or ``FUNCTION/POSITION`` (``main/1``) where the
-parameter has no recorded unique name. Every payload lies at a file offset that is a multiple of
+``inspect``, ``verify``); this module is the Python face of it. Keys written are the model's own
+parameter names (``weights``, ``fc1.weight``) where no other bound tensor has that name,
+``FUNCTION/PARAMETER`` (``decode/w``) where two functions bind one name, ``FUNCTION/POSITION``
+(``main/1``) where the parameter has no recorded unique name; a tensor bound in several places is
+written once. Every payload lies at a file offset that is a multiple of
 64; where a tensor's size would leave the next one off that boundary, a ``__padding__/N`` entry of
 uint8 fills the gap (the format allows no holes).
 """
@@ -39,11 +41,14 @@ def save_weights(module: tvm_ffi.Module | tvm_ffi.Function, path: PathLike) -> N
     under a new name, then renamed into place): ``save_weights(rebind(pm, weights=new),
     "v2.safetensors")``.
 
-    Keys are ``FUNCTION/PARAMETER`` (``FUNCTION/POSITION`` where no name is recorded); the
-    ``__metadata__`` records ``tvm_partial.bindings``, a JSON object mapping each key to
-    ``[function, position]`` (a partial function's tensors go under ``main/``), and
+    Keys are the parameters' own names where no other bound tensor has that name
+    (``FUNCTION/PARAMETER`` where two functions bind one name, ``FUNCTION/POSITION`` where no name
+    is recorded; a partial function's tensors count as ``main``'s); a tensor bound in several
+    places is written once, under the key of its first place. The ``__metadata__`` records
+    ``tvm_partial.bindings``, a JSON object mapping each key to ``[function, position]``,
     ``tvm_partial.hashes``, each payload's hash (the format's 64-bit hash, 16 hex digits) that
-    ``verify`` checks. Scalars and strings bound beside the tensors are not written.
+    ``verify`` checks, and for tied tensors ``tvm_partial.shared`` (each other place's key -> the
+    stored key). Scalars and strings bound beside the tensors are not written.
     """
     from ..artifact.export import new_file
 
