@@ -51,6 +51,22 @@ def without_sanitizer() -> dict:
     return {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
 
 
+def cmake_package_dirs() -> list[str]:
+    """``-Dtvm_partial_DIR=...`` and ``-Dtvm_ffi_DIR=...`` for a CMake project that does
+    ``find_package(tvm_partial)``, as the installed packages report them (in a subprocess: the
+    config modules are what a user runs)."""
+    dirs = []
+    for package, name in (("tvm_partial", "tvm_partial_DIR"), ("tvm_ffi", "tvm_ffi_DIR")):
+        found = subprocess.run(
+            [sys.executable, "-m", f"{package}.config", "--cmakedir"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirs.append(f"-D{name}={found}")
+    return dirs
+
+
 def run_python(code: str, *args: str, env: dict | None = None, timeout: int = 300):
     """Run code in a fresh interpreter (what could crash the process runs there)."""
     full_env = dict(os.environ)

@@ -67,10 +67,13 @@ def _check_agreement(paths: list[str], want_refused: int) -> None:
     assert refused >= want_refused and refused < len(paths) + (want_refused == len(paths)), refused
 
 
-def _zero_copy_artifact(exe, folder):
+def _zero_copy_artifact(exe, folder, tied=False):
+    """Two tensors, or (tied) one array bound at both positions: a version-3 blob whose second
+    binding is a shared tensor (kind 6), its payload stored once."""
     lib = folder / "base.so"
+    w = np.arange(4096, dtype="float32")
     tvm_partial.export_library(
-        tvm_partial.partial(exe, {1: ints(16, seed=1), 2: np.arange(4096, dtype="float32")}),
+        tvm_partial.partial(exe, {1: w if tied else ints(16, seed=1), 2: w}),
         lib,
         zero_copy=True,
     )
@@ -110,11 +113,14 @@ def test_trailer_and_region_mutants_agree(affine4, tmp_path):
     _check_agreement(mutants, want_refused=40)
 
 
-def test_metadata_mutants_agree(affine4, tmp_path):
+@pytest.mark.parametrize("tied", [False, True], ids=["two tensors", "one tensor in two places"])
+def test_metadata_mutants_agree(affine4, tmp_path, tied):
     """The partial module's bytes mutated at random (fixed seed) and resealed, so the parser's
     checks behind the metadata hash are reached: the same verdict from all three."""
     exe, _ = affine4
-    lib = _zero_copy_artifact(exe, tmp_path)
+    lib = _zero_copy_artifact(exe, tmp_path, tied=tied)
+    if tied:
+        assert tvm_partial.inspect(lib)["format_version"] == 3
     data = lib.read_bytes()
     blob = next(m for m in _elf.ElfFile(data, str(lib)).embedded_modules() if m.kind == "partial_apply")
     rng = random.Random(19)

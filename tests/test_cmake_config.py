@@ -12,6 +12,8 @@ import sys
 
 import pytest
 
+from helpers import cmake_package_dirs
+
 pytestmark = pytest.mark.skipif(shutil.which("cmake") is None, reason="needs cmake")
 
 # The snippet of docs/deploy.md, configured only (nothing is compiled).
@@ -25,12 +27,6 @@ file(WRITE "${CMAKE_BINARY_DIR}/runtime.txt" "${TVM_RUNTIME_LIBRARY}")
 
 def _configure(tmp_path, *defines: str):
     (tmp_path / "CMakeLists.txt").write_text(_PROJECT)
-    cmakedir = subprocess.run(
-        [sys.executable, "-m", "tvm_partial.config", "--cmakedir"], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    ffidir = subprocess.run(
-        [sys.executable, "-m", "tvm_ffi.config", "--cmakedir"], capture_output=True, text=True, check=True
-    ).stdout.strip()
     return subprocess.run(
         [
             "cmake",
@@ -38,8 +34,7 @@ def _configure(tmp_path, *defines: str):
             str(tmp_path),
             "-B",
             str(tmp_path / "build"),
-            f"-Dtvm_partial_DIR={cmakedir}",
-            f"-Dtvm_ffi_DIR={ffidir}",
+            *cmake_package_dirs(),
             *defines,
         ],
         capture_output=True,

@@ -20,7 +20,7 @@ import tvm_ffi
 from tvm import te
 
 import tvm_partial
-from helpers import compile_te, ints, run_json
+from helpers import cmake_package_dirs, compile_te, ints, run_json
 
 N = 64 * 1024  # 256 KiB of float32 per tensor: sizes dwarf metadata and alignment
 PLACEMENTS = {
@@ -381,12 +381,6 @@ def test_tied_weights_alias_after_load_in_cpp(two_functions, tmp_path, placement
     src.mkdir()
     (src / "CMakeLists.txt").write_text(_CPP_PROJECT)
     (src / "tied.cc").write_text(_CPP_SOURCE)
-    cmakedir = subprocess.run(
-        [sys.executable, "-m", "tvm_partial.config", "--cmakedir"], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    ffidir = subprocess.run(
-        [sys.executable, "-m", "tvm_ffi.config", "--cmakedir"], capture_output=True, text=True, check=True
-    ).stdout.strip()
     runtime = subprocess.run(
         [sys.executable, "-c", "import tvm.libinfo; print(tvm.libinfo.find_libtvm_runtime())"],
         capture_output=True, text=True, check=True,
@@ -399,8 +393,7 @@ def test_tied_weights_alias_after_load_in_cpp(two_functions, tmp_path, placement
             str(src),
             "-B",
             str(build),
-            f"-Dtvm_partial_DIR={cmakedir}",
-            f"-Dtvm_ffi_DIR={ffidir}",
+            *cmake_package_dirs(),
             f"-DPython_EXECUTABLE={sys.executable}",
             f"-DTVM_RUNTIME_LIBRARY={runtime}",
         ],
