@@ -242,6 +242,8 @@ def test_load_refuses_the_wrong_world_or_an_unsharded_artifact(tp, affine4, tmp_
         tvm_partial.load(path, shard=(0, 4))
     with pytest.raises(ValueError, match="the rank must be 0 to 1"):
         tvm_partial.load(path, shard=(2, 2))
+    with pytest.raises(ValueError, match=r"shard=\(0, 0\): the world must be at least 1"):
+        tvm_partial.load(path, shard=(0, 0))
     with pytest.raises(TypeError, match=r"shard= must be \(rank, world\)"):
         tvm_partial.load(path, shard=1)
     whole = tvm_partial.load(path)  # loads whole; its call says how to load a rank

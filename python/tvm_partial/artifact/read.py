@@ -96,6 +96,8 @@ def rank_world_of(shard: object) -> tuple[int, int] | None:
     ):
         raise TypeError(f"shard= must be (rank, world), two ints, got {shard!r}")
     rank, world = shard
+    if world < 1:
+        raise ValueError(f"shard=({rank}, {world}): the world must be at least 1 (the number of ranks)")
     if not 0 <= rank < world:
         raise ValueError(f"shard=({rank}, {world}): the rank must be 0 to {world - 1}")
     return rank, world
