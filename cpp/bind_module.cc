@@ -116,17 +116,17 @@ std::string Label(const format::FunctionRecord& r, int64_t position) {
   return "position " + std::to_string(position);
 }
 
-/*! \brief Shards from Python ([[position, dim, world]...]), checked against the bound tensors
- *         of `r` (format::ShardProblem), sorted by position. */
+/*! \brief Shards from Python ([[position, dim, world(, segments)]...]), checked against the bound
+ * tensors of `r` (format::ShardProblem), sorted by position. */
 std::vector<format::Shard> CheckShards(const format::FunctionRecord& r,
                                        const ffi::Array<ffi::Array<int64_t>>& raw,
                                        const std::string& who) {
   std::vector<format::Shard> out;
   for (const ffi::Array<int64_t>& entry : raw) {
-    if (entry.size() != 3) {
-      TVM_FFI_THROW(ValueError) << who << ": a shard is [position, dim, world]";
+    if (entry.size() != 3 && entry.size() != 4) {
+      TVM_FFI_THROW(ValueError) << who << ": a shard is [position, dim, world(, segments)]";
     }
-    format::Shard s{entry[0], entry[1], entry[2]};
+    format::Shard s{entry[0], entry[1], entry[2], entry.size() == 4 ? entry[3] : 1};
     const ffi::Any* value = nullptr;
     for (const auto& [index, v] : r.bound) {
       if (index == s.position) value = &v;
@@ -145,10 +145,12 @@ std::vector<format::Shard> CheckShards(const format::FunctionRecord& r,
                                 << ": the bound tensor is not contiguous";
     }
     const std::vector<int64_t> shape(tensor->shape().begin(), tensor->shape().end());
-    const std::string problem = format::ShardProblem(shape, tensor->dtype(), s.dim, s.world);
+    const std::string problem =
+        format::ShardProblem(shape, tensor->dtype(), s.dim, s.world, s.segments);
     if (!problem.empty()) {
       TVM_FFI_THROW(ValueError) << who << ": cannot shard " << label << ": " << problem;
     }
+    s.layout = format::ShardLayout(shape, s.dim, s.segments);
     for (const format::Shard& seen : out) {
       if (seen.position == s.position) {
         TVM_FFI_THROW(ValueError) << who << ": " << label << " is sharded twice";
@@ -263,7 +265,8 @@ ffi::Map<ffi::String, ffi::Map<int64_t, int64_t>> TensorPayloads(const ffi::Any&
 // runtime.PartialApplyModule(mod, {name: {position: value}}, param_names={}, outputs={},
 // original_names={}, shards={}) from Python; outputs per function as detail::OutputsFromAny
 // reads them; original_names as MakePartialModule takes them; shards per function
-// [[position, dim, world]...] (bound tensors split for tensor parallelism, CheckShards).
+// [[position, dim, world(, segments)]...] (bound tensors split for tensor parallelism,
+// CheckShards).
 void PartialApplyModulePacked(ffi::PackedArgs args, ffi::Any* rv) {
   detail::CheckArgCount(args, 2, 6,
                         "runtime.PartialApplyModule(mod, bindings, param_names={}, outputs={}, "
@@ -311,20 +314,21 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   detail::RegisterGlobalOnce("tvm_partial.Outputs", PartialApplyOutputs);
   detail::RegisterGlobalOnce("tvm_partial.TensorPayloads", TensorPayloads);
   // Why a tensor of this shape and dtype cannot be split so, or "" (the rule binding applies).
-  detail::RegisterGlobalOnce(
-      "tvm_partial.ShardProblem",
-      [](ffi::Array<int64_t> shape, ffi::String dtype, int64_t dim, int64_t world) {
-        return ffi::String(format::ShardProblem(std::vector<int64_t>(shape.begin(), shape.end()),
-                                                ffi::StringToDLDataType(dtype), dim, world));
-      });
-  // {function: [[position, dim, world]...]} for functions that bind shards.
+  detail::RegisterGlobalOnce("tvm_partial.ShardProblem", [](ffi::Array<int64_t> shape,
+                                                            ffi::String dtype, int64_t dim,
+                                                            int64_t world, int64_t segments) {
+    return ffi::String(format::ShardProblem(std::vector<int64_t>(shape.begin(), shape.end()),
+                                            ffi::StringToDLDataType(dtype), dim, world, segments));
+  });
+  // {function: [[position, dim, world, segments]...]} for functions that bind shards.
   detail::RegisterGlobalOnce("tvm_partial.Shards", [](ffi::Any obj) {
     const std::vector<format::FunctionRecord> records = RecordsOrThrow(obj, "tvm_partial.Shards");
     ffi::Map<ffi::String, ffi::Array<ffi::Array<int64_t>>> out;
     for (const auto& r : records) {
       if (r.shards.empty()) continue;
       ffi::Array<ffi::Array<int64_t>> list;
-      for (const format::Shard& s : r.shards) list.push_back({s.position, s.dim, s.world});
+      for (const format::Shard& s : r.shards)
+        list.push_back({s.position, s.dim, s.world, s.segments});
       out.Set(r.name, list);
     }
     return out;

@@ -325,6 +325,17 @@ const std::vector<format::FunctionRecord>* PartialModuleRecords(const ffi::Modul
   return pm == nullptr ? nullptr : &pm->Records();
 }
 
+std::vector<format::Shard> WholeTensorShards(const ffi::Module& mod, const std::string& name) {
+  PartialModuleObj* pm = AsPartialModule(mod);
+  if (pm == nullptr) return {};
+  const std::vector<format::FunctionRecord>& records = pm->Records();
+  if (pm->shard_view_) return {};  // its tensors are slices: stored as they are
+  for (const format::FunctionRecord& r : records) {
+    if (std::string(r.name) == name) return r.shards;
+  }
+  return {};
+}
+
 const format::ExternalRegion* PartialModuleRegion(const ffi::Module& mod) {
   PartialModuleObj* pm = AsPartialModule(mod);
   return pm == nullptr || !pm->external_ ? nullptr : &*pm->external_;
@@ -377,6 +388,13 @@ TVM_FFI_STATIC_INIT_BLOCK() {
     }
     auto m = obj.try_cast<ffi::Module>();
     return m.has_value() && AsPartialModule(*m) != nullptr;
+  });
+  // The rank whose view of sharded tensors a module holds (load(path, shard=...)), else -1.
+  detail::RegisterGlobalOnce("tvm_partial.ShardRank", [](ffi::Module m) -> int64_t {
+    PartialModuleObj* pm = AsPartialModule(m);
+    if (pm == nullptr) return -1;
+    pm->Records();
+    return pm->shard_view_ ? pm->shard_rank_ : -1;
   });
   detail::RegisterGlobalOnce("ffi.Module.load_from_bytes.partial_apply",
                              PartialModuleObj::LoadFromBytes);

@@ -22,6 +22,10 @@ namespace detail {
  *         module loaded from bytes builds them here on first use (see DecodeRecords). */
 const std::vector<format::FunctionRecord>* PartialModuleRecords(const ffi::Module& mod);
 
+/*! \brief The shard records of `mod`'s function `name` when `mod` is a partial_apply module of
+ *         this copy holding whole tensors (not one rank's view), else none. */
+std::vector<format::Shard> WholeTensorShards(const ffi::Module& mod, const std::string& name);
+
 /*! \brief The region `mod` saves its payloads to (set by WithExternalRegion), else null. */
 const format::ExternalRegion* PartialModuleRegion(const ffi::Module& mod);
 

@@ -121,8 +121,8 @@ CASES = {
     "value of an unsupported type": lambda c: tvm_partial.partial(c["f"], {1: {"a": 1}}),
     "target that is not callable": lambda c: tvm_partial.partial(42, {0: 1}),  # type: ignore[call-overload]
     "module function that does not exist": lambda c: tvm_partial.partial(c["exe"], {1: 1.0}, function="nope"),
-    "a tensor sharded along a dim that is not a row shard": lambda c: tvm_partial.partial(
-        c["tp"][0], signature=c["tp"][1], w=W16, shards={"w": 1}, world=2
+    "a tensor sharded along a dim not divisible by the world (times the segments)": lambda c: (
+        tvm_partial.partial(c["tp"][0], signature=c["tp"][1], w=W16, shards={"w": (0, 3)}, world=2)
     ),
     "a sharded tensor whose rank's shard is not the parameter's shape": lambda c: tvm_partial.partial(
         c["tp"][0], signature=c["tp"][1], w=W16, shards={"w": 0}, world=2

@@ -128,32 +128,69 @@ std::string Dims(const std::vector<int64_t>& shape) {
 }
 }  // namespace
 
+namespace {
+
+/*! \brief The split of a shard-major tensor as blocks: `outer` (the product of the dims before
+ *         `dim`) x `segments` x `world` blocks of `block` bytes each; row-major source order. */
+struct Blocks {
+  uint64_t outer = 1, segments = 1, world = 1, block = 0;
+};
+
+/*! \brief `shape` (checked) split by `dim`, `world` and `segments`, or why its blocks are not
+ *         whole bytes. `bytes` is the tensor's byte length. */
+std::string BlocksOf(const std::vector<int64_t>& shape, DLDataType dtype, int64_t dim,
+                     int64_t world, int64_t segments, uint64_t bytes, Blocks* out) {
+  uint64_t outer = 1;
+  for (int64_t i = 0; i < dim; ++i) outer *= static_cast<uint64_t>(shape[i]);
+  const uint64_t count = outer * static_cast<uint64_t>(segments) * static_cast<uint64_t>(world);
+  if (count == 0) {  // an empty tensor: nothing to reorder
+    *out = {outer, static_cast<uint64_t>(segments), static_cast<uint64_t>(world), 0};
+    return "";
+  }
+  // In bits: a block of a sub-byte dtype may not end on a byte.
+  unsigned __int128 bits = 1;
+  for (int64_t d : shape) bits *= static_cast<uint64_t>(d);
+  bits *= static_cast<unsigned>(dtype.bits) * static_cast<unsigned>(dtype.lanes);
+  if (bits % (static_cast<unsigned __int128>(count) * 8) != 0 || bytes % count != 0) {
+    return "a rank's block of dimension " + std::to_string(dim) + " of shape " + Dims(shape) +
+           " is not a whole number of bytes (" + std::string(ffi::DLDataTypeToString(dtype)) +
+           " packs several elements per byte), so it cannot be stored rank by rank";
+  }
+  *out = {outer, static_cast<uint64_t>(segments), static_cast<uint64_t>(world), bytes / count};
+  return "";
+}
+
+}  // namespace
+
 std::string ShardProblem(const std::vector<int64_t>& shape, DLDataType dtype, int64_t dim,
-                         int64_t world) {
+                         int64_t world, int64_t segments) {
   const int64_t ndim = static_cast<int64_t>(shape.size());
   if (world < 2 || world > kMaxWorld) {
     return "world " + std::to_string(world) + " is not 2 to " + std::to_string(kMaxWorld) +
            " ranks";
   }
+  if (segments < 1 || segments > kMaxSegments) {
+    return "segments " + std::to_string(segments) + " is not 1 to " + std::to_string(kMaxSegments);
+  }
   if (dim < 0 || dim >= ndim) {
     return "dim " + std::to_string(dim) + " is not a dimension of a tensor with " +
            std::to_string(ndim) + (ndim == 1 ? " dimension" : " dimensions");
   }
-  for (int64_t i = 0; i < dim; ++i) {
-    if (shape[i] != 1) {
-      return "dim " + std::to_string(dim) + " of shape " + Dims(shape) +
-             " is not a row shard (the dimensions before it are not all 1, so a rank's slice "
-             "is not one contiguous byte range); only row shards are supported: dim 0, or a dim "
-             "whose leading dimensions are all 1 (column shards are not supported yet)";
-    }
-  }
-  if (shape[dim] % world != 0) {
-    return "dimension " + std::to_string(dim) + " of shape " + Dims(shape) + " (" +
-           std::to_string(shape[dim]) + ") is not divisible by world " + std::to_string(world);
-  }
   uint64_t bytes = 0;
   const std::string problem = ShapeProblem(shape.data(), shape.size(), dtype, &bytes);
   if (!problem.empty()) return problem;
+  if (shape[dim] % (segments * world) != 0) {
+    return "dimension " + std::to_string(dim) + " of shape " + Dims(shape) + " (" +
+           std::to_string(shape[dim]) + ") is not divisible by " +
+           (segments == 1
+                ? "world " + std::to_string(world)
+                : std::to_string(segments) + " segments x world " + std::to_string(world));
+  }
+  if (ShardLayout(shape, dim, segments) == kShardMajor) {
+    Blocks blocks;
+    const std::string whole = BlocksOf(shape, dtype, dim, world, segments, bytes, &blocks);
+    if (!whole.empty()) return whole;
+  }
   const uint64_t per_rank = bytes / static_cast<uint64_t>(world);
   if (per_rank % kPayloadAlignment != 0) {
     return "each rank's slice of shape " + Dims(ShardShape(shape, dim, world)) + " holds " +
@@ -164,9 +201,46 @@ std::string ShardProblem(const std::vector<int64_t>& shape, DLDataType dtype, in
   return "";
 }
 
+uint8_t ShardLayout(const std::vector<int64_t>& shape, int64_t dim, int64_t segments) {
+  if (segments != 1) return kShardMajor;
+  for (int64_t i = 0; i < dim && i < static_cast<int64_t>(shape.size()); ++i) {
+    if (shape[i] != 1) return kShardMajor;
+  }
+  return kShardRows;
+}
+
 std::vector<int64_t> ShardShape(std::vector<int64_t> shape, int64_t dim, int64_t world) {
   shape[dim] /= world;
   return shape;
+}
+
+std::vector<int64_t> StoredShape(const std::vector<int64_t>& shape, const Shard* shard) {
+  if (shard == nullptr || shard->layout != kShardMajor) return shape;
+  std::vector<int64_t> out = ShardShape(shape, shard->dim, shard->world);
+  out.insert(out.begin(), shard->world);
+  return out;
+}
+
+void ReorderShards(const char* src, char* dst, uint64_t nbytes, const std::vector<int64_t>& shape,
+                   DLDataType dtype, const Shard& shard, bool to_stored) {
+  Blocks b;
+  const std::string problem =
+      BlocksOf(shape, dtype, shard.dim, shard.world, shard.segments, nbytes, &b);
+  if (!problem.empty()) TVM_FFI_THROW(InternalError) << "ReorderShards: " << problem;
+  // Row-major, block (o, s, r) is at ((o * S + s) * W + r); shard-major at ((r * O + o) * S + s).
+  for (uint64_t r = 0; r < b.world; ++r) {
+    for (uint64_t o = 0; o < b.outer; ++o) {
+      for (uint64_t s = 0; s < b.segments; ++s) {
+        const uint64_t rows = ((o * b.segments + s) * b.world + r) * b.block;
+        const uint64_t major = ((r * b.outer + o) * b.segments + s) * b.block;
+        if (to_stored) {
+          std::memcpy(dst + major, src + rows, b.block);
+        } else {
+          std::memcpy(dst + rows, src + major, b.block);
+        }
+      }
+    }
+  }
 }
 
 /*! \brief The tensor's data when it lives in host memory (readable directly), else null. */
@@ -194,11 +268,18 @@ void CopyTensorToHost(const ffi::Tensor& tensor, char* dst, size_t nbytes) {
 }
 
 /*! \brief A tensor's bytes in host memory: the tensor's own for host tensors, else a copy. */
-HostBytes::HostBytes(const ffi::Tensor& tensor, size_t nbytes)
+HostBytes::HostBytes(const ffi::Tensor& tensor, size_t nbytes, const Shard* shard)
     : data_(HostData(tensor.GetDLTensorPtr())) {
   if (data_ == nullptr) {
     copy_.resize(nbytes);
     CopyTensorToHost(tensor, copy_.data(), nbytes);
+    data_ = copy_.data();
+  }
+  if (shard != nullptr && shard->layout == kShardMajor) {  // stored rank by rank
+    std::string stored(nbytes, '\0');
+    const std::vector<int64_t> shape(tensor.shape().begin(), tensor.shape().end());
+    ReorderShards(data_, stored.data(), nbytes, shape, tensor.dtype(), *shard, true);
+    copy_ = std::move(stored);
     data_ = copy_.data();
   }
 }

@@ -74,10 +74,11 @@ const char* HostData(const DLTensor* t);
 /*! \brief Copy `nbytes` of `tensor` (any device, through the TVM runtime) to host memory `dst`. */
 void CopyTensorToHost(const ffi::Tensor& tensor, char* dst, size_t nbytes);
 
-/*! \brief A tensor's bytes in host memory: the tensor's own for host tensors, else a copy. */
+/*! \brief A tensor's payload bytes in host memory: the tensor's own for host tensors, else a
+ *         copy; with a shard-major `shard`, a copy in the order the payload stores it. */
 class HostBytes {
  public:
-  HostBytes(const ffi::Tensor& tensor, size_t nbytes);
+  HostBytes(const ffi::Tensor& tensor, size_t nbytes, const Shard* shard = nullptr);
   const char* data() const { return data_; }
 
  private:

@@ -56,7 +56,8 @@ ffi::Map<ffi::String, ffi::Any> Describe(const Parsed& parsed) {
           ffi::Map<ffi::String, ffi::Any> sh;
           sh.Set("dim", shard.dim);
           sh.Set("world", shard.world);
-          sh.Set("layout", ffi::String("rows"));
+          sh.Set("layout", ffi::String(shard.layout == kShardMajor ? "shard-major" : "rows"));
+          sh.Set("segments", shard.segments);
           sh.Set("shape", [&] {
             std::vector<int64_t> s = ShardShape(v.tensor.shape, shard.dim, shard.world);
             return ffi::Array<int64_t>(s.begin(), s.end());

@@ -37,9 +37,9 @@
  *                  `value` of the call's argument at position `source` (a free input)
  *              version 3 only: u32 shard count, per shard (positions increasing, each a kind-5
  *              tensor binding of this function):
- *                i64 position | u32 dim | u32 world | u8 layout (0: rows, the only one yet)
- *                | u64 hash[world] (of each rank's byte range of the payload, so a rank can
- *                  verify its own range alone)
+ *                i64 position | u32 dim | u32 world | u8 layout (0 rows, 1 shard-major)
+ *                | layout 1 only: u32 segments | u64 hash[world] (of each rank's byte range
+ *                  of the payload, so a rank can verify its own range alone)
  *   payloads one per kind-5 binding, in their order, each at an offset from the start that is a
  *            multiple of 64; byte length ceil(elements * bits * lanes / 8) (sub-byte dtypes
  *            packed as TVM packs them); padding bytes are zero.
@@ -103,34 +103,60 @@ struct ExternalRegion {
   std::vector<uint64_t> hashes = {};
 };
 
-/*! \brief The layouts a shard record names: 0, row shards (`dim` 0, or leading dims all 1),
- *         whose ranks' bytes are contiguous ranges of the row-major payload, in rank order. */
+/*! \brief The layouts a shard record names. 0, rows: `dim` 0 (or its leading dims all 1) and
+ *         one segment, so each rank's bytes are already a contiguous range of the row-major
+ *         payload, in rank order. */
 constexpr uint8_t kShardRows = 0;
+/*! \brief 1, shard-major: any other split (a column shard, a fused segment split); the payload
+ *         stores the tensor as [world, *shard shape], rank after rank, each rank's shard in
+ *         row-major order, so a rank's bytes are again the r-th of `world` equal ranges. The
+ *         record adds `segments`. */
+constexpr uint8_t kShardMajor = 1;
 /*! \brief The largest world a shard record may name. */
 constexpr int64_t kMaxWorld = 1 << 16;
+/*! \brief The most segments a shard may split `dim` into (fused QKV-style tensors: 3). */
+constexpr int64_t kMaxSegments = 1 << 16;
 
 /*! \brief A bound tensor split over `world` ranks along `dim` (shards={...}, world=): the
- *         whole tensor is bound and stored; rank r's view is its r-th slice along `dim`. */
+ *         whole tensor is bound; rank r's view is its r-th slice along `dim`, or with `segments`
+ *         S > 1 (dim holding S fused blocks, such as Q, K and V), the r-th slice of each block,
+ *         concatenated along `dim`. */
 struct Shard {
   int64_t position;  // a tensor binding of the same function
   int64_t dim;
   int64_t world;
-  uint8_t layout = kShardRows;
-  /*! \brief Per rank, the format's hash of its byte range of the payload (written by Encode
-   *         from the bound tensor; read as recorded, checked by verify). */
+  int64_t segments = 1;
+  uint8_t layout = kShardRows;  // ShardLayout(shape, dim, segments): decided, never chosen
+  /*! \brief Per rank, the format's hash of its byte range of the payload (as stored: for
+   *         shard-major, the rank's shard; written by Encode, checked by verify). */
   std::vector<uint64_t> hashes = {};
 };
 
-/*! \brief Why a tensor of `shape` and `dtype` cannot be split along `dim` over `world` ranks
- *         as a row shard, or "" when it can: `dim` within its dims, `world` 2 to kMaxWorld,
- *         shape[dim] divisible by world, the dims before `dim` all 1 (a contiguous range per
- *         rank), each rank's bytes a multiple of 64 (every rank's view stays 64-byte aligned).
- *         The binding, the writer's caller and the reader share it. */
+/*! \brief Why a tensor of `shape` and `dtype` cannot be split along `dim` over `world` ranks in
+ *         `segments` blocks, or "" when it can: `dim` within its dims, `world` 2 to kMaxWorld,
+ *         `segments` 1 to kMaxSegments, shape[dim] divisible by segments * world, each rank's
+ *         bytes a multiple of 64 (every rank's view stays 64-byte aligned) and, shard-major, each
+ *         block a whole number of bytes. The binding, the writer's caller and the reader share
+ *         it. */
 std::string ShardProblem(const std::vector<int64_t>& shape, DLDataType dtype, int64_t dim,
-                         int64_t world);
+                         int64_t world, int64_t segments = 1);
+
+/*! \brief The layout a split stores: rows when one segment and the dims before `dim` are all 1,
+ *         else shard-major. */
+uint8_t ShardLayout(const std::vector<int64_t>& shape, int64_t dim, int64_t segments);
 
 /*! \brief `shape` with `shape[dim]` divided by `world` (checked by ShardProblem first). */
 std::vector<int64_t> ShardShape(std::vector<int64_t> shape, int64_t dim, int64_t world);
+
+/*! \brief The shape of the payload as stored: `shape`, or [world, *shard shape] shard-major (a
+ *         weights file's entry says this shape, so other tools read the bytes as they are). */
+std::vector<int64_t> StoredShape(const std::vector<int64_t>& shape, const Shard* shard);
+
+/*! \brief Reorder the `nbytes` bytes of a tensor of `shape` and `dtype` split by `shard`
+ *         (shard-major) from row-major (`to_stored`) into shard-major order, or back; `src` and
+ *         `dst` do not overlap. */
+void ReorderShards(const char* src, char* dst, uint64_t nbytes, const std::vector<int64_t>& shape,
+                   DLDataType dtype, const Shard& shard, bool to_stored);
 
 /*! \brief What one function of a partial module records. */
 struct FunctionRecord {
@@ -171,6 +197,10 @@ std::vector<std::vector<int64_t>> TensorNumbers(const std::vector<FunctionRecord
 /*! \brief The distinct bound tensors of `functions` in the order Encode lays out their payloads
  *         (one per TensorNumbers number). */
 std::vector<ffi::Tensor> PayloadTensors(const std::vector<FunctionRecord>& functions);
+
+/*! \brief Per payload (PayloadTensors' order), the shard record that stores it shard-major, or
+ *         null: what the writers give HostBytes so every placement stores the same bytes. */
+std::vector<const Shard*> PayloadShards(const std::vector<FunctionRecord>& functions);
 
 /*! \brief The bytes of a contiguous tensor's payload: ceil(elements * bits * lanes / 8), exact in
  *         64-bit arithmetic (tvm-ffi's GetDataSize counts bits, which wraps past 2^61 bytes).

@@ -147,10 +147,12 @@ void ReadShards(Reader* r, ParsedFunction* fn) {
     const std::string where = Where(*fn, s.position);
     if (s.position <= last) Corrupt(where + ": shard record is negative or out of order");
     last = s.position;
-    if (s.layout != kShardRows) {
+    if (s.layout != kShardRows && s.layout != kShardMajor) {
       Corrupt(where + ": unknown shard layout " + std::to_string(s.layout) +
-              " (this tvm-partial reads layout 0, row shards); upgrade tvm-partial");
+              " (this tvm-partial reads layouts 0, rows, and 1, shard-major); upgrade "
+              "tvm-partial");
     }
+    if (s.layout == kShardMajor) s.segments = r->Get<uint32_t>("shard segments");
     const ParsedValue* bound = nullptr;
     for (const ParsedValue& v : fn->values) {
       if (v.index == s.position) bound = &v;
@@ -159,8 +161,15 @@ void ReadShards(Reader* r, ParsedFunction* fn) {
       Corrupt(where + ": shard record for a position that binds no tensor");
     }
     const std::string problem =
-        ShardProblem(bound->tensor.shape, bound->tensor.dtype, s.dim, s.world);
+        ShardProblem(bound->tensor.shape, bound->tensor.dtype, s.dim, s.world, s.segments);
     if (!problem.empty()) Corrupt(where + ": shard record: " + problem);
+    // One layout per split (the writer has no choice): another is a crafted or damaged record.
+    const uint8_t layout = ShardLayout(bound->tensor.shape, s.dim, s.segments);
+    if (s.layout != layout) {
+      Corrupt(where + ": shard record says layout " + std::to_string(s.layout) + " where dim " +
+              std::to_string(s.dim) + " with " + std::to_string(s.segments) +
+              " segment(s) is stored in layout " + std::to_string(layout));
+    }
     if (static_cast<uint64_t>(s.world) * 8 > r->left()) {  // before reserving: world is checked
       Corrupt(where + ": the hashes of " + std::to_string(s.world) + " ranks cannot fit in the " +
               std::to_string(r->left()) + " bytes of metadata left");

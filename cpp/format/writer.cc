@@ -90,6 +90,14 @@ void CheckShardsUntied(const std::vector<FunctionRecord>& functions,
   }
 }
 
+/*! \brief The shard record of `fn` at `position` when it stores the tensor shard-major. */
+const Shard* StoredShard(const FunctionRecord& fn, int64_t position) {
+  for (const Shard& s : fn.shards) {
+    if (s.position == position && s.layout == kShardMajor) return &s;
+  }
+  return nullptr;
+}
+
 /*! \brief Version 3: the shards of one function (checked when they were bound), each with
  *         the hash of every rank's byte range of its tensor. */
 void WriteShards(Writer* w, const FunctionRecord& fn) {
@@ -99,6 +107,7 @@ void WriteShards(Writer* w, const FunctionRecord& fn) {
     w->Put<uint32_t>(static_cast<uint32_t>(s.dim));
     w->Put<uint32_t>(static_cast<uint32_t>(s.world));
     w->Put<uint8_t>(s.layout);
+    if (s.layout == kShardMajor) w->Put<uint32_t>(static_cast<uint32_t>(s.segments));
     const ffi::Any* value = nullptr;
     for (const auto& [index, v] : fn.bound) {
       if (index == s.position) value = &v;
@@ -110,7 +119,7 @@ void WriteShards(Writer* w, const FunctionRecord& fn) {
     const ffi::Tensor tensor = value->cast<ffi::Tensor>();
     const size_t nbytes = static_cast<size_t>(PayloadBytes(*tensor.GetDLTensorPtr()));
     const size_t per_rank = nbytes / static_cast<size_t>(s.world);
-    const HostBytes bytes(tensor, nbytes);
+    const HostBytes bytes(tensor, nbytes, &s);  // as stored: shard-major ranks are contiguous
     for (int64_t r = 0; r < s.world; ++r) {
       w->Put<uint64_t>(hash::Hash(bytes.data() + r * per_rank, per_rank));
     }
@@ -123,8 +132,9 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
   struct Pending {
     ffi::Tensor tensor;
     size_t nbytes;
-    size_t offset_at;  // where the payload offset is patched in
-    size_t hash_at;    // where the payload hash is patched in
+    size_t offset_at;    // where the payload offset is patched in
+    size_t hash_at;      // where the payload hash is patched in
+    const Shard* shard;  // stored shard-major, or null
   };
   std::vector<Pending> tensors;
   const std::vector<std::vector<int64_t>> numbers = TensorNumbers(functions);
@@ -244,7 +254,7 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
           w.Put<uint64_t>(0);
           size_t hash_at = w.size();
           w.Put<uint64_t>(0);
-          tensors.push_back({tensor, nbytes, offset_at, hash_at});
+          tensors.push_back({tensor, nbytes, offset_at, hash_at, StoredShard(fn, index)});
           break;
         }
         default:
@@ -270,10 +280,11 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
       Pending& p = tensors[k];
       size_t offset = AlignUp(end);
       w.Patch<uint64_t>(p.offset_at, offset);
-      w.Patch<uint64_t>(p.hash_at, !region->hashes_given
-                                       ? hash::Hash(HostBytes(p.tensor, p.nbytes).data(), p.nbytes)
-                                   : region->hashes.empty() ? 0
-                                                            : region->hashes[k]);
+      w.Patch<uint64_t>(p.hash_at,
+                        !region->hashes_given
+                            ? hash::Hash(HostBytes(p.tensor, p.nbytes, p.shard).data(), p.nbytes)
+                        : region->hashes.empty() ? 0
+                                                 : region->hashes[k]);
       end = offset + p.nbytes;
     }
     w.Patch<uint64_t>(region_size_at, end);
@@ -283,7 +294,11 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
       size_t offset = AlignUp(w.size());
       w.str().resize(offset, '\0');
       w.str().resize(offset + p.nbytes);
-      CopyTensorToHost(p.tensor, &w.str()[offset], p.nbytes);
+      if (p.shard != nullptr) {
+        std::memcpy(&w.str()[offset], HostBytes(p.tensor, p.nbytes, p.shard).data(), p.nbytes);
+      } else {
+        CopyTensorToHost(p.tensor, &w.str()[offset], p.nbytes);
+      }
       w.Patch<uint64_t>(p.offset_at, offset);
       w.Patch<uint64_t>(p.hash_at, hash::Hash(w.str().data() + offset, p.nbytes));
     }
@@ -360,6 +375,18 @@ std::vector<ffi::Tensor> PayloadTensors(const std::vector<FunctionRecord>& funct
     }
   }
   return tensors;
+}
+
+std::vector<const Shard*> PayloadShards(const std::vector<FunctionRecord>& functions) {
+  const std::vector<std::vector<int64_t>> numbers = TensorNumbers(functions);
+  std::vector<const Shard*> out;
+  for (size_t f = 0; f < functions.size(); ++f) {
+    for (size_t b = 0; b < functions[f].bound.size(); ++b) {
+      if (numbers[f][b] == static_cast<int64_t>(out.size()))
+        out.push_back(StoredShard(functions[f], functions[f].bound[b].first));
+    }
+  }
+  return out;
 }
 
 uint64_t PayloadBytes(const DLTensor& tensor) {

@@ -148,6 +148,7 @@ std::vector<uint64_t> AppendRegion(const std::vector<format::FunctionRecord>& fu
                                    const format::ExternalRegion& region, const std::string& path,
                                    const ffi::Optional<ffi::Function>& progress) {
   const std::vector<ffi::Tensor> tensors = format::PayloadTensors(functions);
+  const std::vector<const format::Shard*> shards = format::PayloadShards(functions);
   const uint64_t total = format::RegionSize(tensors);
   FileWriter out(path, O_WRONLY, "export_library: appending the payload region");
   const uint64_t size = out.Size();
@@ -162,10 +163,10 @@ std::vector<uint64_t> AppendRegion(const std::vector<format::FunctionRecord>& fu
   out.PadTo(start);
   const std::string header = format::EncodeRegionHeader(total, region.link);
   out.Put(header.data(), header.size());
-  for (const ffi::Tensor& t : tensors) {
-    const size_t nbytes = format::PayloadBytes(*t.GetDLTensorPtr());
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    const size_t nbytes = format::PayloadBytes(*tensors[k].GetDLTensorPtr());
     out.PadTo(start + format::AlignUp(out.at() - start));
-    format::HostBytes host(t, nbytes);
+    format::HostBytes host(tensors[k], nbytes, shards[k]);
     hash::Hasher hasher;
     for (size_t done = 0; done < nbytes;) {
       const size_t n = std::min(kChunk, nbytes - done);
@@ -189,14 +190,15 @@ std::vector<uint64_t> AppendRegion(const std::vector<format::FunctionRecord>& fu
 void WriteRegion(const std::vector<format::FunctionRecord>& functions,
                  const format::ExternalRegion& region, const std::string& path, uint64_t lead) {
   const std::vector<ffi::Tensor> tensors = format::PayloadTensors(functions);
+  const std::vector<const format::Shard*> shards = format::PayloadShards(functions);
   FileWriter out(path, O_WRONLY | O_CREAT | O_TRUNC, "writing the payload region");
   out.PadTo(lead);  // room for what comes before the region
   const std::string header = format::EncodeRegionHeader(format::RegionSize(tensors), region.link);
   out.Put(header.data(), header.size());
-  for (const ffi::Tensor& t : tensors) {
-    const size_t nbytes = format::PayloadBytes(*t.GetDLTensorPtr());
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    const size_t nbytes = format::PayloadBytes(*tensors[k].GetDLTensorPtr());
     out.PadTo(lead + format::AlignUp(out.at() - lead));
-    out.Put(format::HostBytes(t, nbytes).data(), nbytes);
+    out.Put(format::HostBytes(tensors[k], nbytes, shards[k]).data(), nbytes);
   }
   out.Close();
 }

@@ -203,7 +203,20 @@ namespace {
 struct Piece {
   format::TensorMeta meta;
   uint64_t offset;
+  /*! \brief A whole load of a tensor stored shard-major: its bytes are put back in row-major
+   *         order (a copy; only a rank's view is a view). Null otherwise. */
+  const format::Shard* reorder = nullptr;
 };
+
+/*! \brief The tensor of `p` built from its stored bytes at `payload`: back in row-major order
+ *         when the payload is shard-major and the load is whole, else as they are. */
+ffi::Tensor ReorderedTensor(const Piece& p, const char* payload, const std::string& where,
+                            bool mapped) {
+  std::string rows(p.meta.nbytes, '\0');
+  format::ReorderShards(payload, rows.data(), p.meta.nbytes, p.meta.shape, p.meta.dtype, *p.reorder,
+                        /*to_stored=*/false);
+  return CopiedTensor(p.meta, rows.data(), where, mapped);
+}
 
 std::vector<Piece> Pieces(const format::Parsed& parsed, const PayloadSource& source,
                           const Origin& origin) {
@@ -212,7 +225,11 @@ std::vector<Piece> Pieces(const format::Parsed& parsed, const PayloadSource& sou
   ForEachTensor(parsed, [&](const format::ParsedFunction& fn, const format::ParsedValue& v) {
     Piece p{v.tensor, source.offsets[out.size()]};
     for (const format::Shard& s : fn.shards) {
-      if (origin.shard_world <= 0 || s.position != v.index) continue;
+      if (s.position != v.index) continue;
+      if (origin.shard_world <= 0) {
+        if (s.layout == format::kShardMajor) p.reorder = &s;
+        continue;
+      }
       if (s.world != origin.shard_world || origin.shard_rank < 0 ||
           origin.shard_rank >= s.world) {  // SetShard checked it; a slice past the end never
         TVM_FFI_THROW(ValueError) << format::Where(fn, v.index) << " is sharded over world "
@@ -238,7 +255,9 @@ std::vector<ffi::Tensor> MakeTensors(const format::Parsed& parsed, const Payload
   if (source.file == nullptr) {  // inline, in memory (hash-checked by CheckBytes): copied
     ForEachTensor(parsed, [&](const format::ParsedFunction& fn, const format::ParsedValue& v) {
       const Piece& p = pieces[out.size()];
-      out.push_back(CopiedTensor(p.meta, origin.blob + p.offset, format::Where(fn, v.index)));
+      const std::string where = format::Where(fn, v.index);
+      out.push_back(p.reorder ? ReorderedTensor(p, origin.blob + p.offset, where, false)
+                              : CopiedTensor(p.meta, origin.blob + p.offset, where));
     });
     return out;
   }
@@ -257,6 +276,10 @@ std::vector<ffi::Tensor> MakeTensors(const format::Parsed& parsed, const Payload
     const format::TensorMeta& t = p.meta;
     // Only the bytes this load binds (a rank's slice), and only where they stay in the mapping.
     if (prefault && t.device_type == kDLCPU) Prefault(payload, t.nbytes);
+    if (p.reorder != nullptr) {
+      out.push_back(ReorderedTensor(p, payload, format::Where(fn, v.index), /*mapped=*/true));
+      return;
+    }
     out.push_back(t.device_type == kDLCPU
                       ? HostPayloadTensor(payload, mapping.keepalive, t.dtype, t.shape, t.nbytes)
                       : CopiedTensor(t, payload, format::Where(fn, v.index), /*mapped=*/true));

@@ -397,7 +397,7 @@ void CheckRegionFile(const WeightsFile& file, const format::Parsed& parsed) {
       entry = file.entries.find(LegacyKey(fn.name, v.index, fn.param_names));
     if (entry == file.entries.end() || entry->second.begin != begin || entry->second.end != end ||
         entry->second.dtype->tvm != ffi::DLDataTypeToString(v.tensor.dtype) ||
-        entry->second.shape != v.tensor.shape) {
+        entry->second.shape != wanted[k].shape) {
       Bad(path, "its JSON header has no tensor '" + keys[k][0] + "' at data offsets [" +
                     std::to_string(begin) + ", " + std::to_string(end) +
                     "] (with its dtype and shape), where the metadata puts " +

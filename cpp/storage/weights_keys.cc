@@ -91,7 +91,11 @@ std::vector<Wanted> WantedOf(const format::Parsed& parsed) {
       Wanted& w = out[v.payload];
       if (w.places.empty()) {
         w.dtype = ffi::DLDataTypeToString(v.tensor.dtype);
-        w.shape = v.tensor.shape;
+        const format::Shard* stored = nullptr;  // a shard-major payload: [world, *shard]
+        for (const format::Shard& s : fn.shards) {
+          if (s.position == v.index && s.layout == format::kShardMajor) stored = &s;
+        }
+        w.shape = format::StoredShape(v.tensor.shape, stored);
       }
       w.places.push_back({std::string(fn.name), v.index, &fn.param_names});
     }

@@ -190,6 +190,9 @@ std::vector<format::FunctionRecord> RecordsOf(const ffi::Any& obj) {
     for (const auto& [position, value] : values) r.bound.emplace_back(position, value);
     std::sort(r.bound.begin(), r.bound.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
+    // A column shard is saved as export stores it (rank by rank), so the file can stand in
+    // for the artifact's own (load(path, weights_file=...)).
+    if (auto mod = obj.try_cast<ffi::Module>()) r.shards = detail::WholeTensorShards(*mod, r.name);
     out.push_back(std::move(r));
   }
   std::sort(out.begin(), out.end(),
@@ -223,6 +226,7 @@ Layout LayOut(const std::vector<Wanted>& wanted, const std::vector<uint64_t>& of
 void SaveWeights(const ffi::Any& obj, const std::string& path) {
   const std::vector<format::FunctionRecord> records = RecordsOf(obj);
   const std::vector<std::vector<int64_t>> numbers = format::TensorNumbers(records);
+  const std::vector<const format::Shard*> shards = format::PayloadShards(records);
   std::vector<Wanted> wanted;
   std::vector<ffi::Tensor> tensors;
   std::vector<uint64_t> offsets, sizes;
@@ -240,9 +244,10 @@ void SaveWeights(const ffi::Any& obj, const std::string& path) {
       ffi::Tensor t = r.bound[b].second.cast<ffi::Tensor>();
       const DLTensor* dl = t.GetDLTensorPtr();
       const uint64_t nbytes = format::PayloadBytes(*dl);
-      wanted.push_back({{place},
-                        ffi::DLDataTypeToString(dl->dtype),
-                        std::vector<int64_t>(dl->shape, dl->shape + dl->ndim)});
+      wanted.push_back(
+          {{place},
+           ffi::DLDataTypeToString(dl->dtype),
+           format::StoredShape(std::vector<int64_t>(dl->shape, dl->shape + dl->ndim), shards[n])});
       tensors.push_back(t);
       offsets.push_back(format::AlignUp(end));
       sizes.push_back(nbytes);
@@ -285,7 +290,7 @@ void SaveWeights(const ffi::Any& obj, const std::string& path) {
     for (size_t i = 0; i < tensors.size(); ++i) {
       const OutEntry& e = entries[i];
       if (e.begin > at) put(zeros, e.begin - at, placeholder.size() + at);
-      format::HostBytes host(tensors[i], e.end - e.begin);
+      format::HostBytes host(tensors[i], e.end - e.begin, shards[i]);
       put(host.data(), e.end - e.begin, placeholder.size() + e.begin);
       hashes[e.key] = hash::Hash(host.data(), e.end - e.begin);
       at = e.end;

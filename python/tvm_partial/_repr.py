@@ -49,10 +49,12 @@ def describe(obj: tvm_ffi.Function | tvm_ffi.Module) -> str:
     """
     held = _ffi_api.PartialApplyBindings(obj)
     names = {str(f): [str(n) for n in ns] for f, ns in _ffi_api.ParamNames(obj).items()}
-    tied = _tied(obj)
+    notes = _tied(obj)
+    if isinstance(obj, tvm_ffi.Module):
+        _add_shards(obj, notes)
     if isinstance(obj, tvm_ffi.Function):
         return "partial function" + _function(
-            held[""], names.get("", []), _outputs.outputs(obj), indent="", tied=tied.get("", {})
+            held[""], names.get("", []), _outputs.outputs(obj), indent="", notes=notes.get("", {})
         )
     allocated = _outputs.outputs(obj)
     lines = [f"{_KIND} module over {_wrapped(obj)}, {_count(len(held))}"]
@@ -65,14 +67,14 @@ def describe(obj: tvm_ffi.Function | tvm_ffi.Module) -> str:
                 names.get(fname, []),
                 allocated.get(fname, []),
                 indent="  ",
-                tied=tied.get(fname, {}),
+                notes=notes.get(fname, {}),
             )
         )
     return "\n".join(lines)
 
 
 def _tied(obj: Any) -> dict[str, dict[int, str]]:
-    """Per function, per position: where the tensor bound there was bound first, for each place of a
+    """Per function, per position, a note: where the tensor bound there was bound first, for each place of a
     tensor bound in several places (one payload: ``tvm_partial.TensorPayloads``) after its first."""
     first: dict[int, str] = {}
     out: dict[str, dict[int, str]] = {}
@@ -82,10 +84,22 @@ def _tied(obj: Any) -> dict[str, dict[int, str]]:
             n = int(numbers[fname][position])
             where = f"{fname}[{position}]" if fname else f"[{position}]"
             if n in first:
-                out.setdefault(fname, {})[position] = first[n]
+                out.setdefault(fname, {})[position] = f"the tensor bound at {first[n]}"
             else:
                 first[n] = where
     return out
+
+
+def _add_shards(pm: tvm_ffi.Module, notes: dict[str, dict[int, str]]) -> None:
+    """Where a tensor bound with ``shards=`` is split (a rank's view: which rank's shard)."""
+    rank = _ffi_api.ShardRank(pm)
+    for fname, shards in _ffi_api.Shards(pm).items():
+        for position, dim, world, segments in (map(int, s) for s in shards):
+            blocks = f" in {segments} blocks" if segments > 1 else ""
+            split = f"split along dim {dim}{blocks} over {world} ranks"
+            notes.setdefault(str(fname), {})[position] = (
+                f"rank {rank}'s shard of a tensor {split}" if rank >= 0 else split
+            )
 
 
 def _count(n: int) -> str:
@@ -106,7 +120,7 @@ def _wrapped(pm: tvm_ffi.Module) -> str:
 
 
 def _function(
-    bound: Any, names: list[str], allocated: list[dict[str, Any]], indent: str, tied: dict[int, str]
+    bound: Any, names: list[str], allocated: list[dict[str, Any]], indent: str, notes: dict[int, str]
 ) -> str:
     """``(a, b) -> out`` and one line per bound position and per output."""
     bound = {int(i): v for i, v in bound.items()}
@@ -121,7 +135,7 @@ def _function(
     lines = [head]
     for position in sorted(bound):
         label = " ".join(filter(None, (f"[{position}]", _name(names, position))))
-        shared = f" (the tensor bound at {tied[position]})" if position in tied else ""
+        shared = f" ({notes[position]})" if position in notes else ""
         lines.append(f"{indent}  {label} = {_value(bound[position])}{shared}")
     for position in sorted(outs):
         label = " ".join(filter(None, (f"[{position}]", _name(names, position))))

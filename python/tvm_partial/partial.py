@@ -18,7 +18,7 @@ from . import _convert, _ffi_api, _target
 from . import output_specs as _outputs
 from . import remote as _remote
 from ._convert import create_view as _create_view  # noqa: F401  (weights.py imports it from here)
-from .signature import Param
+from .signature import Param, Signature
 
 if TYPE_CHECKING:
     from ._typing import Bound, ModuleTarget, Target
@@ -109,8 +109,12 @@ def partial(
         signature with dtypes and shapes; see ``tvm_partial.outputs``. None: no outputs.
     shards
         Tensor parallelism: ``{name: dim}`` for tensors bound whole and split over ``world``
-        ranks along ``dim`` (a row shard: dim 0, or a dim whose leading dims are all 1), whose
-        kernel parameter takes one rank's shard; tensors not named are replicated. The module
+        ranks along ``dim``, whose kernel parameter takes one rank's shard (``shape[dim] //
+        world``); tensors not named are replicated. Any dim: a row shard (dim 0, or a dim whose
+        leading dims are all 1) is stored as bound, any other (a column shard) rank by rank at
+        export, so each rank's bytes are one contiguous range either way. ``{name: (dim,
+        segments)}`` splits a dim of fused blocks (a QKV projection: ``(0, 3)``): rank r's
+        shard is the r-th slice of each block, concatenated. The module
         is exported as usual and each rank loads its view: ``load(path, shard=(rank, world))``,
         or ``tvm_partial.LoadShard(path)`` on a disco worker (docs/rpc.md). Calling it before
         that is refused. Needs a compiled module target and ``signature=``.
@@ -175,14 +179,14 @@ def partial(
         {fname: names} if names else {},
         {fname: specs} if specs is not None else {},
         {fname: full_names} if full_names else {},
-        {fname: [[p, d, w] for p, (d, w) in sorted(split.items())]} if split else {},
+        {fname: [[p, d, w, n] for p, (d, n, w) in sorted(split.items())]} if split else {},
     )
 
 
 def _shard_positions(
     shards: Any, world: Any, target: _target.Target, view: _target.TargetView, bound_positions: Any
-) -> dict[int, tuple[int, int]]:
-    """``shards=``/``world=`` checked: {position: (dim, world)} of the tensors split."""
+) -> dict[int, tuple[int, int, int]]:
+    """``shards=``/``world=`` checked: {position: (dim, segments, world)} of the tensors split."""
     if shards is _target.UNSET or shards is None:
         if world is not _target.UNSET and world is not None:
             raise TypeError("world= without shards=: name the tensors split, shards={name: dim}")
@@ -205,27 +209,40 @@ def _shard_positions(
     if view.sig is None:
         raise TypeError("shards= needs signature= (the kernel's parameters, with their shard shapes)")
     out = {}
-    for name, dim in shards.items():
+    for name, split in shards.items():
         if not isinstance(name, str):
             raise TypeError(f"shards= keys are parameter names, got {name!r}")
-        if isinstance(dim, bool) or not isinstance(dim, int):
-            raise TypeError(f"shards={{{name!r}: ...}}: the dim must be an int, got {dim!r}")
-        position = view.sig.index_of(name)  # the target is no partial: positions are its own
-        if position not in bound_positions:
-            raise ValueError(f"shards= names {name!r}, which this partial() does not bind")
-        out[position] = (dim, world)
+        out[_position_of(name, view.sig, bound_positions)] = (*_dim_segments(name, split), world)
     return out
 
 
-def _shard_value(value: Any, param: Param | None, label: str, place: Any, split: tuple[int, int]) -> Any:
+def _position_of(name: str, sig: Signature, bound_positions: Any) -> int:
+    position = sig.index_of(name)  # the target is no partial: positions are its own
+    if position not in bound_positions:
+        raise ValueError(f"shards= names {name!r}, which this partial() does not bind")
+    return position
+
+
+def _dim_segments(name: str, split: Any) -> tuple[int, int]:
+    """A ``shards=`` value: ``dim``, or ``(dim, segments)`` for a dim of fused blocks."""
+    parts = split if isinstance(split, tuple) and len(split) == 2 else (split, 1)
+    if any(isinstance(v, bool) or not isinstance(v, int) for v in parts):
+        raise TypeError(
+            f"shards={{{name!r}: ...}}: give the dim (an int), or (dim, segments) for a dim that "
+            f"holds several fused blocks split alike (QKV: (0, 3)); got {split!r}"
+        )
+    return parts[0], parts[1]
+
+
+def _shard_value(value: Any, param: Param | None, label: str, place: Any, split: tuple[int, int, int]) -> Any:
     """The whole tensor of a sharded parameter, converted; one rank's shard is checked against
     the parameter (the kernel takes the shard)."""
-    dim, world = split
+    dim, segments, world = split
     tensor = _convert.convert(value, None, label, place)
     if not isinstance(tensor, tvm_ffi.Tensor):
         raise TypeError(f"cannot shard {label}: it is a {type(value).__name__}, not a tensor")
     shape = [int(s) for s in tensor.shape]
-    problem = _ffi_api.ShardProblem(shape, str(tensor.dtype), dim, world)
+    problem = _ffi_api.ShardProblem(shape, str(tensor.dtype), dim, world, segments)
     if problem:
         raise ValueError(f"cannot shard {label} over world {world}: {problem}")
     shard = list(shape)
@@ -253,6 +270,10 @@ def rebind(
     the kind bound there (an int may replace a float). To change what the existing module
     computes instead, update its bound tensor in place:
     ``tvm_partial.bindings(pm)["main"][1].copyfrom(new_w)``.
+
+    A tensor bound with ``shards=`` is replaced by a whole tensor of its shape and keeps its
+    split (the new module is exported and loaded per rank as the old one was); one rank's view
+    (``load(path, shard=...)``) is not rebound.
 
     A tensor bound in several places (positions, functions: tied weights) is one tensor, so
     replacing it at one place replaces it at every place that held it, in every function, as
@@ -287,10 +308,12 @@ def rebind(
     _target.refuse_option_clashes(sig, _given(device=device, function=function), entry="rebind")
     if function is not _target.UNSET and not isinstance(function, str):
         raise TypeError(f"function= must be the name of a function (str), got {type(function).__name__}")
-    if _ffi_api.Shards(module):
+    shards = _ffi_api.Shards(module)
+    if shards and _ffi_api.ShardRank(module) >= 0:
         raise ValueError(
-            "rebind: this partial module binds tensors with shards= (or is one rank's view of them); "
-            "rebind does not carry shards yet: bind again with partial(exe, ..., shards=..., world=...)"
+            f"rebind: this partial module is rank {_ffi_api.ShardRank(module)}'s view of sharded "
+            "tensors (loaded with shard=); rebind the whole module (load(path) without shard=, or "
+            "the one partial() made), export it, and load the rank again"
         )
     if fname not in current:
         raise KeyError(f"rebind: function {fname!r} has no bindings (bound: {', '.join(current) or 'none'})")
@@ -324,7 +347,9 @@ def rebind(
         )
     current[fname] = replaced
     _replace_shared(module, current, fname, new)
-    return _ffi_api.PartialApplyModule(module.imports[0], current, param_names(module), _outputs.raw(module))
+    return _ffi_api.PartialApplyModule(
+        module.imports[0], current, param_names(module), _outputs.raw(module), {}, shards
+    )
 
 
 def _replace_shared(

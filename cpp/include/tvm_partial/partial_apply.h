@@ -189,10 +189,11 @@ TVM_PARTIAL_API ffi::Module LoadWithWeights(const std::string& library,
  *   ffi::Module m = tvm_partial::LoadShard("model.so", rank, 2);
  * \endcode
  *
- * Each sharded tensor becomes its rank's slice along the recorded dimension (a row shard: one
- * contiguous byte range, 64-byte aligned), a view of a private mapping of the file that holds
- * it: nothing is read at load, pages are read when the kernel touches them (devices: the slice
- * is copied there). Tensors without a shard record are bound whole on every rank.
+ * Each sharded tensor becomes its rank's slice along the recorded dimension (one contiguous,
+ * 64-byte-aligned byte range: a row shard as bound, any other split stored rank by rank at
+ * export), a view of a private mapping of the file that holds it: nothing is read at load, pages
+ * are read when the kernel touches them (devices: the slice is copied there). Tensors without a
+ * shard record are bound whole on every rank.
  *
  * \param weights_file Optional: take the whole tensors from this safetensors file by key, as
  *        LoadWithWeights does, then slice them.

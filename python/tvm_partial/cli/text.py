@@ -98,9 +98,11 @@ def format_inspect(info: dict) -> str:
                     )
                 if "shard" in b:
                     sh = b["shard"]
+                    blocks = f" in {sh['segments']} blocks" if sh.get("segments", 1) > 1 else ""
+                    stored = ", stored rank by rank" if sh["layout"] == "shard-major" else ""
                     desc += (
-                        f", split along dim {sh['dim']} over {sh['world']} ranks "
-                        f"(each rank: [{_shape(sh['shape'])}], {format_size(sh['bytes'])})"
+                        f", split along dim {sh['dim']}{blocks} over {sh['world']} ranks "
+                        f"(each rank: [{_shape(sh['shape'])}], {format_size(sh['bytes'])}{stored})"
                     )
             else:
                 desc = f"{b['kind']} {b.get('value')!r}"
