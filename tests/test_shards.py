@@ -7,7 +7,6 @@ once, and loaded by each rank as a view of its own byte range (``load(path, shar
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import struct
 import subprocess
@@ -497,126 +496,6 @@ def test_a_sound_sharded_blob_round_trips(tp):
     assert tvm_partial.save_to_bytes(again) == blob
     column = _column_blob()
     assert tvm_partial.save_to_bytes(tvm_partial.load_from_bytes(column, exe)) == column
-
-
-# -- disco: each worker maps its own shard ----------------------------------------------------
-LIB = os.path.join(os.path.dirname(importlib.util.find_spec("tvm").origin), "lib")  # type: ignore[union-attr, arg-type]
-
-
-@pytest.mark.skipif(
-    not os.path.exists(os.path.join(LIB, "libtvm_runtime_extra.so")),
-    reason="this TVM wheel has no libtvm_runtime_extra (no disco)",
-)
-@pytest.mark.parametrize(
-    ("world", "placement", "split"),
-    [(2, "weights file", "0"), (4, "appended", "0"), (2, "appended", "1"), (4, "weights file", "0,3")],
-    ids=["rows-2", "rows-4", "columns-2", "fused-qkv-4"],
-)
-def test_disco_workers_each_load_their_shard(tmp_path, world, placement, split):
-    """Each worker's result is numpy's for its shard (rows, columns, or its slice of each fused
-    block), and the gathered result is the whole kernel's in one process, bitwise."""
-    result = run_json(
-        """
-        import ctypes, json, os, sys
-        import tvm_ffi  # loads libtvm_ffi, which the TVM libraries below link to
-        for name in ("libtvm_runtime.so", "libtvm_runtime_extra.so"):  # before import tvm (test_disco.py)
-            ctypes.CDLL(os.path.join(sys.argv[2], name), ctypes.RTLD_GLOBAL)
-        import numpy as np, tvm, tvm_partial
-        from tvm import te
-        from tvm.runtime import disco
-
-        world, placement = int(sys.argv[3]), sys.argv[4]
-        dim, segments = (list(map(int, sys.argv[5].split(","))) + [1])[:2]
-        shape = (3 * 8 if segments == 3 else 8, 16)
-        shard = list(shape)
-        shard[dim] //= world
-
-        def kernel(shape):  # out = w * 2 + b, b along the last dim (replicated)
-            w = te.placeholder(shape, "float32", name="w")
-            b = te.placeholder((shape[1],), "float32", name="b")
-            out = te.compute(w.shape, lambda i, j: w[i, j] * 2.0 + b[j], name="out")
-            return tvm.compile(te.create_prim_func([w, b, out]), target="llvm"), [w, b, out]
-
-        def rank_of(a, r):  # numpy's rank r: its slice of each fused block along dim
-            return np.concatenate([np.split(x, world, axis=dim)[r] for x in np.split(a, segments, axis=dim)], axis=dim)
-
-        def gather(parts):  # the inverse of rank_of over all ranks
-            blocks = [np.split(p, segments, axis=dim) for p in parts]
-            return np.concatenate([np.concatenate([b[s] for b in blocks], axis=dim) for s in range(segments)], axis=dim)
-
-        W = np.random.default_rng(1).integers(-8, 9, shape).astype("float32")
-        B = np.random.default_rng(2).integers(-8, 9, shard[1]).astype("float32")
-        exe, sig = kernel(tuple(shard))
-        path = os.path.join(sys.argv[1], "tp.so")
-        spec = (dim, segments) if segments > 1 else dim
-        pm = tvm_partial.partial(exe, signature=sig, w=W, b=B, shards={"w": spec}, world=world)
-        if placement == "weights file":
-            tvm_partial.export_library(pm, path, weights_file=os.path.join(sys.argv[1], "tp.safetensors"))
-        else:
-            tvm_partial.export_library(pm, path, zero_copy=True)
-        whole_exe, whole_sig = kernel(shape)  # the same computation in one process
-        whole = tvm.runtime.empty(shape, "float32")
-        B_whole = np.tile(B, shape[1] // shard[1])  # a column split: each rank adds the same b
-        tvm_partial.partial(whole_exe, signature=whole_sig, w=W, b=B_whole)["main"](whole)
-
-        sess = disco.ProcessSession(num_workers=world)
-        module = disco.DModule(sess.get_global_func("tvm_partial.LoadShard")(path), sess)
-        result = sess.empty(tuple(shard), "float32")  # one rank's shard per worker
-        module["main"](result)
-        sess._sync_all()
-        got = [result.debug_get_from_remote(r).numpy() for r in range(world)]
-        print(json.dumps({"got": [g.tobytes().hex() for g in got],
-                          "expected": [(rank_of(W, r) * np.float32(2) + B).tobytes().hex()
-                                       for r in range(world)],
-                          "gathered": gather(got).tobytes().hex(),
-                          "whole": whole.numpy().tobytes().hex()}))
-        del module, result, sess  # released, not sess.shutdown() (see test_disco.py)
-        """,
-        str(tmp_path),
-        LIB,
-        str(world),
-        placement,
-        split,
-    )
-    assert result["got"] == result["expected"]
-    assert len(set(result["got"])) == world
-    assert result["gathered"] == result["whole"]
-
-
-@pytest.mark.skipif(
-    not os.path.exists(os.path.join(LIB, "libtvm_runtime_extra.so")),
-    reason="this TVM wheel has no libtvm_runtime_extra (no disco)",
-)
-def test_a_disco_world_mismatch_ends_the_session_with_the_reason(tmp_path):
-    """TVM's disco does not hand a worker's error back to the driver: it ends the session's
-    processes (worker 0 runs in the driver's). The reason is on stderr, and nothing hangs."""
-    proc = run_python(
-        """
-        import ctypes, os, sys
-        import tvm_ffi
-        for name in ("libtvm_runtime.so", "libtvm_runtime_extra.so"):
-            ctypes.CDLL(os.path.join(sys.argv[2], name), ctypes.RTLD_GLOBAL)
-        import numpy as np, tvm, tvm_partial
-        from tvm import te
-        from tvm.runtime import disco
-
-        w = te.placeholder((4, 16), "float32", name="w")
-        out = te.compute((4, 16), lambda i, j: w[i, j] * 2.0, name="out")
-        exe = tvm.compile(te.create_prim_func([w, out]), target="llvm")
-        path = os.path.join(sys.argv[1], "tp4.so")
-        pm = tvm_partial.partial(exe, signature=[w, out], w=np.zeros((16, 16), "float32"), shards={"w": 0}, world=4)
-        tvm_partial.export_library(pm, path)
-        sess = disco.ProcessSession(num_workers=2)
-        sess.get_global_func("tvm_partial.LoadShard")(path)
-        sess._sync_all()
-        print("loaded")
-        """,
-        str(tmp_path),
-        LIB,
-        timeout=120,
-    )
-    assert proc.returncode != 0 and "loaded" not in proc.stdout
-    assert "this artifact is sharded over world 4 (function 'main' position 0), not 2" in proc.stderr
 
 
 def test_prefault_reads_only_the_ranks_pages_at_load(tmp_path):

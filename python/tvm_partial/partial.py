@@ -16,6 +16,7 @@ import tvm_ffi
 
 from . import _convert, _ffi_api, _target
 from . import output_specs as _outputs
+from . import relax_vm as _relax
 from . import remote as _remote
 from ._convert import create_view as _create_view  # noqa: F401  (weights.py imports it from here)
 from .signature import Param, Signature
@@ -117,7 +118,10 @@ def partial(
         shard is the r-th slice of each block, concatenated. The module
         is exported as usual and each rank loads its view: ``load(path, shard=(rank, world))``,
         or ``tvm_partial.LoadShard(path)`` on a disco worker (docs/rpc.md). Calling it before
-        that is refused. Needs a compiled module target and ``signature=``.
+        that is refused. Needs a module that exports: a compiled module with ``signature=``, or
+        a Relax executable compiled with the shard shapes (docs/relax.md), whose parameter
+        shapes its annotations give; a ``frontend.nn`` model's executable records its inputs'
+        shapes only, so pass ``signature=irmodule``. Not a function or a ``relax.VirtualMachine``.
     world
         The number of ranks ``shards=`` splits over (2 or more).
     **by_name
@@ -197,10 +201,15 @@ def _shard_positions(
         raise TypeError("shards= needs world=, the number of ranks the tensors are split over")
     if isinstance(world, bool) or not isinstance(world, int):
         raise TypeError(f"world= must be the number of ranks (an int), got {world!r}")
-    if target.kind != "module" or target.names is not None:
+    if target.kind != "module":
         raise TypeError(
             "shards= needs a compiled module as the target (partial(exe, ..., shards=..., world=...)): "
-            "a function cannot be exported for each rank to load, and Relax models are not sharded yet"
+            "a function cannot be exported for each rank to load"
+        )
+    if target.names is not None and target.executable is None and not _relax.runs_relax(target.obj):
+        raise TypeError(
+            "shards= needs a Relax executable, not a relax.VirtualMachine, which cannot be exported "
+            "for each rank to load: bind the executable (partial(exe, ..., shards=..., world=...))"
         )
     if view.bound:
         raise TypeError(
@@ -212,7 +221,16 @@ def _shard_positions(
     for name, split in shards.items():
         if not isinstance(name, str):
             raise TypeError(f"shards= keys are parameter names, got {name!r}")
-        out[_position_of(name, view.sig, bound_positions)] = (*_dim_segments(name, split), world)
+        position = _position_of(name, view.sig, bound_positions)
+        if target.names is not None and view.sig.params[position].shape is None:
+            # A Relax executable annotates only its inputs when the model says so (frontend.nn's
+            # num_input): without the weight's shard shape no rank's slice could be checked.
+            raise TypeError(
+                f"shards= names {name!r}, whose shape the Relax executable does not record (a "
+                "frontend.nn model annotates only its inputs): pass signature=irmodule so that "
+                "each rank's shard is checked against the parameter"
+            )
+        out[position] = (*_dim_segments(name, split), world)
     return out
 
 
