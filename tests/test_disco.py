@@ -391,3 +391,44 @@ def test_disco_workers_run_their_shard_of_a_relax_model(relax_tp, tmp_path, worl
         assert got[rank].tobytes() == _relax_expected(params, x, rank, world).tobytes()
     assert len({g.tobytes() for g in got}) == world
     assert np.concatenate(got, axis=1).tobytes() == whole.tobytes()
+
+
+@skip_without_disco
+def test_a_worker_without_tvm_partial_ends_the_session_with_the_reason(tmp_path):
+    """A worker whose interpreter has no tvm-partial (here: hidden from the worker's imports)
+    cannot find tvm_partial.LoadShard; TVM ends the session (it does not hand worker errors back),
+    and stderr says which global is missing and that the tvm_partial backend did not load."""
+    (tmp_path / "worker_without_tvm_partial.py").write_text(
+        "import runpy, sys\n"
+        "sys.modules['tvm_partial'] = None  # as if it were not installed in this interpreter\n"
+        "runpy.run_module('tvm.exec.disco_worker', run_name='__main__')\n"
+    )
+    proc = run_python(
+        """
+        import ctypes, os, sys
+        import tvm_ffi
+        for name in ("libtvm_runtime.so", "libtvm_runtime_extra.so"):
+            ctypes.CDLL(os.path.join(sys.argv[2], name), ctypes.RTLD_GLOBAL)
+        import numpy as np, tvm, tvm_partial
+        from tvm import te
+        from tvm.runtime import disco
+
+        w = te.placeholder((4, 16), "float32", name="w")
+        out = te.compute((4, 16), lambda i, j: w[i, j] * 2.0, name="out")
+        exe = tvm.compile(te.create_prim_func([w, out]), target="llvm")
+        path = os.path.join(sys.argv[1], "tp.so")
+        pm = tvm_partial.partial(exe, signature=[w, out], w=np.zeros((8, 16), "float32"), shards={"w": 0}, world=2)
+        tvm_partial.export_library(pm, path)
+        sess = disco.ProcessSession(num_workers=2, entrypoint="worker_without_tvm_partial")
+        sess.get_global_func("tvm_partial.LoadShard")(path)
+        sess._sync_all()
+        print("loaded")
+        """,
+        str(tmp_path),
+        LIB,
+        env={"PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))},
+        timeout=120,
+    )
+    assert proc.returncode != 0 and "loaded" not in proc.stdout
+    assert "Cannot find global function: tvm_partial.LoadShard" in proc.stderr, proc.stderr[-2000:]
+    assert "Failed to autoload tvm backend 'tvm_partial'" in proc.stderr
