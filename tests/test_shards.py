@@ -632,3 +632,20 @@ def test_describe_says_how_each_tensor_is_split(tmp_path):
         "[0] w = float32[12, 16]@cpu:0 (rank 1's shard of a tensor split along dim 0 in 3 blocks over 2 ranks)"
         in shown
     )
+
+
+def test_a_dim_counts_from_the_end_and_huge_numbers_are_refused_by_name():
+    exe, sig = _scale_kernel((N, K // 2))
+    pm = tvm_partial.partial(exe, signature=sig, w=ints((N, K)), shards={"w": -1}, world=2)
+    assert [list(s) for s in tvm_partial._ffi_api.Shards(pm)["main"]] == [[0, 1, 2, 1]]  # dim 1
+    with pytest.raises(ValueError, match="dim -3 is not a dimension of a tensor with 2 dimensions"):
+        tvm_partial.partial(exe, signature=sig, w=ints((N, K)), shards={"w": -3}, world=2)
+    for spec, world, message in (
+        ((0, 2**63), 2, r"shards=\{'w': \(0, 9223372036854775808\)\}: out of range"),
+        (2**63, 2, r"shards=\{'w': 9223372036854775808\}: out of range"),
+        ((0, 2**31), 2, "out of range"),
+        (1, 2**63, "world=9223372036854775808 is not 2 to 65536"),
+        (1, 2**31 - 1, "world 2147483647 is not 2 to 65536"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            tvm_partial.partial(exe, signature=sig, w=ints((N, K)), shards={"w": spec}, world=world)

@@ -110,8 +110,8 @@ def partial(
         signature with dtypes and shapes; see ``tvm_partial.outputs``. None: no outputs.
     shards
         Tensor parallelism: ``{name: dim}`` for tensors bound whole and split over ``world``
-        ranks along ``dim``, whose kernel parameter takes one rank's shard (``shape[dim] //
-        world``); tensors not named are replicated. Any dim: a row shard (dim 0, or a dim whose
+        ranks along ``dim`` (negative: counted from the end), whose kernel parameter takes one
+        rank's shard (``shape[dim] // world``); tensors not named are replicated. Any dim: a row shard (dim 0, or a dim whose
         leading dims are all 1) is stored as bound, any other (a column shard) rank by rank at
         export, so each rank's bytes are one contiguous range either way. ``{name: (dim,
         segments)}`` splits a dim of fused blocks (a QKV projection: ``(0, 3)``): rank r's
@@ -164,7 +164,7 @@ def partial(
     for position, (original, value) in targets.items():
         param = _target.param_at(original, view.sig) if original is not None else None
         if position in split:
-            values[position] = _shard_value(
+            values[position], split[position] = _shard_value(
                 value, param, view.label(position, original), place, split[position]
             )
             continue
@@ -201,6 +201,8 @@ def _shard_positions(
         raise TypeError("shards= needs world=, the number of ranks the tensors are split over")
     if isinstance(world, bool) or not isinstance(world, int):
         raise TypeError(f"world= must be the number of ranks (an int), got {world!r}")
+    if not 0 <= world <= _MAX_SPLIT:
+        raise ValueError(f"world={world} is not 2 to 65536 ranks")
     if target.kind != "module":
         raise TypeError(
             "shards= needs a compiled module as the target (partial(exe, ..., shards=..., world=...)): "
@@ -249,17 +251,27 @@ def _dim_segments(name: str, split: Any) -> tuple[int, int]:
             f"shards={{{name!r}: ...}}: give the dim (an int), or (dim, segments) for a dim that "
             f"holds several fused blocks split alike (QKV: (0, 3)); got {split!r}"
         )
+    if not -_MAX_SPLIT <= parts[0] <= _MAX_SPLIT or not 0 <= parts[1] <= _MAX_SPLIT:
+        raise ValueError(f"shards={{{name!r}: {split!r}}}: out of range (dim and segments are 32-bit)")
     return parts[0], parts[1]
 
 
-def _shard_value(value: Any, param: Param | None, label: str, place: Any, split: tuple[int, int, int]) -> Any:
-    """The whole tensor of a sharded parameter, converted; one rank's shard is checked against
-    the parameter (the kernel takes the shard)."""
+_MAX_SPLIT = 2**31 - 1  # the format records dim, world and segments as u32 (and few are sane)
+
+
+def _shard_value(
+    value: Any, param: Param | None, label: str, place: Any, split: tuple[int, int, int]
+) -> tuple[Any, tuple[int, int, int]]:
+    """The whole tensor of a sharded parameter, converted, and its split with a dim counted from
+    the end made positive; one rank's shard is checked against the parameter (the kernel takes
+    the shard)."""
     dim, segments, world = split
     tensor = _convert.convert(value, None, label, place)
     if not isinstance(tensor, tvm_ffi.Tensor):
         raise TypeError(f"cannot shard {label}: it is a {type(value).__name__}, not a tensor")
     shape = [int(s) for s in tensor.shape]
+    if -len(shape) <= dim < 0:  # counted from the end, as numpy counts axes
+        dim += len(shape)
     problem = _ffi_api.ShardProblem(shape, str(tensor.dtype), dim, world, segments)
     if problem:
         raise ValueError(f"cannot shard {label} over world {world}: {problem}")
@@ -268,7 +280,7 @@ def _shard_value(value: Any, param: Param | None, label: str, place: Any, split:
     _convert.check_tensor(
         str(tensor.dtype), tuple(shard), param, f"{label} (one rank's shard of {tuple(shape)})", "bind"
     )
-    return tensor
+    return tensor, (dim, segments, world)
 
 
 def rebind(
