@@ -60,12 +60,14 @@ namespace detail {
 std::vector<format::FunctionRecord> DecodeRecords(const char* blob, const format::Parsed& parsed,
                                                   const std::string& override_weights,
                                                   const ffi::Array<ffi::Any>& imports,
-                                                  int64_t shard_rank, int64_t shard_world) {
+                                                  int64_t shard_rank, int64_t shard_world,
+                                                  DLDevice rank_device) {
   storage::Origin origin;
   origin.blob = blob;
   origin.override_weights = override_weights;
   origin.shard_rank = shard_rank;
   origin.shard_world = shard_world;
+  origin.rank_device = rank_device;
   ffi::Optional<ffi::Module> library = FindLibrary(imports);
   if (library.has_value() && parsed.external() && override_weights.empty()) {
     storage::LoadedLibrary file = storage::OpenLoadedLibrary(*library, parsed.symbol);
@@ -137,7 +139,7 @@ ffi::Module LoadWithWeights(const std::string& library, const std::string& weigh
 }
 
 ffi::Module LoadShard(const std::string& library, int64_t rank, int64_t world,
-                      const std::string& weights_file) {
+                      const std::string& weights_file, DLDevice device) {
   if (world < 1 || rank < 0 || rank >= world) {
     TVM_FFI_THROW(ValueError) << "LoadShard: rank " << rank << " of world " << world
                               << " is not a rank: give 0 <= rank < world";
@@ -150,7 +152,8 @@ ffi::Module LoadShard(const std::string& library, int64_t rank, int64_t world,
   for (const ffi::Module& m : all) {
     if (!weights_file.empty()) detail::SetWeightsOverride(m, weights_file);
     try {
-      sharded += detail::SetShard(m, rank, world) == 1;
+      sharded += detail::SetShard(m, rank, world, device) == 1;
+      detail::RetargetRelaxVM(m, device);  // a Relax model's VM runs where its tensors are
     } catch (const ffi::Error& err) {
       TVM_FFI_THROW(ValueError) << library << ": " << err.message();
     }
@@ -184,8 +187,10 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   // On a disco worker: the worker's rank of the session's world (what the driver calls through
   // sess.get_global_func("tvm_partial.LoadShard")(path); the workers run no Python of ours).
   detail::RegisterGlobalOnce("tvm_partial.LoadShard", [](ffi::String path) {
+    auto device = ffi::Function::GetGlobal("runtime.disco.device");  // cpu:0 without a CCL
     return LoadShard(path, DiscoValue("runtime.disco.worker_rank"),
-                     DiscoValue("runtime.disco.world_size"), "");
+                     DiscoValue("runtime.disco.world_size"), "",
+                     device.has_value() ? (*device)().cast<DLDevice>() : DLDevice{kDLCPU, 0});
   });
   // Any rank (tvm_partial.load(path, shard=(rank, world), weights_file=...)); "": no override.
   detail::RegisterGlobalOnce(

@@ -199,7 +199,7 @@ class PartialModuleObj final : public ffi::ModuleObj {
           OutOfMemoryAsError("loading the tensors of a partial_apply module", [&] {
             return detail::DecodeRecords(pending_->bytes.data(), pending_->parsed,
                                          pending_->override_weights, imports_, pending_->shard_rank,
-                                         pending_->shard_world);
+                                         pending_->shard_world, pending_->rank_device);
           });
       // Only the values are filled in: names, order and outputs (which GetFunction reads
       // without the lock) are those of the skeleton already, and the vector never moves.
@@ -226,7 +226,7 @@ class PartialModuleObj final : public ffi::ModuleObj {
    *         becomes its slice. Only before the records are built. 1: set; 0: this module
    *         records no shards (left whole); -1: already built.
    *  \throws ValueError when its shards name another world. */
-  int SetShard(int64_t rank, int64_t world) {
+  int SetShard(int64_t rank, int64_t world, DLDevice rank_device) {
     std::lock_guard<std::mutex> lock(resolve_mutex_);
     if (resolved_) return -1;
     if (!pending_->parsed.Sharded()) return 0;
@@ -242,6 +242,7 @@ class PartialModuleObj final : public ffi::ModuleObj {
     }
     pending_->shard_rank = rank;
     pending_->shard_world = world;
+    pending_->rank_device = rank_device;
     return 1;
   }
 
@@ -297,6 +298,7 @@ class PartialModuleObj final : public ffi::ModuleObj {
     std::string override_weights;
     int64_t shard_rank = -1;  // SetShard: build this rank's view
     int64_t shard_world = 0;
+    DLDevice rank_device{kDLCPU, 0};  // SetShard: a GPU rank's own device
   };
   std::optional<Pending> pending_;
   /*! \brief Whether the tensors are one rank's view of sharded ones (set once by Records()). */
@@ -346,9 +348,9 @@ bool SetWeightsOverride(const ffi::Module& mod, const std::string& path) {
   return pm != nullptr && pm->SetWeightsOverride(path);
 }
 
-int SetShard(const ffi::Module& mod, int64_t rank, int64_t world) {
+int SetShard(const ffi::Module& mod, int64_t rank, int64_t world, DLDevice rank_device) {
   PartialModuleObj* pm = AsPartialModule(mod);
-  return pm == nullptr ? -1 : pm->SetShard(rank, world);
+  return pm == nullptr ? -1 : pm->SetShard(rank, world, rank_device);
 }
 
 bool IsForeignPartialModule(const ffi::Module& mod) {

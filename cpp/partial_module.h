@@ -53,7 +53,12 @@ bool SetWeightsOverride(const ffi::Module& mod, const std::string& path);
  * \return 1 when set; 0 when `mod` records no shards; -1 when it is not such a module.
  * \throws ValueError when its shards name another world.
  */
-int SetShard(const ffi::Module& mod, int64_t rank, int64_t world);
+int SetShard(const ffi::Module& mod, int64_t rank, int64_t world,
+             DLDevice rank_device = {kDLCPU, 0});
+
+/*! \brief When `mod` is a Relax VM module of this copy (relax_vm.cc) not yet run: its recorded
+ *         devices of `device`'s type become `device` (a disco rank's GPU). CPU: nothing. */
+void RetargetRelaxVM(const ffi::Module& mod, DLDevice device);
 
 /*!
  * \brief The records of parsed bytes with their values (load.cc): where the payloads lie is
@@ -63,7 +68,8 @@ int SetShard(const ffi::Module& mod, int64_t rank, int64_t world);
 std::vector<format::FunctionRecord> DecodeRecords(const char* blob, const format::Parsed& parsed,
                                                   const std::string& override_weights,
                                                   const ffi::Array<ffi::Any>& imports,
-                                                  int64_t shard_rank = -1, int64_t shard_world = 0);
+                                                  int64_t shard_rank = -1, int64_t shard_world = 0,
+                                                  DLDevice rank_device = {kDLCPU, 0});
 
 /*!
  * \brief A copy of the partial_apply module `mod` (PartialModuleRecords is not null) over the same

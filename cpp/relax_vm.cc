@@ -106,6 +106,17 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
     return ffi::Module(ffi::make_object<RelaxVMModuleObj>(ParseRecord(bytes), std::nullopt));
   }
 
+  /*! \brief Run on `device` where the record names a device of its type (a rank's GPU), before
+   *         the VirtualMachine is created. False once it exists (it keeps its devices). */
+  bool Retarget(DLDevice device) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (vm_.has_value()) return false;
+    for (VMDevice& d : devices_) {
+      if (d.type == device.device_type) d.id = device.device_id;
+    }
+    return true;
+  }
+
   /*! \brief The devices a record (this module's bytes) names, checked. */
   static std::vector<VMDevice> ParseRecord(const ffi::Bytes& bytes) {
     const char* who = "partial_apply_vm loader";
@@ -186,7 +197,7 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
     return vm;
   }
 
-  const std::vector<VMDevice> devices_;
+  std::vector<VMDevice> devices_;  // fixed once the VM exists (Retarget only before)
   std::mutex mutex_;
   ffi::Optional<ffi::Module> vm_;
 };
@@ -209,6 +220,21 @@ ffi::Module MakeRelaxVMModule(ffi::Module executable, ffi::Array<ffi::Array<int6
 }
 
 }  // namespace
+
+namespace detail {
+
+void RetargetRelaxVM(const ffi::Module& mod, DLDevice device) {
+  // Ours when the kind is this copy's own string (its address, as AsPartialModule tells them):
+  // a VM module of another copy of tvm-partial keeps its devices.
+  if (device.device_type == kDLCPU || mod->kind() != kVMKind) return;
+  auto* vm = static_cast<RelaxVMModuleObj*>(const_cast<ffi::ModuleObj*>(mod.operator->()));
+  if (!vm->Retarget(device)) {
+    TVM_FFI_THROW(RuntimeError) << "partial_apply_vm: its VirtualMachine already runs; a rank's "
+                                   "device is set when the artifact is loaded";
+  }
+}
+
+}  // namespace detail
 
 TVM_FFI_STATIC_INIT_BLOCK() {
   detail::RegisterGlobalOnce("tvm_partial.RelaxVMModule", MakeRelaxVMModule);

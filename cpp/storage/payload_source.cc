@@ -224,6 +224,10 @@ std::vector<Piece> Pieces(const format::Parsed& parsed, const PayloadSource& sou
   out.reserve(source.offsets.size());
   ForEachTensor(parsed, [&](const format::ParsedFunction& fn, const format::ParsedValue& v) {
     Piece p{v.tensor, source.offsets[out.size()]};
+    if (origin.shard_world > 0 && origin.rank_device.device_type != kDLCPU &&
+        p.meta.device_type == origin.rank_device.device_type) {
+      p.meta.device_id = origin.rank_device.device_id;  // the rank's own GPU
+    }
     for (const format::Shard& s : fn.shards) {
       if (s.position != v.index) continue;
       if (origin.shard_world <= 0) {

@@ -51,6 +51,10 @@ struct Origin {
    *         tensor its slice (MakeTensors); world 0: whole tensors. */
   int64_t shard_rank = -1;
   int64_t shard_world = 0;
+  /*! \brief With `shard_world` set: the rank's device (a disco worker's `runtime.disco.device`).
+   *         A tensor bound on a device of its type (a GPU) is placed on it, so rank r's tensors
+   *         go to cuda:r; CPU (the default) changes nothing. */
+  DLDevice rank_device{kDLCPU, 0};
 };
 
 /*! \brief Where each tensor payload lies, in the order of the metadata's payloads (one per

@@ -197,11 +197,16 @@ TVM_PARTIAL_API ffi::Module LoadWithWeights(const std::string& library,
  *
  * \param weights_file Optional: take the whole tensors from this safetensors file by key, as
  *        LoadWithWeights does, then slice them.
+ * \param device Optional: the rank's device. Tensors bound on a device of its type (a GPU:
+ *        cuda:0 at bind time) are placed on it instead (cuda:rank), and so is a Relax model's
+ *        VirtualMachine; the global reads it from `runtime.disco.device`. CPU (the default)
+ *        leaves every device as recorded.
  * \throws ValueError when `rank` is not below `world`, when the artifact records no shards, or
  *         when its shards name another world.
  */
 TVM_PARTIAL_API ffi::Module LoadShard(const std::string& library, int64_t rank, int64_t world,
-                                      const std::string& weights_file = "");
+                                      const std::string& weights_file = "",
+                                      DLDevice device = {kDLCPU, 0});
 
 }  // namespace tvm_partial
 
