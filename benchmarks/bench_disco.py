@@ -57,6 +57,7 @@ import io
 import json
 import math
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -140,10 +141,11 @@ def _stop(pids: list[int], grace_s: float = 15.0) -> None:
 
 class _Watchdog:
     """Ends the run if a session hangs (a worker that died mid-collective leaves the driver
-    waiting in C++): kills the session's workers, then this process."""
+    waiting in C++): kills the session's workers, removes this run's temporary folders (``os._exit``
+    skips their ``TemporaryDirectory`` cleanup), then ends this process."""
 
     def __init__(self, seconds: float):
-        self.seconds, self.pids, self._timer = seconds, [], None
+        self.seconds, self.pids, self.folders, self._timer = seconds, [], [], None
 
     def arm(self, what: str) -> None:
         self.disarm()
@@ -155,6 +157,8 @@ class _Watchdog:
             for p in {*self.pids, *_children()}:  # the session's workers, started by this script
                 with contextlib.suppress(OSError):
                     os.kill(p, signal.SIGKILL)
+            for folder in self.folders:
+                shutil.rmtree(folder, ignore_errors=True)
             os._exit(3)
 
         self._timer = threading.Timer(self.seconds, fire)
@@ -380,6 +384,7 @@ def main() -> None:
         tempfile.TemporaryDirectory(prefix="bench_disco_") as folder,
         tempfile.TemporaryDirectory(prefix="bench_disco_ccl_", dir=shm) as ccl_root,
     ):
+        watchdog.folders = [folder, ccl_root]
         for size in sizes:
             for world in worlds:
                 case = os.path.join(folder, f"{size}_{world}")
