@@ -1,8 +1,8 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
 """Tensor-parallel weights on disco (issue 26): tvm-partial's ``tvm_partial.LoadShard(path)``, each
-worker binding a view of its own row shard of one safetensors file, side by side with TVM's own
-loaders in the same run:
+worker binding a view of its own shard (rows, or columns) of one safetensors file, side by side with
+TVM's own loaders in the same run:
 
 - ``LoadAll``: ``runtime.disco.ShardLoaderLoadAll`` on one ``tensor-cache.json`` parameter (written
   by ``tvm.contrib.tvmjs.dump_tensor_cache``, raw): worker 0 reads the whole file, runs the shard
@@ -10,13 +10,17 @@ loaders in the same run:
 - ``LoadAllPresharded``: ``runtime.disco.ShardLoaderLoadAllPresharded`` on one file per shard
   (``param_0_shard-R-of-W``, MLC-LLM's names), each worker reading and copying its own;
 - ``tvm_partial.LoadShard``: the whole weight bound with ``shards={"w": 0}``, exported with
-  ``weights_file=``; ``disco.DModule(sess.get_global_func("tvm_partial.LoadShard")(path), sess)``.
+  ``weights_file=``; ``disco.DModule(sess.get_global_func("tvm_partial.LoadShard")(path), sess)``;
+- ``tvm_partial.LoadShard (columns)``: the same weight bound with ``shards={"w": 1}`` (each rank's
+  [n, n / world] columns, for a kernel compiled with that shape), exported with ``weights_file=``
+  (a column split is stored rank by rank, shard-major, so each rank's shard is again one contiguous,
+  64-byte-aligned range of the file) and loaded the same way.
 
 Scatter goes through a CCL, and TVM provides one only for NCCL/RCCL: on a CPU session the
 ``LoadAll`` route runs with a stand-in, ``benchmarks/_disco_cpu_ccl.py`` (worker 0 writes each
 rank's chunk to a file in a tmpfs folder, each other rank waits for its file, bounded, and reads
 it into its tensor; see that module for how TVM finds it). Its workers start from that module
-(which then runs TVM's worker); the other two routes use TVM's stock worker.
+(which then runs TVM's worker); the other three routes use TVM's stock worker.
 
 A float32 weight of ``--sizes`` (square, 256 MiB: [8192, 8192]; small integers, so row sums are
 exact) and ``--workers`` ranks. Per run, a fresh ``ProcessSession`` (worker 0 runs in the driver's
@@ -27,8 +31,14 @@ it); each worker's peak RSS during the load (``VmHWM`` after ``clear_refs``) and
 call of a row-sum kernel that reads every byte of its shard once, both above the worker's RSS before
 the load (``/proc/PID/status``). Medians of ``--repeat`` runs, routes alternated within each repeat.
 Every rank's loaded shard (for ``LoadShard`` the bound view itself, through
-``runtime.PartialApplyBindings``) and its row sums are checked bitwise against numpy. All files are
-in the page cache when loaded (just written): warm-cache loads, alike for the three routes.
+``runtime.PartialApplyBindings``; for the columns route against ``np.split(W, world, axis=1)[rank]``)
+and its row sums are checked bitwise against numpy. All files are in the page cache when loaded
+(just written): warm-cache loads, alike for the four routes. Each of the two ``tvm_partial`` exports
+runs once per figure, in the driver before any session, and its time and peak RSS above the driver's
+RSS before it are printed too (one sample each, not a median: the column export writes the weight
+rank by rank); then the weights file's header is checked (``w`` stored ``[n, n]`` for rows,
+``[world, n, n / world]`` for columns, from a 64-byte-aligned offset) and its bytes, rank by rank,
+against numpy's shards.
 
     python benchmarks/bench_disco.py --sizes 256MiB --workers 2 4 --repeat 3
 
@@ -47,6 +57,7 @@ import io
 import json
 import math
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -71,7 +82,9 @@ from _common import Report, add_json_option, format_size, median, parse_size  # 
 
 MIB = 1 << 20
 LOAD_ALL, PRESHARDED, LOAD_SHARD = "LoadAll", "LoadAllPresharded", "tvm_partial.LoadShard"
-ROUTES = (LOAD_ALL, PRESHARDED, LOAD_SHARD)
+LOAD_SHARD_COLUMNS = "tvm_partial.LoadShard (columns)"
+ROUTES = (LOAD_ALL, PRESHARDED, LOAD_SHARD, LOAD_SHARD_COLUMNS)
+PARTIAL_ROUTES = {LOAD_SHARD: 0, LOAD_SHARD_COLUMNS: 1}  # route: the dim bound in shards={"w": dim}
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -128,10 +141,11 @@ def _stop(pids: list[int], grace_s: float = 15.0) -> None:
 
 class _Watchdog:
     """Ends the run if a session hangs (a worker that died mid-collective leaves the driver
-    waiting in C++): kills the session's workers, then this process."""
+    waiting in C++): kills the session's workers, removes this run's temporary folders (``os._exit``
+    skips their ``TemporaryDirectory`` cleanup), then ends this process."""
 
     def __init__(self, seconds: float):
-        self.seconds, self.pids, self._timer = seconds, [], None
+        self.seconds, self.pids, self.folders, self._timer = seconds, [], [], None
 
     def arm(self, what: str) -> None:
         self.disarm()
@@ -143,6 +157,8 @@ class _Watchdog:
             for p in {*self.pids, *_children()}:  # the session's workers, started by this script
                 with contextlib.suppress(OSError):
                     os.kill(p, signal.SIGKILL)
+            for folder in self.folders:
+                shutil.rmtree(folder, ignore_errors=True)
             os._exit(3)
 
         self._timer = threading.Timer(self.seconds, fire)
@@ -155,12 +171,42 @@ class _Watchdog:
             self._timer = None
 
 
+def _export(pm, path: str, weights: str) -> dict:
+    """``export_library(pm, path, weights_file=weights)`` in this process: its time and its peak RSS
+    above the RSS before it (one sample)."""
+    me = os.getpid()
+    gc.collect()
+    _trim()
+    base = _status(me, "VmRSS")
+    _reset_peak(me)
+    start = time.perf_counter_ns()
+    tvm_partial.export_library(pm, path, weights_file=weights)
+    export_ns = time.perf_counter_ns() - start
+    return {"export_ns": export_ns, "export_peak_added": _status(me, "VmHWM") - base}
+
+
+def _check_stored(path: str, weight: np.ndarray, dim: int, world: int) -> None:
+    """The weights file stores ``w`` as each route's rank expects to map it: rows as bound ([n, n]),
+    columns shard-major ([world, n, n / world], rank r's shard ``stored[r]``), from a 64-byte-aligned
+    offset, bitwise the shards numpy cuts (read through a mapping of the file)."""
+    with open(path, "rb") as f:
+        (length,) = np.frombuffer(f.read(8), "<u8")
+        entry = json.loads(f.read(int(length)))["w"]
+    begin = 8 + int(length) + entry["data_offsets"][0]
+    shards = np.split(weight, world, axis=dim)
+    shape = list(weight.shape) if dim == 0 else [world, *shards[0].shape]
+    assert entry["dtype"] == "F32" and entry["shape"] == shape and begin % 64 == 0, (path, entry, begin)
+    stored = np.memmap(path, "float32", "r", offset=begin, shape=(world, *shards[0].shape))
+    assert all(np.array_equal(stored[r], shards[r]) for r in range(world)), path
+    del stored
+
+
 def _prepare(folder: str, size: int, world: int) -> dict:
-    """One weight, the files of the three routes, and what each rank must hold."""
+    """One weight, the files of the four routes, and what each rank must hold."""
     n = math.isqrt(size // 4)
     if n % world or (n // world) * n * 4 % 64:
         raise SystemExit(f"--sizes {format_size(size)}: [{n}, {n}] does not split into {world} row shards")
-    rows = n // world
+    rows = cols = n // world
     weight = np.random.default_rng(world).integers(0, 16, (n, n), dtype=np.int8).astype("float32")
 
     # One library for TVM's routes: the row-sum kernel and the shard function (row shards, as a
@@ -179,11 +225,24 @@ def _prepare(folder: str, size: int, world: int) -> dict:
     exe = tvm.compile(mod, target="llvm")
     lib = os.path.join(folder, "kernels.so")
     exe.export_library(lib)
+    # The columns route's kernel: the same row sum, over a rank's [n, cols] column shard.
+    wc = te.placeholder((n, cols), "float32", name="w")
+    kc = te.reduce_axis((0, cols), "k")
+    outc = te.compute((n,), lambda i: te.sum(wc[i, kc], axis=kc), name="out")
+    exe_columns = tvm.compile(te.create_prim_func([wc, outc]), target="llvm")
 
-    tp = os.path.join(folder, "tp.so")
-    pm = tvm_partial.partial(exe, signature=[w, out], w=weight, shards={"w": 0}, world=world)
-    tvm_partial.export_library(pm, tp, weights_file=os.path.join(folder, "tp.safetensors"))
-    del pm
+    tp, exports = {}, {}
+    for route, (kernel, sig) in (
+        (LOAD_SHARD, (exe, [w, out])),
+        (LOAD_SHARD_COLUMNS, (exe_columns, [wc, outc])),
+    ):
+        dim = PARTIAL_ROUTES[route]
+        pm = tvm_partial.partial(kernel, signature=sig, w=weight, shards={"w": dim}, world=world)
+        tp[route] = os.path.join(folder, f"tp_dim{dim}.so")
+        weights = os.path.join(folder, f"tp_dim{dim}.safetensors")
+        exports[route] = _export(pm, tp[route], weights)
+        del pm
+        _check_stored(weights, weight, dim, world)
 
     with contextlib.redirect_stdout(io.StringIO()):  # dump_tensor_cache prints its progress
         tvmjs.dump_tensor_cache({"param_0": weight}, os.path.join(folder, "all"), encode_format="raw")
@@ -201,14 +260,20 @@ def _prepare(folder: str, size: int, world: int) -> dict:
             records = json.load(f)["records"]
         assert len(records) == files and all(len(r["records"]) == 1 for r in records), records
         caches[route] = path
-    expected = [weight[r * rows : (r + 1) * rows] for r in range(world)]
-    sums = [e.sum(axis=1, dtype=np.float64).astype("float32") for e in expected]
+    by_rows = np.split(weight, world, axis=0)  # views: nothing copied
+    by_columns = np.split(weight, world, axis=1)  # views, rows strided: compared as they are
+    expected = {route: by_columns if route == LOAD_SHARD_COLUMNS else by_rows for route in ROUTES}
+    sums = {
+        route: [e.sum(axis=1, dtype=np.float64).astype("float32") for e in shards]
+        for route, shards in expected.items()
+    }
     return {
         "n": n,
-        "rows": rows,
         "shard": rows * n * 4,
+        "out_len": {route: n if route == LOAD_SHARD_COLUMNS else rows for route in ROUTES},
         "lib": lib,
         "tp": tp,
+        "exports": exports,
         "caches": caches,
         "weight": weight,
         "expected": expected,
@@ -220,8 +285,8 @@ def _prepare(folder: str, size: int, world: int) -> dict:
 def _load(route: str, sess, prep: dict):
     """Load the route's weight on every worker: (the function to call, its weight argument or
     None, the rank's weight as a DRef, objects to keep alive)."""
-    if route == LOAD_SHARD:
-        module = disco.DModule(sess.get_global_func("tvm_partial.LoadShard")(prep["tp"]), sess)
+    if route in PARTIAL_ROUTES:
+        module = disco.DModule(sess.get_global_func("tvm_partial.LoadShard")(prep["tp"][route]), sess)
         bound = sess.get_global_func("runtime.PartialApplyBindings")(module)
         main_bound = sess.get_global_func("ffi.MapGetItem")(bound, "main")
         view = sess.get_global_func("ffi.MapGetItem")(main_bound, 0)  # w: position 0 of main(w, out)
@@ -264,17 +329,17 @@ def _run(route: str, prep: dict, world: int, ccl_root: str, watchdog: _Watchdog)
         sess._sync_all()
         load_ns = time.perf_counter_ns() - start
         peak = [_status(p, "VmHWM") for p in pids]
-        result = sess.empty((prep["rows"],), "float32")
+        result = sess.empty((prep["out_len"][route],), "float32")
         func(*([] if arg is None else [arg]), result)
         sess._sync_all()
         called = [_status(p, "VmRSS") for p in pids]
         shards_ok = [
             np.array_equal(loaded.debug_get_from_remote(r).numpy().view(np.uint32), e.view(np.uint32))
-            for r, e in enumerate(prep["expected"])
+            for r, e in enumerate(prep["expected"][route])
         ]
         sums_ok = [
             result.debug_get_from_remote(r).numpy().tobytes() == s.tobytes()
-            for r, s in enumerate(prep["sums"])
+            for r, s in enumerate(prep["sums"][route])
         ]
         del func, arg, loaded, keep, result
     finally:
@@ -313,12 +378,13 @@ def main() -> None:
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (HERE, os.environ.get("PYTHONPATH")) if p)
     report = Report(__file__)
     watchdog = _Watchdog(args.timeout)
-    rows, values, verdicts = [], [], []
+    rows, values, verdicts, exports = [], [], [], []
     shm = "/dev/shm" if os.path.isdir("/dev/shm") else None  # the stand-in's chunks: tmpfs if any
     with (
         tempfile.TemporaryDirectory(prefix="bench_disco_") as folder,
         tempfile.TemporaryDirectory(prefix="bench_disco_ccl_", dir=shm) as ccl_root,
     ):
+        watchdog.folders = [folder, ccl_root]
         for size in sizes:
             for world in worlds:
                 case = os.path.join(folder, f"{size}_{world}")
@@ -366,8 +432,10 @@ def main() -> None:
                             "ok": ok,
                         }
                     )
-                    if route == LOAD_SHARD:
-                        verdicts.append((world, worst, load_ns / load_all_ns))
+                    if route in PARTIAL_ROUTES:
+                        values[-1].update(prep["exports"][route])
+                        verdicts.append((route, world, worst, load_ns / load_all_ns))
+                exports.append((world, prep["exports"]))
                 del prep
                 for sub, _, files in os.walk(case, topdown=False):  # free the disk and page cache
                     for name in files:
@@ -375,9 +443,9 @@ def main() -> None:
                     os.rmdir(sub)
     report.table(
         "disco",
-        f"# Loading a row-sharded float32 weight on a CPU ProcessSession, medians of {repeat}: load (from "
-        "nothing on the workers to every rank's shard in place, then a sync), each worker's RSS above its RSS "
-        "before the load: peak during the load and after the first call",
+        f"# Loading a sharded float32 weight on a CPU ProcessSession (row shards; the columns route: column "
+        f"shards), medians of {repeat}: load (from nothing on the workers to every rank's shard in place, then "
+        "a sync), each worker's RSS above its RSS before the load: peak during the load and after the first call",
         [
             "route",
             "weight",
@@ -393,16 +461,28 @@ def main() -> None:
         rows,
         values=values,
     )
-    for world, worst, ratio in verdicts:
+    for route, world, worst, ratio in verdicts:
         report.note(
-            f"{world} workers: tvm_partial.LoadShard's load / LoadAll's = {ratio:.4f} "
+            f"{world} workers: {route}'s load / LoadAll's = {ratio:.4f} "
             f"(target <= 0.01: {'holds' if ratio <= 0.01 else 'MISSED'}), "
             f"its RSS after the first call / shard = {worst:.3f} (target <= 1.05: {'holds' if worst <= 1.05 else 'MISSED'})"
         )
-    held = all(worst <= 1.05 for _, worst, _ in verdicts)
+    held = all(worst <= 1.05 for _, _, worst, _ in verdicts)
+    fast = all(ratio <= 0.01 for _, _, _, ratio in verdicts)
     report.note(
-        f"target per-worker RSS after the first call <= 1.05x its shard: {'holds' if held else 'MISSED'}"
+        f"target per-worker RSS after the first call <= 1.05x its shard: {'holds' if held else 'MISSED'}; "
+        f"target load <= 0.01x LoadAll's: {'holds' if fast else 'MISSED'} (both tvm_partial routes)"
     )
+    for world, got in exports:
+        report.note(
+            f"{world} workers, the export in the driver (export_library with weights_file=, one each, not a "
+            "median): "
+            + "; ".join(
+                f"{'rows' if route == LOAD_SHARD else 'columns'} {e['export_ns'] / 1e6:.0f} ms, "
+                f"peak {e['export_peak_added'] / MIB:.1f} MiB above the RSS before it"
+                for route, e in got.items()
+            )
+        )
     report.write(args.json)
     if not all(row[-1] == "yes" for row in rows):
         sys.exit(1)
