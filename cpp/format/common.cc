@@ -221,26 +221,40 @@ std::vector<int64_t> StoredShape(const std::vector<int64_t>& shape, const Shard*
   return out;
 }
 
-void ReorderShards(const char* src, char* dst, uint64_t nbytes, const std::vector<int64_t>& shape,
-                   DLDataType dtype, const Shard& shard, bool to_stored) {
+namespace {
+
+/*! \brief `copy(row-major offset, offset in the rank's shard, bytes)` for each block of rank
+ *         `rank`: block (o, s, r) lies at ((o * S + s) * W + r) in row-major order and at
+ *         (o * S + s) in the rank's shard. */
+template <typename F>
+void ForEachBlock(uint64_t nbytes, const std::vector<int64_t>& shape, DLDataType dtype,
+                  const Shard& shard, int64_t rank, F copy) {
   Blocks b;
   const std::string problem =
       BlocksOf(shape, dtype, shard.dim, shard.world, shard.segments, nbytes, &b);
-  if (!problem.empty()) TVM_FFI_THROW(InternalError) << "ReorderShards: " << problem;
-  // Row-major, block (o, s, r) is at ((o * S + s) * W + r); shard-major at ((r * O + o) * S + s).
-  for (uint64_t r = 0; r < b.world; ++r) {
-    for (uint64_t o = 0; o < b.outer; ++o) {
-      for (uint64_t s = 0; s < b.segments; ++s) {
-        const uint64_t rows = ((o * b.segments + s) * b.world + r) * b.block;
-        const uint64_t major = ((r * b.outer + o) * b.segments + s) * b.block;
-        if (to_stored) {
-          std::memcpy(dst + major, src + rows, b.block);
-        } else {
-          std::memcpy(dst + rows, src + major, b.block);
-        }
-      }
+  if (!problem.empty()) TVM_FFI_THROW(InternalError) << "shard-major blocks: " << problem;
+  if (b.block == 0) return;  // an empty tensor (its data may be null)
+  const uint64_t r = static_cast<uint64_t>(rank);
+  for (uint64_t o = 0; o < b.outer; ++o) {
+    for (uint64_t s = 0; s < b.segments; ++s) {
+      copy(((o * b.segments + s) * b.world + r) * b.block, (o * b.segments + s) * b.block, b.block);
     }
   }
+}
+
+}  // namespace
+
+void GatherRank(const char* rows, char* out, uint64_t nbytes, const std::vector<int64_t>& shape,
+                DLDataType dtype, const Shard& shard, int64_t rank) {
+  ForEachBlock(nbytes, shape, dtype, shard, rank,
+               [&](uint64_t at, uint64_t to, uint64_t n) { std::memcpy(out + to, rows + at, n); });
+}
+
+void ScatterRank(const char* in, char* rows, uint64_t nbytes, const std::vector<int64_t>& shape,
+                 DLDataType dtype, const Shard& shard, int64_t rank) {
+  ForEachBlock(nbytes, shape, dtype, shard, rank, [&](uint64_t at, uint64_t from, uint64_t n) {
+    std::memcpy(rows + at, in + from, n);
+  });
 }
 
 /*! \brief The tensor's data when it lives in host memory (readable directly), else null. */
@@ -268,19 +282,29 @@ void CopyTensorToHost(const ffi::Tensor& tensor, char* dst, size_t nbytes) {
 }
 
 /*! \brief A tensor's bytes in host memory: the tensor's own for host tensors, else a copy. */
-HostBytes::HostBytes(const ffi::Tensor& tensor, size_t nbytes, const Shard* shard)
+HostBytes::HostBytes(const ffi::Tensor& tensor, size_t nbytes)
     : data_(HostData(tensor.GetDLTensorPtr())) {
   if (data_ == nullptr) {
     copy_.resize(nbytes);
     CopyTensorToHost(tensor, copy_.data(), nbytes);
     data_ = copy_.data();
   }
-  if (shard != nullptr && shard->layout == kShardMajor) {  // stored rank by rank
-    std::string stored(nbytes, '\0');
-    const std::vector<int64_t> shape(tensor.shape().begin(), tensor.shape().end());
-    ReorderShards(data_, stored.data(), nbytes, shape, tensor.dtype(), *shard, true);
-    copy_ = std::move(stored);
-    data_ = copy_.data();
+}
+
+void ForEachStoredPiece(const ffi::Tensor& tensor, size_t nbytes, const Shard* shard,
+                        const std::function<void(const char*, size_t)>& visit) {
+  const HostBytes host(tensor, nbytes);
+  if (shard == nullptr || shard->layout != kShardMajor) {
+    visit(host.data(), nbytes);
+    return;
+  }
+  // Rank by rank through one rank's buffer: never a second copy of the whole tensor.
+  const size_t per_rank = nbytes / static_cast<size_t>(shard->world);
+  std::string buffer(per_rank, '\0');
+  const std::vector<int64_t> shape(tensor.shape().begin(), tensor.shape().end());
+  for (int64_t r = 0; r < shard->world; ++r) {
+    GatherRank(host.data(), buffer.data(), nbytes, shape, tensor.dtype(), *shard, r);
+    visit(buffer.data(), per_rank);
   }
 }
 

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "format/format.h"
@@ -74,17 +75,22 @@ const char* HostData(const DLTensor* t);
 /*! \brief Copy `nbytes` of `tensor` (any device, through the TVM runtime) to host memory `dst`. */
 void CopyTensorToHost(const ffi::Tensor& tensor, char* dst, size_t nbytes);
 
-/*! \brief A tensor's payload bytes in host memory: the tensor's own for host tensors, else a
- *         copy; with a shard-major `shard`, a copy in the order the payload stores it. */
+/*! \brief A tensor's bytes in host memory: the tensor's own for host tensors, else a copy. */
 class HostBytes {
  public:
-  HostBytes(const ffi::Tensor& tensor, size_t nbytes, const Shard* shard = nullptr);
+  HostBytes(const ffi::Tensor& tensor, size_t nbytes);
   const char* data() const { return data_; }
 
  private:
   const char* data_;
   std::string copy_;
 };
+
+/*! \brief `visit(data, n)` over a tensor's payload as it is stored, in order: its host bytes in
+ *         one piece, or for a shard-major `shard` one rank's shard at a time (through a buffer
+ *         of one rank's bytes, so writing never holds a second copy of the whole tensor). */
+void ForEachStoredPiece(const ffi::Tensor& tensor, size_t nbytes, const Shard* shard,
+                        const std::function<void(const char*, size_t)>& visit);
 
 }  // namespace format
 }  // namespace tvm_partial

@@ -152,11 +152,15 @@ std::vector<int64_t> ShardShape(std::vector<int64_t> shape, int64_t dim, int64_t
  *         weights file's entry says this shape, so other tools read the bytes as they are). */
 std::vector<int64_t> StoredShape(const std::vector<int64_t>& shape, const Shard* shard);
 
-/*! \brief Reorder the `nbytes` bytes of a tensor of `shape` and `dtype` split by `shard`
- *         (shard-major) from row-major (`to_stored`) into shard-major order, or back; `src` and
- *         `dst` do not overlap. */
-void ReorderShards(const char* src, char* dst, uint64_t nbytes, const std::vector<int64_t>& shape,
-                   DLDataType dtype, const Shard& shard, bool to_stored);
+/*! \brief For a tensor of `shape` and `dtype` (`nbytes` bytes) split by a shard-major `shard`:
+ *         copy rank `rank`'s shard (nbytes / world bytes, row-major) out of the row-major bytes
+ *         `rows` into `out`. */
+void GatherRank(const char* rows, char* out, uint64_t nbytes, const std::vector<int64_t>& shape,
+                DLDataType dtype, const Shard& shard, int64_t rank);
+
+/*! \brief The inverse: rank `rank`'s shard at `in` put in its places of the row-major `rows`. */
+void ScatterRank(const char* in, char* rows, uint64_t nbytes, const std::vector<int64_t>& shape,
+                 DLDataType dtype, const Shard& shard, int64_t rank);
 
 /*! \brief What one function of a partial module records. */
 struct FunctionRecord {
@@ -199,7 +203,8 @@ std::vector<std::vector<int64_t>> TensorNumbers(const std::vector<FunctionRecord
 std::vector<ffi::Tensor> PayloadTensors(const std::vector<FunctionRecord>& functions);
 
 /*! \brief Per payload (PayloadTensors' order), the shard record that stores it shard-major, or
- *         null: what the writers give HostBytes so every placement stores the same bytes. */
+ *         null: what the writers give ForEachStoredPiece so every placement stores the same
+ *         bytes. */
 std::vector<const Shard*> PayloadShards(const std::vector<FunctionRecord>& functions);
 
 /*! \brief The bytes of a contiguous tensor's payload: ceil(elements * bits * lanes / 8), exact in

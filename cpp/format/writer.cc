@@ -90,6 +90,13 @@ void CheckShardsUntied(const std::vector<FunctionRecord>& functions,
   }
 }
 
+/*! \brief The format's hash of a tensor's payload as stored. */
+uint64_t StoredHash(const ffi::Tensor& tensor, size_t nbytes, const Shard* shard) {
+  hash::Hasher hasher;
+  ForEachStoredPiece(tensor, nbytes, shard, [&](const char* d, size_t n) { hasher.Update(d, n); });
+  return hasher.Final();
+}
+
 /*! \brief The shard record of `fn` at `position` when it stores the tensor shard-major. */
 const Shard* StoredShard(const FunctionRecord& fn, int64_t position) {
   for (const Shard& s : fn.shards) {
@@ -119,10 +126,26 @@ void WriteShards(Writer* w, const FunctionRecord& fn) {
     const ffi::Tensor tensor = value->cast<ffi::Tensor>();
     const size_t nbytes = static_cast<size_t>(PayloadBytes(*tensor.GetDLTensorPtr()));
     const size_t per_rank = nbytes / static_cast<size_t>(s.world);
-    const HostBytes bytes(tensor, nbytes, &s);  // as stored: shard-major ranks are contiguous
-    for (int64_t r = 0; r < s.world; ++r) {
-      w->Put<uint64_t>(hash::Hash(bytes.data() + r * per_rank, per_rank));
-    }
+    // Each rank's range of the payload as stored (shard-major: the pieces are the ranks).
+    std::vector<uint64_t> hashes;
+    hash::Hasher hasher;
+    size_t in_rank = 0;
+    ForEachStoredPiece(tensor, nbytes, &s, [&](const char* data, size_t n) {
+      while (n > 0) {
+        const size_t take = std::min(n, per_rank - in_rank);
+        hasher.Update(data, take);
+        data += take;
+        n -= take;
+        in_rank += take;
+        if (in_rank == per_rank) {
+          hashes.push_back(hasher.Final());
+          hasher = hash::Hasher();
+          in_rank = 0;
+        }
+      }
+    });
+    if (per_rank == 0) hashes.assign(static_cast<size_t>(s.world), hash::Hash(nullptr, 0));
+    for (uint64_t h : hashes) w->Put<uint64_t>(h);
   }
 }
 
@@ -280,11 +303,9 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
       Pending& p = tensors[k];
       size_t offset = AlignUp(end);
       w.Patch<uint64_t>(p.offset_at, offset);
-      w.Patch<uint64_t>(p.hash_at,
-                        !region->hashes_given
-                            ? hash::Hash(HostBytes(p.tensor, p.nbytes, p.shard).data(), p.nbytes)
-                        : region->hashes.empty() ? 0
-                                                 : region->hashes[k]);
+      w.Patch<uint64_t>(p.hash_at, !region->hashes_given ? StoredHash(p.tensor, p.nbytes, p.shard)
+                                   : region->hashes.empty() ? 0
+                                                            : region->hashes[k]);
       end = offset + p.nbytes;
     }
     w.Patch<uint64_t>(region_size_at, end);
@@ -295,7 +316,11 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
       w.str().resize(offset, '\0');
       w.str().resize(offset + p.nbytes);
       if (p.shard != nullptr) {
-        std::memcpy(&w.str()[offset], HostBytes(p.tensor, p.nbytes, p.shard).data(), p.nbytes);
+        size_t at = offset;
+        ForEachStoredPiece(p.tensor, p.nbytes, p.shard, [&](const char* d, size_t n) {
+          std::memcpy(&w.str()[at], d, n);
+          at += n;
+        });
       } else {
         CopyTensorToHost(p.tensor, &w.str()[offset], p.nbytes);
       }

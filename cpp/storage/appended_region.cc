@@ -166,18 +166,18 @@ std::vector<uint64_t> AppendRegion(const std::vector<format::FunctionRecord>& fu
   for (size_t k = 0; k < tensors.size(); ++k) {
     const size_t nbytes = format::PayloadBytes(*tensors[k].GetDLTensorPtr());
     out.PadTo(start + format::AlignUp(out.at() - start));
-    format::HostBytes host(tensors[k], nbytes, shards[k]);
     hash::Hasher hasher;
-    for (size_t done = 0; done < nbytes;) {
-      const size_t n = std::min(kChunk, nbytes - done);
-      for (size_t piece = 0; piece < n; piece += kPiece) {
+    size_t done = 0;  // of this payload: progress each kChunk bytes, and at its end
+    format::ForEachStoredPiece(tensors[k], nbytes, shards[k], [&](const char* data, size_t n) {
+      for (size_t piece = 0; piece < n; piece += kPiece) {  // hashed, then written while cached
         const size_t m = std::min(kPiece, n - piece);
-        hasher.Update(host.data() + done + piece, m);
-        out.Put(host.data() + done + piece, m);
+        hasher.Update(data + piece, m);
+        out.Put(data + piece, m);
+        const bool chunk_done = (done + m) / kChunk != done / kChunk;
+        done += m;
+        if ((chunk_done || done == nbytes) && out.at() - start < total) report(out.at() - start);
       }
-      done += n;
-      if (out.at() - start < total) report(out.at() - start);
-    }
+    });
     hashes.push_back(hasher.Final());
   }
   const std::string trailer = EncodeTrailer(start, total, region.link);
@@ -198,7 +198,8 @@ void WriteRegion(const std::vector<format::FunctionRecord>& functions,
   for (size_t k = 0; k < tensors.size(); ++k) {
     const size_t nbytes = format::PayloadBytes(*tensors[k].GetDLTensorPtr());
     out.PadTo(lead + format::AlignUp(out.at() - lead));
-    out.Put(format::HostBytes(tensors[k], nbytes, shards[k]).data(), nbytes);
+    format::ForEachStoredPiece(tensors[k], nbytes, shards[k],
+                               [&](const char* data, size_t n) { out.Put(data, n); });
   }
   out.Close();
 }

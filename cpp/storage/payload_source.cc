@@ -208,14 +208,27 @@ struct Piece {
   const format::Shard* reorder = nullptr;
 };
 
-/*! \brief The tensor of `p` built from its stored bytes at `payload`: back in row-major order
- *         when the payload is shard-major and the load is whole, else as they are. */
+/*! \brief The tensor of a whole load of `p`, stored shard-major at `payload`: back in row-major
+ *         order, rank by rank (into the tensor itself on the host; through one host copy for a
+ *         device). */
 ffi::Tensor ReorderedTensor(const Piece& p, const char* payload, const std::string& where,
                             bool mapped) {
-  std::string rows(p.meta.nbytes, '\0');
-  format::ReorderShards(payload, rows.data(), p.meta.nbytes, p.meta.shape, p.meta.dtype, *p.reorder,
-                        /*to_stored=*/false);
-  return CopiedTensor(p.meta, rows.data(), where, mapped);
+  const format::TensorMeta& t = p.meta;
+  const uint64_t per_rank = t.nbytes / static_cast<uint64_t>(p.reorder->world);
+  auto unshard = [&](char* rows) {
+    for (int64_t r = 0; r < p.reorder->world; ++r) {
+      format::ScatterRank(payload + per_rank * static_cast<uint64_t>(r), rows, t.nbytes, t.shape,
+                          t.dtype, *p.reorder, r);
+    }
+  };
+  if (t.device_type == kDLCPU) {
+    ffi::Tensor out = AlignedEmpty(ffi::Shape(t.shape), t.dtype, DLDevice{kDLCPU, 0});
+    unshard(static_cast<char*>(out.data_ptr()));
+    return out;
+  }
+  std::string rows(t.nbytes, '\0');
+  unshard(rows.data());
+  return CopiedTensor(t, rows.data(), where, mapped);
 }
 
 std::vector<Piece> Pieces(const format::Parsed& parsed, const PayloadSource& source,

@@ -290,9 +290,15 @@ void SaveWeights(const ffi::Any& obj, const std::string& path) {
     for (size_t i = 0; i < tensors.size(); ++i) {
       const OutEntry& e = entries[i];
       if (e.begin > at) put(zeros, e.begin - at, placeholder.size() + at);
-      format::HostBytes host(tensors[i], e.end - e.begin, shards[i]);
-      put(host.data(), e.end - e.begin, placeholder.size() + e.begin);
-      hashes[e.key] = hash::Hash(host.data(), e.end - e.begin);
+      hash::Hasher hasher;
+      uint64_t to = placeholder.size() + e.begin;
+      format::ForEachStoredPiece(tensors[i], e.end - e.begin, shards[i],
+                                 [&](const char* data, size_t n) {
+                                   put(data, n, to);
+                                   hasher.Update(data, n);
+                                   to += n;
+                                 });
+      hashes[e.key] = hasher.Final();
       at = e.end;
     }
     if (close(closer.release()) != 0) {
