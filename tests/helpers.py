@@ -67,6 +67,17 @@ def cmake_package_dirs() -> list[str]:
     return dirs
 
 
+def mapped_file(address: int) -> str | None:
+    """The file of this process's mapping that holds ``address`` (None: anonymous memory)."""
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split()
+            lo, hi = (int(v, 16) for v in fields[0].split("-"))
+            if lo <= address < hi:
+                return fields[5] if len(fields) > 5 else None
+    return None
+
+
 def run_python(code: str, *args: str, env: dict | None = None, timeout: int = 300):
     """Run code in a fresh interpreter (what could crash the process runs there)."""
     full_env = dict(os.environ)

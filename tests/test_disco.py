@@ -25,7 +25,7 @@ from tvm.script import ir as I
 from tvm.script import relax as R
 
 import tvm_partial
-from helpers import ints, run_json, run_python
+from helpers import ints, mapped_file, run_json, run_python
 
 LIB = os.path.join(os.path.dirname(importlib.util.find_spec("tvm").origin), "lib")  # type: ignore[union-attr, arg-type]
 
@@ -171,10 +171,36 @@ def test_disco_workers_each_load_their_shard(tmp_path, world, placement, split):
     assert result["gathered"] == result["whole"]
 
 
+SESSION_ENDS = {  # case: (the artifact's world, the workers' entry module, what stderr says)
+    "world mismatch": (
+        4,
+        None,
+        ["this artifact is sharded over world 4 (function 'main' position 0), not 2"],
+    ),
+    "worker without tvm-partial": (
+        2,
+        "worker_without_tvm_partial",
+        [
+            "Cannot find global function: tvm_partial.LoadShard",
+            "Failed to autoload tvm backend 'tvm_partial'",
+        ],
+    ),
+}
+
+
 @skip_without_disco
-def test_a_disco_world_mismatch_ends_the_session_with_the_reason(tmp_path):
+@pytest.mark.parametrize("case", list(SESSION_ENDS))
+def test_a_worker_that_cannot_load_ends_the_session_with_the_reason(tmp_path, case):
     """TVM's disco does not hand a worker's error back to the driver: it ends the session's
-    processes (worker 0 runs in the driver's). The reason is on stderr, and nothing hangs."""
+    processes (worker 0 runs in the driver's). The reason is on stderr, and nothing hangs: an
+    artifact of another world, or a worker whose interpreter has no tvm-partial (here hidden from
+    its imports), which cannot find tvm_partial.LoadShard."""
+    world, entry, messages = SESSION_ENDS[case]
+    (tmp_path / "worker_without_tvm_partial.py").write_text(
+        "import runpy, sys\n"
+        "sys.modules['tvm_partial'] = None  # as if it were not installed in this interpreter\n"
+        "runpy.run_module('tvm.exec.disco_worker', run_name='__main__')\n"
+    )
     proc = run_python(
         """
         import ctypes, os, sys
@@ -185,23 +211,28 @@ def test_a_disco_world_mismatch_ends_the_session_with_the_reason(tmp_path):
         from tvm import te
         from tvm.runtime import disco
 
+        world, entry = int(sys.argv[3]), sys.argv[4]
         w = te.placeholder((4, 16), "float32", name="w")
         out = te.compute((4, 16), lambda i, j: w[i, j] * 2.0, name="out")
         exe = tvm.compile(te.create_prim_func([w, out]), target="llvm")
-        path = os.path.join(sys.argv[1], "tp4.so")
-        pm = tvm_partial.partial(exe, signature=[w, out], w=np.zeros((16, 16), "float32"), shards={"w": 0}, world=4)
-        tvm_partial.export_library(pm, path)
-        sess = disco.ProcessSession(num_workers=2)
+        path = os.path.join(sys.argv[1], "tp.so")
+        W = np.zeros((4 * world, 16), "float32")
+        tvm_partial.export_library(tvm_partial.partial(exe, signature=[w, out], w=W, shards={"w": 0}, world=world), path)
+        sess = disco.ProcessSession(num_workers=2, **({"entrypoint": entry} if entry else {}))
         sess.get_global_func("tvm_partial.LoadShard")(path)
         sess._sync_all()
         print("loaded")
         """,
         str(tmp_path),
         LIB,
+        str(world),
+        entry or "",
+        env={"PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))},
         timeout=120,
     )
     assert proc.returncode != 0 and "loaded" not in proc.stdout
-    assert "this artifact is sharded over world 4 (function 'main' position 0), not 2" in proc.stderr
+    for message in messages:
+        assert message in proc.stderr, proc.stderr[-2000:]
 
 
 def _relax_tp(rows: int):
@@ -265,17 +296,6 @@ def _relax_export(relax_tp, path, world, placement):
     return pm
 
 
-def _mapped_file(address: int) -> str | None:
-    """The file of this process's mapping that holds ``address`` (None: anonymous memory)."""
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            fields = line.split()
-            lo, hi = (int(v, 16) for v in fields[0].split("-"))
-            if lo <= address < hi:
-                return fields[5] if len(fields) > 5 else None
-    return None
-
-
 @pytest.mark.parametrize("placement", ["inline", "appended", "weights file"])
 def test_relax_ranks_load_their_shards_in_process(relax_tp, tmp_path, placement):
     _, params, x, whole = relax_tp
@@ -300,7 +320,7 @@ def test_relax_ranks_load_their_shards_in_process(relax_tp, tmp_path, placement)
         assert views[3].numpy().tobytes() == np.split(params["scale"], 2, axis=1)[rank].tobytes()
         if placement != "inline":  # a view of the file's pages at the rank's offset, not a copy
             target = path if placement == "appended" else path.with_suffix(".safetensors")
-            assert _mapped_file(views[2].data_ptr()) == os.path.realpath(target)
+            assert mapped_file(views[2].data_ptr()) == os.path.realpath(target)
         out = m(tvm.runtime.tensor(x)).numpy()  # pm(x): forward, the one bound function
         assert out.tobytes() == _relax_expected(params, x, rank, 2).tobytes()
         assert m["forward"](tvm.runtime.tensor(x)).numpy().tobytes() == out.tobytes()
@@ -391,44 +411,3 @@ def test_disco_workers_run_their_shard_of_a_relax_model(relax_tp, tmp_path, worl
         assert got[rank].tobytes() == _relax_expected(params, x, rank, world).tobytes()
     assert len({g.tobytes() for g in got}) == world
     assert np.concatenate(got, axis=1).tobytes() == whole.tobytes()
-
-
-@skip_without_disco
-def test_a_worker_without_tvm_partial_ends_the_session_with_the_reason(tmp_path):
-    """A worker whose interpreter has no tvm-partial (here: hidden from the worker's imports)
-    cannot find tvm_partial.LoadShard; TVM ends the session (it does not hand worker errors back),
-    and stderr says which global is missing and that the tvm_partial backend did not load."""
-    (tmp_path / "worker_without_tvm_partial.py").write_text(
-        "import runpy, sys\n"
-        "sys.modules['tvm_partial'] = None  # as if it were not installed in this interpreter\n"
-        "runpy.run_module('tvm.exec.disco_worker', run_name='__main__')\n"
-    )
-    proc = run_python(
-        """
-        import ctypes, os, sys
-        import tvm_ffi
-        for name in ("libtvm_runtime.so", "libtvm_runtime_extra.so"):
-            ctypes.CDLL(os.path.join(sys.argv[2], name), ctypes.RTLD_GLOBAL)
-        import numpy as np, tvm, tvm_partial
-        from tvm import te
-        from tvm.runtime import disco
-
-        w = te.placeholder((4, 16), "float32", name="w")
-        out = te.compute((4, 16), lambda i, j: w[i, j] * 2.0, name="out")
-        exe = tvm.compile(te.create_prim_func([w, out]), target="llvm")
-        path = os.path.join(sys.argv[1], "tp.so")
-        pm = tvm_partial.partial(exe, signature=[w, out], w=np.zeros((8, 16), "float32"), shards={"w": 0}, world=2)
-        tvm_partial.export_library(pm, path)
-        sess = disco.ProcessSession(num_workers=2, entrypoint="worker_without_tvm_partial")
-        sess.get_global_func("tvm_partial.LoadShard")(path)
-        sess._sync_all()
-        print("loaded")
-        """,
-        str(tmp_path),
-        LIB,
-        env={"PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))},
-        timeout=120,
-    )
-    assert proc.returncode != 0 and "loaded" not in proc.stdout
-    assert "Cannot find global function: tvm_partial.LoadShard" in proc.stderr, proc.stderr[-2000:]
-    assert "Failed to autoload tvm backend 'tvm_partial'" in proc.stderr

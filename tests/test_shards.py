@@ -18,7 +18,7 @@ import tvm
 from tvm import te
 
 import tvm_partial
-from helpers import compile_te, ints, reseal, run_cases, run_json, run_python, tensor
+from helpers import compile_te, ints, mapped_file, reseal, run_cases, run_json, run_python, tensor
 
 N, K = 8, 16  # the whole weight is [N, K]; each of 2 ranks holds [N // 2, K]
 WORLD = 2
@@ -169,17 +169,6 @@ def test_rebind_keeps_the_split_and_a_rank_view_is_not_rebound(tmp_path, split):
 
 
 # -- export and load per rank ------------------------------------------------------------------
-def _mapped_file(address: int) -> str | None:
-    """The file of this process's mapping that holds ``address`` (None: anonymous memory)."""
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            fields = line.split()
-            lo, hi = (int(v, 16) for v in fields[0].split("-"))
-            if lo <= address < hi:
-                return fields[5] if len(fields) > 5 else None
-    return None
-
-
 @pytest.mark.parametrize("placement", ["inline", "appended", "weights file"])
 def test_each_rank_loads_its_own_slice(tp, tmp_path, placement):
     exe, sig = tp
@@ -232,7 +221,7 @@ def test_each_rank_loads_its_own_slice(tp, tmp_path, placement):
         if placement != "inline":  # a view of the file's pages, at the rank's own offset
             assert w_view.data_ptr() % 64 == 0
             target = {"appended": path, "weights file": str(tmp_path / "tp.safetensors")}[placement]
-            assert _mapped_file(w_view.data_ptr()) == os.path.realpath(target)
+            assert mapped_file(w_view.data_ptr()) == os.path.realpath(target)
         with pytest.raises(ValueError, match=r"view of a sharded artifact.*cannot be saved"):
             tvm_partial.save_to_bytes(m)
         with pytest.raises(
@@ -306,7 +295,7 @@ def test_column_and_fused_shards_load_per_rank_and_whole(tmp_path, case, placeme
         expected = _rank_shard(W, rank, world, dim, segments)
         assert view.numpy().tobytes() == expected.tobytes()
         if placement != "inline":  # still a view of the file's pages, 64-byte aligned
-            assert view.data_ptr() % 64 == 0 and _mapped_file(view.data_ptr()) is not None
+            assert view.data_ptr() % 64 == 0 and mapped_file(view.data_ptr()) is not None
         assert _run(m, tuple(shard_shape)).tobytes() == (expected * np.float32(2)).tobytes()
     # A whole load gives back the tensor as it was bound (row-major again), and saves the same.
     whole = tvm_partial.load(path)
