@@ -127,6 +127,12 @@ CASES = {
     "a sharded tensor whose rank's shard is not the parameter's shape": lambda c: tvm_partial.partial(
         c["tp"][0], signature=c["tp"][1], w=W16, shards={"w": 0}, world=2
     ),
+    "`shards=` naming a weight of a frontend.nn model, without `signature=`": lambda c: tvm_partial.partial(
+        c["nn"], function="forward", **{"fc.weight": W16[:8]}, shards={"fc.weight": 0}, world=2
+    ),
+    "`shards=` on a `relax.VirtualMachine`": lambda c: tvm_partial.partial(
+        c["nn_vm"], function="forward", **{"fc.weight": W16[:8]}, shards={"fc.weight": 0}, world=2
+    ),
     "too few arguments for a bound position": lambda c: tvm_partial.partial(c["f"], {2: B, 3: W})(tensor(X)),
     "wrong argument count, signature known": lambda c: tvm_partial.partial(
         c["f"], signature=c["sig"], weights=W, bias=B
@@ -463,6 +469,7 @@ def _with_device_id(ctx, device_id: int) -> bytes:
 @pytest.fixture(scope="module")
 def ctx(conv, tmp_path_factory):
     import tvm
+    from tvm.relax.frontend import nn
     from tvm.script import relax as R
 
     @tvm.script.ir_module
@@ -471,6 +478,15 @@ def ctx(conv, tmp_path_factory):
         def main(x: R.Tensor((2,), "float32")):
             return x
 
+    class Linear(nn.Module):  # frontend.nn: its executable records the shapes of its inputs only
+        def __init__(self):
+            self.fc = nn.Linear(16, 8, bias=False)
+
+        def forward(self, x):
+            return self.fc(x)
+
+    nn_mod, _ = Linear().export_tvm(spec={"forward": {"x": nn.spec.Tensor((2, 16), "float32")}})
+    nn_exe = tvm.compile(nn_mod, target="llvm")
     exe, tensors, inputs, _ = conv
     folder = tmp_path_factory.mktemp("errors")
     artifact, plain, text = folder / "partial.so", folder / "plain.so", folder / "notes.txt"
@@ -527,6 +543,8 @@ def ctx(conv, tmp_path_factory):
         "f": exe["main"],
         "sig": tensors,
         "relax_exe": tvm.compile(Identity, target="llvm"),
+        "nn": nn_exe,
+        "nn_vm": tvm.relax.VirtualMachine(nn_exe, tvm.cpu()),
         "artifact": str(artifact),
         "plain": str(plain),
         "text": str(text),
