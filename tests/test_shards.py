@@ -18,7 +18,7 @@ import tvm
 from tvm import te
 
 import tvm_partial
-from helpers import compile_te, ints, mapped_file, reseal, run_cases, run_json, run_python, tensor
+from helpers import compile_te, ints, mapped_file, raw_bytes, reseal, run_cases, run_json, run_python, tensor
 
 N, K = 8, 16  # the whole weight is [N, K]; each of 2 ranks holds [N // 2, K]
 WORLD = 2
@@ -77,14 +77,54 @@ def test_bind_refuses_a_shard_spec_that_is_not_a_dim_or_dim_and_segments(tp, bad
         tvm_partial.partial(exe, signature=sig, w=ints((N, K)), b=ints(K), shards={"w": bad}, world=2)
 
 
-def test_a_column_block_of_packed_dtype_must_be_whole_bytes():
-    # int4 [2, 256] along dim 1: over 2 ranks each row's block is 128 elements, 64 bytes; over
-    # 256 ranks it is one element, half a byte, which cannot be stored rank by rank.
+@pytest.mark.parametrize(
+    ("shape", "dim", "world"),
+    [
+        # int4 [2, 256] along dim 1 over 256 ranks: each row's block is one element, half a byte
+        ((2, 256), 1, 256),
+        # row shards too: int4 [2] over 2 ranks is half a byte each (the writer's per-rank hashing
+        # looped forever on it); [258] is 64.5 bytes each, so a 64-byte range per rank would
+        # give rank 0 a nibble of rank 1's and shift rank 1's by half a byte
+        ((2,), 0, 2),
+        ((258,), 0, 2),
+        ((1, 258), 1, 2),
+    ],
+)
+def test_a_rank_of_packed_dtype_must_hold_whole_bytes(shape, dim, world):
     from tvm_partial import _ffi_api
 
-    assert _ffi_api.ShardProblem([2, 256], "int4", 1, 2, 1) == ""
-    problem = _ffi_api.ShardProblem([2, 256], "int4", 1, 256, 1)
+    problem = _ffi_api.ShardProblem(list(shape), "int4", dim, world, 1)
     assert "is not a whole number of bytes (int4 packs several elements per byte)" in problem
+
+
+def test_a_row_shard_of_packed_dtype_binds_whole_bytes_per_rank(tmp_path):
+    """float4 [256] over 2 ranks: each rank's view is its 64 packed bytes, exactly the halves of
+    the bound tensor's bytes; [258] (64.5 bytes a rank) is refused at bind, naming the parameter."""
+    import ml_dtypes
+
+    def kernel(n):  # w is only passed through: TVM's CPU code cannot cast float4
+        w = te.placeholder((n,), "float4_e2m1fn", name="w")
+        x = te.placeholder((4,), "float32", name="x")
+        out = te.compute((4,), lambda i: x[i] * 2.0, name="out")
+        return compile_te([w, x, out]), [w, x, out]
+
+    exe, sig = kernel(129)
+    with pytest.raises(ValueError, match=r"'w'.*is not a whole number of bytes \(float4_e2m1fn packs"):
+        tvm_partial.partial(
+            exe, signature=sig, w=np.zeros(258, ml_dtypes.float4_e2m1fn), shards={"w": 0}, world=2
+        )
+    exe, sig = kernel(128)
+    values = np.array([0.5, -1.0, 2.0, 6.0, -0.5, 0.0, 1.0, 3.0] * 32, ml_dtypes.float4_e2m1fn)
+    values[128:] = -values[128:]  # the two ranks differ
+    pm = tvm_partial.partial(exe, signature=sig, w=values, shards={"w": 0}, world=2)
+    whole = raw_bytes(tvm_partial.bindings(pm)["main"][0])
+    assert len(whole) == 128
+    tvm_partial.export_library(pm, tmp_path / "f4.so")
+    for rank in range(2):
+        view = tvm_partial.bindings(tvm_partial.load(str(tmp_path / "f4.so"), shard=(rank, 2)))["main"][0]
+        assert tuple(view.shape) == (128,)
+        assert raw_bytes(view) == whole[64 * rank : 64 * (rank + 1)]
+        assert tvm_partial.verify(str(tmp_path / "f4.so"), shard=(rank, 2))["intact"]
 
 
 def test_bind_refuses_a_rank_slice_that_breaks_64_byte_alignment():

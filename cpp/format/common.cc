@@ -154,7 +154,7 @@ std::string BlocksOf(const std::vector<int64_t>& shape, DLDataType dtype, int64_
   if (bits % (static_cast<unsigned __int128>(count) * 8) != 0 || bytes % count != 0) {
     return "a rank's block of dimension " + std::to_string(dim) + " of shape " + Dims(shape) +
            " is not a whole number of bytes (" + std::string(ffi::DLDataTypeToString(dtype)) +
-           " packs several elements per byte), so it cannot be stored rank by rank";
+           " packs several elements per byte), so the ranks' bytes cannot be kept apart";
   }
   *out = {outer, static_cast<uint64_t>(segments), static_cast<uint64_t>(world), bytes / count};
   return "";
@@ -186,11 +186,11 @@ std::string ShardProblem(const std::vector<int64_t>& shape, DLDataType dtype, in
                 ? "world " + std::to_string(world)
                 : std::to_string(segments) + " segments x world " + std::to_string(world));
   }
-  if (ShardLayout(shape, dim, segments) == kShardMajor) {
-    Blocks blocks;
-    const std::string whole = BlocksOf(shape, dtype, dim, world, segments, bytes, &blocks);
-    if (!whole.empty()) return whole;
-  }
+  // Every layout: a rank's bytes (rows) or each of its blocks (shard-major) must end on a byte,
+  // or two ranks would share one (a packed int4 [2] over 2 ranks: half a byte each).
+  Blocks blocks;
+  const std::string whole = BlocksOf(shape, dtype, dim, world, segments, bytes, &blocks);
+  if (!whole.empty()) return whole;
   const uint64_t per_rank = bytes / static_cast<uint64_t>(world);
   if (per_rank % kPayloadAlignment != 0) {
     return "each rank's slice of shape " + Dims(ShardShape(shape, dim, world)) + " holds " +

@@ -135,9 +135,9 @@ struct Shard {
 /*! \brief Why a tensor of `shape` and `dtype` cannot be split along `dim` over `world` ranks in
  *         `segments` blocks, or "" when it can: `dim` within its dims, `world` 2 to kMaxWorld,
  *         `segments` 1 to kMaxSegments, shape[dim] divisible by segments * world, each rank's
- *         bytes a multiple of 64 (every rank's view stays 64-byte aligned) and, shard-major, each
- *         block a whole number of bytes. The binding, the writer's caller and the reader share
- *         it. */
+ *         bytes a multiple of 64 (every rank's view stays 64-byte aligned) and each rank's block
+ *         (a row shard: its whole range) a whole number of bytes. The binding, the writer's
+ *         caller and the reader share it. */
 std::string ShardProblem(const std::vector<int64_t>& shape, DLDataType dtype, int64_t dim,
                          int64_t world, int64_t segments = 1);
 
