@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import tvm
+import tvm_ffi
 from tvm import te
 
 
@@ -29,6 +30,17 @@ def compile_te(tensors, name: str = "main"):
 
 def affine4_ref(a, b, c):
     return (a * np.float32(2) + b * np.float32(3) + c).astype("float32")
+
+
+def raw_bytes(t) -> bytes:
+    """The bytes of a contiguous host tvm tensor, whatever its dtype (bfloat16, bool, vectors;
+    sub-byte dtypes packed as they are held)."""
+    dtype = tvm_ffi.dtype(str(t.dtype))
+    nbytes = (int(np.prod(t.shape, dtype=np.int64)) * dtype.bits * dtype.lanes + 7) // 8
+    return np.from_dlpack(_TENSOR_VIEW(t, tvm_ffi.Shape((nbytes,)), "uint8", 0)).tobytes()
+
+
+_TENSOR_VIEW = tvm_ffi.get_global_func("runtime.TVMTensorCreateView")
 
 
 def ints(shape, dtype="float32", seed=0, low=-8, high=9):

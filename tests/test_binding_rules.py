@@ -19,19 +19,11 @@ import tvm_ffi
 from tvm import te
 
 import tvm_partial
-from helpers import compile_te, ints, run_json, tensor
+from helpers import compile_te, ints, raw_bytes, run_json, tensor
 from tvm_partial import _ffi_api
 from tvm_partial import _fixtures as fixtures
 
-_view = tvm_ffi.get_global_func("runtime.TVMTensorCreateView")
 echo = tvm_ffi.convert(lambda *args: list(args))  # which value reached which position
-
-
-def raw_bytes(t) -> bytes:
-    """The bytes of a contiguous tvm tensor, whatever its dtype (bfloat16 included)."""
-    dtype = tvm_ffi.dtype(str(t.dtype))
-    nbytes = (int(np.prod(t.shape, dtype=np.int64)) * dtype.bits * dtype.lanes + 7) // 8  # sub-byte: packed
-    return np.from_dlpack(_view(t, tvm_ffi.Shape((nbytes,)), "uint8", 0)).tobytes()
 
 
 def run_conv(g, inputs):

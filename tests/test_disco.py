@@ -84,16 +84,7 @@ def test_two_disco_workers_load_and_call_one_artifact(tmp_path):
     assert result["worker1"] == result["local"]
 
 
-# -- Relax models with tensor-parallel shards ---------------------------------------------------
-# A frontend.nn model whose Linear layer is split by output rows over the ranks (dim 0 of
-# fc.weight), with a per-output scale split along dim 1 of [1, RN] (its leading dim is 1: a row
-# shard too) and a replicated input shift. Each rank's output is its columns of the whole
-# model's: concatenated along axis 1 they are the whole model's output in one process, bitwise
-# (small integers: every float sum is exact).
-RN, RK = 64, 16  # fc.weight is [RN, RK] whole; scale [1, RN]; x [2, RK]
-
-
-# -- compiled kernels with shards: each worker maps its own shard of one file ----------------------------------------------------
+# -- compiled kernels with shards: each worker maps its own shard of one file ------------------
 @skip_without_disco
 @pytest.mark.parametrize(
     ("world", "placement", "split"),
@@ -235,6 +226,15 @@ def test_a_worker_that_cannot_load_ends_the_session_with_the_reason(tmp_path, ca
         assert message in proc.stderr, proc.stderr[-2000:]
 
 
+# -- Relax models with tensor-parallel shards ---------------------------------------------------
+# A frontend.nn model whose Linear layer is split by output rows over the ranks (dim 0 of
+# fc.weight), with a per-output scale split along dim 1 of [1, RN] (its leading dim is 1: a row
+# shard too) and a replicated input shift. Each rank's output is its columns of the whole
+# model's: concatenated along axis 1 they are the whole model's output in one process, bitwise
+# (small integers: every float sum is exact).
+RN, RK = 64, 16  # fc.weight is [RN, RK] whole; scale [1, RN]; x [2, RK]
+
+
 def _relax_tp(rows: int):
     """(executable, IRModule) of the rank model: fc.weight [rows, RK], scale [1, rows]."""
 
@@ -364,7 +364,8 @@ def test_relax_shards_are_checked_at_bind_time(relax_tp):
 
     script_exe = tvm.compile(Rank, target="llvm")
     whole = params["fc.weight"]
-    assert tvm_partial.bindings(tvm_partial.partial(script_exe, w=whole, shards={"w": 0}, world=2))
+    held = tvm_partial.bindings(tvm_partial.partial(script_exe, w=whole, shards={"w": 0}, world=2))
+    assert held["main"][1].numpy().tobytes() == whole.tobytes()  # bound whole: each rank slices it
     with pytest.raises(ValueError, match=r"parameter 'w' .*one rank's shard of \(32, 16\).*does not match w"):
         tvm_partial.partial(script_exe, w=whole[: RN // 2], shards={"w": 0}, world=2)
 

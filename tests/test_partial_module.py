@@ -15,16 +15,10 @@ import tvm_ffi
 from tvm import te
 
 import tvm_partial
-from helpers import SANITIZED, affine4_ref, ints, run_json, run_python, tensor
+from helpers import SANITIZED, affine4_ref, ints, raw_bytes, run_json, run_python, tensor
 from tvm_partial import _fixtures as fixtures
 
 _view = tvm_ffi.get_global_func("runtime.TVMTensorCreateView")
-
-
-def raw_bytes(t) -> bytes:
-    """The bytes of a contiguous tensor, whatever its dtype (bfloat16 and bool included)."""
-    nbytes = int(np.prod(t.shape, dtype=np.int64)) * ((tvm_ffi.dtype(str(t.dtype)).bits + 7) // 8)
-    return np.from_dlpack(_view(t, tvm_ffi.Shape((nbytes,)), "uint8", 0)).tobytes()
 
 
 @pytest.fixture(scope="module")

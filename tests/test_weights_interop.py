@@ -16,11 +16,10 @@ import numpy as np
 import pytest
 import safetensors.numpy as safetensors_numpy
 import tvm
-import tvm_ffi
 from tvm import te
 
 import tvm_partial
-from helpers import cmake_package_dirs, compile_te, ints, run_json
+from helpers import cmake_package_dirs, compile_te, ints, raw_bytes, run_json
 
 N = 64 * 1024  # 256 KiB of float32 per tensor: sizes dwarf metadata and alignment
 PLACEMENTS = {
@@ -28,13 +27,6 @@ PLACEMENTS = {
     "zero_copy": {"zero_copy": True},
     "weights_file": {"weights_file": "w.safetensors"},
 }
-
-
-def raw_bytes(t) -> bytes:
-    """The bytes of a contiguous tvm tensor, sub-byte dtypes packed as they are held."""
-    dtype = tvm_ffi.dtype(str(t.dtype))
-    nbytes = (int(np.prod(t.shape, dtype=np.int64)) * dtype.bits * dtype.lanes + 7) // 8
-    return t._create_view((nbytes,), "uint8").numpy().tobytes()
 
 
 @pytest.fixture(scope="module")
