@@ -29,6 +29,13 @@ namespace detail {
 constexpr const char* kEmbeddedPrefix = "tvm_partial.embedded_copy.";
 
 /*!
+ * \brief Whether this copy of the code is the one embedded in a self-contained artifact. The same
+ *        objects make both copies; each links one definition: copy_installed.cc (false) into
+ *        libtvm_partial.so, copy_embedded.cc (true) into tvm_partial_embed.o.
+ */
+bool IsEmbeddedCopy() noexcept;
+
+/*!
  * \brief Set global `name` to `func` with "type_schema" metadata, as reflection::GlobalDef does
  *        (tvm-ffi-stubgen reads it), but honouring `can_override`, which GlobalDef does not take.
  *        Throws on failure.
@@ -51,7 +58,7 @@ inline void SetGlobalWithSchema(const char* name, const ::tvm::ffi::Function& fu
  * \brief Register `func` as global `name` with type schema `type_schema`, from a static
  *        initialiser. Called through RegisterGlobalOnce and RegisterPackedGlobalOnce below.
  *
- * Embedded copies (built with TVM_PARTIAL_EMBEDDED) never override: the first one loaded serves
+ * Embedded copies (IsEmbeddedCopy()) never override: the first one loaded serves
  * until the installed library is loaded. The installed library takes over a registration that an
  * embedded copy made (artifacts are linked with -z nodelete, so the code of the closures and
  * modules that copy made stays valid), and leaves any other existing registration alone.
@@ -63,18 +70,18 @@ inline void RegisterGlobalWithSchemaOnce(const char* name, const ::tvm::ffi::Fun
   try {
     const std::string marker = std::string(kEmbeddedPrefix) + name;
     ffi::Optional<ffi::Function> existing = ffi::Function::GetGlobal(name);
-#ifdef TVM_PARTIAL_EMBEDDED
-    if (existing.has_value()) return;
-    SetGlobalWithSchema(name, func, type_schema, /*can_override=*/false);
-    ffi::Function::SetGlobal(marker, func, /*can_override=*/true);
-#else
+    if (IsEmbeddedCopy()) {
+      if (existing.has_value()) return;
+      SetGlobalWithSchema(name, func, type_schema, /*can_override=*/false);
+      ffi::Function::SetGlobal(marker, func, /*can_override=*/true);
+      return;
+    }
     if (existing.has_value()) {
       ffi::Optional<ffi::Function> embedded = ffi::Function::GetGlobal(marker);
       if (!embedded.has_value() || !embedded.value().same_as(existing.value()))
         return;  // not an embedded copy's
     }
     SetGlobalWithSchema(name, func, type_schema, /*can_override=*/existing.has_value());
-#endif
   } catch (...) {
     // Keep whatever is registered; the process must survive being loaded.
   }
