@@ -21,13 +21,21 @@ case "$TARGET" in
   *) echo "scripts/fuzz.sh: TARGET is loader or weights, not $TARGET" >&2; exit 2 ;;
 esac
 mkdir -p "$OUT/corpus" "$OUT/crashes" "$OUT/seeds"
+# The library's objects, built once for both targets (in parallel, and again only where a source
+# changed) by the project's own CMake with clang and the fuzzers' instrumentation; each target then
+# links them with its entry point and the installed copy's registration rule (cpp/copy_installed.cc).
+FLAGS="-g -O1 -DTVM_PARTIAL_FUZZING -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined"
+cmake -S . -B build/fuzz/objects -DCMAKE_BUILD_TYPE= -DCMAKE_CXX_COMPILER=clang++ \
+  "-DCMAKE_CXX_FLAGS=$FLAGS" -DSKBUILD_PROJECT_NAME=tvm_partial -DSKBUILD_PROJECT_VERSION=0.0.0 \
+  "-Dtvm_ffi_DIR=$("$PYTHON" -m tvm_ffi.config --cmakedir)" -DPython_EXECUTABLE="$(command -v "$PYTHON")" >/dev/null
+cmake --build build/fuzz/objects --target tvm_partial_objects --parallel "$(nproc)" >/dev/null
+mapfile -t OBJECTS < <(find build/fuzz/objects/cpp/CMakeFiles/tvm_partial_objects.dir -name '*.o' | sort)
 FFI_INCLUDE="$("$PYTHON" -m tvm_ffi.config --includedir)"
 FFI_DLPACK="$("$PYTHON" -m tvm_ffi.config --dlpack-includedir)"
 FFI_LIB="$("$PYTHON" -m tvm_ffi.config --libfiles)"
-clang++ -std=c++17 -g -O1 -DTVM_PARTIAL_FUZZING -fsanitize=fuzzer,address,undefined \
-  -fno-sanitize-recover=undefined -Icpp/include -Icpp -I"$FFI_INCLUDE" -I"$FFI_DLPACK" \
-  $(find cpp -name '*.cc' | sort) \
-  "fuzz/fuzz_$TARGET.cc" "$FFI_LIB" -Wl,-rpath,"$(dirname "$FFI_LIB")" -o "$OUT/fuzz_$TARGET"
+clang++ -std=c++17 $FLAGS -fsanitize=fuzzer -Icpp/include -Icpp -I"$FFI_INCLUDE" -I"$FFI_DLPACK" \
+  "${OBJECTS[@]}" cpp/copy_installed.cc "fuzz/fuzz_$TARGET.cc" "$FFI_LIB" -Wl,-rpath,"$(dirname "$FFI_LIB")" \
+  -o "$OUT/fuzz_$TARGET"
 if [ "$TARGET" = loader ]; then
   "$PYTHON" fuzz/make_seeds.py "$OUT/seeds"
   # A whole-blob dictionary helps the mutator build valid headers and kinds.
