@@ -103,6 +103,25 @@ def run_python(code: str, *args: str, env: dict | None = None, timeout: int = 30
     )
 
 
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    """The ``tvm-partial`` command with ``args``, run in this process (its parsing, reading and
+    formatting; what the tests of one command check), as ``subprocess.run`` would report it. The
+    command's readers are the Python API's, whose damaged inputs the tests also read in-process;
+    the few end-to-end runs of the installed command (tests/test_cli.py) start an interpreter."""
+    import contextlib
+    import io
+
+    from tvm_partial.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as stop:  # argparse: --help, --version, a bad argument
+            code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 2)
+    return subprocess.CompletedProcess(["tvm-partial", *args], code, out.getvalue(), err.getvalue())
+
+
 def run_json(code: str, *args: str, env: dict | None = None):
     """Run code that prints one JSON document last; a crash or error fails the test."""
     proc = run_python(code, *args, env=env)

@@ -1,6 +1,8 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""The tvm-partial command, run as a user would."""
+"""The tvm-partial command: each command's parsing, reading, formatting and exit codes in this
+process (helpers.run_cli), and end to end as a user runs it (the demo, the console script,
+``python -m tvm_partial --version``) in a fresh interpreter."""
 
 from __future__ import annotations
 
@@ -19,12 +21,15 @@ import pytest
 import tvm
 
 import tvm_partial
-from helpers import affine4_ref, compile_te, ints, run_json
+from helpers import affine4_ref, compile_te, ints, run_cli, run_json
 from tvm_partial import _progress
 from tvm_partial._progress import Progress, format_size
 
+cli = run_cli
 
-def cli(*args: str, timeout: int = 300):
+
+def cli_process(*args: str, timeout: int = 300):
+    """The command as a user runs it: ``python -m tvm_partial ARGS`` in a fresh interpreter."""
     return subprocess.run(
         [sys.executable, "-m", "tvm_partial", *args], capture_output=True, text=True, timeout=timeout
     )
@@ -33,7 +38,7 @@ def cli(*args: str, timeout: int = 300):
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo")
-    return cli("demo", "--out", str(out), "--calls", "200"), out
+    return cli_process("demo", "--out", str(out), "--calls", "200"), out
 
 
 DEMO_ROWS = (

@@ -46,6 +46,7 @@ def cuda_check():
     return _module("cuda_check", SCRIPT)
 
 
+@pytest.mark.slow
 def test_cpu_dry_run_passes_every_check_a_cpu_can_run(tmp_path, cuda_check):
     out = tmp_path / "results.json"
     skip = [arg for name in LEFT_OUT for arg in ("--skip", name)]

@@ -7,8 +7,6 @@ from __future__ import annotations
 import os
 import re
 import struct
-import subprocess
-import sys
 from pathlib import Path
 
 import ml_dtypes
@@ -19,7 +17,7 @@ from tvm import te
 
 import tvm_partial
 import tvm_partial.remote
-from helpers import compile_te, reseal, run_json, tensor
+from helpers import compile_te, reseal, run_cli, run_json, tensor
 from tvm_partial import _fixtures as fixtures
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,7 +94,7 @@ def _fifo(ctx) -> str:
 
 
 def _cli(*args):
-    proc = subprocess.run([sys.executable, "-m", "tvm_partial", *args], capture_output=True, text=True)
+    proc = run_cli(*args)
     assert proc.returncode == 2
     raise SystemExit(proc.stderr.strip())
 

@@ -23,7 +23,7 @@ def test_readme_starts_with_demo_and_test_commands():
     demo_command, test_command = _commands()
     assert demo_command.endswith("tvm-partial demo")
     assert test_command.endswith("-m pytest -q")
-    ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()
+    ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
     # .ci/run runs exactly the README's two commands, the demo's first, in a .venv it removed before.
     assert demo_command in ci and test_command in ci
     assert ci.index("rm -rf .venv") < ci.index(demo_command) < ci.index(test_command)

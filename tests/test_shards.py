@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 import struct
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -18,7 +16,18 @@ import tvm
 from tvm import te
 
 import tvm_partial
-from helpers import compile_te, ints, mapped_file, raw_bytes, reseal, run_cases, run_json, run_python, tensor
+from helpers import (
+    compile_te,
+    ints,
+    mapped_file,
+    raw_bytes,
+    reseal,
+    run_cases,
+    run_cli,
+    run_json,
+    run_python,
+    tensor,
+)
 
 N, K = 8, 16  # the whole weight is [N, K]; each of 2 ranks holds [N // 2, K]
 WORLD = 2
@@ -242,12 +251,7 @@ def test_each_rank_loads_its_own_slice(tp, tmp_path, placement):
     assert one["intact"] and [(p["position"], p.get("rank")) for p in one["payloads"]] == [(0, 1), (1, None)]
     assert one["bytes"] == N * K * 2 + K * 4
     if placement == "inline":  # the command says it too
-        shown = subprocess.run(
-            [sys.executable, "-m", "tvm_partial", "inspect", path],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        shown = run_cli("inspect", path)
         assert (
             "float32[8x16] on cpu:0, 512 B, split along dim 0 over 2 ranks (each rank: [4x16], 256 B)"
             in shown.stdout
@@ -379,9 +383,7 @@ def test_column_shard_cli_and_verify_name_the_stored_layout(tmp_path):
     path = str(tmp_path / "qkv.so")
     pm = tvm_partial.partial(exe, signature=sig, w=ints((3 * N, K)), shards={"w": (0, 3)}, world=2)
     tvm_partial.export_library(pm, path, zero_copy=True)
-    shown = subprocess.run(
-        [sys.executable, "-m", "tvm_partial", "inspect", path], capture_output=True, text=True, timeout=120
-    )
+    shown = run_cli("inspect", path)
     assert (
         "split along dim 0 in 3 blocks over 2 ranks (each rank: [12x16], 768 B, stored rank by rank)"
         in shown.stdout
@@ -592,9 +594,8 @@ def test_verify_of_one_rank_reads_only_its_range(tp, tmp_path):
     assert [(p["name"], p.get("rank")) for p in damaged] == [("w", 0)]
     whole = tvm_partial.verify(path)["damaged"]
     assert [(p["name"], p.get("rank")) for p in whole] == [("w", None), ("w", 0)]
-    cli = [sys.executable, "-m", "tvm_partial", "verify", path, "--shard"]
-    assert subprocess.run([*cli, "1/2"], capture_output=True, timeout=120).returncode == 0
-    shown = subprocess.run([*cli, "0/2"], capture_output=True, text=True, timeout=120)
+    assert run_cli("verify", path, "--shard", "1/2").returncode == 0
+    shown = run_cli("verify", path, "--shard", "0/2")
     assert shown.returncode == 1 and "position 0 (w), rank 0's shard: 256 B at file offset" in shown.stdout
     with pytest.raises(ValueError, match=r"sharded over world 2 \(function 'main' position 0\), not 4"):
         tvm_partial.verify(path, shard=(0, 4))

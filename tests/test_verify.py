@@ -6,20 +6,15 @@ it lies (inline in the embedded blob, or in the zero-copy region of the file).""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tvm_ffi
 
 import tvm_partial
+from helpers import run_cli
 
-
-def cli(*args: str):
-    return subprocess.run(
-        [sys.executable, "-m", "tvm_partial", *args], capture_output=True, text=True, timeout=300
-    )
+cli = run_cli
 
 
 @pytest.fixture(scope="module")

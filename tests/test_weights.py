@@ -8,8 +8,6 @@ import json
 import os
 import re
 import struct
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -19,7 +17,7 @@ from hypothesis import strategies as st
 from tvm import te
 
 import tvm_partial
-from helpers import affine4_ref, compile_te, ints
+from helpers import affine4_ref, compile_te, ints, run_cli
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 
@@ -275,8 +273,6 @@ def test_header_reader_on_raw_bytes(tmp_path_factory, data, cut):
 def test_verify_and_inspect_weights_file(kernel, tmp_path):
     """verify checks each payload against the hash save_weights recorded; a byte changed in place
     is caught and named; the command line reports it with exit 1."""
-    import subprocess
-    import sys
 
     _, path = _saved(kernel, tmp_path)
     report = tvm_partial.verify(path)
@@ -291,9 +287,7 @@ def test_verify_and_inspect_weights_file(kernel, tmp_path):
     path.write_bytes(bytes(raw))
     report = tvm_partial.verify(path)
     assert not report["intact"] and [p["key"] for p in report["damaged"]] == ["c"]
-    proc = subprocess.run(
-        [sys.executable, "-m", "tvm_partial", "verify", str(path)], capture_output=True, text=True
-    )
+    proc = run_cli("verify", str(path))
     assert proc.returncode == 1 and "DAMAGED: function 'main' position 2 (c)" in proc.stdout
     other = tmp_path / "plain.safetensors"
     safetensors_numpy.save_file({"w": np.zeros(3, "float32")}, str(other))
@@ -378,12 +372,7 @@ def test_export_with_weights_file(external, tmp_path):
     assert report["intact"] and report["checked"] == 2
     assert {p["placement"] for p in report["payloads"]} == {"weights file"}
     assert tvm_partial.verify(weights)["intact"]
-    import subprocess
-    import sys
-
-    shown = subprocess.run(
-        [sys.executable, "-m", "tvm_partial", "inspect", str(lib)], capture_output=True, text=True
-    )
+    shown = run_cli("inspect", str(lib))
     assert (
         shown.returncode == 0
         and f"weights file model.safetensors ({weights}): present, matches this artifact" in shown.stdout
@@ -741,9 +730,7 @@ def test_metadata_nested_past_the_bound_is_a_value_error(kernel, tmp_path):
     for check in (tvm_partial.inspect, tvm_partial.verify):
         with pytest.raises(ValueError, match=rf"{path}: tvm_partial.hashes record nests deeper than"):
             check(path)
-    proc = subprocess.run(
-        [sys.executable, "-m", "tvm_partial", "verify", str(path)], capture_output=True, text=True
-    )
+    proc = run_cli("verify", str(path))
     assert proc.returncode == 2 and str(path) in proc.stderr and "nests deeper" in proc.stderr
 
 

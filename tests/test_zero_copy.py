@@ -12,7 +12,7 @@ import pytest
 import tvm
 
 import tvm_partial
-from helpers import affine4_ref, ints, reseal, run_json, tensor, trailer_hash
+from helpers import affine4_ref, ints, reseal, run_cli, run_json, tensor, trailer_hash
 from tvm_partial import _fixtures as fixtures
 from tvm_partial._progress import format_size
 from tvm_partial.artifact import read as _read
@@ -284,8 +284,6 @@ def all_refuse(lib, reason: str) -> str:
     """load (in a fresh process), inspect, verify and the CLI all refuse ``lib`` for ``reason``,
     naming it, with the same message: one reader, one verdict."""
     import re
-    import subprocess
-    import sys
 
     message = _load_error(lib)
     assert message.startswith(f"ValueError: {lib} ") and reason in message, message
@@ -294,9 +292,7 @@ def all_refuse(lib, reason: str) -> str:
         with pytest.raises(ValueError, match=re.escape(text)):
             check(lib)
     for command in ("inspect", "verify"):
-        proc = subprocess.run(
-            [sys.executable, "-m", "tvm_partial", command, str(lib)], capture_output=True, text=True
-        )
+        proc = run_cli(command, str(lib))
         assert proc.returncode == 2 and text in proc.stderr, (command, proc.returncode, proc.stderr)
     return text
 
@@ -459,8 +455,6 @@ def test_object_writers_agree(affine4, tmp_path, monkeypatch, writer):
 
 
 def test_inspect_checks_the_region(affine4, tmp_path):
-    import subprocess
-    import sys
 
     exe, _ = affine4
     lib = tmp_path / "r.so"
@@ -473,9 +467,7 @@ def test_inspect_checks_the_region(affine4, tmp_path):
     assert lib.read_bytes()[region["file_offset"] : region["file_offset"] + 8] == b"TVMPREGN"
 
     def cli(path):
-        return subprocess.run(
-            [sys.executable, "-m", "tvm_partial", "inspect", str(path)], capture_output=True, text=True
-        )
+        return run_cli("inspect", str(path))
 
     text = cli(lib).stdout
     assert (
