@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-# The whole test suite (the slow tests included) against an AddressSanitizer +
+# The default tests that exercise the C++ code, against an AddressSanitizer +
 # UndefinedBehaviorSanitizer build of the extension (gcc's runtimes, preloaded into Python and
 # every process the tests start).
 #   scripts/sanitize.sh [pytest args...]
-# Leak detection is off: CPython and LLVM keep memory until exit by design. Left out: the fuzz
-# smoke test (it builds its own clang-sanitized binary, whose runtime clashes with gcc's), the
-# resident-memory test (ASan's quarantine holds 256 MiB of freed memory by design) and the wheel
-# tests (they run the compiler and auditwheel, not the extension; the plain run covers them).
+# Leak detection is off: CPython and LLVM keep memory until exit by design. Left out: the checks of
+# the source and of the docs that run no C++ of ours (lint, types, packaging, the README, the API
+# reference, the benchmarks' and GPU script's smoke runs, which repeat paths the suite covers), the
+# slow tests (they run once, in the plain build), and the resident-memory test (ASan's quarantine
+# holds 256 MiB of freed memory by design).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=build/asan-venv
@@ -20,5 +21,7 @@ python3 -m venv "$VENV"
 PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
 export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:print_summary=1:allocator_may_return_null=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-LD_PRELOAD="$PRELOAD" "$VENV/bin/python" -m pytest -q -p no:cacheprovider -m "slow or not slow" \
-  -k "not fuzzer_runs and not memory_flat and not test_wheel_" "$@"
+LD_PRELOAD="$PRELOAD" "$VENV/bin/python" -m pytest -q -p no:cacheprovider -k "not memory_flat" \
+  --ignore=tests/test_hygiene.py --ignore=tests/test_typing.py --ignore=tests/test_packaging.py \
+  --ignore=tests/test_readme.py --ignore=tests/test_api_doc.py --ignore=tests/test_benchmarks.py \
+  --ignore=tests/test_cuda_check.py "$@"
