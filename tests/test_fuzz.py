@@ -127,7 +127,8 @@ WEIGHTS_CHECKS = {
     "metadata_value_not_a_string": "__metadata__ holds a value that is not a string",
     "shape_65_dimensions": "shape is not a list of at most 64 non-negative ints",
     "shape_negative_dimension_beside_a_zero": "shape is not a list of at most 64 non-negative ints",
-    "shape_product_past_2_64": "need more than 2^64",
+    "shape_product_past_2_64": "the shape's element count overflows",
+    "shape_zero_beside_a_product_past_int64": "shape [0, 4611686018427387904, 16]: the shape's element count overflows",
     "tensors_overlap": "tensors 'a' and 'b' overlap in the file",
 }
 

@@ -141,6 +141,12 @@ Entry ReadEntry(const std::string& path, const std::string& key, const ffi::json
     }
   }
   if (!shape_ok) Bad(path, where + ": shape is not a list of at most 64 non-negative ints");
+  // The format's rule (format::ShapeProblem): an element count past int64, even beside a 0
+  // dimension, is no tensor (its strides would overflow).
+  uint64_t ignored = 0;
+  const std::string problem = format::ShapeProblem(
+      out.shape.data(), out.shape.size(), ffi::StringToDLDataType(dtype->tvm), &ignored);
+  if (!problem.empty()) Bad(path, where + ": shape " + ShapeText(out.shape) + ": " + problem);
   auto offsets_field = field("data_offsets");
   auto offsets = offsets_field ? offsets_field->try_cast<ffi::json::Array>() : std::nullopt;
   std::optional<int64_t> begin, end;
