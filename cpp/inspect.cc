@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -315,6 +316,27 @@ ffi::Array<ffi::Any> WeightsEntries(const weights::WeightsFile& file) {
 }
 
 Dict InspectWeights(const ffi::String& path) {
+  if (weights::IsIndex(path)) {  // an index: each file named, each tensor with its file
+    const weights::WeightsSet set = weights::OpenSet(path);
+    Dict out;
+    ffi::Array<ffi::Any> files, tensors;
+    int64_t total = 0;
+    for (const weights::WeightsFile& file : set.files) {
+      total += static_cast<int64_t>(file.file->size);
+      files.push_back(Dict{{"path", ffi::String(file.file->path)},
+                           {"bytes", static_cast<int64_t>(file.file->size)}});
+      for (const ffi::Any& any : WeightsEntries(file)) {
+        Dict entry = any.cast<Dict>();
+        entry.Set("file", ffi::String(file.file->path));
+        tensors.push_back(entry);
+      }
+    }
+    out.Set("total_bytes", total);
+    out.Set("tensors", tensors);
+    out.Set("files", files);
+    out.Set("metadata", Dict());
+    return out;
+  }
   const weights::WeightsFile file = weights::Open(path);
   Dict out;
   out.Set("total_bytes", static_cast<int64_t>(file.file->size));
@@ -359,8 +381,11 @@ Dict VerifyWeights(const ffi::String& path, ffi::Optional<ffi::Function> progres
 /*! \brief open_weights: {name or position: tensor} of `function`'s keys (and bare names). A key
  *         the file records for another function (`tvm_partial.bindings`) is that function's; the
  *         other places of a tensor stored once (`tvm_partial.shared`) name the same tensor. */
-ffi::Map<ffi::Any, ffi::Any> OpenWeights(const ffi::String& path, const ffi::String& function) {
-  const weights::WeightsFile file = weights::Open(path);
+/*! \brief The tensors of one safetensors file for `function` (none: an error, unless
+ *         `none_is_empty`, for one file of an index). */
+ffi::Map<ffi::Any, ffi::Any> OpenFileWeights(const weights::WeightsFile& file,
+                                             const ffi::String& function, bool none_is_empty) {
+  const std::string path = file.file->path;
   const auto recorded = weights::RecordedBindings(file);
   const auto shared = weights::RecordedShared(file);
   std::map<std::string, std::string> by_name;  // name -> the key it came from
@@ -396,6 +421,7 @@ ffi::Map<ffi::Any, ffi::Any> OpenWeights(const ffi::String& path, const ffi::Str
     if (weights::WeightsFile::IsTensorKey(key)) take(key, key);
   }
   for (const auto& [alias, stored] : shared) take(alias, stored);
+  if (keys.empty() && none_is_empty) return {};
   if (keys.empty()) {
     std::sort(functions.begin(), functions.end());
     functions.erase(std::unique(functions.begin(), functions.end()), functions.end());
@@ -433,14 +459,96 @@ ffi::Map<ffi::Any, ffi::Any> OpenWeights(const ffi::String& path, const ffi::Str
   return out;
 }
 
+/*! \brief tvm_partial.OpenWeights(path, function): a safetensors file's tensors, or those of
+ *         every file an index names (each tensor in one of them: weights::OpenSet). */
+ffi::Map<ffi::Any, ffi::Any> OpenWeights(const ffi::String& path, const ffi::String& function) {
+  if (!weights::IsIndex(path)) return OpenFileWeights(weights::Open(path), function, false);
+  const weights::WeightsSet set = weights::OpenSet(path);
+  ffi::Map<ffi::Any, ffi::Any> out;
+  for (const weights::WeightsFile& file : set.files) {
+    for (const auto& [key, tensor] : OpenFileWeights(file, function, true)) {
+      if (out.count(key)) {
+        auto name = key.try_cast<ffi::String>();
+        weights::Bad(std::string(path),
+                     "two of its files give " +
+                         (name.has_value() ? "parameter '" + std::string(*name) + "'"
+                                           : "position " + std::to_string(key.cast<int64_t>())) +
+                         " of function '" + std::string(function) + "'; keep one");
+      }
+      out.Set(key, tensor);
+    }
+  }
+  if (out.empty()) {
+    TVM_FFI_THROW(ValueError) << path << ": no weights for function '" << function << "'";
+  }
+  return out;
+}
+
+/*! \brief tvm_partial.MapTensors(path, [[name, offset, bytes, dtype, shape], ...]): tensors
+ *         whose payloads lie in a file another format describes (ONNX external data), each a
+ *         view of one private mapping where 64-byte aligned, else an aligned copy; every range
+ *         checked against the file and against its dtype and shape. */
+ffi::Map<ffi::String, ffi::Tensor> MapTensors(const ffi::String& path,
+                                              const ffi::Array<ffi::Array<ffi::Any>>& entries) {
+  const std::shared_ptr<storage::File> file = storage::OpenRegular(path, "data file");
+  struct Range {
+    std::string name;
+    uint64_t offset, bytes;
+    DLDataType dtype;
+    std::vector<int64_t> shape;
+  };
+  std::vector<Range> ranges;
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (const ffi::Array<ffi::Any>& e : entries) {
+    if (e.size() != 5) TVM_FFI_THROW(ValueError) << "MapTensors: each entry has 5 fields";
+    Range r{std::string(e[0].cast<ffi::String>()),
+            static_cast<uint64_t>(e[1].cast<int64_t>()),
+            static_cast<uint64_t>(e[2].cast<int64_t>()),
+            ffi::StringToDLDataType(e[3].cast<ffi::String>()),
+            {}};
+    for (const ffi::Any& d : e[4].cast<ffi::Array<ffi::Any>>())
+      r.shape.push_back(d.cast<int64_t>());
+    uint64_t expected = 0;
+    const std::string problem =
+        format::ShapeProblem(r.shape.data(), r.shape.size(), r.dtype, &expected);
+    if (!problem.empty() || expected != r.bytes) {
+      TVM_FFI_THROW(ValueError) << path << ": tensor '" << r.name << "' of " << r.bytes
+                                << " bytes does not match its dtype and shape ("
+                                << (problem.empty() ? std::to_string(expected) + " bytes" : problem)
+                                << ")";
+    }
+    if (r.offset > file->size || r.bytes > file->size - r.offset) {
+      TVM_FFI_THROW(ValueError) << path << " is truncated: tensor '" << r.name << "' needs bytes "
+                                << r.offset << " to " << r.offset + r.bytes << ", the file has "
+                                << file->size;
+    }
+    lo = std::min(lo, r.offset);
+    hi = std::max(hi, r.offset + r.bytes);
+    ranges.push_back(std::move(r));
+  }
+  ffi::Map<ffi::String, ffi::Tensor> out;
+  if (ranges.empty()) return out;
+  const storage::Mapping mapping = storage::MapPrivate(*file, lo, hi - lo);
+  for (const Range& r : ranges) {
+    out.Set(ffi::String(r.name),
+            storage::HostPayloadTensor(mapping.data + (r.offset - lo), mapping.keepalive, r.dtype,
+                                       r.shape, r.bytes));
+  }
+  return out;
+}
+
 }  // namespace
 
 TVM_FFI_STATIC_INIT_BLOCK() {
+  detail::RegisterGlobalOnce("tvm_partial.MapTensors", MapTensors);
   detail::RegisterGlobalOnce("tvm_partial.InspectArtifact", InspectArtifact);
   detail::RegisterGlobalOnce("tvm_partial.VerifyArtifact", VerifyArtifact);
   detail::RegisterGlobalOnce("tvm_partial.InspectWeights", InspectWeights);
   detail::RegisterGlobalOnce("tvm_partial.VerifyWeights", VerifyWeights);
   detail::RegisterGlobalOnce("tvm_partial.OpenWeights", OpenWeights);
+  // Whether a weights path names an index of several files (weights::IsIndex), for inspect.
+  detail::RegisterGlobalOnce("tvm_partial.IsWeightsIndex",
+                             [](ffi::String path) { return weights::IsIndex(path); });
 }
 
 }  // namespace tvm_partial

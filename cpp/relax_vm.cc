@@ -7,20 +7,26 @@
  *        serialises (a `relax.VirtualMachine` module does not) and runs after loading.
  *
  * The executable is the module's first import, so `export_library` saves it (and the kernels it
- * imports) in the import tree as usual; this module's own bytes record only the devices:
+ * imports) in the import tree as usual; this module's own bytes record the devices and what a
+ * frontend compiled into the executable (compiled_in.h):
  *
  *   "TVMPAVM1" | u32 device count (1..8) | per device: i32 device type | i32 device id
  *              | i32 allocator (1 naive, 2 pooled)
+ *              | compiled-in records (compiled_in.h: u32 count, then name, dtype, shape, hash)
  *
  * The VirtualMachine is created on first use (the first `GetFunction`), not at load, and the
  * functions it returns are the VM's own: a partial module binding `main` wraps `vm["main"]`.
  */
+#include <tvm/ffi/container/map.h>
+#include <tvm/ffi/container/shape.h>
+#include <tvm/ffi/dtype.h>
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/extra/module.h>
 #include <tvm/ffi/function.h>
 #include <tvm/ffi/memory.h>
 #include <tvm/ffi/string.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -28,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "compiled_in.h"
 #include "device.h"
 #include "registry.h"
 
@@ -50,6 +57,12 @@ struct VMDevice {
   int32_t allocator;
 };
 
+/*! \brief What a module's bytes record. */
+struct VMRecord {
+  std::vector<VMDevice> devices;
+  std::vector<CompiledIn> compiled_in;
+};
+
 void CheckDevices(const std::vector<VMDevice>& devices, const char* who) {
   if (devices.empty() || devices.size() > kMaxDevices) {
     TVM_FFI_THROW(ValueError) << who << ": a VirtualMachine needs 1 to " << kMaxDevices
@@ -68,8 +81,8 @@ void CheckDevices(const std::vector<VMDevice>& devices, const char* who) {
 
 class RelaxVMModuleObj final : public ffi::ModuleObj {
  public:
-  RelaxVMModuleObj(std::vector<VMDevice> devices, ffi::Optional<ffi::Module> executable)
-      : devices_(std::move(devices)) {
+  RelaxVMModuleObj(VMRecord record, ffi::Optional<ffi::Module> executable)
+      : devices_(std::move(record.devices)), compiled_in_(std::move(record.compiled_in)) {
     if (executable.has_value()) imports_.push_back(*executable);
   }
 
@@ -99,6 +112,7 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
       put(static_cast<uint32_t>(d.id));
       put(static_cast<uint32_t>(d.allocator));
     }
+    WriteCompiledIn(compiled_in_, &out);
     return ffi::Bytes(out);
   }
 
@@ -117,8 +131,8 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
     return true;
   }
 
-  /*! \brief The devices a record (this module's bytes) names, checked. */
-  static std::vector<VMDevice> ParseRecord(const ffi::Bytes& bytes) {
+  /*! \brief What a record (this module's bytes) names, checked. */
+  static VMRecord ParseRecord(const ffi::Bytes& bytes) {
     const char* who = "partial_apply_vm loader";
     const size_t size = bytes.size();
     const unsigned char* p = reinterpret_cast<const unsigned char*>(bytes.data());
@@ -132,19 +146,26 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
       return v;
     };
     const uint32_t count = get(8);
-    if (count == 0 || count > kMaxDevices || size != 12 + static_cast<size_t>(count) * 12) {
+    if (count == 0 || count > kMaxDevices || size < 12 + static_cast<size_t>(count) * 12) {
       TVM_FFI_THROW(ValueError) << who << ": record of " << size << " bytes for " << count
                                 << " devices (expected 1 to " << kMaxDevices << ", 12 bytes each)";
     }
-    std::vector<VMDevice> devices;
+    VMRecord record;
     for (uint32_t i = 0; i < count; ++i) {
       const size_t at = 12 + 12 * static_cast<size_t>(i);
-      devices.push_back({static_cast<int32_t>(get(at)), static_cast<int32_t>(get(at + 4)),
-                         static_cast<int32_t>(get(at + 8))});
+      record.devices.push_back({static_cast<int32_t>(get(at)), static_cast<int32_t>(get(at + 4)),
+                                static_cast<int32_t>(get(at + 8))});
     }
-    CheckDevices(devices, who);
-    return devices;
+    CheckDevices(record.devices, who);
+    size_t at = 12 + static_cast<size_t>(count) * 12;
+    record.compiled_in = ReadCompiledIn(p, size, &at, who);
+    if (at != size) {
+      TVM_FFI_THROW(ValueError) << who << ": " << (size - at) << " unread bytes after the record";
+    }
+    return record;
   }
+
+  const std::vector<CompiledIn>& compiled_in() const { return compiled_in_; }
 
  private:
   /*! \brief The VirtualMachine, created and initialised on first use. */
@@ -197,26 +218,37 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
     return vm;
   }
 
-  std::vector<VMDevice> devices_;  // fixed once the VM exists (Retarget only before)
+  std::vector<VMDevice> devices_;        // fixed once the VM exists (Retarget only before)
+  std::vector<CompiledIn> compiled_in_;  // what a frontend compiled into the executable, by name
   std::mutex mutex_;
   ffi::Optional<ffi::Module> vm_;
 };
 
-/*! \brief tvm_partial.RelaxVMModule(executable, [[type, id, allocator], ...]) */
-ffi::Module MakeRelaxVMModule(ffi::Module executable, ffi::Array<ffi::Array<int64_t>> devices) {
+/*! \brief tvm_partial.RelaxVMModule(executable, [[type, id, allocator], ...], {name: tensor},
+ *         [name, ...]): the tensors a frontend compiled into the executable, by the model's
+ *         names, and which of them the code never reads. */
+ffi::Module MakeRelaxVMModule(ffi::Module executable, ffi::Array<ffi::Array<int64_t>> devices,
+                              ffi::Map<ffi::String, ffi::Tensor> compiled_in,
+                              ffi::Array<ffi::String> unused) {
   const char* who = "tvm_partial.RelaxVMModule";
   if (!executable->GetFunction("vm_load_executable", false).has_value()) {
     TVM_FFI_THROW(TypeError) << who << ": expected a Relax VM executable (relax.VMExecutable), got "
                              << executable->kind();
   }
-  std::vector<VMDevice> records;
+  VMRecord record;
   for (const ffi::Array<int64_t>& d : devices) {
     if (d.size() != 3) TVM_FFI_THROW(ValueError) << who << ": each device is [type, id, allocator]";
-    records.push_back(
+    record.devices.push_back(
         {static_cast<int32_t>(d[0]), static_cast<int32_t>(d[1]), static_cast<int32_t>(d[2])});
   }
-  CheckDevices(records, who);
-  return ffi::Module(ffi::make_object<RelaxVMModuleObj>(std::move(records), executable));
+  CheckDevices(record.devices, who);
+  for (const auto& [name, tensor] : compiled_in) {
+    record.compiled_in.push_back(RecordCompiledIn(name, tensor));
+    for (const ffi::String& u : unused) record.compiled_in.back().unused |= u == name;
+  }
+  std::sort(record.compiled_in.begin(), record.compiled_in.end(),
+            [](const CompiledIn& a, const CompiledIn& b) { return a.name < b.name; });
+  return ffi::Module(ffi::make_object<RelaxVMModuleObj>(std::move(record), executable));
 }
 
 }  // namespace
@@ -236,18 +268,34 @@ void RetargetRelaxVM(const ffi::Module& mod, DLDevice device) {
 
 }  // namespace detail
 
+std::vector<CompiledIn> CompiledInOf(const ffi::Module& mod) {
+  // A VM module of any copy of tvm-partial says it in its bytes; a partial module over one, in
+  // its wrapped module's.
+  const std::string kind = mod->kind();
+  if (kind == kVMKind) return RelaxVMModuleObj::ParseRecord(mod->SaveToBytes()).compiled_in;
+  if (kind == "partial_apply" && !mod->imports().empty()) {
+    return CompiledInOf(mod->imports()[0].cast<ffi::Module>());
+  }
+  return {};
+}
+
 TVM_FFI_STATIC_INIT_BLOCK() {
   detail::RegisterGlobalOnce("tvm_partial.RelaxVMModule", MakeRelaxVMModule);
   detail::RegisterGlobalOnce("ffi.Module.load_from_bytes.partial_apply_vm",
                              RelaxVMModuleObj::LoadFromBytes);
-  // What a record names, for inspect (which reads an artifact without loading it):
-  // [[device type, device id, allocator], ...], checked as the loader checks it.
+  // What a record names, for inspect (which reads an artifact without loading it), checked as
+  // the loader checks it: {"devices": [[device type, device id, allocator], ...],
+  // "compiled_in": [[name, dtype, shape, hash], ...]}.
   detail::RegisterGlobalOnce("tvm_partial.DescribeVMRecord", [](ffi::Bytes bytes) {
-    ffi::Array<ffi::Array<int64_t>> out;
-    for (const VMDevice& d : RelaxVMModuleObj::ParseRecord(bytes)) {
-      out.push_back({d.type, d.id, d.allocator});
+    const VMRecord record = RelaxVMModuleObj::ParseRecord(bytes);
+    ffi::Array<ffi::Array<int64_t>> devices;
+    for (const VMDevice& d : record.devices) devices.push_back({d.type, d.id, d.allocator});
+    ffi::Array<ffi::Array<ffi::Any>> compiled;
+    for (const CompiledIn& c : record.compiled_in) {
+      compiled.push_back({ffi::String(c.name), ffi::String(ffi::DLDataTypeToString(c.dtype)),
+                          ffi::Shape(c.shape), static_cast<int64_t>(c.hash), c.unused});
     }
-    return out;
+    return ffi::Map<ffi::String, ffi::Any>{{"devices", devices}, {"compiled_in", compiled}};
   });
 }
 

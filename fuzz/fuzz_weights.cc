@@ -251,8 +251,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       Refusable("ParseKey", [&] { weights::ParseKey(f.input, kv.first); });
     }
     Refusable("Match", [&] {
-      for (uint64_t at : weights::Match(file, f.wanted)) {
-        if (at < file.data_start || at > size) Fail("Match: an offset outside the data");
+      for (const weights::Located& at : weights::Match(weights::OpenSet(f.input), f.wanted)) {
+        if (at.file != 0 || at.offset < file.data_start || at.offset > size) {
+          Fail("Match: an offset outside the data");
+        }
       }
     });
     Refusable("CheckRegionFile", [&] { weights::CheckRegionFile(file, f.parsed); });

@@ -72,9 +72,14 @@ void CheckLibraryHeader(const format::Parsed& parsed, const Origin& origin) {
 }
 
 PayloadSource FromOverride(const format::Parsed& parsed, const Origin& origin) {
-  weights::WeightsFile file = weights::Open(origin.override_weights);
-  PayloadSource out{"weights file given to load", file.file,
-                    weights::Match(file, weights::WantedOf(parsed))};
+  const weights::WeightsSet set = weights::OpenSet(origin.override_weights);
+  PayloadSource out{"weights file given to load", set.files[0].file, {}};
+  for (const weights::Located& at :
+       weights::Match(set, weights::WantedOf(parsed), origin.compiled_in)) {
+    out.offsets.push_back(at.offset);
+    out.file_of.push_back(at.file);
+  }
+  for (const weights::WeightsFile& f : set.files) out.files.push_back(f.file);
   return out;
 }
 
@@ -278,18 +283,27 @@ std::vector<ffi::Tensor> MakeTensors(const format::Parsed& parsed, const Payload
     });
     return out;
   }
-  // One private mapping over every payload (for a rank: over the slices it binds).
-  uint64_t lo = UINT64_MAX, hi = 0;
-  for (const Piece& p : pieces) {
-    lo = std::min(lo, p.offset);
-    hi = std::max(hi, p.offset + p.meta.nbytes);
+  // One private mapping per file over every payload it holds (for a rank: over the slices it
+  // binds); one file but for an index given to load.
+  const std::vector<std::shared_ptr<File>> files =
+      source.files.empty() ? std::vector<std::shared_ptr<File>>{source.file} : source.files;
+  auto file_of = [&](size_t k) { return source.file_of.empty() ? size_t{0} : source.file_of[k]; };
+  std::vector<uint64_t> lo(files.size(), UINT64_MAX), hi(files.size(), 0);
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    lo[file_of(k)] = std::min(lo[file_of(k)], pieces[k].offset);
+    hi[file_of(k)] = std::max(hi[file_of(k)], pieces[k].offset + pieces[k].meta.nbytes);
   }
   if (pieces.empty()) return out;
-  const Mapping mapping = MapPrivate(*source.file, lo, hi - lo);
+  std::vector<Mapping> mappings(files.size());
+  for (size_t f = 0; f < files.size(); ++f) {
+    if (lo[f] <= hi[f]) mappings[f] = MapPrivate(*files[f], lo[f], hi[f] - lo[f]);
+  }
   const bool prefault = PrefaultFromEnvironment();
   ForEachTensor(parsed, [&](const format::ParsedFunction& fn, const format::ParsedValue& v) {
-    const Piece& p = pieces[out.size()];
-    const char* payload = mapping.data + (p.offset - lo);
+    const size_t k = out.size();
+    const Piece& p = pieces[k];
+    const Mapping& mapping = mappings[file_of(k)];
+    const char* payload = mapping.data + (p.offset - lo[file_of(k)]);
     const format::TensorMeta& t = p.meta;
     // Only the bytes this load binds (a rank's slice), and only where they stay in the mapping.
     if (prefault && t.device_type == kDLCPU) Prefault(payload, t.nbytes);

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "compiled_in.h"
 #include "format/format.h"
 #include "storage/file.h"
 
@@ -45,8 +46,12 @@ struct Origin {
   uint64_t blob_offset = 0;
   /*! \brief The library's copy of the region header (under the recorded symbol), if it has one. */
   std::optional<std::string> header;
-  /*! \brief `load(path, weights_file=...)`: take every tensor from this file by key instead. */
+  /*! \brief `load(path, weights_file=...)`: take every tensor from this file (or the files of
+   *         this index) by key instead. */
   std::string override_weights;
+  /*! \brief What a frontend compiled into the wrapped code: a file given as `override_weights`
+   *         may hold these names only with the compiled values. */
+  std::vector<CompiledIn> compiled_in;
   /*! \brief `load(path, shard=(rank, world))`: build rank `shard_rank`'s view, each sharded
    *         tensor its slice (MakeTensors); world 0: whole tensors. */
   int64_t shard_rank = -1;
@@ -70,6 +75,10 @@ struct PayloadSource {
    *         weights file's data, the bytes' place in the file); 0 for the override and in memory.
    */
   uint64_t base = 0;
+  /*! \brief A weights set given to `load` that spans several files (an index): each payload's
+   *         file, `files[file_of[k]]`; empty otherwise (every payload in `file`). */
+  std::vector<std::shared_ptr<File>> files;
+  std::vector<size_t> file_of;
 };
 
 /*!

@@ -144,8 +144,8 @@ Entry ReadEntry(const std::string& path, const std::string& key, const ffi::json
   // The format's rule (format::ShapeProblem): an element count past int64, even beside a 0
   // dimension, is no tensor (its strides would overflow).
   uint64_t ignored = 0;
-  const std::string problem = format::ShapeProblem(
-      out.shape.data(), out.shape.size(), ffi::StringToDLDataType(dtype->tvm), &ignored);
+  const std::string problem = format::ShapeProblem(out.shape.data(), out.shape.size(),
+                                                   ffi::StringToDLDataType(dtype->tvm), &ignored);
   if (!problem.empty()) Bad(path, where + ": shape " + ShapeText(out.shape) + ": " + problem);
   auto offsets_field = field("data_offsets");
   auto offsets = offsets_field ? offsets_field->try_cast<ffi::json::Array>() : std::nullopt;
@@ -182,6 +182,11 @@ Entry ReadEntry(const std::string& path, const std::string& key, const ffi::json
 }
 
 }  // namespace
+
+ffi::json::Value ParseJson(const std::string& path, const std::string& text, int max_depth,
+                           const char* what) {
+  return ParseBounded(path, text, max_depth, what);
+}
 
 void Bad(const std::string& path, const std::string& what) {
   const bool sentence = what.rfind("is ", 0) == 0 || what.rfind("lacks ", 0) == 0;

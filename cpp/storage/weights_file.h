@@ -27,6 +27,7 @@
 #define TVM_PARTIAL_STORAGE_WEIGHTS_FILE_H_
 
 #include <tvm/ffi/container/array.h>
+#include <tvm/ffi/extra/json.h>
 #include <tvm/ffi/string.h>
 
 #include <cstddef>
@@ -37,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "compiled_in.h"
 #include "format/format.h"
 #include "storage/file.h"
 
@@ -93,12 +95,50 @@ struct WeightsFile {
   static bool IsTensorKey(const std::string& key);
 };
 
+/*! \brief `text` (read from `path`) parsed as JSON when it is UTF-8 and nests at most
+ *         `max_depth` deep (checked before the parser, which recurses, runs).
+ *  \throws ValueError naming `path` and `what` otherwise. */
+ffi::json::Value ParseJson(const std::string& path, const std::string& text, int max_depth,
+                           const char* what);
+
 /*!
  * \brief Open the safetensors file at `path` (a regular file) and check its header.
  * \throws FileNotFoundError when it does not exist; ValueError naming the file, and the tensor
  *         where one is at fault, for anything the format does not allow.
  */
 WeightsFile Open(const std::string& path);
+
+/*! \brief A tensor of a weights set: the file that holds it, and its entry there. */
+struct SetEntry {
+  size_t file;
+  Entry entry;
+};
+
+/*!
+ * \brief The weights of one safetensors file, or of a checkpoint split in several files and
+ *        their index (`*.safetensors.index.json`, as transformers' `save_pretrained` writes:
+ *        `{"metadata": {...}, "weight_map": {tensor: file}}`, the files beside the index).
+ */
+struct WeightsSet {
+  std::string path;                         // the file, or the index, as given
+  bool indexed = false;                     // `path` is an index
+  std::vector<WeightsFile> files;           // in the order the index first names them
+  std::map<std::string, SetEntry> tensors;  // every tensor key (no padding, no region header)
+};
+
+/*! \brief Whether `path` names an index (it ends in `.json`) rather than a safetensors file. */
+bool IsIndex(const std::string& path);
+
+/*!
+ * \brief Open the safetensors file at `path` (a set of one), or the index at `path` and every
+ *        file it names (each checked by `Open`). An index's names are resolved through its
+ *        `weight_map`, which must name each tensor of each file it names, in that file: a tensor
+ *        in two files, one a file lacks, a file that is missing, a file name that leaves the
+ *        index's folder are refused, naming the index and the files.
+ * \throws FileNotFoundError naming the index and the file it names that is missing;
+ *         ValueError naming the index (or the file) otherwise.
+ */
+WeightsSet OpenSet(const std::string& path);
 
 /*!
  * \brief The payload hashes recorded in `__metadata__` (`tvm_partial.hashes`: key -> 16 hex
@@ -157,15 +197,24 @@ struct Wanted {
  */
 std::vector<std::vector<std::string>> Keys(const std::vector<Wanted>& tensors);
 
+/*! \brief Where a tensor's payload lies in a weights set: which file, which offset in it. */
+struct Located {
+  size_t file;
+  uint64_t offset;
+};
+
 /*!
- * \brief Which tensor of `file` supplies each of `wanted` (their data offsets in the file, in
- *        order). Each key of the file is resolved to one bound tensor (a `FUNCTION/...` key in
- *        its function; a bare name in the one tensor bound at a parameter of that name, in any
- *        function); every tensor must be supplied exactly once (a tensor bound in several places
- *        by a key of any of them), with its dtype and shape, and nothing else.
- * \throws ValueError naming the file, the key and the binding otherwise (and the key scheme).
+ * \brief Which tensor of `set` supplies each of `wanted` (its file and offset there, in order).
+ * Each key of the file is resolved to one bound tensor (a `FUNCTION/...` key in its function; a
+ * bare name in the one tensor bound at a parameter of that name, in any function); every tensor
+ * must be supplied exactly once (a tensor bound in several places by a key of any of them), with
+ * its dtype and shape, and nothing else but the tensors the frontend compiled into the code
+ * (`compiled_in`, by name), each holding exactly the compiled value.
+ * \throws ValueError naming the file, the key and the binding otherwise (and the key scheme);
+ *         for a compiled-in tensor whose value differs, why it cannot be taken.
  */
-std::vector<uint64_t> Match(const WeightsFile& file, const std::vector<Wanted>& wanted);
+std::vector<Located> Match(const WeightsSet& set, const std::vector<Wanted>& wanted,
+                           const std::vector<CompiledIn>& compiled_in = {});
 
 /*! \brief The tensors a parsed blob binds, one per payload, with every place (kinds 5 and 6). */
 std::vector<Wanted> WantedOf(const format::Parsed& parsed);

@@ -18,6 +18,7 @@
 
 #include "bind/bindings.h"
 #include "format/common.h"
+#include "storage/verify.h"
 #include "storage/weights_file.h"
 
 namespace tvm_partial {
@@ -123,8 +124,9 @@ KeyRef ParseKey(const std::string& path, const std::string& key) {
   return out;
 }
 
-std::vector<uint64_t> Match(const WeightsFile& file, const std::vector<Wanted>& wanted) {
-  const std::string& path = file.file->path;
+std::vector<Located> Match(const WeightsSet& set, const std::vector<Wanted>& wanted,
+                           const std::vector<CompiledIn>& compiled_in) {
+  const std::string& path = set.path;
   const char* scheme =
       " (keys are parameter names, e.g. weights, where one bound tensor has that name; else "
       "FUNCTION/PARAMETER, e.g. main/weights, or FUNCTION/POSITION, e.g. main/1)";
@@ -144,8 +146,9 @@ std::vector<uint64_t> Match(const WeightsFile& file, const std::vector<Wanted>& 
   std::map<size_t, std::string> supplied;  // tensor -> the key that supplies it
   std::string binds;
   for (size_t i = 0; i < wanted.size(); ++i) binds += (binds.empty() ? "" : ", ") + keys[i][0];
-  for (const auto& [key, entry] : file.entries) {
-    if (!WeightsFile::IsTensorKey(key)) continue;
+  for (const auto& [key, found] : set.tensors) {
+    const Entry& entry = found.entry;
+    const WeightsFile& file = set.files[found.file];
     const KeyRef ref = ParseKey(path, key);
     std::vector<std::pair<size_t, size_t>> targets;  // (tensor, place): one per tensor
     for (size_t i = 0; i < wanted.size(); ++i) {
@@ -160,6 +163,18 @@ std::vector<uint64_t> Match(const WeightsFile& file, const std::vector<Wanted>& 
           break;  // a tensor counts once, whichever of its places the key names
         }
       }
+    }
+    const CompiledIn* compiled = nullptr;  // a bare name only: these are the model's names
+    for (const CompiledIn& c : compiled_in) {
+      if (ref.function.empty() && c.name == ref.name) compiled = &c;
+    }
+    if (targets.empty() && compiled != nullptr) {
+      const DLDataType dtype = ffi::StringToDLDataType(entry.dtype->tvm);
+      const uint64_t hash =
+          storage::HashRange(*file.file, file.data_start + entry.begin, entry.end - entry.begin);
+      const std::string problem = CompiledInProblem(*compiled, dtype, entry.shape, hash);
+      if (!problem.empty()) Bad(path, "tensor '" + key + "': " + problem);
+      continue;  // the compiled value: nothing to bind
     }
     if (targets.empty()) {
       Bad(path, "tensor '" + key + "' is not a tensor the module binds (it binds " +
@@ -189,16 +204,17 @@ std::vector<uint64_t> Match(const WeightsFile& file, const std::vector<Wanted>& 
                                       : std::string()) +
                   "; it holds the weights of another model" + scheme);
   }
-  std::vector<uint64_t> out;
+  std::vector<Located> out;
   for (size_t i = 0; i < wanted.size(); ++i) {
     const std::string& key = supplied.at(i);
-    const Entry& e = file.entries.at(key);
+    const SetEntry& found = set.tensors.at(key);
+    const Entry& e = found.entry;
     if (e.dtype->tvm != wanted[i].dtype || e.shape != wanted[i].shape) {
       Bad(path, "tensor '" + key + "' is " + e.dtype->tvm + ShapeText(e.shape) +
                     ", the module binds " + wanted[i].dtype + ShapeText(wanted[i].shape) +
                     " there");
     }
-    out.push_back(file.data_start + e.begin);
+    out.push_back({found.file, set.files[found.file].data_start + e.begin});
   }
   return out;
 }

@@ -144,7 +144,7 @@ std::map<std::string, std::string> Metadata(const Layout& layout,
     bindings += (bindings.size() > 1 ? "," : "") + quote(key) + ":[" + quote(at.first) + "," +
                 std::to_string(at.second) + "]";
   };
-  for (size_t i = 0; i < layout.entries.size(); ++i) {
+  for (size_t i = 0; i < layout.owners.size(); ++i) {  // entries past them are bound nowhere
     place(layout.entries[i].key, layout.owners[i]);
     for (const auto& [key, at] : layout.others[i]) {
       place(key, at);
@@ -223,10 +223,11 @@ Layout LayOut(const std::vector<Wanted>& wanted, const std::vector<uint64_t>& of
   return out;
 }
 
-void SaveWeights(const ffi::Any& obj, const std::string& path) {
+void SaveWeights(const ffi::Any& obj, const std::string& path,
+                 const ffi::Map<ffi::String, ffi::Tensor>& compiled) {
   const std::vector<format::FunctionRecord> records = RecordsOf(obj);
   const std::vector<std::vector<int64_t>> numbers = format::TensorNumbers(records);
-  const std::vector<const format::Shard*> shards = format::PayloadShards(records);
+  std::vector<const format::Shard*> shards = format::PayloadShards(records);
   std::vector<Wanted> wanted;
   std::vector<ffi::Tensor> tensors;
   std::vector<uint64_t> offsets, sizes;
@@ -258,7 +259,35 @@ void SaveWeights(const ffi::Any& obj, const std::string& path) {
     TVM_FFI_THROW(ValueError) << "save_weights: the module binds no tensors; there are no "
                               << "weights to save";
   }
-  const Layout layout = LayOut(wanted, offsets, sizes);
+  Layout layout = LayOut(wanted, offsets, sizes);
+  // Values the frontend compiled into the code, written after the bound tensors under their own
+  // names (no binding recorded), so the file holds the model's whole state: each must be the
+  // value the code holds (the rule a weights file given to load meets: CompiledInProblem).
+  const std::vector<CompiledIn> records_in = obj.try_cast<ffi::Module>()
+                                                 ? CompiledInOf(*obj.try_cast<ffi::Module>())
+                                                 : std::vector<CompiledIn>{};
+  for (const auto& [name, tensor] : compiled) {
+    const CompiledIn* record = nullptr;
+    for (const CompiledIn& c : records_in) record = c.name == std::string(name) ? &c : record;
+    const CompiledIn given = RecordCompiledIn(name, tensor);
+    if (record == nullptr) {
+      TVM_FFI_THROW(ValueError) << "save_weights: '" << name << "' is not a tensor the frontend "
+                                << "compiled into this module's code";
+    }
+    const std::string problem = CompiledInProblem(*record, given.dtype, given.shape, given.hash);
+    if (!problem.empty()) {
+      TVM_FFI_THROW(ValueError) << "save_weights: the program's '" << name << "' is not what the "
+                                << "code holds: " << problem
+                                << " (was the model changed after it was exported?)";
+    }
+    const uint64_t nbytes = format::PayloadBytes(*tensor.GetDLTensorPtr());
+    const uint64_t begin = format::AlignUp(end);
+    layout.entries.push_back({std::string(name), ffi::DLDataTypeToString(given.dtype), given.shape,
+                              begin, begin + nbytes, "compiled-in '" + std::string(name) + "'"});
+    tensors.push_back(tensor);
+    shards.push_back(nullptr);
+    end = begin + nbytes;
+  }
   const std::vector<OutEntry>& entries = layout.entries;
   // Hashes are fixed-width hex: the header is written first with zeros, then again with them.
   std::map<std::string, uint64_t> hashes;
@@ -344,9 +373,11 @@ void WriteRegionFile(const ffi::Module& external, const std::string& path) {
 }  // namespace weights
 
 TVM_FFI_STATIC_INIT_BLOCK() {
-  detail::RegisterGlobalOnce("tvm_partial.SaveWeights", [](ffi::Any obj, ffi::String path) {
-    weights::SaveWeights(obj, path);
-  });
+  detail::RegisterGlobalOnce(
+      "tvm_partial.SaveWeights",
+      [](ffi::Any obj, ffi::String path, ffi::Map<ffi::String, ffi::Tensor> compiled) {
+        weights::SaveWeights(obj, path, compiled);
+      });
   detail::RegisterGlobalOnce(
       "tvm_partial.WriteWeightsRegionFile",
       [](ffi::Module external, ffi::String path) { weights::WriteRegionFile(external, path); });

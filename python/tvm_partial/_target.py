@@ -15,6 +15,7 @@ import tvm_ffi
 
 from . import _convert, _ffi_api
 from . import output_specs as _outputs
+from . import programs as _programs
 from . import relax_vm as _relax
 from . import remote as _remote
 from .signature import Param, Signature, resolve
@@ -43,10 +44,15 @@ class Target:
     names: Callable[[str], Signature | None] | None = None
     executable: tvm_ffi.Module | None = None
 
-    def place(self, device: Any) -> None:
-        """Run a Relax executable on ``device`` (the CPU when None)."""
+    def place(
+        self, device: Any, compiled_in: dict[str, Any] | None = None, unused: frozenset[str] = frozenset()
+    ) -> None:
+        """Run a Relax executable on ``device`` (the CPU when None), recording what a frontend
+        compiled into it (``{model name: tensor}``; ``unused``: those the code never reads)."""
         if self.executable is not None:
-            self.obj = _relax.vm_module(self.executable, device or tvm_ffi.device("cpu", 0))
+            self.obj = _relax.vm_module(
+                self.executable, device or tvm_ffi.device("cpu", 0), compiled_in=compiled_in, unused=unused
+            )
 
 
 def classify(target: Any) -> Target:
@@ -142,9 +148,23 @@ class TargetView:
         #: The name the closure reports in its errors ("" keeps the inner partial's).
         self.closure_name = closure_name if closure_name is not None else (sig.name if sig else "")
         self.free = None if sig is None else [i for i in range(len(sig.params)) if i not in bound]
+        #: The frontend's program given as ``signature=`` (programs.py), whose names ``sig`` has.
+        self.program: _programs.Program | None = None
 
     @classmethod
     def of(cls, target: Target, key: str, fname: str, signature: Any) -> TargetView:
+        program = _programs.of(signature)
+        if program is not None:
+            sig, bound, recorded = signature_of(target.obj, key, fname, None, target.names)
+            if sig is None:
+                raise TypeError(
+                    f"signature={type(signature).__name__} gives the model's names to the Relax "
+                    f"function imported from it ({program.imported}): bind the compiled Relax "
+                    f"executable (tvm.compile of that module), or its VirtualMachine"
+                )
+            view = cls(program.rename(sig), bound, recorded=recorded)
+            view.program = program
+            return view
         sig, bound, recorded = signature_of(target.obj, key, fname, signature, target.names)
         if signature is None:
             return cls(sig, bound, "" if recorded is not None else None)

@@ -12,10 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, overload
 
+import numpy as np
 import tvm_ffi
 
 from . import _convert, _ffi_api, _target
 from . import output_specs as _outputs
+from . import programs as _programs
 from . import relax_vm as _relax
 from . import remote as _remote
 from ._convert import create_view as _create_view  # noqa: F401  (weights.py imports it from here)
@@ -99,6 +101,13 @@ def partial(
         partial that recorded its names); values are then checked against their parameter:
         a tensor's dtype and static shape, a scalar's kind and range (an ``int32`` takes no
         ``2**40``, a ``float16`` no ``1e5``: refused, never wrapped or turned into inf).
+        For a Relax executable imported from another framework, the program it was imported
+        from: a ``torch.export.ExportedProgram`` (``from_exported_program(ep,
+        keep_params_as_input=True)``) binds by the state_dict's names (``**model.state_dict()``),
+        an ``onnx.ModelProto`` (``from_onnx(model, keep_params_in_input=True)``) by its
+        initializer names; tied weights bind under either name; a value given for what the
+        frontend compiled into the code (batch-norm statistics, folded initializers) is checked
+        against the compiled one and refused where it differs (docs/torch.md).
     device
         Where values that are not yet tvm Tensors are placed (default: CPU): a device of this
         process (``tvm.cuda(0)``) or its name (``"cuda:0"``); one that is not here is refused.
@@ -148,9 +157,14 @@ def partial(
     if function is not _target.UNSET and not isinstance(function, str):
         raise TypeError(f"function= must be the name of a function (str), got {type(function).__name__}")
     place = _target.as_device(None if device is _target.UNSET else device)
-    bound_target.place(place)  # a Relax executable: its VM, on that device
+    compiled = _compiled_in(view.program, bound_target)
+    # A Relax executable: its VM, on that device, with what the frontend compiled in.
+    bound_target.place(place, compiled, view.program.unused if view.program else frozenset())
     _target.check_available(place)
     keyed, named = _target.split_keys(bound, by_name)
+    ties: list[list[str]] = []
+    if view.program is not None:
+        named, ties = _settle(view.program, named, compiled, view.sig)
     targets = view.positions(keyed, named)
     split = _shard_positions(shards, world, bound_target, view, targets)
     obj = bound_target.obj
@@ -171,6 +185,7 @@ def partial(
         values[position] = _convert.convert(
             value, param, view.label(position, original), place, copies=copies
         )
+    _tie(ties, view, targets, values)
     names = view.free_names()
     wanted = None if outputs is _target.UNSET else outputs  # None: none, as when not given
     specs = None if wanted is None else _outputs.resolve(wanted, view.sig, sorted(view.bound))
@@ -185,6 +200,95 @@ def partial(
         {fname: full_names} if full_names else {},
         {fname: [[p, d, w, n] for p, (d, n, w) in sorted(split.items())]} if split else {},
     )
+
+
+def _compiled_in(program: _programs.Program | None, target: _target.Target) -> dict[str, Any]:
+    """What the frontend compiled into the code (``program.compiled``), as CPU tensors, each
+    proven to be among the executable's constants (C++: ``ExecutableHolds``): a program changed
+    since it was imported (torch.export shares the model's tensors) is refused, never trusted."""
+    if program is None:
+        return {}
+    executable = target.executable or _relax.find_executable(target.obj)
+    if executable is None:
+        raise TypeError(
+            f"signature={program.what.split()[-1]} needs the compiled Relax executable (tvm.compile's "
+            "result), whose constants prove what the frontend compiled in; a relax.VirtualMachine "
+            "does not keep it: bind the executable"
+        )
+    cpu = tvm_ffi.device("cpu", 0)
+    out = {}
+    for name, value in {**program.compiled, **program.unused_values}.items():
+        held = (
+            value if hasattr(value, "__dlpack__") or isinstance(value, tvm_ffi.Tensor) else np.asarray(value)
+        )
+        out[name] = _convert.convert(held, None, f"{program.what}'s {name!r}", cpu)
+        if name in program.compiled and not _ffi_api.ExecutableHolds(executable, out[name]):
+            raise ValueError(
+                f"{program.what}'s {name!r} ({out[name].dtype}{list(out[name].shape)}) is not among "
+                "the constants the executable holds: signature= must be the program the executable "
+                "was imported from, unchanged since (torch.export shares the model's tensors, so "
+                "model.load_state_dict() after export changes the program too); import and compile "
+                "the model again, or pass the program that was imported"
+            )
+    return out
+
+
+def _settle(
+    program: _programs.Program, named: dict[str, Any], compiled: dict[str, Any], sig: Signature | None
+) -> tuple[dict[str, Any], list[list[str]]]:
+    """Values given by name for a program: those for what the frontend compiled into the code are
+    checked against the compiled value (the rule is C++'s, ``tvm_partial.CompiledInProblem``) and
+    dropped, a differing one refused; a name tied to others binds them too. -> (the names to
+    bind, the groups of tied names given more than once)."""
+    out = {}
+    for name, value in named.items():
+        if name in program.unused:
+            continue
+        if name not in program.compiled:
+            out[name] = value
+            continue
+        given = _convert.convert(value, None, f"{name!r}", tvm_ffi.device("cpu", 0))
+        if not isinstance(given, tvm_ffi.Tensor):
+            raise TypeError(f"cannot bind {name!r}: the frontend compiled it into the code as a tensor")
+        problem = _ffi_api.CompiledInProblem(name, compiled[name], given)
+        if problem:
+            raise ValueError(f"cannot bind {name!r}: {problem}")
+    names = set(sig.names) if sig is not None else set()
+    several = []
+    for group in program.ties:
+        given_names = [n for n in group if n in out]
+        if not given_names:
+            continue
+        for n in group:
+            if n not in out and n in names:
+                out[n] = out[given_names[0]]
+        if len(given_names) > 1:
+            several.append(given_names)
+    return out, several
+
+
+def _tie(ties: list[list[str]], view: _target.TargetView, targets: dict, values: dict) -> None:
+    """Names a program ties (one tensor in the model), given each a value: they must be one tensor
+    (or hold the same bits, then they become one); the one tensor is bound at each place."""
+    if not ties or view.sig is None:
+        return
+    position = {view.sig.params[o].name: p for p, (o, _) in targets.items() if o is not None}
+    for group in ties:
+        first = values[position[group[0]]]
+        for other in group[1:]:
+            value = values[position[other]]
+            same = value.same_as(first) or (  # the same dtype, shape and payload hash
+                isinstance(value, tvm_ffi.Tensor)
+                and isinstance(first, tvm_ffi.Tensor)
+                and not _ffi_api.CompiledInProblem(other, first, value)
+            )
+            if not same:
+                raise ValueError(
+                    f"{group[0]!r} and {other!r} are one tensor in {view.program.what if view.program else 'the model'} "
+                    "(tied weights), but the values given for them differ: give one of the names (it "
+                    "binds both), or the same tensor under each"
+                )
+            values[position[other]] = first
 
 
 def _shard_positions(

@@ -69,9 +69,18 @@ def check_target(executable: tvm_ffi.Module, device: Any) -> None:
         )
 
 
-def vm_module(executable: tvm_ffi.Module, device: Any, memory: str = "pooled") -> tvm_ffi.Module:
+def vm_module(
+    executable: tvm_ffi.Module,
+    device: Any,
+    memory: str = "pooled",
+    compiled_in: dict[str, Any] | None = None,
+    unused: frozenset[str] = frozenset(),
+) -> tvm_ffi.Module:
     """A ``partial_apply_vm`` module running ``executable`` on ``device`` (plus the CPU, which the
-    VM needs for shape computations) with the ``memory`` allocator."""
+    VM needs for shape computations) with the ``memory`` allocator; ``compiled_in``: the tensors
+    a frontend compiled into the executable, by the model's names (recorded with their hashes,
+    so a weights file given to ``load`` later is checked against them), ``unused`` those of them
+    the code never reads."""
     check_target(executable, device)
     if memory not in ALLOCATORS:
         raise ValueError(f"memory must be one of {', '.join(ALLOCATORS)}, got {memory!r}")
@@ -79,7 +88,7 @@ def vm_module(executable: tvm_ffi.Module, device: Any, memory: str = "pooled") -
     devices = [[device_type, device_id, ALLOCATORS[memory]]]
     if device_type != _CPU:
         devices.append([_CPU, 0, ALLOCATORS[memory]])
-    return _ffi_api.RelaxVMModule(executable, devices)
+    return _ffi_api.RelaxVMModule(executable, devices, compiled_in or {}, sorted(unused))
 
 
 def names_of(executable: tvm_ffi.Module) -> Callable[[str], Signature]:
@@ -128,12 +137,19 @@ _CONTEXT = re.compile(
 )
 
 
+def find_executable(mod: Any) -> tvm_ffi.Module | None:
+    """The Relax VM executable in ``mod``'s chain of first imports (``mod`` itself, the
+    ``partial_apply_vm`` module, a partial module over it), or None."""
+    executable = mod if isinstance(mod, tvm_ffi.Module) else None
+    while executable is not None and executable.kind != "relax.VMExecutable":
+        executable = executable.imports[0] if executable.imports else None
+    return executable
+
+
 def _annotations(mod: tvm_ffi.Module, name: str) -> dict[tuple[int, str], tuple[str, tuple[int | None, ...]]]:
     """{(position, name): (dtype, static shape with None for symbolic extents)} of ``name``'s
     tensor parameters, from the executable's constant pool; empty when unavailable."""
-    executable: tvm_ffi.Module | None = mod
-    while executable is not None and executable.kind != "relax.VMExecutable":
-        executable = executable.imports[0] if executable.imports else None
+    executable = find_executable(mod)
     stats = executable.get_function("stats", query_imports=False) if executable is not None else None
     if stats is None:
         return {}
@@ -161,13 +177,26 @@ _ALLOCATOR_NAMES = {v: k for k, v in ALLOCATORS.items()}
 
 
 def describe_record(data: bytes) -> dict[str, Any]:
-    """The devices a ``partial_apply_vm`` record (its saved bytes) names, for ``inspect``:
-    ``{"devices": ["cpu:0"], "allocators": ["pooled"]}``, as the C++ loader reads the record
-    (``ValueError`` when malformed)."""
+    """What a ``partial_apply_vm`` record (its saved bytes) names, for ``inspect``, as the C++
+    loader reads the record (``ValueError`` when malformed): ``{"devices": ["cpu:0"],
+    "allocators": ["pooled"], "compiled_in": [{"name", "dtype", "shape", "hash", "unused"}, ...]}``,
+    the last what a frontend compiled into the executable (hash: 16 hex digits; unused: the model
+    holds it, the code never reads it)."""
     from . import _ffi_api
 
+    record = _ffi_api.DescribeVMRecord(bytes(data))
     devices, allocators = [], []
-    for kind, index, allocator in _ffi_api.DescribeVMRecord(bytes(data)):
+    for kind, index, allocator in record["devices"]:
         devices.append(f"{_DEVICE_NAMES.get(kind, f'device type {kind}')}:{index}")
         allocators.append(_ALLOCATOR_NAMES.get(allocator, f"allocator {allocator}"))
-    return {"devices": devices, "allocators": allocators}
+    compiled = [
+        {
+            "name": str(n),
+            "dtype": str(d),
+            "shape": [int(x) for x in s],
+            "hash": f"{int(h) & (2**64 - 1):016x}",
+            "unused": bool(u),
+        }
+        for n, d, s, h, u in record["compiled_in"]
+    ]
+    return {"devices": devices, "allocators": allocators, "compiled_in": compiled}

@@ -66,7 +66,13 @@ class mapped:
 
 def file_kind(path: str) -> str:
     """The kind of file at ``path``, from its first bytes: ``library`` (an ELF file),
-    ``save_to_bytes`` or ``weights file``; anything else is ``unknown``."""
+    ``save_to_bytes`` or ``weights file``; anything else is ``unknown``. A path the weights
+    reader takes for an index of several files (C++: ``weights::IsIndex``) is a ``weights file``
+    too."""
+    from .. import _ffi_api
+
+    if _ffi_api.IsWeightsIndex(path):
+        return "weights file"
     with mapped(path) as data:
         head = bytes(data[:9])
     if head.startswith(BLOB_MAGIC):

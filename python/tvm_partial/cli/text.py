@@ -81,6 +81,15 @@ def format_inspect(info: dict) -> str:
         vm = info["relax_vm"]
         places = ", ".join(f"{d} ({a} allocator)" for d, a in zip(vm["devices"], vm["allocators"]))
         lines.append(f"  Relax model: its VirtualMachine is created at first use on {places}")
+        for c in vm.get("compiled_in", []):
+            what = f"{c['name']} {c['dtype']}[{_shape(c['shape'])}]"
+            if c["unused"]:
+                lines.append(f"  held by the model, never read by the code: {what} (any value is taken)")
+            else:
+                lines.append(
+                    f"  compiled into the code: {what} (hash {c['hash']}; a weights file may hold it "
+                    "only with this value)"
+                )
     for fn in info["functions"]:
         free = ", ".join(fn["free"]) if fn["param_names"] else "unknown names"
         lines.append(f"  function {fn['name']}({free})")
@@ -120,9 +129,12 @@ def format_weights(info: dict) -> str:
     tensors = [b for fn in info["functions"] for b in fn["bindings"]]
     meta = dict(info.get("metadata") or {})
     version = meta.pop("tvm_partial.format", None)
+    files = info.get("files")
+    kind = "safetensors weights file" if files is None else f"safetensors index of {len(files)} files"
     lines = [
-        f"{info['path']}: safetensors weights file, {len(tensors)} tensors, "
-        f"{format_size(info['constant_bytes'])} of tensors (file {format_size(info['total_bytes'])})",
+        f"{info['path']}: {kind}, {len(tensors)} tensors, "
+        f"{format_size(info['constant_bytes'])} of tensors ({'files' if files else 'file'} "
+        f"{format_size(info['total_bytes'])})",
         (
             f"  written by tvm-partial (tvm_partial.format {version}): keys are parameter names "
             "(FUNCTION/PARAMETER where names repeat), each tensor's function and position and hash "
@@ -132,6 +144,7 @@ def format_weights(info: dict) -> str:
         ),
         f"  payload hashes: {info['payload_hashes']}",
     ]
+    lines += [f"  file {f['path']}: {format_size(f['bytes'])}" for f in files or []]
     for fn in info["functions"]:
         for t in fn["bindings"]:
             where = (
@@ -139,6 +152,7 @@ def format_weights(info: dict) -> str:
             )
             aligned = "" if t["aligned"] else ", NOT 64-byte aligned (copied when loaded)"
             digest = f", hash {t['hash']}" if "hash" in t else ""
+            digest += f", in {t['file']}" if "file" in t else ""
             also = "".join(
                 f"; also bound as {s['key']}"
                 + (f" (function {s['function']} position {s['position']})" if "function" in s else "")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import numpy as np
 import tvm_ffi
 
 from .. import _ffi_api
@@ -36,7 +37,7 @@ METADATA_HASHES = "tvm_partial.hashes"
 _U64 = (1 << 64) - 1
 
 
-def save_weights(module: tvm_ffi.Module | tvm_ffi.Function, path: PathLike) -> None:
+def save_weights(module: tvm_ffi.Module | tvm_ffi.Function, path: PathLike, program: Any = None) -> None:
     """Write the bound tensors of partial ``module`` to the safetensors file ``path`` (written
     under a new name, then renamed into place): ``save_weights(rebind(pm, weights=new),
     "v2.safetensors")``.
@@ -49,16 +50,52 @@ def save_weights(module: tvm_ffi.Module | tvm_ffi.Function, path: PathLike) -> N
     ``tvm_partial.hashes``, each payload's hash (the format's 64-bit hash, 16 hex digits) that
     ``verify`` checks, and for tied tensors ``tvm_partial.shared`` (each other place's key -> the
     stored key). Scalars and strings bound beside the tensors are not written.
+
+    ``program``: the program a Relax model was imported from (a ``torch.export.ExportedProgram``,
+    an ``onnx.ModelProto``), given as ``signature=`` when it was bound. The file then also holds
+    the rest of the model's state that the frontend compiled into the code (a batch norm's
+    running statistics, ``num_batches_tracked``), each checked to be the value the code holds,
+    so it is the model's whole ``state_dict``: ``model.load_state_dict({k: torch.from_dlpack(v)
+    for k, v in open_weights(path).items()}, strict=True)`` takes it, and ``load(artifact,
+    weights_file=path)`` too.
     """
+    from .. import _convert
+    from .. import programs as _programs
     from ..artifact.export import new_file
 
+    compiled: dict[str, tvm_ffi.Tensor] = {}
+    if program is not None:
+        found = _programs.of(program)
+        if found is None:
+            raise TypeError(
+                f"program= is the torch ExportedProgram or ONNX model the module was imported from, "
+                f"got {type(program).__name__}"
+            )
+        names = _ffi_api.ParamNames(module)
+        bound = {
+            str(names[f][p])
+            for f, places in _ffi_api.PartialApplyBindings(module).items()
+            for p in places
+            if f in names and p < len(names[f])
+        }
+        cpu = tvm_ffi.device("cpu", 0)
+        for name, value in found.state_values().items():
+            if name not in bound:
+                held = value if hasattr(value, "__dlpack__") else np.asarray(value)
+                compiled[name] = _convert.convert(held, None, f"{found.what}'s {name!r}", cpu)
     with new_file(os.fspath(path)) as staged:
-        _ffi_api.SaveWeights(module, staged)
+        _ffi_api.SaveWeights(module, staged, compiled)
 
 
 def open_weights(path: PathLike, function: str = "main") -> dict[Any, tvm_ffi.Tensor]:
     """Map the safetensors file ``path`` (privately: writes never reach the file) and return
     ``{parameter: tvm Tensor}`` to bind: ``partial(exe, signature=sig, **open_weights(p))``.
+
+    ``path`` may also be a checkpoint's index (``model.safetensors.index.json``, whose
+    ``weight_map`` names the file of each tensor, as transformers writes it): every file is mapped,
+    each tensor taken from the file the index names; a tensor in two files, or a file that is
+    missing, is refused naming both. Or an ONNX model (``model.onnx``): its initializers by name,
+    those in external data files mapped without copying where aligned (needs the onnx package).
 
     Keys ``FUNCTION/NAME`` are taken for ``function`` (``main/weights`` -> ``weights``; a
     ``FUNCTION/POSITION`` key -> the int position: bind those through the mapping,
@@ -73,18 +110,25 @@ def open_weights(path: PathLike, function: str = "main") -> dict[Any, tvm_ffi.Te
     so ``model.load_state_dict({k: torch.from_dlpack(v) for k, v in open_weights(p).items()},
     strict=True)`` takes it.
     """
+    if os.fspath(path).endswith(".onnx"):
+        from .onnx import open_onnx
+
+        return open_onnx(os.fspath(path))
     found = _ffi_api.OpenWeights(os.fspath(path), function)
     return {(k if isinstance(k, int) else str(k)): v for k, v in found.items()}
 
 
 def inspect_weights(path: PathLike) -> dict[str, Any]:
-    """Describe a safetensors weights file without reading its payloads: the same keys as
-    ``inspect`` of an artifact (``payloads`` is ``"weights file"``), each tensor with its key and
-    recorded hash (``hash``, 16 hex digits, where ``save_weights`` recorded one), and the file's
-    ``__metadata__`` as ``metadata``."""
+    """Describe a safetensors weights file, or an index of several (``*.safetensors.index.json``),
+    without reading their payloads: the same keys as ``inspect`` of an artifact (``payloads`` is
+    ``"weights file"``), each tensor with its key and recorded hash (``hash``, 16 hex digits, where
+    ``save_weights`` recorded one), and the file's ``__metadata__`` as ``metadata``. For an index,
+    ``files`` lists each file it names (``{"path", "bytes"}``) and each tensor has its ``file``;
+    else ``files`` is None."""
     path = os.fspath(path)
     info = _ffi_api.InspectWeights(path)
     hashes = info.get("hashes")
+    files = info.get("files")
     functions: dict[str, list[dict[str, Any]]] = {}
     for t in info["tensors"]:
         entry: dict[str, Any] = {
@@ -99,6 +143,8 @@ def inspect_weights(path: PathLike) -> dict[str, Any]:
             "key": str(t["key"]),
             "aligned": int(t["file_offset"]) % 64 == 0,
         }
+        if "file" in t:  # a tensor of one of an index's files
+            entry["file"] = str(t["file"])
         if "shared_by" in t:  # the other places of a tensor stored once
             entry["shared_by"] = [
                 {str(k): (int(v) if k == "position" else str(v)) for k, v in place.items()}
@@ -123,6 +169,9 @@ def inspect_weights(path: PathLike) -> dict[str, Any]:
             {"name": f, "param_names": [], "free": [], "bindings": b} for f, b in functions.items()
         ],
         "metadata": {str(k): str(v) for k, v in info["metadata"].items()},
+        "files": None
+        if files is None
+        else [{"path": str(f["path"]), "bytes": int(f["bytes"])} for f in files],
     }
 
 
