@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -43,16 +44,31 @@ SLOW = pytest.mark.slow
         ),
         # no GPU: cpu, 4 MiB, in-process, ~5 s
         pytest.param("bench_gpu_load.py", [], "target host memory held <= 5%", id="gpu-load"),
+        # torch models: 9 fresh processes that import torch, 4 compiles
+        pytest.param(
+            "bench_torch.py",
+            [],
+            "tvm-partial: load(path, weights_file=v2.safetensors)",
+            id="torch",
+            marks=SLOW,
+        ),
     ],
 )
 def test_benchmark_runs(script, flags, expected, tmp_path):
     out = tmp_path / "result.json"
+    env = dict(os.environ)
+    if script == "bench_torch.py":
+        pytest.importorskip("torch")
+        # The interpreters the tests start see no torch (conftest.py); this benchmark's do.
+        kept = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if "tvm_partial_no_torch_" not in p]
+        env["PYTHONPATH"] = os.pathsep.join(kept)
     proc = subprocess.run(
         [sys.executable, str(BENCH / script), "--quick", *flags, "--json", str(out)],
         capture_output=True,
         text=True,
         timeout=600,
         cwd=BENCH,
+        env=env,
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert expected in proc.stdout

@@ -708,3 +708,17 @@ def test_load_of_a_file_that_is_not_an_artifact_says_so(tmp_path):
         ValueError, match=r"notes\.py is not a tvm-partial artifact: not an ELF shared library"
     ):
         tvm_partial.load(notes)
+
+
+def test_inspect_of_a_large_model_summarises_and_lists_all_on_request(tmp_path):
+    """A model of 60 tensors: the first 20 listed, the rest counted with their bytes; --all lists
+    every one; --json always has them all."""
+    pm = tvm_partial.partial(lambda *args: None, {i: np.full(16, i, "float32") for i in range(60)})
+    tvm_partial.save_weights(pm, tmp_path / "big.safetensors")
+    text = cli("inspect", str(tmp_path / "big.safetensors")).stdout.splitlines()
+    assert sum(line.startswith("  tensor ") for line in text) == 20
+    assert text[-1] == "  ... and 40 more tensors (2 KiB; --all lists them)"
+    every = cli("inspect", "--all", str(tmp_path / "big.safetensors")).stdout.splitlines()
+    assert sum(line.startswith("  tensor ") for line in every) == 60 and not every[-1].startswith("  ...")
+    info = json.loads(cli("inspect", "--json", str(tmp_path / "big.safetensors")).stdout)
+    assert len(info["functions"][0]["bindings"]) == 60

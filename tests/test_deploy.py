@@ -278,3 +278,50 @@ def test_cpp_deploy_example(tmp_path):
     assert sum("float32 values equal" in line and "bitwise" in line for line in lines) == 16
     assert "expected_v2.bin bitwise" in proc.stdout
     assert LOADER_MISSING in proc.stdout
+
+
+@pytest.mark.skipif(_missing_cpp_tools() is not None, reason=f"C++ example: {_missing_cpp_tools()}")
+def test_getting_started_cpp_program(tmp_path):
+    """getting-started.md's C++ program, as printed, built with deploy.md's CMakeLists.txt and its
+    configure line, run on the artifact the page exports (out = conv(data)): the result equals
+    numpy's for the input the program writes, and the configure says nothing of CUDA."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_docs import blocks
+
+    (program,) = [b["code"] for b in blocks(ROOT / "docs" / "getting-started.md") if b["lang"] == "cpp"]
+    (cmake,) = [b["code"] for b in blocks(ROOT / "docs" / "deploy.md") if b["lang"] == "cmake"]
+    (tmp_path / "deploy.cc").write_text(program)
+    (tmp_path / "CMakeLists.txt").write_text(cmake)
+    exe, tensors = fixtures.build_conv2d_bias()
+    inputs = fixtures.sample_inputs()
+    pm = tvm_partial.partial(
+        exe, signature=tensors, weights=inputs["weights"], bias=inputs["bias"], outputs="result"
+    )
+    tvm_partial.export_library(pm, tmp_path / "conv2d_bias.so")
+    configure = subprocess.run(
+        [
+            "cmake",
+            "-B",
+            "build",
+            f"-Dtvm_partial_DIR={config.cmakedir()}",
+            f"-DPython_EXECUTABLE={sys.executable}",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert configure.returncode == 0, configure.stdout + configure.stderr
+    assert "CUDA" not in configure.stdout + configure.stderr
+    build = subprocess.run(
+        ["cmake", "--build", "build"], cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
+    assert build.returncode == 0, build.stdout + build.stderr
+    run = subprocess.run(["./build/deploy"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    data = (np.arange(1 * 3 * 32 * 32) % 7 - 3).astype("float32").reshape(1, 3, 32, 32)
+    expected = fixtures.reference(data, inputs["weights"], inputs["bias"])
+    assert (
+        run.stdout
+        == f"out: 1 x 8 x 30 x 30, out[0] = {expected.flat[0]:g}, out[last] = {expected.flat[-1]:g}\n"
+    )

@@ -107,16 +107,21 @@ print(json.dumps(ran))
 @pytest.mark.parametrize("path", [p for p in FILES if _runnable(p)], ids=_name)
 def test_doc_snippets_run(path, tmp_path):
     todo = _runnable(path)
-    # `tvm-partial` is the console script beside this interpreter.
-    env = {"PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
+    # The shell blocks run as a newcomer types them after the README's commands: in a fresh shell,
+    # nothing activated, the environment the README made at .venv (here: this interpreter's).
+    bindir = os.path.dirname(sys.executable)
+    env = {"PATH": os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p != bindir)}
     if any(re.search(r"^import torch$", b["code"], flags=re.M) for b in todo):
         pytest.importorskip("torch")  # an optional extra: its page runs where it is installed
         # The interpreters the tests start see no torch (conftest.py); this page's does.
-        kept = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if "tvm_partial_no_torch_" not in p]
+        kept = [
+            p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if "tvm_partial_no_torch_" not in p
+        ]
         env["PYTHONPATH"] = os.pathsep.join(kept)
     (tmp_path / "blocks.json").write_text(json.dumps(todo))
     work = tmp_path / "work"  # the snippets' folder: what they write, and nothing else
     work.mkdir()
+    (work / ".venv").symlink_to(Path(bindir).parent)
     ran = run_json(
         f"import os\nos.chdir({str(work)!r})\n" + _DRIVER, _name(path), str(tmp_path / "blocks.json"), env=env
     )

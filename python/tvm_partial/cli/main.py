@@ -21,7 +21,7 @@ import tempfile
 from importlib import metadata
 
 from .._progress import Progress
-from .text import format_inspect, format_verify
+from .text import LISTED, format_inspect, format_verify
 
 #: Exit codes of ``inspect`` and ``verify`` (``demo``: 0 every check passed, 1 one failed, 2 its
 #: ``--out`` folder cannot be written).
@@ -89,6 +89,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     inspect.add_argument("path", help=what)
     inspect.add_argument("--json", action="store_true", help="print JSON (sizes in bytes) instead of text")
+    inspect.add_argument(
+        "--all",
+        action="store_true",
+        help=f"list every binding (text lists the first {LISTED} of each function, then counts the rest)",
+    )
     verify = sub.add_parser(
         "verify",
         help="check every payload of an artifact against its recorded hash "
@@ -151,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         text = json.dumps(report, indent=2) if args.json else format_verify(report, quiet=args.quiet)
         _emit(text)
         return EXIT_OK if report["intact"] else EXIT_DAMAGED
-    _emit(json.dumps(info, indent=2) if args.json else format_inspect(info))
+    _emit(json.dumps(info, indent=2) if args.json else format_inspect(info, None if args.all else LISTED))
     return EXIT_OK
 
 

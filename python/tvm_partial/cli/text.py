@@ -41,10 +41,15 @@ def _shape(shape: list) -> str:
     return "x".join(str(d) for d in shape) or "scalar"
 
 
-def format_inspect(info: dict) -> str:
-    """Human-readable ``inspect`` output."""
+#: How many bindings (or tensors of a weights file) ``inspect`` lists before it summarises the rest.
+LISTED = 20
+
+
+def format_inspect(info: dict, listed: int | None = LISTED) -> str:
+    """Human-readable ``inspect`` output: at most ``listed`` bindings per function (None: all),
+    the rest counted with their bytes."""
     if info.get("kind") == "weights file":
-        return format_weights(info)
+        return format_weights(info, listed)
     what = "save_to_bytes data" if info.get("kind") == "save_to_bytes" else "tvm-partial"
     lines = [
         f"{info['path']}: {what} format version {info['format_version']}, "
@@ -93,7 +98,8 @@ def format_inspect(info: dict) -> str:
     for fn in info["functions"]:
         free = ", ".join(fn["free"]) if fn["param_names"] else "unknown names"
         lines.append(f"  function {fn['name']}({free})")
-        for b in fn["bindings"]:
+        shown = fn["bindings"] if listed is None else fn["bindings"][:listed]
+        for b in shown:
             label = f"{b['position']}" + (f" {b['name']}" if "name" in b else "")
             if b["kind"] == "tensor":
                 desc = (
@@ -116,6 +122,7 @@ def format_inspect(info: dict) -> str:
             else:
                 desc = f"{b['kind']} {b.get('value')!r}"
             lines.append(f"    bound {label}: {desc}")
+        lines += _more(fn["bindings"][len(shown) :], "bound values")
         for o in fn.get("outputs", []):
             label = f"{o['position']}" + (f" {o['name']}" if "name" in o else "")
             lines.append(
@@ -124,8 +131,16 @@ def format_inspect(info: dict) -> str:
     return "\n".join(lines)
 
 
-def format_weights(info: dict) -> str:
-    """Human-readable ``inspect`` output of a safetensors weights file."""
+def _more(rest: list, what: str) -> list[str]:
+    """The line that counts what was not listed (none when all were)."""
+    if not rest:
+        return []
+    size = format_size(sum(b.get("bytes", 0) for b in rest))
+    return [f"    ... and {len(rest)} more {what} ({size}; --all lists them)"]
+
+
+def format_weights(info: dict, listed: int | None = LISTED) -> str:
+    """Human-readable ``inspect`` output of a safetensors weights file (or index)."""
     tensors = [b for fn in info["functions"] for b in fn["bindings"]]
     meta = dict(info.get("metadata") or {})
     version = meta.pop("tvm_partial.format", None)
@@ -146,7 +161,8 @@ def format_weights(info: dict) -> str:
     ]
     lines += [f"  file {f['path']}: {format_size(f['bytes'])}" for f in files or []]
     for fn in info["functions"]:
-        for t in fn["bindings"]:
+        shown = fn["bindings"] if listed is None else fn["bindings"][:listed]
+        for t in shown:
             where = (
                 f", function {fn['name']} position {t['position']}" if isinstance(t["position"], int) else ""
             )
@@ -162,6 +178,7 @@ def format_weights(info: dict) -> str:
                 f"  tensor {t['key']}: {t['dtype']}[{_shape(t['shape'])}], {format_size(t['bytes'])} "
                 f"at file offset {t['offset']}{aligned}{where}{digest}{also}"
             )
+        lines += [line[2:] for line in _more(fn["bindings"][len(shown) :], "tensors")]
     for key in ("tvm_partial.bindings", "tvm_partial.hashes", "tvm_partial.shared"):
         meta.pop(key, None)  # shown per tensor above
     for key, value in sorted(meta.items()):
