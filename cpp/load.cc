@@ -2,9 +2,12 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file load.cc
- * \brief Loading partial modules: the values of a loaded module's records (DecodeRecords),
- *        `tvm_partial::LoadWithWeights`, and the global that makes a loaded tree build its records
- *        now (`tvm_partial.ResolveLoaded`, what `tvm_partial.load` calls so errors show at load).
+ * \brief Loading partial modules: the values of a loaded module's records (DecodeRecords), and
+ *        the loaders: `tvm_partial::LoadWithWeights`, `LoadShard` and `tvm_partial.LoadArtifact`
+ *        (what `tvm_partial.load` calls) load what the path holds now (a replaced file as a new
+ *        object, storage::LoadArtifactFile), read the payloads from the file they opened, and build
+ *        every record at load so errors show there; `tvm_partial.ResolveLoaded` does the last for
+ *        load_from_bytes.
  *
  * A module loaded from bytes is parsed at once (malformed bytes are refused by the loader) and
  * builds its values on first use: only then has the library loader attached its imports, and the
@@ -16,6 +19,7 @@
 #include <tvm/ffi/string.h>
 #include <tvm_partial/partial_apply.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -61,7 +65,8 @@ std::vector<format::FunctionRecord> DecodeRecords(const char* blob, const format
                                                   const std::string& override_weights,
                                                   const ffi::Array<ffi::Any>& imports,
                                                   int64_t shard_rank, int64_t shard_world,
-                                                  DLDevice rank_device) {
+                                                  DLDevice rank_device,
+                                                  std::shared_ptr<storage::File> library_file) {
   storage::Origin origin;
   origin.blob = blob;
   origin.override_weights = override_weights;
@@ -73,14 +78,15 @@ std::vector<format::FunctionRecord> DecodeRecords(const char* blob, const format
   }
   ffi::Optional<ffi::Module> library = FindLibrary(imports);
   if (library.has_value() && parsed.external() && override_weights.empty()) {
-    storage::LoadedLibrary file = storage::OpenLoadedLibrary(*library, parsed.symbol);
+    storage::LoadedLibrary file = storage::OpenLoadedLibrary(*library, parsed.symbol, library_file);
     origin.library = file.file;
     origin.library_path = file.real_path;
     origin.header = file.symbol_bytes;
-  } else if (library.has_value() && override_weights.empty()) {
-    // Inline payloads are the loader's own (in the bytes it mapped); still, a file replaced at
-    // the path since this process first loaded it is refused rather than served as the old
-    // version the caller did not ask for. A file removed since leaves only that version.
+  } else if (library.has_value() && override_weights.empty() && library_file == nullptr) {
+    // Inline payloads are the loader's own (in the bytes it mapped); still, where TVM's loader
+    // (which answers a name with the object it has) loaded it, a file replaced at the path since
+    // is refused rather than served as the old version the caller did not ask for. A file
+    // removed since leaves only that version. Our loaders load what the path holds now.
     if (storage::WasReplaced(*library)) storage::OpenLoadedLibrary(*library);  // says so
   }
   const storage::PayloadSource source = storage::Locate(parsed, origin);
@@ -103,17 +109,10 @@ std::vector<format::FunctionRecord> DecodeRecords(const char* blob, const format
   return out;
 }
 
-/*! \brief Build the records of every partial module of this copy in `mod`'s tree; how many.
- *         With `path` (what was loaded), first refuse unless every library in the tree was
- *         mapped from that very file (storage::CheckLoadedFrom). */
-int ResolveTree(const ffi::Module& mod, const std::string& path) {
+/*! \brief Build the records of every partial module of this copy in `mod`'s tree; how many. */
+int ResolveTree(const ffi::Module& mod) {
   std::vector<ffi::Module> all;
   Collect(mod, &all);
-  if (!path.empty()) {
-    for (const ffi::Module& m : all) {
-      if (std::strcmp(m->kind(), "library") == 0) storage::CheckLoadedFrom(m, path);
-    }
-  }
   int count = 0;
   for (const ffi::Module& m : all) count += PartialModuleRecords(m) != nullptr;
   return count;
@@ -121,15 +120,48 @@ int ResolveTree(const ffi::Module& mod, const std::string& path) {
 
 }  // namespace detail
 
-ffi::Module LoadWithWeights(const std::string& library, const std::string& weights_file) {
-  if (weights_file.empty()) {
-    TVM_FFI_THROW(ValueError) << "LoadWithWeights: weights_file is empty; name a safetensors file";
-  }
+namespace {
+
+/*! \brief A library loaded by LoadTree: its module, every module of its tree, its file. */
+struct Tree {
+  ffi::Module mod;
+  std::vector<ffi::Module> all;
+};
+
+/*!
+ * \brief The artifact `library` holds now (storage::LoadArtifactFile: a replaced file is a new
+ *        object, a renamed one the object the process has), opened from `fd` when given (the
+ *        descriptor Python checked the file through) else by name; every library of its tree
+ *        proven to be that file, every partial module told to read its payloads from it.
+ */
+Tree LoadTree(const std::string& library, int fd = -1) {
   // dlopen searches the library path for a bare file name: pass a path.
   const std::string path = library.find('/') == std::string::npos ? "./" + library : library;
-  ffi::Module mod = ffi::Module::LoadFromFile(path);
-  std::vector<ffi::Module> all;
-  Collect(mod, &all);
+  std::shared_ptr<storage::File> file = fd >= 0 ? storage::FromDescriptor(fd, path, "artifact")
+                                                : storage::OpenRegular(path, "artifact");
+  // Every library of the tree must be the file (the loader may answer the name with another's).
+  auto is_file = [&file](const ffi::Module& mod) {
+    std::vector<ffi::Module> all;
+    Collect(mod, &all);
+    return std::all_of(all.begin(), all.end(), [&file](const ffi::Module& m) {
+      return std::strcmp(m->kind(), "library") != 0 || storage::LoadedFrom(m, *file);
+    });
+  };
+  Tree tree{storage::LoadArtifactFile(file, path, is_file), {}};
+  Collect(tree.mod, &tree.all);
+  for (const ffi::Module& m : tree.all) detail::SetLibraryFile(m, file);
+  return tree;
+}
+
+/*! \brief The whole artifact, with the tensors of `weights_file` ("": its own). */
+ffi::Module LoadWhole(const std::string& library, const std::string& weights_file, int fd) {
+  const Tree tree = LoadTree(library, fd);
+  if (weights_file.empty()) {
+    detail::ResolveTree(tree.mod);
+    return tree.mod;
+  }
+  const std::vector<ffi::Module>& all = tree.all;
+  const ffi::Module& mod = tree.mod;
   int overridden = 0;
   for (const ffi::Module& m : all) overridden += detail::SetWeightsOverride(m, weights_file);
   if (overridden == 0) {
@@ -137,20 +169,20 @@ ffi::Module LoadWithWeights(const std::string& library, const std::string& weigh
                               << "loads, so it binds no tensors that the weights file "
                               << weights_file << " could replace";
   }
-  detail::ResolveTree(mod, path);
+  detail::ResolveTree(mod);
   return mod;
 }
 
-ffi::Module LoadShard(const std::string& library, int64_t rank, int64_t world,
-                      const std::string& weights_file, DLDevice device) {
+/*! \brief Rank `rank`'s view of the artifact's tensors sharded over `world`. */
+ffi::Module LoadRank(const std::string& library, int64_t rank, int64_t world,
+                     const std::string& weights_file, DLDevice device, int fd) {
   if (world < 1 || rank < 0 || rank >= world) {
     TVM_FFI_THROW(ValueError) << "LoadShard: rank " << rank << " of world " << world
                               << " is not a rank: give 0 <= rank < world";
   }
-  const std::string path = library.find('/') == std::string::npos ? "./" + library : library;
-  ffi::Module mod = ffi::Module::LoadFromFile(path);
-  std::vector<ffi::Module> all;
-  Collect(mod, &all);
+  const Tree tree = LoadTree(library, fd);
+  const std::vector<ffi::Module>& all = tree.all;
+  const ffi::Module& mod = tree.mod;
   int sharded = 0;
   for (const ffi::Module& m : all) {
     if (!weights_file.empty()) detail::SetWeightsOverride(m, weights_file);
@@ -167,8 +199,22 @@ ffi::Module LoadShard(const std::string& library, int64_t rank, int64_t world,
                               << "partial(..., shards={name: dim}, world=" << world
                               << ") and export again";
   }
-  detail::ResolveTree(mod, path);
+  detail::ResolveTree(mod);
   return mod;
+}
+
+}  // namespace
+
+ffi::Module LoadWithWeights(const std::string& library, const std::string& weights_file) {
+  if (weights_file.empty()) {
+    TVM_FFI_THROW(ValueError) << "LoadWithWeights: weights_file is empty; name a safetensors file";
+  }
+  return LoadWhole(library, weights_file, -1);
+}
+
+ffi::Module LoadShard(const std::string& library, int64_t rank, int64_t world,
+                      const std::string& weights_file, DLDevice device) {
+  return LoadRank(library, rank, world, weights_file, device, -1);
 }
 
 namespace {
@@ -176,12 +222,20 @@ namespace {
 /*! \brief An integer a disco global answers on this worker (`runtime.disco.worker_rank`). */
 int64_t DiscoValue(const char* name) {
   auto f = ffi::Function::GetGlobal(name);
+  const char* outside =
+      ": call it on a disco worker, or give the rank: tvm_partial.load(path, "
+      "shard=(rank, world))";
   if (!f.has_value()) {
     TVM_FFI_THROW(RuntimeError) << "tvm_partial.LoadShard(path) reads the rank from " << name
-                                << ", which this process lacks: call it on a disco worker, or "
-                                << "give the rank: tvm_partial.load(path, shard=(rank, world))";
+                                << ", which this process lacks" << outside;
   }
-  return (*f)().cast<int64_t>();
+  try {
+    return (*f)().cast<int64_t>();
+  } catch (const ffi::Error& err) {  // registered (import tvm does), but not a worker's thread
+    TVM_FFI_THROW(RuntimeError) << "tvm_partial.LoadShard(path) reads the rank from " << name
+                                << ", which this thread cannot answer (it is not a disco worker's: "
+                                << err.message() << ")" << outside;
+  }
 }
 
 }  // namespace
@@ -190,26 +244,25 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   // On a disco worker: the worker's rank of the session's world (what the driver calls through
   // sess.get_global_func("tvm_partial.LoadShard")(path); the workers run no Python of ours).
   detail::RegisterGlobalOnce("tvm_partial.LoadShard", [](ffi::String path) {
+    const int64_t rank = DiscoValue("runtime.disco.worker_rank");  // refuses off a worker
+    const int64_t world = DiscoValue("runtime.disco.world_size");
     auto device = ffi::Function::GetGlobal("runtime.disco.device");  // cpu:0 without a CCL
-    return LoadShard(path, DiscoValue("runtime.disco.worker_rank"),
-                     DiscoValue("runtime.disco.world_size"), "",
+    return LoadShard(path, rank, world, "",
                      device.has_value() ? (*device)().cast<DLDevice>() : DLDevice{kDLCPU, 0});
   });
-  // Any rank (tvm_partial.load(path, shard=(rank, world), weights_file=...)); "": no override.
+  // tvm_partial.load(path, weights_file=, shard=): the artifact the file open at `fd` holds (the
+  // descriptor Python checked it through; the path names it in messages and for the loader),
+  // whole (world 0) or rank `rank`'s view; "": its own weights.
   detail::RegisterGlobalOnce(
-      "tvm_partial.LoadShardOfRank",
-      [](ffi::String path, int64_t rank, int64_t world, ffi::String weights_file) {
-        return LoadShard(path, rank, world, weights_file);
+      "tvm_partial.LoadArtifact",
+      [](ffi::String path, int64_t fd, ffi::String weights_file, int64_t rank, int64_t world) {
+        if (world == 0) return LoadWhole(path, weights_file, fd);
+        return LoadRank(path, rank, world, weights_file, DLDevice{kDLCPU, 0}, fd);
       });
-  detail::RegisterGlobalOnce(
-      "tvm_partial.LoadWithWeights",
-      [](ffi::String library, ffi::String path) { return LoadWithWeights(library, path); });
   // Build the records of every partial module in a loaded tree now (each builds them on first
   // use otherwise), so that a missing or damaged payload is reported by the load itself.
   detail::RegisterGlobalOnce("tvm_partial.ResolveLoaded",
-                             [](ffi::Module mod, ffi::Optional<ffi::String> path) {
-                               return detail::ResolveTree(mod, path.value_or(""));
-                             });
+                             [](ffi::Module mod) { return detail::ResolveTree(mod); });
 }
 
 }  // namespace tvm_partial

@@ -199,7 +199,8 @@ class PartialModuleObj final : public ffi::ModuleObj {
           OutOfMemoryAsError("loading the tensors of a partial_apply module", [&] {
             return detail::DecodeRecords(pending_->bytes.data(), pending_->parsed,
                                          pending_->override_weights, imports_, pending_->shard_rank,
-                                         pending_->shard_world, pending_->rank_device);
+                                         pending_->shard_world, pending_->rank_device,
+                                         pending_->library_file);
           });
       // Only the values are filled in: names, order and outputs (which GetFunction reads
       // without the lock) are those of the skeleton already, and the vector never moves.
@@ -211,6 +212,15 @@ class PartialModuleObj final : public ffi::ModuleObj {
       resolved_ = true;
     }
     return functions_;
+  }
+
+  /*! \brief Read the payloads from `file`, which a loader of ours loaded the library from. Only
+   *         before the records are built. */
+  bool SetLibraryFile(std::shared_ptr<storage::File> file) {
+    std::lock_guard<std::mutex> lock(resolve_mutex_);
+    if (resolved_) return false;
+    pending_->library_file = std::move(file);
+    return true;
   }
 
   /*! \brief Take the tensors from the weights file `path` by key instead of the module's own
@@ -298,7 +308,8 @@ class PartialModuleObj final : public ffi::ModuleObj {
     std::string override_weights;
     int64_t shard_rank = -1;  // SetShard: build this rank's view
     int64_t shard_world = 0;
-    DLDevice rank_device{kDLCPU, 0};  // SetShard: a GPU rank's own device
+    DLDevice rank_device{kDLCPU, 0};              // SetShard: a GPU rank's own device
+    std::shared_ptr<storage::File> library_file;  // SetLibraryFile: the file our loader loaded
   };
   std::optional<Pending> pending_;
   /*! \brief Whether the tensors are one rank's view of sharded ones (set once by Records()). */
@@ -343,6 +354,11 @@ const format::ExternalRegion* PartialModuleRegion(const ffi::Module& mod) {
   return pm == nullptr || !pm->external_ ? nullptr : &*pm->external_;
 }
 
+bool SetLibraryFile(const ffi::Module& mod, std::shared_ptr<storage::File> file) {
+  PartialModuleObj* pm = AsPartialModule(mod);
+  return pm != nullptr && pm->SetLibraryFile(std::move(file));
+}
+
 bool SetWeightsOverride(const ffi::Module& mod, const std::string& path) {
   PartialModuleObj* pm = AsPartialModule(mod);
   return pm != nullptr && pm->SetWeightsOverride(path);
@@ -366,6 +382,13 @@ ffi::Optional<ffi::Module> PartialModuleCode(const ffi::Module& mod) {
 ffi::Module NewPartialModule(std::vector<format::FunctionRecord> functions,
                              ffi::Optional<ffi::Module> code) {
   return ffi::Module(ffi::make_object<PartialModuleObj>(std::move(functions), std::move(code)));
+}
+
+void RefuseShardView(const ffi::Module& mod, const char* what) {
+  PartialModuleObj* pm = AsPartialModule(mod);
+  if (pm == nullptr) return;
+  pm->Records();
+  pm->RefuseShardView(what);
 }
 
 ffi::Module WithExternalRegion(const ffi::Module& mod, format::ExternalRegion region) {

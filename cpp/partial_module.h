@@ -10,10 +10,12 @@
 
 #include <tvm/ffi/extra/module.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "format/format.h"
+#include "storage/file.h"
 
 namespace tvm_partial {
 namespace detail {
@@ -25,6 +27,11 @@ const std::vector<format::FunctionRecord>* PartialModuleRecords(const ffi::Modul
 /*! \brief The shard records of `mod`'s function `name` when `mod` is a partial_apply module of
  *         this copy holding whole tensors (not one rank's view), else none. */
 std::vector<format::Shard> WholeTensorShards(const ffi::Module& mod, const std::string& name);
+
+/*! \brief Refuse `mod` when it is a rank's view of a sharded artifact (load(path, shard=)): it
+ *         holds slices, and `what` ("saved", "exported", "written to a weights file") would record
+ *         them as the whole tensors. */
+void RefuseShardView(const ffi::Module& mod, const char* what);
 
 /*! \brief The region `mod` saves its payloads to (set by WithExternalRegion), else null. */
 const format::ExternalRegion* PartialModuleRegion(const ffi::Module& mod);
@@ -48,6 +55,14 @@ ffi::Module NewPartialModule(std::vector<format::FunctionRecord> functions,
 bool SetWeightsOverride(const ffi::Module& mod, const std::string& path);
 
 /*!
+ * \brief Make the partial_apply module `mod`, loaded from bytes and not used yet, read its
+ *        payloads from `file`, the file a loader of ours opened and loaded its library from
+ *        (storage::LoadArtifactFile), rather than from the file the library's name leads to now.
+ * \return false when `mod` is not such a module of this copy.
+ */
+bool SetLibraryFile(const ffi::Module& mod, std::shared_ptr<storage::File> file);
+
+/*!
  * \brief Make the partial_apply module `mod`, loaded from bytes and not used yet, build rank
  *        `rank`'s view of `world` (load(path, shard=...)).
  * \return 1 when set; 0 when `mod` records no shards; -1 when it is not such a module.
@@ -65,11 +80,10 @@ void RetargetRelaxVM(const ffi::Module& mod, DLDevice device);
  *        decided by storage::Locate from what the module offers (its bytes `blob`, the library
  *        among `imports` that the loader attached, an override), the tensors built from there.
  */
-std::vector<format::FunctionRecord> DecodeRecords(const char* blob, const format::Parsed& parsed,
-                                                  const std::string& override_weights,
-                                                  const ffi::Array<ffi::Any>& imports,
-                                                  int64_t shard_rank = -1, int64_t shard_world = 0,
-                                                  DLDevice rank_device = {kDLCPU, 0});
+std::vector<format::FunctionRecord> DecodeRecords(
+    const char* blob, const format::Parsed& parsed, const std::string& override_weights,
+    const ffi::Array<ffi::Any>& imports, int64_t shard_rank = -1, int64_t shard_world = 0,
+    DLDevice rank_device = {kDLCPU, 0}, std::shared_ptr<storage::File> library_file = nullptr);
 
 /*!
  * \brief A copy of the partial_apply module `mod` (PartialModuleRecords is not null) over the same

@@ -19,7 +19,7 @@ import pytest
 import tvm
 
 import tvm_partial
-from helpers import affine4_ref, ints
+from helpers import affine4_ref, ints, run_json
 
 PLACEMENTS = ["inline", "zero_copy", "weights_file"]
 
@@ -67,10 +67,11 @@ def test_two_versions_compute_with_their_own_weights(bound, tmp_path, placement)
 
 
 @pytest.mark.parametrize("placement", PLACEMENTS)
-def test_a_file_replaced_after_loading_is_refused(bound, tmp_path, placement):
-    """Hot reload the documented safe way (export to a new file, rename over the old): loading
-    the path again in the same process would get the old code and bindings from the system's
-    loader; it is refused, saying what happened, never mixed with the new file's tensors."""
+def test_a_replaced_file_reloads_and_a_renamed_one_rolls_back(bound, tmp_path, placement):
+    """Hot reload the documented way (export to a new file, rename over the old): loading the path
+    again in the same process loads what it holds now, while the first load keeps its own code and
+    tensors. A rollback moves files (model.so -> model.prev.so, the old version back onto
+    model.so): each path loads what it holds, the renamed inode being the object the process has."""
     exe, b, c = bound
     a = ints(16, seed=4)
     path = tmp_path / "model.so"
@@ -81,34 +82,35 @@ def test_a_file_replaced_after_loading_is_refused(bound, tmp_path, placement):
     os.replace(staged, path)
     if placement == "weights_file":  # the new library names its own weights file
         assert tvm_partial.inspect(path)["weights_file"] == "staged.so.safetensors"
-    with pytest.raises(ValueError, match=rf"{path} was replaced after this process first loaded it"):
-        tvm_partial.load(path)
+    second = tvm_partial.load(path)
+    assert np.array_equal(_call(second, a), affine4_ref(a, c, b))
     assert np.array_equal(_call(first, a), affine4_ref(a, b, c))  # the first load is untouched
-    # Under a new path the new version loads (in this process too).
-    fresh = tmp_path / "model-v2.so"
-    shutil.copyfile(path, fresh)
-    assert np.array_equal(_call(tvm_partial.load(fresh), a), affine4_ref(a, c, b))
+    # Rollback: the new version moves aside, a copy of the first comes back onto the path.
+    os.replace(path, tmp_path / "model.prev.so")
+    _export(tvm_partial.partial(exe, {1: b, 2: c}), tmp_path / "back.so", placement)
+    os.replace(tmp_path / "back.so", path)
+    assert np.array_equal(_call(tvm_partial.load(path), a), affine4_ref(a, b, c))
+    moved = tvm_partial.load(tmp_path / "model.prev.so")  # the inode `second` maps, renamed
+    assert np.array_equal(_call(moved, a), affine4_ref(a, c, b))
+    assert np.array_equal(_call(second, a), affine4_ref(a, c, b))
 
 
-def test_re_export_to_a_loaded_path_then_load_says_so(bound, tmp_path):
-    """Exporting onto a path this process has loaded, then loading it again while the first load
-    lives: the message says the file was replaced, not that an intact file is damaged. Once the
-    first load is gone, so is the loader's object, and the path loads the new version."""
-    import gc
-
+def test_tvm_loader_refuses_a_replaced_path_that_tvm_partial_reloads(bound, tmp_path):
+    """TVM's own loader answers a path it has loaded with the object it has: after the file is
+    replaced it would return the old version, so that load is refused (saying to use
+    tvm_partial.load), where tvm_partial.load loads the file the path holds now."""
     exe, b, c = bound
     a = ints(16, seed=10)
     path = tmp_path / "m.so"
-    tvm_partial.export_library(tvm_partial.partial(exe, {1: b, 2: c}), path, zero_copy=True)
-    first = tvm_partial.load(path)
-    tvm_partial.export_library(tvm_partial.partial(exe, {1: c, 2: b}), path, zero_copy=True)
+    tvm_partial.export_library(tvm_partial.partial(exe, {1: b, 2: c}), path)
+    first = tvm.runtime.load_module(str(path))
+    assert np.array_equal(_call(first, a), affine4_ref(a, b, c))
+    tvm_partial.export_library(tvm_partial.partial(exe, {1: c, 2: b}), path)
     assert tvm_partial.verify(path)["intact"]  # the new file is whole
     with pytest.raises(ValueError, match="was replaced after this process first loaded it"):
-        tvm_partial.load(path)
-    assert np.array_equal(_call(first, a), affine4_ref(a, b, c))
-    del first
-    gc.collect()
+        _call(tvm.runtime.load_module(str(path)), a)
     assert np.array_equal(_call(tvm_partial.load(path), a), affine4_ref(a, c, b))
+    assert np.array_equal(_call(first, a), affine4_ref(a, b, c))
 
 
 @pytest.mark.parametrize("placement", ["zero_copy", "weights_file"])
@@ -222,3 +224,55 @@ def test_a_fifo_is_refused_not_waited_on(bound, tmp_path):
         f"{name} ValueError True"
         for name in ("inspect", "verify", "load", "open_weights", "load weights_file")
     ], proc.stdout
+
+
+@pytest.mark.slow  # 200 loads in a fresh process: 20 s here
+def test_200_reloads_free_each_version(bound, tmp_path):
+    """A server reloading in place: 200 versions exported onto one path (each a new file renamed
+    over it), each loaded, called and dropped: every version computes with its own weights, and
+    the process's mappings and resident memory do not grow with the versions (each is freed when
+    its last reference goes). In a fresh process: the system's loader is process-wide."""
+    exe, b, c = bound
+    for name, (x, y) in {"v0.so": (b, c), "v1.so": (c, b)}.items():
+        tvm_partial.export_library(tvm_partial.partial(exe, {1: x, 2: y}), tmp_path / name, zero_copy=True)
+    a = ints(16, seed=12)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "want0.npy", affine4_ref(a, b, c))
+    np.save(tmp_path / "want1.npy", affine4_ref(a, c, b))
+    got = run_json(
+        """
+        import gc, json, os, shutil, sys
+        import numpy as np, tvm, tvm_partial
+        folder = sys.argv[1]
+        a = tvm.runtime.tensor(np.load(os.path.join(folder, "a.npy")))
+        want = [np.load(os.path.join(folder, f"want{i}.npy")) for i in (0, 1)]
+        path = os.path.join(folder, "model.so")
+        def counts():
+            maps = sum(1 for _ in open("/proc/self/maps"))
+            rss = int(next(l for l in open("/proc/self/status") if l.startswith("VmRSS:")).split()[1])
+            return maps, rss * 1024
+        wrong, samples, previous = 0, [], None
+        for version in range(200):
+            staged = os.path.join(folder, "staged.so")
+            shutil.copyfile(os.path.join(folder, f"v{version % 2}.so"), staged)
+            os.replace(staged, path)  # a new file at the path, as an export writes it
+            current = tvm_partial.load(path)
+            out = tvm.runtime.empty((16,), "float32")
+            current(a, out)
+            wrong += not np.array_equal(out.numpy(), want[version % 2])
+            if previous is not None:  # the version before keeps its own weights until dropped
+                previous(a, out)
+                wrong += not np.array_equal(out.numpy(), want[(version - 1) % 2])
+            previous = current
+            del current
+            gc.collect()
+            if version in (20, 199):
+                samples.append(counts())
+        print(json.dumps({"wrong": wrong, "samples": samples}))
+        """,
+        str(tmp_path),
+    )
+    assert got["wrong"] == 0
+    (maps_20, rss_20), (maps_199, rss_199) = got["samples"]
+    assert maps_199 <= maps_20 + 8, (maps_20, maps_199)  # not one per version
+    assert rss_199 - rss_20 < 16 * 2**20, (rss_20, rss_199)  # 180 versions: far less than one each

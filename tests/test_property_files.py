@@ -28,9 +28,12 @@ inode), and what the system's loader has: each loaded object, the path it was fi
 (its ``l_name``), every name it answers to (``tvm.runtime.load_module`` hands ``dlopen`` the
 path's realpath; ``dlopen`` returns the object it has for a name it has seen, and the object of the
 same device and inode for a new name, adding that name), and the blob it holds. So it knows what a
-load must do: succeed with the file's weights; refuse a path loaded before whose file changed
-("was replaced after this process first loaded it", every placement); refuse a missing or cut file
-for the file's own reason. Artifacts are self-contained, so linked with ``-z nodelete``: a loaded
+load must do: ``tvm_partial.load`` loads what the path holds now (the path holds a new inode: a
+new object, under a name of its own where the path's name answers with an older version; a
+renamed inode the process maps: the object it has) and reads the payloads from that file;
+``tvm.runtime.load_module`` of a path loaded before whose file changed is refused ("was replaced
+after this process first loaded it", every placement); a missing or cut file is refused for the
+file's own reason. Artifacts are self-contained, so linked with ``-z nodelete``: a loaded
 object stays loaded, and what the loader knows never shrinks.
 
 Two rules of the design bound what the machine does: a file that a loaded object maps is never
@@ -411,10 +414,30 @@ def _machine() -> type:
                 return real, f, Refusal((ValueError,), "replaced", obj.first)
             return real, f, None
 
-        def decode(self, obj: Obj) -> Refusal | list:
-            """What building the records of a module of ``obj`` does now (the code's rule: the
-            object's first path is proven): a refusal, or the Files its payloads are mapped from."""
-            real, f, why = self.proven(obj)
+        def loaded_fresh(self, real: str, f: File) -> Obj:
+            """What ``tvm_partial.load`` gets for the path ``real`` holding ``f``: the object the
+            loader answers the name with, when it maps ``f``; else (the name answers with another
+            file's object, a version the path held before) what a name of its own gives: the
+            object that maps ``f`` already (a renamed file), or a new one."""
+            known = self.names.get(real)
+            if known is None:
+                return self.dlopen(real, f)
+            if known.file is f:
+                return known
+            obj = next((o for o in self.objects if o.file is f), None)
+            if obj is None:
+                assert isinstance(f.content, Lib)
+                fresh = f"<a name of its own #{len(self.objects)}>"
+                obj = Obj(fresh, {fresh}, f, f.content)
+                self.objects.append(obj)
+                f.mapped = True
+            return obj
+
+        def decode(self, obj: Obj, proven: tuple[str, File] | None = None) -> Refusal | list:
+            """What building the records of a module of ``obj`` does now: a refusal, or the Files
+            its payloads are mapped from. The code's rule: the file ``tvm_partial.load`` opened and
+            proved (``proven``: its real path and File), else the object's first path, proven."""
+            real, f, why = (*proven, None) if proven is not None else self.proven(obj)
             if obj.lib.placement == "inline":
                 if why is not None and why.reason == "replaced":
                     return why
@@ -660,13 +683,14 @@ def _machine() -> type:
                         count(rule_name, "skipped: known defect, stale second name")
                         return
                     want = Refusal((ValueError, FileNotFoundError), "a refusal")  # fails below
-                obj = self.dlopen(real, f)
-                if not bare and f is not obj.file:
-                    # tvm_partial.load proves the path it was given: the loader answered a name
-                    # it had seen with an object another file was mapped from.
-                    want = Refusal((ValueError,), "replaced", real)
-                elif not isinstance(want, Refusal):
-                    want = self.decode(obj)
+                if bare:
+                    obj = self.dlopen(real, f)
+                    if not isinstance(want, Refusal):
+                        want = self.decode(obj)
+                else:
+                    # tvm_partial.load loads what the path holds now, and reads it from there.
+                    obj = self.loaded_fresh(real, f)
+                    want = self.decode(obj, (real, f))
             try:
                 if bare:
                     mod = tvm.runtime.load_module(at)
@@ -865,7 +889,7 @@ SCENARIOS: dict[str, list] = {
         ("export", "d0/a.so", "zero_copy", 0, 1),
         ("load", "d0/a.so", False),
         ("truncate", "d0/a.so", "tail", 0.5),  # a new file: d0/a.so is mapped
-        ("load", "d0/a.so", False),  # refused: not the file the loaded object maps
+        ("load", "d0/a.so", False),  # refused: the file the path holds now is cut short
         ("examine", "d0/a.so", "inspect"),
         ("export", "d0/b.so", "zero_copy", 2, 3),
         ("truncate", "d0/b.so", "tail", 0.5),  # in place: never loaded
@@ -900,11 +924,11 @@ SCENARIOS: dict[str, list] = {
         ("export", "d0/a.so", "zero_copy", 0, 1),
         ("load", "d0/a.so", False),
         ("move", "d0/a.so", "d1/a.so"),
-        ("load", "d1/a.so", False),  # refused for d0/a.so, which is gone (the design allows it)
+        ("load", "d1/a.so", False),  # the renamed inode: the object the process has
         ("copy", "d1/a.so", "d0/a.so"),  # d0/a.so holds the loaded bytes again, in another inode
         ("load", "d1/a.so", True),  # refused: d0/a.so is not the file the object maps
         ("export", "d1/a.so", "zero_copy", 2, 3),
-        ("load", "d1/a.so", False),  # refused: d1/a.so is not the file the object maps
+        ("load", "d1/a.so", False),  # the new file at the path: a new object
     ],
     "second names: a loaded inline file renamed": [
         ("export", "d0/b.so", "inline", 2, 3),
@@ -912,7 +936,7 @@ SCENARIOS: dict[str, list] = {
         ("move", "d0/b.so", "d1/a.so"),
         ("load", "d1/a.so", False),
         ("export", "d1/a.so", "inline", 1, 1),
-        ("load", "d1/a.so", False),  # refused: d1/a.so is not the file the object maps
+        ("load", "d1/a.so", False),  # the new file at the path: a new object
         ("load", "d1/a.so", True),  # the known defect (load_module): skipped unless strict
     ],
     "symlinks, retargeted": [

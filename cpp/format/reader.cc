@@ -412,6 +412,21 @@ Parsed Parse(const char* data, size_t size) {
     const std::string& name = out.functions.back().name;
     if (!seen.insert(name).second) Corrupt("function '" + name + "' appears twice");
   }
+  // A tensor bound in several places is bound whole at each: the writer refuses to share a
+  // sharded one (a rank would bind its slice where a whole tensor is recorded).
+  for (const ParsedFunction& fn : out.functions) {
+    for (const ParsedValue& v : fn.values) {
+      if (v.kind != kSharedTensor) continue;
+      const auto [f, b] = out.payloads[v.payload];
+      const ParsedFunction& owner = out.functions[f];
+      for (const Shard& s : owner.shards) {
+        if (s.position == owner.values[b].index) {
+          Corrupt(Where(fn, v.index) + " shares the payload of " + Where(owner, s.position) +
+                  ", which is sharded: a shared tensor is bound whole");
+        }
+      }
+    }
+  }
   const bool shared =
       std::any_of(out.functions.begin(), out.functions.end(), [](const ParsedFunction& fn) {
         return std::any_of(fn.values.begin(), fn.values.end(),

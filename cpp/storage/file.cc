@@ -76,6 +76,25 @@ std::shared_ptr<File> OpenRegular(const std::string& path, const char* what) {
   return file;
 }
 
+std::shared_ptr<File> FromDescriptor(int fd, const std::string& path, const char* what) {
+  const int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (own < 0) {
+    TVM_FFI_THROW(RuntimeError) << "cannot read the " << what << " " << path << ": "
+                                << std::strerror(errno);
+  }
+  auto file = std::make_shared<File>();
+  file->fd = UniqueFd(own);
+  file->path = path;
+  struct stat st;
+  if (fstat(own, &st) != 0) {
+    TVM_FFI_THROW(RuntimeError) << "cannot read the " << what << " " << path << ": "
+                                << std::strerror(errno);
+  }
+  if (!S_ISREG(st.st_mode)) NotRegular(path, what, st.st_mode);
+  file->size = static_cast<uint64_t>(st.st_size);
+  return file;
+}
+
 bool ReadAt(const File& file, uint64_t offset, size_t size, char* out) {
   if (offset > file.size || size > file.size - offset) return false;
   while (size > 0) {

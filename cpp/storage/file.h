@@ -73,6 +73,10 @@ struct File {
  */
 std::shared_ptr<File> OpenRegular(const std::string& path, const char* what);
 
+/*! \brief The regular file open at descriptor `fd` (a copy of it is kept), named `path` in
+ *         messages. \throws ValueError when it is not a regular file. */
+std::shared_ptr<File> FromDescriptor(int fd, const std::string& path, const char* what);
+
 /*!
  * \brief Read exactly `size` bytes at `offset` of `file` into `out`.
  * \return false when the file ends first (it is shorter than it was, or than its metadata says).

@@ -8,19 +8,24 @@
 #include "storage/loaded_library.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <link.h>
 #include <sys/stat.h>
 #include <tvm/ffi/container/map.h>
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/function.h>
 #include <tvm/ffi/string.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -215,8 +220,8 @@ bool IsMappedFile(const File& file, const Blob& blob) {
   }
   TVM_FFI_THROW(ValueError) << path << " was replaced after this process first loaded it: the "
                             << "system's loader returns the code and bindings it loaded first, "
-                            << "not the artifact the file holds now; load it in a new process "
-                            << "or under a new path";
+                            << "not the artifact the file holds now; load it with "
+                            << "tvm_partial.load(path), which loads what the path holds now";
 }
 
 /*! \brief Find `library`'s blob, or refuse: nothing else can be proven about it. */
@@ -231,13 +236,14 @@ void RequireBlob(const ffi::Module& library, Blob* blob) {
 
 }  // namespace
 
-LoadedLibrary OpenLoadedLibrary(const ffi::Module& library, const std::string& symbol) {
+LoadedLibrary OpenLoadedLibrary(const ffi::Module& library, const std::string& symbol,
+                                const std::shared_ptr<File>& proven) {
   Blob blob;
   RequireBlob(library, &blob);
-  const std::string path = blob.object.segments.name;
+  const std::string path = proven ? proven->path : blob.object.segments.name;
   LoadedLibrary out;
   try {
-    out.file = OpenRegular(path, "artifact");
+    out.file = proven ? proven : OpenRegular(path, "artifact");
   } catch (const ffi::Error& err) {
     if (err.kind() != "FileNotFoundError") throw;
     TVM_FFI_THROW(FileNotFoundError)
@@ -269,11 +275,50 @@ bool WasReplaced(const ffi::Module& library) {
   return !IsMappedFile(*file, blob);
 }
 
-void CheckLoadedFrom(const ffi::Module& library, const std::string& path) {
+bool LoadedFrom(const ffi::Module& library, const File& file) {
   Blob blob;
-  if (!FindBlob(library, &blob)) return;  // no embedded blob: no bindings of ours to prove
-  std::shared_ptr<File> file = OpenRegular(path, "artifact");
-  if (!IsMappedFile(*file, blob)) ThrowReplaced(path, blob);
+  return !FindBlob(library, &blob) || IsMappedFile(file, blob);
+}
+
+ffi::Module LoadArtifactFile(const std::shared_ptr<File>& file, const std::string& path,
+                             const std::function<bool(const ffi::Module&)>& is_file) {
+  // tvm-ffi's loader of shared libraries, called with the name to dlopen (Module::LoadFromFile
+  // would pick the loader from the name's extension).
+  static const ffi::Function load =
+      ffi::Function::GetGlobalRequired("ffi.Module.load_from_file.so");
+  {
+    ffi::Module mod = load(ffi::String(path), ffi::String("so")).cast<ffi::Module>();
+    if (is_file(mod)) return mod;
+  }  // another version's object: let it go, and load under a name no object answers to
+  const char* base = std::getenv("TMPDIR");
+  std::string folder =
+      std::string(base != nullptr && base[0] != '\0' ? base : "/tmp") + "/tvm_partial_load_XXXXXX";
+  if (mkdtemp(folder.data()) == nullptr) {
+    TVM_FFI_THROW(RuntimeError) << "cannot load " << path
+                                << " under a name of its own: mkdtemp: " << std::strerror(errno);
+  }
+  const std::string name = folder + "/artifact.so";
+  const std::string target = "/proc/self/fd/" + std::to_string(file->fd.get());
+  if (symlink(target.c_str(), name.c_str()) != 0) {
+    const int error = errno;
+    rmdir(folder.c_str());
+    TVM_FFI_THROW(RuntimeError) << "cannot load " << path
+                                << " under a name of its own: symlink: " << std::strerror(error);
+  }
+  struct Cleanup {
+    std::string name, folder;
+    ~Cleanup() {
+      unlink(name.c_str());
+      rmdir(folder.c_str());
+    }
+  } cleanup{name, folder};
+  ffi::Module mod = load(ffi::String(name), ffi::String("so")).cast<ffi::Module>();
+  if (!is_file(mod)) {
+    TVM_FFI_THROW(ValueError) << path << ": the system's loader returned code that is not this "
+                              << "file's, under its name and under a new one; refused rather "
+                              << "than run another version";
+  }
+  return mod;
 }
 
 TVM_FFI_STATIC_INIT_BLOCK() {

@@ -21,6 +21,7 @@
 
 #include <tvm/ffi/extra/module.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -45,20 +46,32 @@ struct LoadedLibrary {
 /*!
  * \brief Open the file that `library` (a module of kind "library", as the loader created it)
  *        was mapped from, and copy the 64-byte data symbol `symbol` of that object (if given).
+ *        `proven`: the file a loader of ours opened and loaded the library from (LoadArtifactFile),
+ *        taken when it is the very inode and bytes the process maps; else the file is opened by
+ *        the name the system's loader mapped it under and must be that inode.
  * \throws ValueError when the module holds no embedded blob, when its object cannot be told
  *         apart, or when the file was replaced since the process loaded it; FileNotFoundError
  *         when it was removed (or renamed) since.
  */
-LoadedLibrary OpenLoadedLibrary(const ffi::Module& library, const std::string& symbol = "");
+LoadedLibrary OpenLoadedLibrary(const ffi::Module& library, const std::string& symbol = "",
+                                const std::shared_ptr<File>& proven = nullptr);
 
 /*!
- * \brief Refuse unless `path` is the file `library`'s code was mapped from: the loader answers a
- *        name it has seen with the object it has, so a load of `path` may have returned the
- *        object of a file that lay there before, or of another name the object answers to.
- *        A library with no embedded module blob holds no bindings: nothing to prove.
- * \throws FileNotFoundError when `path` is absent; ValueError when it is another file.
+ * \brief Load the library `file` (opened from `path`), the artifact the path holds now, with the
+ *        system's loader, which answers a name it has seen with the object it has: under
+ *        `path`; where that gives another file's object (`is_file` says no: a version the path
+ *        held before, known to the loader by that name or as an alias), under a name no object
+ *        answers to (a new symlink to the descriptor, removed once loaded). A file the process
+ *        maps already under another name (a rename) is the object it has. The caller keeps `file`
+ *        for the payloads.
+ * \throws ValueError when neither name gives this file's object.
  */
-void CheckLoadedFrom(const ffi::Module& library, const std::string& path);
+ffi::Module LoadArtifactFile(const std::shared_ptr<File>& file, const std::string& path,
+                             const std::function<bool(const ffi::Module&)>& is_file);
+
+/*! \brief Whether `library`'s code was mapped from `file` (the very inode and bytes); true for a
+ *         library without an embedded blob (no bindings of ours to prove). */
+bool LoadedFrom(const ffi::Module& library, const File& file);
 
 /*! \brief Whether the file `library` was mapped from now holds something else (proven: it is
  *         there, and differs where the embedded blob lies); false when it is the same, was

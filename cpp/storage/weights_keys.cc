@@ -52,13 +52,20 @@ std::string LegacyKey(const std::string& function, int64_t position,
   return function + "/" + (unique ? name : std::to_string(position));
 }
 
+namespace {
+
+/*! \brief A place's name, where it can make a key (as LegacyKey decides: unique in its
+ *         function, no '/', not digits), else "". */
+std::string NameOf(const Place& p) {
+  const std::string key = LegacyKey(p.function, p.position, *p.param_names);
+  const std::string rest = key.substr(p.function.size() + 1);
+  return rest == std::to_string(p.position) ? std::string() : rest;
+}
+
+}  // namespace
+
 std::vector<std::vector<std::string>> Keys(const std::vector<Wanted>& tensors) {
-  // A place's name, where it can make a key (as LegacyKey decides), else "".
-  auto name_of = [](const Place& p) {
-    const std::string key = LegacyKey(p.function, p.position, *p.param_names);
-    const std::string rest = key.substr(p.function.size() + 1);
-    return rest == std::to_string(p.position) ? std::string() : rest;
-  };
+  auto name_of = NameOf;
   // Each name -> the tensors bound at a parameter of that name, and its first place.
   std::map<std::string, std::set<size_t>> tensors_named;
   std::map<std::string, std::pair<size_t, size_t>> first_place;
@@ -106,7 +113,9 @@ std::vector<Wanted> WantedOf(const format::Parsed& parsed) {
 
 KeyRef ParseKey(const std::string& path, const std::string& key) {
   KeyRef out;
-  const size_t slash = key.find('/');
+  // The last '/': what follows it is a position or a name without '/' (Keys writes no other), so
+  // a function whose name holds '/' (a/b) keeps it (a/b/1 is function a/b, position 1).
+  const size_t slash = key.rfind('/');
   if (slash == std::string::npos) {
     out.name = key;
     return out;
@@ -155,9 +164,9 @@ std::vector<Located> Match(const WeightsSet& set, const std::vector<Wanted>& wan
       for (size_t j = 0; j < wanted[i].places.size(); ++j) {
         const Place& p = wanted[i].places[j];
         if (!ref.function.empty() && ref.function != p.function) continue;
-        const bool by_name = !ref.name.empty() &&
-                             p.position < static_cast<int64_t>(p.param_names->size()) &&
-                             std::string((*p.param_names)[p.position]) == ref.name;
+        // A name reaches a place only where it is that place's name for keys: a parameter name
+        // its function has twice (unnamed TE placeholders) is reached by position alone.
+        const bool by_name = !ref.name.empty() && NameOf(p) == ref.name;
         if (by_name || (ref.name.empty() && ref.position == p.position)) {
           targets.emplace_back(i, j);
           break;  // a tensor counts once, whichever of its places the key names

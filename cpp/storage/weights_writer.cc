@@ -225,6 +225,8 @@ Layout LayOut(const std::vector<Wanted>& wanted, const std::vector<uint64_t>& of
 
 void SaveWeights(const ffi::Any& obj, const std::string& path,
                  const ffi::Map<ffi::String, ffi::Tensor>& compiled) {
+  if (auto mod = obj.try_cast<ffi::Module>())
+    detail::RefuseShardView(*mod, "written to a weights file");
   const std::vector<format::FunctionRecord> records = RecordsOf(obj);
   const std::vector<std::vector<int64_t>> numbers = format::TensorNumbers(records);
   std::vector<const format::Shard*> shards = format::PayloadShards(records);

@@ -91,8 +91,8 @@ def export_library(
                 "export_library: weights_file= places the payloads in that file; zero_copy=False "
                 "(payloads inside the library) contradicts it"
             )
-        weights_path = os.path.abspath(os.fspath(weights_file))
-        if weights_path == os.path.abspath(path) or (
+        weights_path = real_path(weights_file)
+        if weights_path == real_path(path) or (
             os.path.exists(path) and os.path.exists(weights_path) and os.path.samefile(path, weights_path)
         ):
             raise ValueError(
@@ -170,7 +170,9 @@ def relax_loaded(module: tvm_ffi.Module) -> bool:
 def _export_with_weights_file(module: Any, path: str, weights_file: str, **kwargs: Any) -> None:
     """The library (code, metadata, the region header) and the weights file, each written under a
     new name and renamed into place (the weights file first: the library names it)."""
-    name = os.path.relpath(os.path.abspath(weights_file), os.path.dirname(os.path.abspath(path)))
+    # Recorded relative to the library's real folder, where every reader looks (the loaded file's
+    # own path, symlinks resolved): a folder reached through a symlink is resolved here too.
+    name = os.path.relpath(real_path(weights_file), os.path.dirname(real_path(path)))
     with new_file(path) as staged, new_file(weights_file) as staged_weights:
         with tempfile.TemporaryDirectory(prefix="tvm_partial_") as workdir:
             module, payload_object = _zero_copy.prepare_weights_file(
@@ -178,6 +180,13 @@ def _export_with_weights_file(module: Any, path: str, weights_file: str, **kwarg
             )
             kwargs["addons"] = [*(kwargs.get("addons") or []), os.fspath(payload_object)]
             module.export_library(staged, **kwargs)
+
+
+def real_path(path: PathLike) -> str:
+    """``path`` with the symlinks of its folders resolved (not a symlink at its last component:
+    an export replaces that name, link or not): where the file written there will lie."""
+    full = os.path.abspath(os.fspath(path))
+    return os.path.join(os.path.realpath(os.path.dirname(full)), os.path.basename(full))
 
 
 class new_file:

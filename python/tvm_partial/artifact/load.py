@@ -14,7 +14,7 @@ from .. import _ffi_api
 from .. import remote as _remote
 from .._typing import PathLike
 from . import _elf
-from .read import file_kind, mapped, not_an_artifact, rank_world_of
+from .read import file_kind, mapped, not_an_artifact, open_regular, rank_world_of
 
 if TYPE_CHECKING:
     from .._typing import ExecutableLike
@@ -34,7 +34,7 @@ def load_from_bytes(data: bytes, wrapped: tvm_ffi.Module | ExecutableLike | None
     module = _ffi_api.LoadFromBytes(bytes(data))
     if wrapped is not None:
         module.import_module(getattr(wrapped, "mod", wrapped))  # type: ignore[arg-type]  # a Module
-    _ffi_api.ResolveLoaded(module, None)
+    _ffi_api.ResolveLoaded(module)
     return module
 
 
@@ -44,11 +44,13 @@ def load(
     """Load an exported artifact; a partial module comes back as the root, callable as ``pm(...)``.
 
     The module lives as long as references to it do (unlike ``tvm.runtime.load_module``, which
-    keeps every module it loads for the life of the process). Its tensors come from the artifact's
-    own file, the one the system's loader mapped its code
-    from: a process may hold several artifacts and versions at once, each computing with its own
-    weights. A file replaced at ``path`` after this process first loaded it is refused (the
-    loader would return the code it loaded first): load it in a new process or under a new path.
+    keeps every module it loads for the life of the process). It is the artifact ``path`` holds
+    now: a file replaced at ``path`` since this process loaded it (a new version renamed into
+    place) is loaded as a new object, while modules loaded before keep their own code and
+    weights; a file the process maps already under another name (a rename: a rollback that moved
+    ``model.so`` to ``model.prev.so``) is the object it has. Its tensors come from that very file
+    (the descriptor the load opened, proven to be the inode the process maps): a process may hold
+    several artifacts and versions at once, each computing with its own weights.
 
     With ``weights_file`` (a safetensors file such as ``save_weights`` writes) its tensors are
     bound instead of the artifact's: keys are the parameter names alone (a torch state_dict's
@@ -65,43 +67,43 @@ def load(
     import tvm.runtime  # noqa: F401  (TVM's Tensor and Module classes for what is returned)
 
     path = os.fspath(path)
-    rank_world = rank_world_of(shard)
-    check_complete(path)
+    rank, world = rank_world_of(shard) or (-1, 0)
+    weights = "" if weights_file is None else os.fspath(weights_file)
+    if weights_file is not None and not weights:
+        raise ValueError("weights_file is empty: name a safetensors file or index (or leave it out)")
+    # By its real path, as tvm.runtime.load_module does (a bare name would be looked for on the
+    # library search path; a symlink switched to another version loads that one). Opened once:
+    # the file checked here is the one the C++ loader loads (the descriptor goes along), loads
+    # under the path's name or, where an older version answers to it, a name of its own, and
+    # proves it maps. Not kept alive for the process (tvm.runtime.load_module keeps every module
+    # it loads): a server that loads version after version frees each one, mappings included,
+    # when the last reference to it goes. Self-contained artifacts, whose embedded loader
+    # registers globals, are linked -z nodelete and stay mapped anyway.
+    real = os.path.realpath(path)
+    fd = open_regular(path)
     try:
-        if rank_world is not None:
-            rank, world = rank_world
-            weights = "" if weights_file is None else os.fspath(weights_file)
-            return _ffi_api.LoadShardOfRank(os.path.realpath(path), rank, world, weights)
-        if weights_file is None:
-            # Not kept alive for the process (tvm.runtime.load_module keeps every module it loads):
-            # a server that loads version after version frees each one, mappings included, when
-            # the last reference to it goes. Self-contained artifacts, whose embedded loader
-            # registers globals, are linked -z nodelete and stay mapped anyway.
-            # By its real path, as tvm.runtime.load_module does (a bare name would be looked for
-            # on the library search path; a symlink switched to another version loads that one).
-            # The path goes along: the loader answers a name it has seen with the object it
-            # has, which must be the file at that path now (not one that lay there before).
-            real = os.path.realpath(path)
-            module = tvm_ffi.load_module(real, keep_module_alive=False)
-            _ffi_api.ResolveLoaded(module, real)
-            return module
-        return _ffi_api.LoadWithWeights(os.path.realpath(path), os.fspath(weights_file))
+        check_complete(path, source=f"/proc/self/fd/{fd}")
+        return _ffi_api.LoadArtifact(real, fd, weights, rank, world)
     except ValueError as err:  # the format's reader: say which file, as inspect and verify do
         if str(err).startswith(
             ("corrupted partial_apply data", "partial_apply data", "not partial_apply data")
         ):
             raise ValueError(f"{path}: {err}") from None
         raise
+    finally:
+        os.close(fd)
 
 
-def check_complete(path: PathLike) -> None:
-    """Raise ``ValueError`` unless ``path`` is a regular file holding a complete ELF library: its
-    headers intact, no shorter than its loadable segments say, and its embedded module tree (if
-    any) whole, as ``inspect`` reads it (TVM's loader trusts the lengths it records)."""
+def check_complete(path: PathLike, source: str | None = None) -> None:
+    """Raise ``ValueError`` unless ``path`` (read from ``source`` when given: a descriptor's
+    ``/proc/self/fd/N``) is a regular file holding a complete ELF library: its headers intact, no
+    shorter than its loadable segments say, and its embedded module tree (if any) whole, as
+    ``inspect`` reads it (TVM's loader trusts the lengths it records)."""
     path = os.fspath(path)
-    if file_kind(path) != "library":
+    source = source or path
+    if file_kind(source) != "library":
         raise not_an_artifact(path)
-    with mapped(path) as data:
+    with mapped(source) as data:
         elf = _elf.ElfFile(data, path)
         elf.check_segments()
         if elf.symbol(_elf.BLOB_SYMBOL) is not None:

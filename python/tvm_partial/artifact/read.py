@@ -39,6 +39,19 @@ def _refuse_non_regular(path: str, mode: int, what: str) -> None:
         raise ValueError(f"{what} {path} is {kind}, not a regular file; give the path of a file")
 
 
+def open_regular(path: str, what: str = "artifact") -> int:
+    """A descriptor of the regular file at ``path`` (checked before and after it is opened, so a
+    FIFO never blocks the open); the caller closes it."""
+    _refuse_non_regular(path, os.stat(path).st_mode, what)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        _refuse_non_regular(path, os.fstat(fd).st_mode, what)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 class mapped:
     """``with mapped(path) as data``: the regular file at ``path`` mapped read-only (an empty
     file: b""). Anything else (a FIFO, a device, a folder) is refused before it is opened for
@@ -102,6 +115,10 @@ def rank_world_of(shard: object) -> tuple[int, int] | None:
     ):
         raise TypeError(f"shard= must be (rank, world), two ints, got {shard!r}")
     rank, world = shard
+    if world > 2**63 - 1:  # what a call into C++ can carry; no artifact records as many ranks
+        raise ValueError(
+            f"shard=({rank}, {world}): the world is past 2**63 - 1 ranks; give the world the artifact records"
+        )
     if world < 1:
         raise ValueError(f"shard=({rank}, {world}): the world must be at least 1 (the number of ranks)")
     if not 0 <= rank < world:

@@ -123,10 +123,17 @@ def _parser() -> argparse.ArgumentParser:
 
 def _rank_world(text: str) -> tuple[int, int]:
     """``--shard 1/2`` -> (1, 2)."""
+    from ..artifact.read import rank_world_of
+
     rank, sep, world = text.partition("/")
     if not sep or not rank.isdigit() or not world.isdigit():
         raise argparse.ArgumentTypeError(f"--shard takes RANK/WORLD (such as 0/2), got {text!r}")
-    return int(rank), int(world)
+    try:
+        checked = rank_world_of((int(rank), int(world)))
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"--shard {text}: {err}") from None
+    assert checked is not None
+    return checked
 
 
 def main(argv: list[str] | None = None) -> int:
