@@ -2,9 +2,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file inspect.cc
- * \brief What `tvm_partial.inspect`, `verify` and `open_weights` ask of a file without loading
- *        it: the same parser (format/) and the same placement rules (storage/payload_source.h)
- *        the loader applies, so the three can never disagree.
+ * \brief What `tvm_partial.inspect` and `verify` ask of a file without loading it (open_weights:
+ *        open_weights.cc): the same parser (format/) and the same placement rules
+ * (storage/payload_source.h) the loader applies, so the three can never disagree.
  *
  * An artifact is a shared library: Python's ELF reader (python/tvm_partial/artifact/_elf.py)
  * finds where its embedded bytes and its copy of the region header lie in the file, without
@@ -381,174 +381,13 @@ Dict VerifyWeights(const ffi::String& path, ffi::Optional<ffi::Function> progres
 /*! \brief open_weights: {name or position: tensor} of `function`'s keys (and bare names). A key
  *         the file records for another function (`tvm_partial.bindings`) is that function's; the
  *         other places of a tensor stored once (`tvm_partial.shared`) name the same tensor. */
-/*! \brief The tensors of one safetensors file for `function` (none: an error, unless
- *         `none_is_empty`, for one file of an index). */
-ffi::Map<ffi::Any, ffi::Any> OpenFileWeights(const weights::WeightsFile& file,
-                                             const ffi::String& function, bool none_is_empty) {
-  const std::string path = file.file->path;
-  const auto recorded = weights::RecordedBindings(file);
-  const auto shared = weights::RecordedShared(file);
-  std::map<std::string, std::string> by_name;  // name -> the key it came from
-  std::map<int64_t, std::string> by_position;
-  std::vector<std::pair<std::string, std::string>> keys;  // (key, the stored tensor it reads)
-  std::vector<std::string> functions;
-  auto take = [&](const std::string& key, const std::string& stored) {
-    const weights::KeyRef ref = weights::ParseKey(std::string(path), key);
-    auto at = recorded.find(key);
-    const std::string owner = at != recorded.end() ? at->second.first : ref.function;
-    if (!owner.empty() && owner != std::string(function)) {
-      functions.push_back(owner);
-      return;
-    }
-    std::string earlier;
-    if (ref.name.empty()) {
-      auto [it, fresh] = by_position.emplace(ref.position, key);
-      if (!fresh) earlier = it->second;
-    } else {
-      auto [it, fresh] = by_name.emplace(ref.name, key);
-      if (!fresh) earlier = it->second;
-    }
-    if (!earlier.empty()) {
-      TVM_FFI_THROW(ValueError) << "weights file " << path << ": tensors '" << earlier << "' and '"
-                                << key << "' both name "
-                                << (ref.name.empty() ? "position " + std::to_string(ref.position)
-                                                     : "parameter '" + ref.name + "'")
-                                << " of function '" << function << "'; keep one";
-    }
-    keys.emplace_back(key, stored);
-  };
-  for (const auto& [key, e] : file.entries) {
-    if (weights::WeightsFile::IsTensorKey(key)) take(key, key);
-  }
-  for (const auto& [alias, stored] : shared) take(alias, stored);
-  if (keys.empty() && none_is_empty) return {};
-  if (keys.empty()) {
-    std::sort(functions.begin(), functions.end());
-    functions.erase(std::unique(functions.begin(), functions.end()), functions.end());
-    std::string names;
-    for (const std::string& f : functions) names += (names.empty() ? "" : ", ") + f;
-    TVM_FFI_THROW(ValueError) << path << ": no weights for function '" << function
-                              << "' (functions in the file: " << (names.empty() ? "none" : names)
-                              << ")";
-  }
-  uint64_t lo = UINT64_MAX, hi = 0;
-  for (const auto& [key, stored] : keys) {
-    lo = std::min(lo, file.entries.at(stored).begin);
-    hi = std::max(hi, file.entries.at(stored).end);
-  }
-  const storage::Mapping mapping = storage::MapPrivate(*file.file, file.data_start + lo, hi - lo);
-  std::map<std::string, ffi::Tensor> made;  // stored key -> its tensor: one per stored tensor
-  ffi::Map<ffi::Any, ffi::Any> out;
-  for (const auto& [key, stored] : keys) {
-    auto it = made.find(stored);
-    if (it == made.end()) {
-      const weights::Entry& e = file.entries.at(stored);
-      it =
-          made.emplace(stored, storage::HostPayloadTensor(
-                                   mapping.data + (e.begin - lo), mapping.keepalive,
-                                   ffi::StringToDLDataType(e.dtype->tvm), e.shape, e.end - e.begin))
-              .first;
-    }
-    const weights::KeyRef ref = weights::ParseKey(std::string(path), key);
-    if (ref.name.empty()) {
-      out.Set(ref.position, it->second);
-    } else {
-      out.Set(ffi::String(ref.name), it->second);
-    }
-  }
-  return out;
-}
-
-/*! \brief tvm_partial.OpenWeights(path, function): a safetensors file's tensors, or those of
- *         every file an index names (each tensor in one of them: weights::OpenSet). */
-ffi::Map<ffi::Any, ffi::Any> OpenWeights(const ffi::String& path, const ffi::String& function) {
-  if (!weights::IsIndex(path)) return OpenFileWeights(weights::Open(path), function, false);
-  const weights::WeightsSet set = weights::OpenSet(path);
-  ffi::Map<ffi::Any, ffi::Any> out;
-  for (const weights::WeightsFile& file : set.files) {
-    for (const auto& [key, tensor] : OpenFileWeights(file, function, true)) {
-      if (out.count(key)) {
-        auto name = key.try_cast<ffi::String>();
-        weights::Bad(std::string(path),
-                     "two of its files give " +
-                         (name.has_value() ? "parameter '" + std::string(*name) + "'"
-                                           : "position " + std::to_string(key.cast<int64_t>())) +
-                         " of function '" + std::string(function) + "'; keep one");
-      }
-      out.Set(key, tensor);
-    }
-  }
-  if (out.empty()) {
-    TVM_FFI_THROW(ValueError) << path << ": no weights for function '" << function << "'";
-  }
-  return out;
-}
-
-/*! \brief tvm_partial.MapTensors(path, [[name, offset, bytes, dtype, shape], ...]): tensors
- *         whose payloads lie in a file another format describes (ONNX external data), each a
- *         view of one private mapping where 64-byte aligned, else an aligned copy; every range
- *         checked against the file and against its dtype and shape. */
-ffi::Map<ffi::String, ffi::Tensor> MapTensors(const ffi::String& path,
-                                              const ffi::Array<ffi::Array<ffi::Any>>& entries) {
-  const std::shared_ptr<storage::File> file = storage::OpenRegular(path, "data file");
-  struct Range {
-    std::string name;
-    uint64_t offset, bytes;
-    DLDataType dtype;
-    std::vector<int64_t> shape;
-  };
-  std::vector<Range> ranges;
-  uint64_t lo = UINT64_MAX, hi = 0;
-  for (const ffi::Array<ffi::Any>& e : entries) {
-    if (e.size() != 5) TVM_FFI_THROW(ValueError) << "MapTensors: each entry has 5 fields";
-    Range r{std::string(e[0].cast<ffi::String>()),
-            static_cast<uint64_t>(e[1].cast<int64_t>()),
-            static_cast<uint64_t>(e[2].cast<int64_t>()),
-            ffi::StringToDLDataType(e[3].cast<ffi::String>()),
-            {}};
-    for (const ffi::Any& d : e[4].cast<ffi::Array<ffi::Any>>())
-      r.shape.push_back(d.cast<int64_t>());
-    uint64_t expected = 0;
-    const std::string problem =
-        format::ShapeProblem(r.shape.data(), r.shape.size(), r.dtype, &expected);
-    if (!problem.empty() || expected != r.bytes) {
-      TVM_FFI_THROW(ValueError) << path << ": tensor '" << r.name << "' of " << r.bytes
-                                << " bytes does not match its dtype and shape ("
-                                << (problem.empty() ? std::to_string(expected) + " bytes" : problem)
-                                << ")";
-    }
-    if (r.offset > file->size || r.bytes > file->size - r.offset) {
-      TVM_FFI_THROW(ValueError) << path << " is truncated: tensor '" << r.name << "' needs bytes "
-                                << r.offset << " to " << r.offset + r.bytes << ", the file has "
-                                << file->size;
-    }
-    lo = std::min(lo, r.offset);
-    hi = std::max(hi, r.offset + r.bytes);
-    ranges.push_back(std::move(r));
-  }
-  ffi::Map<ffi::String, ffi::Tensor> out;
-  if (ranges.empty()) return out;
-  const storage::Mapping mapping = storage::MapPrivate(*file, lo, hi - lo);
-  for (const Range& r : ranges) {
-    out.Set(ffi::String(r.name),
-            storage::HostPayloadTensor(mapping.data + (r.offset - lo), mapping.keepalive, r.dtype,
-                                       r.shape, r.bytes));
-  }
-  return out;
-}
-
 }  // namespace
 
 TVM_FFI_STATIC_INIT_BLOCK() {
-  detail::RegisterGlobalOnce("tvm_partial.MapTensors", MapTensors);
   detail::RegisterGlobalOnce("tvm_partial.InspectArtifact", InspectArtifact);
   detail::RegisterGlobalOnce("tvm_partial.VerifyArtifact", VerifyArtifact);
   detail::RegisterGlobalOnce("tvm_partial.InspectWeights", InspectWeights);
   detail::RegisterGlobalOnce("tvm_partial.VerifyWeights", VerifyWeights);
-  detail::RegisterGlobalOnce("tvm_partial.OpenWeights", OpenWeights);
-  // Whether a weights path names an index of several files (weights::IsIndex), for inspect.
-  detail::RegisterGlobalOnce("tvm_partial.IsWeightsIndex",
-                             [](ffi::String path) { return weights::IsIndex(path); });
 }
 
 }  // namespace tvm_partial

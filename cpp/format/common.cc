@@ -10,6 +10,7 @@
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/function.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -306,6 +307,15 @@ void ForEachStoredPiece(const ffi::Tensor& tensor, size_t nbytes, const Shard* s
     GatherRank(host.data(), buffer.data(), nbytes, shape, tensor.dtype(), *shard, r);
     visit(buffer.data(), per_rank);
   }
+}
+
+bool Parsed::Sharded() const {
+  return std::any_of(functions.begin(), functions.end(),
+                     [](const ParsedFunction& fn) { return !fn.shards.empty(); });
+}
+
+std::string Where(const ParsedFunction& fn, int64_t index) {
+  return "function '" + std::string(fn.name) + "' position " + std::to_string(index);
 }
 
 }  // namespace format

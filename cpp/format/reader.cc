@@ -381,15 +381,6 @@ ParsedFunction ReadFunction(Reader* r, Layout* layout, Parsed* out) {
 
 }  // namespace
 
-bool Parsed::Sharded() const {
-  return std::any_of(functions.begin(), functions.end(),
-                     [](const ParsedFunction& fn) { return !fn.shards.empty(); });
-}
-
-std::string Where(const ParsedFunction& fn, int64_t index) {
-  return "function '" + std::string(fn.name) + "' position " + std::to_string(index);
-}
-
 Parsed Parse(const char* data, size_t size) {
   Parsed out;
   size_t meta_end = 0;

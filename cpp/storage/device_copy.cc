@@ -3,8 +3,8 @@
 /*!
  * \file storage/device_copy.cc
  * \brief Copying a payload into a device tensor in pieces, through pinned staging buffers where
- *        the runtime offers them (storage/device_copy.h); the global `tvm_partial.CopyFileToDevice`
- *        that tests and benchmarks drive it with.
+ *        the runtime offers them (storage/device_copy.h; the global tests and benchmarks drive it
+ *        with: device_copy_file.cc).
  */
 #include "storage/device_copy.h"
 
@@ -304,15 +304,6 @@ std::optional<StagingBuffers> ChooseStaging(Staging kind, DLDevice device, uint6
   return out;
 }
 
-Staging ParseStaging(const std::string& value, const char* what) {
-  if (value == "auto") return Staging::kAuto;
-  if (value == "pinned") return Staging::kPinned;
-  if (value == "direct") return Staging::kDirect;
-  if (value == "host") return Staging::kHost;
-  TVM_FFI_THROW(ValueError) << what << " is '" << value << "'; use auto, pinned, direct or host";
-  TVM_FFI_UNREACHABLE();
-}
-
 uint64_t ParseCount(const char* value, uint64_t least, uint64_t most, const char* what) {
   char* end = nullptr;
   errno = 0;
@@ -325,6 +316,16 @@ uint64_t ParseCount(const char* value, uint64_t least, uint64_t most, const char
 }
 
 }  // namespace
+
+DeviceCopyOptions::Staging DeviceCopyOptions::ParseStaging(const std::string& value,
+                                                           const char* what) {
+  if (value == "auto") return Staging::kAuto;
+  if (value == "pinned") return Staging::kPinned;
+  if (value == "direct") return Staging::kDirect;
+  if (value == "host") return Staging::kHost;
+  TVM_FFI_THROW(ValueError) << what << " is '" << value << "'; use auto, pinned, direct or host";
+  TVM_FFI_UNREACHABLE();
+}
 
 DeviceCopyOptions DeviceCopyOptions::FromEnvironment(bool release_source) {
   DeviceCopyOptions out;
@@ -415,52 +416,6 @@ DeviceCopyStats CopyToDevice(const char* src, uint64_t nbytes, const ffi::Tensor
   if (pinned) PinnedCache::Global()->Give(std::move(*staging));
   stats.released_bytes = release.released();
   return stats;
-}
-
-namespace {
-
-/*! \brief `tvm_partial.CopyFileToDevice`: `nbytes` bytes of the file at `path` from `offset`,
- *         mapped privately as a load maps an artifact, copied into `dst` by CopyToDevice. */
-ffi::Map<ffi::String, ffi::Any> CopyFileToDevice(const ffi::String& path, int64_t offset,
-                                                 int64_t nbytes, const ffi::Tensor& dst,
-                                                 const ffi::Map<ffi::String, ffi::Any>& options) {
-  if (offset < 0 || nbytes < 0) {
-    TVM_FFI_THROW(ValueError) << "CopyFileToDevice: offset " << offset << " and size " << nbytes
-                              << " must not be negative";
-  }
-  DeviceCopyOptions o = DeviceCopyOptions::FromEnvironment(false);
-  for (const auto& [key, value] : options) {
-    if (key == "staging") {
-      o.staging = ParseStaging(value.cast<ffi::String>(), "option staging");
-    } else if (key == "chunk_bytes") {
-      o.chunk_bytes = static_cast<uint64_t>(std::max<int64_t>(0, value.cast<int64_t>()));
-    } else if (key == "fill_threads") {
-      o.fill_threads = static_cast<int>(std::max<int64_t>(1, value.cast<int64_t>()));
-    } else if (key == "release_source") {
-      o.release_source = value.cast<bool>();
-    } else {
-      TVM_FFI_THROW(ValueError) << "CopyFileToDevice: unknown option '" << key
-                                << "' (staging, chunk_bytes, fill_threads, release_source)";
-    }
-  }
-  std::shared_ptr<File> file = OpenRegular(path, "file");
-  const Mapping mapping = MapPrivate(*file, static_cast<uint64_t>(offset),
-                                     static_cast<uint64_t>(nbytes));  // fresh: nothing wrote to it
-  const DeviceCopyStats stats = CopyToDevice(mapping.data, mapping.size, dst, o);
-  ffi::Map<ffi::String, ffi::Any> out;
-  out.Set("staging", ffi::String(stats.staging));
-  out.Set("pieces", static_cast<int64_t>(stats.pieces));
-  out.Set("released_bytes", static_cast<int64_t>(stats.released_bytes));
-  out.Set("fill_threads", static_cast<int64_t>(stats.fill_threads));
-  out.Set("chunk_bytes", static_cast<int64_t>(o.chunk_bytes));
-  return out;
-}
-
-}  // namespace
-
-TVM_FFI_STATIC_INIT_BLOCK() {
-  // {"staging", "pieces", "released_bytes", "fill_threads", "chunk_bytes"}: what the copy did.
-  detail::RegisterGlobalOnce("tvm_partial.CopyFileToDevice", CopyFileToDevice);
 }
 
 }  // namespace storage

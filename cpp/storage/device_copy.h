@@ -67,6 +67,9 @@ struct DeviceCopyOptions {
    * \throws ValueError naming the variable whose value is not one of those allowed.
    */
   static DeviceCopyOptions FromEnvironment(bool release_source);
+
+  /*! \brief "auto", "pinned", "direct" or "host"; \throws ValueError naming `what` otherwise. */
+  static Staging ParseStaging(const std::string& value, const char* what);
 };
 
 /*! \brief What a copy did. */

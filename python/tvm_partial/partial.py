@@ -12,16 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, overload
 
-import numpy as np
 import tvm_ffi
 
 from . import _convert, _ffi_api, _target
 from . import output_specs as _outputs
-from . import programs as _programs
 from . import relax_vm as _relax
 from . import remote as _remote
+from . import shards as _shards
 from ._convert import create_view as _create_view  # noqa: F401  (weights.py imports it from here)
-from .signature import Param, Signature
+from .signature import Param
 
 if TYPE_CHECKING:
     from ._typing import Bound, ModuleTarget, Target
@@ -157,16 +156,22 @@ def partial(
     if function is not _target.UNSET and not isinstance(function, str):
         raise TypeError(f"function= must be the name of a function (str), got {type(function).__name__}")
     place = _target.as_device(None if device is _target.UNSET else device)
-    compiled = _compiled_in(view.program, bound_target)
+    compiled = (
+        {}
+        if view.program is None
+        else view.program.compiled_tensors(
+            bound_target.executable or _relax.find_executable(bound_target.obj)
+        )
+    )
     # A Relax executable: its VM, on that device, with what the frontend compiled in.
     bound_target.place(place, compiled, view.program.unused if view.program else frozenset())
     _target.check_available(place)
     keyed, named = _target.split_keys(bound, by_name)
     ties: list[list[str]] = []
     if view.program is not None:
-        named, ties = _settle(view.program, named, compiled, view.sig)
+        named, ties = view.program.settle(named, compiled, view.sig)
     targets = view.positions(keyed, named)
-    split = _shard_positions(shards, world, bound_target, view, targets)
+    split = _shards.positions(shards, world, bound_target, view, targets)
     obj = bound_target.obj
     if kind == "module":  # a remote module: its session's device by default; other sessions refused
         place = _remote.placement(
@@ -178,14 +183,15 @@ def partial(
     for position, (original, value) in targets.items():
         param = _target.param_at(original, view.sig) if original is not None else None
         if position in split:
-            values[position], split[position] = _shard_value(
+            values[position], split[position] = _shards.value(
                 value, param, view.label(position, original), place, split[position]
             )
             continue
         values[position] = _convert.convert(
             value, param, view.label(position, original), place, copies=copies
         )
-    _tie(ties, view, targets, values)
+    if ties and view.program is not None and view.sig is not None:
+        view.program.tie(ties, view.sig, targets, values)
     names = view.free_names()
     wanted = None if outputs is _target.UNSET else outputs  # None: none, as when not given
     specs = None if wanted is None else _outputs.resolve(wanted, view.sig, sorted(view.bound))
@@ -200,191 +206,6 @@ def partial(
         {fname: full_names} if full_names else {},
         {fname: [[p, d, w, n] for p, (d, n, w) in sorted(split.items())]} if split else {},
     )
-
-
-def _compiled_in(program: _programs.Program | None, target: _target.Target) -> dict[str, Any]:
-    """What the frontend compiled into the code (``program.compiled``), as CPU tensors, each
-    proven to be among the executable's constants (C++: ``ExecutableHolds``): a program changed
-    since it was imported (torch.export shares the model's tensors) is refused, never trusted."""
-    if program is None:
-        return {}
-    executable = target.executable or _relax.find_executable(target.obj)
-    if executable is None:
-        raise TypeError(
-            f"signature={program.what.split()[-1]} needs the compiled Relax executable (tvm.compile's "
-            "result), whose constants prove what the frontend compiled in; a relax.VirtualMachine "
-            "does not keep it: bind the executable"
-        )
-    cpu = tvm_ffi.device("cpu", 0)
-    out = {}
-    for name, value in {**program.compiled, **program.unused_values}.items():
-        held = (
-            value if hasattr(value, "__dlpack__") or isinstance(value, tvm_ffi.Tensor) else np.asarray(value)
-        )
-        out[name] = _convert.convert(held, None, f"{program.what}'s {name!r}", cpu)
-        if name in program.compiled and not _ffi_api.ExecutableHolds(executable, out[name]):
-            raise ValueError(
-                f"{program.what}'s {name!r} ({out[name].dtype}{list(out[name].shape)}) is not among "
-                "the constants the executable holds: signature= must be the program the executable "
-                "was imported from, unchanged since (torch.export shares the model's tensors, so "
-                "model.load_state_dict() after export changes the program too); import and compile "
-                "the model again, or pass the program that was imported"
-            )
-    return out
-
-
-def _settle(
-    program: _programs.Program, named: dict[str, Any], compiled: dict[str, Any], sig: Signature | None
-) -> tuple[dict[str, Any], list[list[str]]]:
-    """Values given by name for a program: those for what the frontend compiled into the code are
-    checked against the compiled value (the rule is C++'s, ``tvm_partial.CompiledInProblem``) and
-    dropped, a differing one refused; a name tied to others binds them too. -> (the names to
-    bind, the groups of tied names given more than once)."""
-    out = {}
-    for name, value in named.items():
-        if name in program.unused:
-            continue
-        if name not in program.compiled:
-            out[name] = value
-            continue
-        given = _convert.convert(value, None, f"{name!r}", tvm_ffi.device("cpu", 0))
-        if not isinstance(given, tvm_ffi.Tensor):
-            raise TypeError(f"cannot bind {name!r}: the frontend compiled it into the code as a tensor")
-        problem = _ffi_api.CompiledInProblem(name, compiled[name], given)
-        if problem:
-            raise ValueError(f"cannot bind {name!r}: {problem}")
-    names = set(sig.names) if sig is not None else set()
-    several = []
-    for group in program.ties:
-        given_names = [n for n in group if n in out]
-        if not given_names:
-            continue
-        for n in group:
-            if n not in out and n in names:
-                out[n] = out[given_names[0]]
-        if len(given_names) > 1:
-            several.append(given_names)
-    return out, several
-
-
-def _tie(ties: list[list[str]], view: _target.TargetView, targets: dict, values: dict) -> None:
-    """Names a program ties (one tensor in the model), given each a value: they must be one tensor
-    (or hold the same bits, then they become one); the one tensor is bound at each place."""
-    if not ties or view.sig is None:
-        return
-    position = {view.sig.params[o].name: p for p, (o, _) in targets.items() if o is not None}
-    for group in ties:
-        first = values[position[group[0]]]
-        for other in group[1:]:
-            value = values[position[other]]
-            same = value.same_as(first) or (  # the same dtype, shape and payload hash
-                isinstance(value, tvm_ffi.Tensor)
-                and isinstance(first, tvm_ffi.Tensor)
-                and not _ffi_api.CompiledInProblem(other, first, value)
-            )
-            if not same:
-                raise ValueError(
-                    f"{group[0]!r} and {other!r} are one tensor in {view.program.what if view.program else 'the model'} "
-                    "(tied weights), but the values given for them differ: give one of the names (it "
-                    "binds both), or the same tensor under each"
-                )
-            values[position[other]] = first
-
-
-def _shard_positions(
-    shards: Any, world: Any, target: _target.Target, view: _target.TargetView, bound_positions: Any
-) -> dict[int, tuple[int, int, int]]:
-    """``shards=``/``world=`` checked: {position: (dim, segments, world)} of the tensors split."""
-    if shards is _target.UNSET or shards is None:
-        if world is not _target.UNSET and world is not None:
-            raise TypeError("world= without shards=: name the tensors split, shards={name: dim}")
-        return {}
-    if not isinstance(shards, dict) or not shards:
-        raise TypeError(f"shards= must be a non-empty dict {{parameter name: dim}}, got {shards!r}")
-    if world is _target.UNSET or world is None:
-        raise TypeError("shards= needs world=, the number of ranks the tensors are split over")
-    if isinstance(world, bool) or not isinstance(world, int):
-        raise TypeError(f"world= must be the number of ranks (an int), got {world!r}")
-    if not 0 <= world <= _MAX_SPLIT:
-        raise ValueError(f"world={world} is not 2 to 65536 ranks")
-    if target.kind != "module":
-        raise TypeError(
-            "shards= needs a compiled module as the target (partial(exe, ..., shards=..., world=...)): "
-            "a function cannot be exported for each rank to load"
-        )
-    if target.names is not None and target.executable is None and not _relax.runs_relax(target.obj):
-        raise TypeError(
-            "shards= needs a Relax executable, not a relax.VirtualMachine, which cannot be exported "
-            "for each rank to load: bind the executable (partial(exe, ..., shards=..., world=...))"
-        )
-    if view.bound:
-        raise TypeError(
-            "shards= on top of a partial is not supported: bind every value in one partial() call"
-        )
-    if view.sig is None:
-        raise TypeError("shards= needs signature= (the kernel's parameters, with their shard shapes)")
-    out = {}
-    for name, split in shards.items():
-        if not isinstance(name, str):
-            raise TypeError(f"shards= keys are parameter names, got {name!r}")
-        position = _position_of(name, view.sig, bound_positions)
-        if target.names is not None and view.sig.params[position].shape is None:
-            # A Relax executable annotates only its inputs when the model says so (frontend.nn's
-            # num_input): without the weight's shard shape no rank's slice could be checked.
-            raise TypeError(
-                f"shards= names {name!r}, whose shape the Relax executable does not record (a "
-                "frontend.nn model annotates only its inputs): pass signature=irmodule so that "
-                "each rank's shard is checked against the parameter"
-            )
-        out[position] = (*_dim_segments(name, split), world)
-    return out
-
-
-def _position_of(name: str, sig: Signature, bound_positions: Any) -> int:
-    position = sig.index_of(name)  # the target is no partial: positions are its own
-    if position not in bound_positions:
-        raise ValueError(f"shards= names {name!r}, which this partial() does not bind")
-    return position
-
-
-def _dim_segments(name: str, split: Any) -> tuple[int, int]:
-    """A ``shards=`` value: ``dim``, or ``(dim, segments)`` for a dim of fused blocks."""
-    parts = split if isinstance(split, tuple) and len(split) == 2 else (split, 1)
-    if any(isinstance(v, bool) or not isinstance(v, int) for v in parts):
-        raise TypeError(
-            f"shards={{{name!r}: ...}}: give the dim (an int), or (dim, segments) for a dim that "
-            f"holds several fused blocks split alike (QKV: (0, 3)); got {split!r}"
-        )
-    if not -_MAX_SPLIT <= parts[0] <= _MAX_SPLIT or not 0 <= parts[1] <= _MAX_SPLIT:
-        raise ValueError(f"shards={{{name!r}: {split!r}}}: out of range (dim and segments are 32-bit)")
-    return parts[0], parts[1]
-
-
-_MAX_SPLIT = 2**31 - 1  # the format records dim, world and segments as u32 (and few are sane)
-
-
-def _shard_value(
-    value: Any, param: Param | None, label: str, place: Any, split: tuple[int, int, int]
-) -> tuple[Any, tuple[int, int, int]]:
-    """The whole tensor of a sharded parameter, converted, and its split with a dim counted from
-    the end made positive; one rank's shard is checked against the parameter (the kernel takes
-    the shard)."""
-    dim, segments, world = split
-    tensor = _convert.convert(value, None, label, place)
-    if not isinstance(tensor, tvm_ffi.Tensor):
-        raise TypeError(f"cannot shard {label}: it is a {type(value).__name__}, not a tensor")
-    shape = [int(s) for s in tensor.shape]
-    if -len(shape) <= dim < 0:  # counted from the end, as numpy counts axes
-        dim += len(shape)
-    problem = _ffi_api.ShardProblem(shape, str(tensor.dtype), dim, world, segments)
-    if problem:
-        raise ValueError(f"cannot shard {label} over world {world}: {problem}")
-    shard = list(shape)
-    shard[dim] //= world
-    _convert.check_tensor(
-        str(tensor.dtype), tuple(shard), param, f"{label} (one rank's shard of {tuple(shape)})", "bind"
-    )
-    return tensor, (dim, segments, world)
 
 
 def rebind(

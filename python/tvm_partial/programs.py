@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import tvm_ffi
 
+from . import _convert, _ffi_api
 from .signature import Param, Signature
 
 
@@ -93,9 +95,107 @@ class Program:
         held = {model: value for model, value in self.values.values()} | self.unused_values
         return {name: value for name, value in held.items() if name in self.state}
 
+    def compiled_tensors(self, executable: Any) -> dict[str, Any]:
+        return compiled_tensors(self, executable)
+
+    def settle(
+        self, named: dict[str, Any], compiled: dict[str, Any], sig: Signature | None
+    ) -> tuple[dict[str, Any], list[list[str]]]:
+        return settle(self, named, compiled, sig)
+
+    def tie(self, ties: list[list[str]], sig: Signature, targets: dict, values: dict) -> None:
+        tie(self, ties, sig, targets, values)
+
     def tied(self, name: str) -> tuple[str, ...]:
         """The model names tied to ``name`` (itself included), or just ``name``."""
         return next((group for group in self.ties if name in group), (name,))
+
+
+# -- binding a program's values (partial() calls these) -------------------------------------------
+def compiled_tensors(program: Program, executable: Any) -> dict[str, Any]:
+    """What the frontend compiled into the code (``program.compiled``, and the values the code
+    never reads), as CPU tensors, each compiled one proven to be among the constants of
+    ``executable`` (C++: ``ExecutableHolds``): a program changed since it was imported
+    (torch.export shares the model's tensors) is refused, never trusted."""
+    if executable is None:
+        raise TypeError(
+            f"signature={program.what.split()[-1]} needs the compiled Relax executable (tvm.compile's "
+            "result), whose constants prove what the frontend compiled in; a relax.VirtualMachine "
+            "does not keep it: bind the executable"
+        )
+    cpu = tvm_ffi.device("cpu", 0)
+    out = {}
+    for name, value in {**program.compiled, **program.unused_values}.items():
+        held = (
+            value if hasattr(value, "__dlpack__") or isinstance(value, tvm_ffi.Tensor) else np.asarray(value)
+        )
+        out[name] = _convert.convert(held, None, f"{program.what}'s {name!r}", cpu)
+        if name in program.compiled and not _ffi_api.ExecutableHolds(executable, out[name]):
+            raise ValueError(
+                f"{program.what}'s {name!r} ({out[name].dtype}{list(out[name].shape)}) is not among "
+                "the constants the executable holds: signature= must be the program the executable "
+                "was imported from, unchanged since (torch.export shares the model's tensors, so "
+                "model.load_state_dict() after export changes the program too); import and compile "
+                "the model again, or pass the program that was imported"
+            )
+    return out
+
+
+def settle(
+    program: Program, named: dict[str, Any], compiled: dict[str, Any], sig: Signature | None
+) -> tuple[dict[str, Any], list[list[str]]]:
+    """Values given by name for a program: those for what the frontend compiled into the code are
+    checked against the compiled value (the rule is C++'s, ``tvm_partial.CompiledInProblem``) and
+    dropped, a differing one refused; a name tied to others binds them too. -> (the names to
+    bind, the groups of tied names given more than once)."""
+    out = {}
+    for name, value in named.items():
+        if name in program.unused:
+            continue
+        if name not in program.compiled:
+            out[name] = value
+            continue
+        given = _convert.convert(value, None, f"{name!r}", tvm_ffi.device("cpu", 0))
+        if not isinstance(given, tvm_ffi.Tensor):
+            raise TypeError(f"cannot bind {name!r}: the frontend compiled it into the code as a tensor")
+        problem = _ffi_api.CompiledInProblem(name, compiled[name], given)
+        if problem:
+            raise ValueError(f"cannot bind {name!r}: {problem}")
+    names = set(sig.names) if sig is not None else set()
+    several = []
+    for group in program.ties:
+        given_names = [n for n in group if n in out]
+        if not given_names:
+            continue
+        for n in group:
+            if n not in out and n in names:
+                out[n] = out[given_names[0]]
+        if len(given_names) > 1:
+            several.append(given_names)
+    return out, several
+
+
+def tie(program: Program, ties: list[list[str]], sig: Signature, targets: dict, values: dict) -> None:
+    """Names a program ties (one tensor in the model), given each a value: they must be one tensor
+    (or hold the same bits, then they become one); the one tensor is bound at each place.
+    ``targets``: {position: (original position, value)}; ``values``: {position: converted}."""
+    position = {sig.params[o].name: p for p, (o, _) in targets.items() if o is not None}
+    for group in ties:
+        first = values[position[group[0]]]
+        for other in group[1:]:
+            value = values[position[other]]
+            same = value.same_as(first) or (  # the same dtype, shape and payload hash
+                isinstance(value, tvm_ffi.Tensor)
+                and isinstance(first, tvm_ffi.Tensor)
+                and not _ffi_api.CompiledInProblem(other, first, value)
+            )
+            if not same:
+                raise ValueError(
+                    f"{group[0]!r} and {other!r} are one tensor in {program.what} "
+                    "(tied weights), but the values given for them differ: give one of the names (it "
+                    "binds both), or the same tensor under each"
+                )
+            values[position[other]] = first
 
 
 def of(signature: Any) -> Program | None:

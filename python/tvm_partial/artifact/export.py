@@ -7,11 +7,9 @@ into place."""
 from __future__ import annotations
 
 import os
-import secrets
 import tempfile
 from importlib import metadata
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import tvm_ffi
@@ -21,6 +19,8 @@ from .. import remote as _remote
 from .._progress import ProgressCallback
 from .._typing import PathLike
 from . import zero_copy as _zero_copy
+from .files import new_file, real_path, relax_loaded
+from .reexport import export_loaded
 
 if TYPE_CHECKING:
     from .._typing import ExecutableLike
@@ -115,8 +115,6 @@ def export_library(
                 "supported: bind the compiled module with tvm_partial.partial() and export that"
             )
     if isinstance(module, tvm_ffi.Module) and _ffi_api.IsPartial(module) and _loaded(module):
-        from .reexport import export_loaded
-
         return export_loaded(module, path, zero_copy=zero_copy, self_contained=self_contained, **kwargs)
     if kwargs.get("addons"):
         kwargs["addons"] = list(kwargs["addons"])  # TVM appends to the list: keep the caller's
@@ -159,14 +157,6 @@ def _loaded(module: tvm_ffi.Module) -> bool:
     return bool(module.imports) and (module.imports[0].kind == "library" or relax_loaded(module))
 
 
-def relax_loaded(module: tvm_ffi.Module) -> bool:
-    """A partial module over a Relax VM (partial_apply_vm) whose executable's code was loaded."""
-    vm = module.imports[0] if module.imports else None
-    if vm is None or vm.kind != "partial_apply_vm" or not vm.imports:
-        return False
-    return any(m.kind == "library" for m in vm.imports[0].imports)
-
-
 def _export_with_weights_file(module: Any, path: str, weights_file: str, **kwargs: Any) -> None:
     """The library (code, metadata, the region header) and the weights file, each written under a
     new name and renamed into place (the weights file first: the library names it)."""
@@ -180,39 +170,6 @@ def _export_with_weights_file(module: Any, path: str, weights_file: str, **kwarg
             )
             kwargs["addons"] = [*(kwargs.get("addons") or []), os.fspath(payload_object)]
             module.export_library(staged, **kwargs)
-
-
-def real_path(path: PathLike) -> str:
-    """``path`` with the symlinks of its folders resolved (not a symlink at its last component:
-    an export replaces that name, link or not): where the file written there will lie."""
-    full = os.path.abspath(os.fspath(path))
-    return os.path.join(os.path.realpath(os.path.dirname(full)), os.path.basename(full))
-
-
-class new_file:
-    """``with new_file(path) as staged``: write ``staged`` (a new name in the same folder, same
-    suffix), then move it onto ``path`` in one step. A file at ``path`` is never changed in place,
-    so a process that has it mapped (a loaded zero-copy artifact) keeps the old bytes; on any
-    failure nothing is left behind and ``path`` is as it was."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        folder, name = os.path.split(os.path.abspath(path))
-        stem, dot, suffix = name.partition(".")
-        self.staged = os.path.join(folder, f".{stem}.{secrets.token_hex(6)}.tmp{dot}{suffix}")
-
-    def __enter__(self) -> str:
-        return self.staged
-
-    def __exit__(
-        self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        try:
-            if kind is None:
-                os.replace(self.staged, self.path)
-        finally:
-            if os.path.exists(self.staged):
-                os.remove(self.staged)
 
 
 def embed_object() -> Path:

@@ -16,7 +16,7 @@ import tvm_ffi
 from .._progress import ProgressCallback
 from .._typing import PathLike
 from . import _elf
-from .read import Located, file_kind, locate, mapped, not_an_artifact, rank_world_of
+from .read import Located, file_kind, locate, mapped, not_an_artifact, rank_world_of, report
 
 
 def inspect(path: PathLike) -> dict[str, Any]:
@@ -101,19 +101,6 @@ def verify(
     checked = where.verify(progress, shard)
     payloads = [_payload_entry(dict(p), path) for p in checked["payloads"]]
     return report(path, payloads)
-
-
-def report(path: str, payloads: list[dict[str, Any]]) -> dict[str, Any]:
-    """What ``verify`` returns, from the payloads it checked (each with ``intact`` and ``bytes``)."""
-    damaged = [p for p in payloads if not p["intact"]]
-    return {
-        "path": path,
-        "intact": not damaged,
-        "checked": len(payloads),
-        "bytes": sum(p["bytes"] for p in payloads),
-        "payloads": payloads,
-        "damaged": damaged,
-    }
 
 
 def _payload_entry(p: dict[str, Any], path: str) -> dict[str, Any]:

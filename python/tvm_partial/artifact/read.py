@@ -178,3 +178,16 @@ def locate(path: str, data: bytes | mmap.mmap) -> Located:
         if found is not None and found[1] == 64:
             header_offset = found[0]
     return Located(path, "library", blob.offset, blob.size, header_offset, elf)
+
+
+def report(path: str, payloads: list[dict[str, Any]]) -> dict[str, Any]:
+    """What ``verify`` returns, from the payloads it checked (each with ``intact`` and ``bytes``)."""
+    damaged = [p for p in payloads if not p["intact"]]
+    return {
+        "path": path,
+        "intact": not damaged,
+        "checked": len(payloads),
+        "bytes": sum(p["bytes"] for p in payloads),
+        "payloads": payloads,
+        "damaged": damaged,
+    }

@@ -16,7 +16,7 @@ import tvm_ffi
 
 from .. import _ffi_api
 from . import zero_copy as _zero_copy
-from .export import new_file, relax_loaded
+from .files import new_file, relax_loaded
 from .read import locate, mapped
 
 

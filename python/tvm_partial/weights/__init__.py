@@ -61,7 +61,7 @@ def save_weights(module: tvm_ffi.Module | tvm_ffi.Function, path: PathLike, prog
     """
     from .. import _convert
     from .. import programs as _programs
-    from ..artifact.export import new_file
+    from ..artifact.files import new_file
 
     compiled: dict[str, tvm_ffi.Tensor] = {}
     if program is not None:
@@ -180,7 +180,7 @@ def verify_weights(path: PathLike, progress: ProgressCallback | None = None) -> 
     ``__metadata__`` records (reads the file in 1 MiB chunks; ``progress(done_bytes,
     total_bytes)`` as they go by). The report has the keys of ``verify``'s. Raises
     ``ValueError`` for a damaged header or a file without recorded hashes."""
-    from ..artifact.inspect import report
+    from ..artifact.read import report
 
     path = os.fspath(path)
     checked = _ffi_api.VerifyWeights(path, progress)

@@ -1,0 +1,55 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Files an export writes: staged under a new name and renamed into place (``new_file``), where
+they will lie (``real_path``), and which modules were loaded from one (``relax_loaded``)."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from types import TracebackType
+
+import tvm_ffi
+
+from .._typing import PathLike
+
+
+def relax_loaded(module: tvm_ffi.Module) -> bool:
+    """A partial module over a Relax VM (partial_apply_vm) whose executable's code was loaded."""
+    vm = module.imports[0] if module.imports else None
+    if vm is None or vm.kind != "partial_apply_vm" or not vm.imports:
+        return False
+    return any(m.kind == "library" for m in vm.imports[0].imports)
+
+
+def real_path(path: PathLike) -> str:
+    """``path`` with the symlinks of its folders resolved (not a symlink at its last component:
+    an export replaces that name, link or not): where the file written there will lie."""
+    full = os.path.abspath(os.fspath(path))
+    return os.path.join(os.path.realpath(os.path.dirname(full)), os.path.basename(full))
+
+
+class new_file:
+    """``with new_file(path) as staged``: write ``staged`` (a new name in the same folder, same
+    suffix), then move it onto ``path`` in one step. A file at ``path`` is never changed in place,
+    so a process that has it mapped (a loaded zero-copy artifact) keeps the old bytes; on any
+    failure nothing is left behind and ``path`` is as it was."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        folder, name = os.path.split(os.path.abspath(path))
+        stem, dot, suffix = name.partition(".")
+        self.staged = os.path.join(folder, f".{stem}.{secrets.token_hex(6)}.tmp{dot}{suffix}")
+
+    def __enter__(self) -> str:
+        return self.staged
+
+    def __exit__(
+        self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            if kind is None:
+                os.replace(self.staged, self.path)
+        finally:
+            if os.path.exists(self.staged):
+                os.remove(self.staged)

@@ -1,0 +1,111 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Tensor parallelism at bind time: ``partial(..., shards={name: dim}, world=W)`` checked, and each
+sharded tensor's split (the rule a split must meet is C++'s, ``tvm_partial.ShardProblem``, which
+the format's reader applies too)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm_ffi
+
+from . import _convert, _ffi_api, _target
+from . import relax_vm as _relax
+from .signature import Param, Signature
+
+
+def positions(
+    shards: Any, world: Any, target: _target.Target, view: _target.TargetView, bound_positions: Any
+) -> dict[int, tuple[int, int, int]]:
+    """``shards=``/``world=`` checked: {position: (dim, segments, world)} of the tensors split."""
+    if shards is _target.UNSET or shards is None:
+        if world is not _target.UNSET and world is not None:
+            raise TypeError("world= without shards=: name the tensors split, shards={name: dim}")
+        return {}
+    if not isinstance(shards, dict) or not shards:
+        raise TypeError(f"shards= must be a non-empty dict {{parameter name: dim}}, got {shards!r}")
+    if world is _target.UNSET or world is None:
+        raise TypeError("shards= needs world=, the number of ranks the tensors are split over")
+    if isinstance(world, bool) or not isinstance(world, int):
+        raise TypeError(f"world= must be the number of ranks (an int), got {world!r}")
+    if not 0 <= world <= _MAX_SPLIT:
+        raise ValueError(f"world={world} is not 2 to 65536 ranks")
+    if target.kind != "module":
+        raise TypeError(
+            "shards= needs a compiled module as the target (partial(exe, ..., shards=..., world=...)): "
+            "a function cannot be exported for each rank to load"
+        )
+    if target.names is not None and target.executable is None and not _relax.runs_relax(target.obj):
+        raise TypeError(
+            "shards= needs a Relax executable, not a relax.VirtualMachine, which cannot be exported "
+            "for each rank to load: bind the executable (partial(exe, ..., shards=..., world=...))"
+        )
+    if view.bound:
+        raise TypeError(
+            "shards= on top of a partial is not supported: bind every value in one partial() call"
+        )
+    if view.sig is None:
+        raise TypeError("shards= needs signature= (the kernel's parameters, with their shard shapes)")
+    out = {}
+    for name, split in shards.items():
+        if not isinstance(name, str):
+            raise TypeError(f"shards= keys are parameter names, got {name!r}")
+        position = _position_of(name, view.sig, bound_positions)
+        if target.names is not None and view.sig.params[position].shape is None:
+            # A Relax executable annotates only its inputs when the model says so (frontend.nn's
+            # num_input): without the weight's shard shape no rank's slice could be checked.
+            raise TypeError(
+                f"shards= names {name!r}, whose shape the Relax executable does not record (a "
+                "frontend.nn model annotates only its inputs): pass signature=irmodule so that "
+                "each rank's shard is checked against the parameter"
+            )
+        out[position] = (*_dim_segments(name, split), world)
+    return out
+
+
+def _position_of(name: str, sig: Signature, bound_positions: Any) -> int:
+    position = sig.index_of(name)  # the target is no partial: positions are its own
+    if position not in bound_positions:
+        raise ValueError(f"shards= names {name!r}, which this partial() does not bind")
+    return position
+
+
+def _dim_segments(name: str, split: Any) -> tuple[int, int]:
+    """A ``shards=`` value: ``dim``, or ``(dim, segments)`` for a dim of fused blocks."""
+    parts = split if isinstance(split, tuple) and len(split) == 2 else (split, 1)
+    if any(isinstance(v, bool) or not isinstance(v, int) for v in parts):
+        raise TypeError(
+            f"shards={{{name!r}: ...}}: give the dim (an int), or (dim, segments) for a dim that "
+            f"holds several fused blocks split alike (QKV: (0, 3)); got {split!r}"
+        )
+    if not -_MAX_SPLIT <= parts[0] <= _MAX_SPLIT or not 0 <= parts[1] <= _MAX_SPLIT:
+        raise ValueError(f"shards={{{name!r}: {split!r}}}: out of range (dim and segments are 32-bit)")
+    return parts[0], parts[1]
+
+
+_MAX_SPLIT = 2**31 - 1  # the format records dim, world and segments as u32 (and few are sane)
+
+
+def value(
+    value: Any, param: Param | None, label: str, place: Any, split: tuple[int, int, int]
+) -> tuple[Any, tuple[int, int, int]]:
+    """The whole tensor of a sharded parameter, converted, and its split with a dim counted from
+    the end made positive; one rank's shard is checked against the parameter (the kernel takes
+    the shard)."""
+    dim, segments, world = split
+    tensor = _convert.convert(value, None, label, place)
+    if not isinstance(tensor, tvm_ffi.Tensor):
+        raise TypeError(f"cannot shard {label}: it is a {type(value).__name__}, not a tensor")
+    shape = [int(s) for s in tensor.shape]
+    if -len(shape) <= dim < 0:  # counted from the end, as numpy counts axes
+        dim += len(shape)
+    problem = _ffi_api.ShardProblem(shape, str(tensor.dtype), dim, world, segments)
+    if problem:
+        raise ValueError(f"cannot shard {label} over world {world}: {problem}")
+    shard = list(shape)
+    shard[dim] //= world
+    _convert.check_tensor(
+        str(tensor.dtype), tuple(shard), param, f"{label} (one rank's shard of {tuple(shape)})", "bind"
+    )
+    return tensor, (dim, segments, world)
