@@ -139,6 +139,7 @@ Tree LoadTree(const std::string& library, int fd = -1) {
   const std::string path = library.find('/') == std::string::npos ? "./" + library : library;
   std::shared_ptr<storage::File> file = fd >= 0 ? storage::FromDescriptor(fd, path, "artifact")
                                                 : storage::OpenRegular(path, "artifact");
+  storage::CheckComplete(*file);  // before the system's loader maps it
   // Every library of the tree must be the file (the loader may answer the name with another's).
   auto is_file = [&file](const ffi::Module& mod) {
     std::vector<ffi::Module> all;
@@ -261,6 +262,28 @@ TVM_FFI_STATIC_INIT_BLOCK() {
       });
   // Build the records of every partial module in a loaded tree now (each builds them on first
   // use otherwise), so that a missing or damaged payload is reported by the load itself.
+  // {"path", "name"}: the file the library `library` of the loaded partial module `module` was
+  // mapped from, what its re-export copies: "path" reaches that very file (the descriptor our
+  // loader kept, /proc/self/fd/N, when it loaded it; else the file at the name the system's
+  // loader mapped, proven as OpenLoadedLibrary proves it), "name" is its path for messages.
+  detail::RegisterGlobalOnce(
+      "tvm_partial.LoadedLibraryFile", [](ffi::Module module, ffi::Module library) {
+        std::shared_ptr<storage::File> kept = detail::LibraryFile(module);
+        ffi::Map<ffi::String, ffi::Any> out;
+        if (kept != nullptr && storage::LoadedFrom(library, *kept)) {
+          out.Set("path", ffi::String("/proc/self/fd/" + std::to_string(kept->fd.get())));
+          out.Set("name", ffi::String(storage::RealPath(*kept)));
+          return out;
+        }
+        const std::string real = storage::OpenLoadedLibrary(library).real_path;
+        out.Set("path", ffi::String(real));
+        out.Set("name", ffi::String(real));
+        return out;
+      });
+  // rebind(module, ...) -> `to`: over the same loaded code, it keeps the file its load kept.
+  detail::RegisterGlobalOnce(
+      "tvm_partial.InheritLibraryFile",
+      [](ffi::Module to, ffi::Module from) { detail::InheritLibraryFile(to, from); });
   detail::RegisterGlobalOnce("tvm_partial.ResolveLoaded",
                              [](ffi::Module mod) { return detail::ResolveTree(mod); });
 }

@@ -208,6 +208,7 @@ class PartialModuleObj final : public ffi::ModuleObj {
         functions_[i].bound = std::move(decoded[i].bound);
       shard_view_ = pending_->shard_world > 0;
       shard_rank_ = pending_->shard_rank;
+      library_file_ = pending_->library_file;
       pending_.reset();
       resolved_ = true;
     }
@@ -314,6 +315,9 @@ class PartialModuleObj final : public ffi::ModuleObj {
   std::optional<Pending> pending_;
   /*! \brief Whether the tensors are one rank's view of sharded ones (set once by Records()). */
   bool shard_view_ = false;
+  /*! \brief The file a loader of ours loaded the library from (set once by Records()): what a
+   *         re-export copies, whatever names it has now. */
+  std::shared_ptr<storage::File> library_file_;
   int64_t shard_rank_ = -1;
   /*! \brief Whether functions_ holds its values; guarded by resolve_mutex_. */
   bool resolved_;
@@ -352,6 +356,24 @@ std::vector<format::Shard> WholeTensorShards(const ffi::Module& mod, const std::
 const format::ExternalRegion* PartialModuleRegion(const ffi::Module& mod) {
   PartialModuleObj* pm = AsPartialModule(mod);
   return pm == nullptr || !pm->external_ ? nullptr : &*pm->external_;
+}
+
+std::shared_ptr<storage::File> LibraryFile(const ffi::Module& mod) {
+  PartialModuleObj* pm = AsPartialModule(mod);
+  if (pm == nullptr) return nullptr;
+  pm->Records();
+  return pm->library_file_;
+}
+
+void InheritLibraryFile(const ffi::Module& to, const ffi::Module& from) {
+  PartialModuleObj* target = AsPartialModule(to);
+  std::shared_ptr<storage::File> file = LibraryFile(from);
+  if (target == nullptr || file == nullptr) return;
+  const ffi::Array<ffi::Any>& a = target->Imports();
+  const ffi::Array<ffi::Any>& b = AsPartialModule(from)->Imports();
+  if (a.empty() || b.empty() || !a[0].cast<ffi::Module>().same_as(b[0].cast<ffi::Module>())) return;
+  target->Records();
+  target->library_file_ = std::move(file);
 }
 
 bool SetLibraryFile(const ffi::Module& mod, std::shared_ptr<storage::File> file) {

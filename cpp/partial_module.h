@@ -62,6 +62,13 @@ bool SetWeightsOverride(const ffi::Module& mod, const std::string& path);
  */
 bool SetLibraryFile(const ffi::Module& mod, std::shared_ptr<storage::File> file);
 
+/*! \brief The file a loader of ours loaded `mod`'s library from (SetLibraryFile), else null. */
+std::shared_ptr<storage::File> LibraryFile(const ffi::Module& mod);
+
+/*! \brief `to` (a partial module over the code `from` wraps: rebind's result) keeps the file a
+ *         loader of ours loaded that code from, as `from` does. */
+void InheritLibraryFile(const ffi::Module& to, const ffi::Module& from);
+
 /*!
  * \brief Make the partial_apply module `mod`, loaded from bytes and not used yet, build rank
  *        `rank`'s view of `world` (load(path, shard=...)).

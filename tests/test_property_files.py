@@ -212,6 +212,9 @@ class Live:
     obj: Obj | None  # the loaded object whose code it runs; None: a fresh partial
     label: str
     pinned: list = field(default_factory=list)  # Files its payloads are mapped from
+    #: The File tvm_partial.load opened and loaded it from (its descriptor kept): what its update
+    #: copies, whatever the paths hold now; None for load_module's modules (proven by name).
+    kept: Any = None
 
 
 COUNTS: Counter = Counter()
@@ -404,6 +407,10 @@ def _machine() -> type:
                 self.names[real] = obj
             return obj
 
+        def path_of(self, f: File) -> str:
+            """A path that holds ``f`` now (its real path), or "" when none does (deleted)."""
+            return next((path for path, entry in sorted(self.fs.items()) if entry is f), "")
+
         def proven(self, obj: Obj) -> tuple[str, File | None, Refusal | None]:
             """What the loader finds at the object's first path: (its real path, its File, why
             it is not the object's file)."""
@@ -465,10 +472,12 @@ def _machine() -> type:
             if want.names is not None:
                 assert want.names in str(err), f"{what}: the message does not name {want.names}: {err}"
 
-        def add_live(self, mod: Any, cells: dict, obj: Obj | None, label: str, pinned: list) -> None:
+        def add_live(
+            self, mod: Any, cells: dict, obj: Obj | None, label: str, pinned: list, kept: Any = None
+        ) -> None:
             for f in pinned:
                 f.mapped = True
-            self.live.append(Live(mod, cells, obj, label, pinned))
+            self.live.append(Live(mod, cells, obj, label, pinned, kept))
             self.check_module(self.live[-1], values(99))
 
         def check_module(self, live: Live, a: np.ndarray) -> None:
@@ -523,9 +532,14 @@ def _machine() -> type:
             bv = values(b)
             new = tvm_partial.rebind(live.mod, {1: bv})
             cells = {1: Cell(bv), 2: live.cells[2]}
-            self.add_live(new, cells, obj, f"rebind of {live.label}", [])
+            self.add_live(new, cells, obj, f"rebind of {live.label}", [], live.kept)
             path = self.abs(dst)
-            real, f, why = self.proven(obj)
+            if live.kept is not None:  # the file its load opened, read through the kept descriptor
+                real, f, why = self.path_of(live.kept), live.kept, None
+                if obj.lib.placement == "weights_file":  # refused, the weights file checked or not
+                    why = Refusal((ValueError,), "a refusal")
+            else:
+                real, f, why = self.proven(obj)
             if why is None:
                 assert f is not None and isinstance(f.content, Lib)
                 lib = f.content
@@ -712,7 +726,9 @@ def _machine() -> type:
                 1: Cell(np.frombuffer(lib.b, "float32").copy()),
                 2: Cell(np.frombuffer(lib.c, "float32").copy()),
             }
-            self.add_live(mod, cells, obj, f"{rule_name}({path}) #{len(self.live)}", want)
+            self.add_live(
+                mod, cells, obj, f"{rule_name}({path}) #{len(self.live)}", want, None if bare else f
+            )
             count(rule_name, lib.placement + self.second_name(obj, real))
             self.outcomes.add(lib.placement + self.second_name(obj, real))
 
@@ -865,7 +881,8 @@ SCENARIOS: dict[str, list] = {
         ("export", "d1/a.so", "zero_copy", 3, 2),
         ("move", "d1/a.so", "d0/b.so"),
         ("load", "d0/b.so", False),
-        ("reexport", 2, "d1/a.so", 1),  # its file was replaced: refused
+        ("reexport", 2, "d1/a.so", 1),  # load_module's: its file was replaced: refused
+        ("reexport", 1, "d1/b.so", 1),  # tvm_partial.load's: the file its load kept, copied
     ],
     "replaced: a weights file artifact": [
         ("export", "d0/a.so", "weights_file", 0, 1),

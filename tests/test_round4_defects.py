@@ -14,7 +14,7 @@ import tvm_ffi
 from tvm import te
 
 import tvm_partial
-from helpers import affine4_ref, compile_te, ints, reseal, run_cli
+from helpers import affine4_ref, compile_te, ints, reseal, run_cli, run_json
 
 
 def _call(mod, a):
@@ -180,3 +180,26 @@ def test_a_shared_tensor_record_on_a_sharded_payload_is_refused_by_every_reader(
     for check in (tvm_partial.inspect, tvm_partial.verify):
         with pytest.raises(ValueError, match=message):
             check(tmp_path / "crafted.bin")
+
+
+def test_the_cpp_loaders_refuse_a_library_cut_short(affine4, tmp_path):
+    """The completeness check runs in C++ for every loader (LoadWithWeights and LoadShard from C++
+    skipped it: a C++ program got the SIGBUS Python's load avoided). In a fresh process: without
+    it the system's loader would crash it."""
+    exe, sig = affine4
+    tvm_partial.export_library(tvm_partial.partial(exe, signature=sig, b=ints((16,))), tmp_path / "m.so")
+    data = (tmp_path / "m.so").read_bytes()
+    (tmp_path / "cut.so").write_bytes(data[: len(data) // 2])
+    got = run_json(
+        """
+        import json, sys, tvm_ffi, tvm_partial
+        load = tvm_ffi.get_global_func("tvm_partial.LoadArtifact")
+        try:
+            load(sys.argv[1], -1, "", -1, 0)  # by name, as LoadWithWeights and LoadShard open it
+            print(json.dumps("loaded"))
+        except ValueError as err:
+            print(json.dumps(str(err)))
+        """,
+        str(tmp_path / "cut.so"),
+    )
+    assert got.startswith(f"{tmp_path / 'cut.so'} is truncated: its segments need "), got

@@ -75,9 +75,6 @@ constexpr uint32_t kVersionOutputs = 2;
  *         (byte-identical to before versions 2 and 3 existed, so older readers read them);
  *         payload regions are always version 1. */
 constexpr uint32_t kVersionNoOutputs = 1;
-/*! \brief Blobs that record shards (tensor-parallel bindings) are version 3; the others keep
- *         writing 1 or 2, so readers older than shards keep reading them. */
-constexpr uint32_t kVersionShards = 3;
 constexpr size_t kPayloadAlignment = 64;
 /*! \brief A payload region starts with "TVMPREGN" | u32 version | u32 0 | u64 size | u64 link,
  *         padded to 64 bytes; payloads follow as in a blob, offsets from its start. */

@@ -275,6 +275,42 @@ bool WasReplaced(const ffi::Module& library) {
   return !IsMappedFile(*file, blob);
 }
 
+void CheckComplete(const File& file) {
+  unsigned char header[64];
+  if (!ReadAt(file, 0, sizeof(header), reinterpret_cast<char*>(header)) ||
+      std::memcmp(header,
+                  "\x7f"
+                  "ELF",
+                  4) != 0 ||
+      header[4] != 2 || header[5] != 1) {
+    TVM_FFI_THROW(ValueError) << file.path << " is not a tvm-partial artifact: not a 64-bit "
+                              << "little-endian ELF shared library";
+  }
+  uint64_t phoff = 0;
+  uint16_t phentsize = 0, phnum = 0;
+  std::memcpy(&phoff, header + 0x20, 8);
+  std::memcpy(&phentsize, header + 0x36, 2);
+  std::memcpy(&phnum, header + 0x38, 2);
+  if (phnum != 0 && phentsize < sizeof(ElfW(Phdr))) {
+    TVM_FFI_THROW(ValueError) << file.path << " is damaged: program header entries of " << phentsize
+                              << " bytes (ELF64 needs " << sizeof(ElfW(Phdr)) << ")";
+  }
+  for (uint16_t i = 0; i < phnum; ++i) {
+    ElfW(Phdr) ph;
+    if (phoff > file.size || uint64_t{i} * phentsize > file.size - phoff ||
+        !ReadAt(file, phoff + uint64_t{i} * phentsize, sizeof(ph), reinterpret_cast<char*>(&ph))) {
+      TVM_FFI_THROW(ValueError) << file.path << " is truncated: its program headers run past "
+                                << "its end (" << file.size << " bytes); copy or export it again";
+    }
+    if (ph.p_type == PT_LOAD &&
+        (ph.p_offset > file.size || ph.p_filesz > file.size - ph.p_offset)) {
+      TVM_FFI_THROW(ValueError) << file.path << " is truncated: its segments need "
+                                << (ph.p_offset + ph.p_filesz) << " bytes, the file has "
+                                << file.size << "; copy or export it again";
+    }
+  }
+}
+
 bool LoadedFrom(const ffi::Module& library, const File& file) {
   Blob blob;
   return !FindBlob(library, &blob) || IsMappedFile(file, blob);
@@ -322,12 +358,10 @@ ffi::Module LoadArtifactFile(const std::shared_ptr<File>& file, const std::strin
 }
 
 TVM_FFI_STATIC_INIT_BLOCK() {
-  // {"path"}: the file a loaded library module was mapped from (what the re-export of a loaded
-  // artifact copies), proven as OpenLoadedLibrary proves it.
-  detail::RegisterGlobalOnce("tvm_partial.LoadedLibraryFile", [](ffi::Module library) {
-    ffi::Map<ffi::String, ffi::Any> out;
-    out.Set("path", ffi::String(OpenLoadedLibrary(library).real_path));
-    return out;
+  // CheckComplete of the file open at `fd` (named `path` in messages): what Python's load asks
+  // before anything maps the file.
+  detail::RegisterGlobalOnce("tvm_partial.CheckComplete", [](ffi::String path, int64_t fd) {
+    CheckComplete(*FromDescriptor(static_cast<int>(fd), path, "artifact"));
   });
 }
 

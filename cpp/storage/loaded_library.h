@@ -57,6 +57,15 @@ LoadedLibrary OpenLoadedLibrary(const ffi::Module& library, const std::string& s
                                 const std::shared_ptr<File>& proven = nullptr);
 
 /*!
+ * \brief Refuse `file` unless it is a 64-bit little-endian ELF file no shorter than its loadable
+ *        segments say: the system's loader maps segments past the end of a file cut short, and
+ *        the process dies of SIGBUS when they are touched. Every loader of ours checks it before
+ *        the system's loader runs (Python's `load` asks it too).
+ * \throws ValueError naming the file and what is wrong.
+ */
+void CheckComplete(const File& file);
+
+/*!
  * \brief Load the library `file` (opened from `path`), the artifact the path holds now, with the
  *        system's loader, which answers a name it has seen with the object it has: under
  *        `path`; where that gives another file's object (`is_file` says no: a version the path

@@ -6,7 +6,7 @@ Bind weights and biases of a compiled kernel once; call it with the data alone, 
 between the caller and the kernel; export the module with its constants inside one library.
 """
 
-from ._lib import LIB
+from . import _lib  # noqa: F401  (loads libtvm_partial.so: its globals back everything below)
 from ._repr import describe
 from .artifact.export import export_library
 from .artifact.inspect import inspect, verify
@@ -18,7 +18,6 @@ from .weights import open_weights, save_weights
 __version__ = "0.1.0"
 
 __all__ = [
-    "LIB",
     "bindings",
     "describe",
     "export_library",

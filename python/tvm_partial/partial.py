@@ -302,9 +302,11 @@ def rebind(
         )
     current[fname] = replaced
     _replace_shared(module, current, fname, new)
-    return _ffi_api.PartialApplyModule(
+    new_module = _ffi_api.PartialApplyModule(
         module.imports[0], current, param_names(module), _outputs.raw(module), {}, shards
     )
+    _ffi_api.InheritLibraryFile(new_module, module)  # a loaded artifact's update copies its file
+    return new_module
 
 
 def _replace_shared(

@@ -20,10 +20,8 @@ from typing import BinaryIO, NamedTuple
 BLOB_SYMBOL = b"__tvm_ffi__library_bin"
 
 _SHT_SYMTAB, _SHT_NOBITS, _SHT_DYNSYM = 2, 8, 11
-_PT_LOAD = 1
 _SYM = struct.Struct("<IBBHQQ")  # Elf64_Sym
 _SHDR = struct.Struct("<IIQQQQIIQQ")  # Elf64_Shdr
-_PHDR = struct.Struct("<IIQQQQQQ")  # Elf64_Phdr
 
 
 class Section(NamedTuple):
@@ -45,10 +43,6 @@ class Embedded(NamedTuple):
     kind: str
     offset: int  # file offset of the module's bytes (after their u64 length)
     size: int
-
-
-def is_elf64_le(head: bytes) -> bool:
-    return len(head) >= 64 and head[:4] == b"\x7fELF" and head[4] == 2 and head[5] == 1
 
 
 class ElfFile:
@@ -79,24 +73,7 @@ class ElfFile:
     def u64(self, offset: int, what: str) -> int:
         return self.unpack(_U64, offset, what)[0]
 
-    def bytes_at(self, offset: int, length: int, what: str) -> bytes:
-        self._need(offset, length, what)
-        return bytes(self.data[offset : offset + length])
-
     # -- tables -----------------------------------------------------------------------------
-    def program_headers(self) -> list:
-        (phoff,) = self.unpack(_U64, 0x20, "the program header offset")
-        phentsize, phnum = self.unpack(_U16x2, 0x36, "the program header count")
-        if phnum == 0:
-            return []
-        if phentsize < _PHDR.size:
-            raise ValueError(
-                f"{self.path} is damaged: program header entries of {phentsize} bytes "
-                f"(ELF64 needs {_PHDR.size})"
-            )
-        self._need(phoff, phentsize * phnum, "its program headers")
-        return [_PHDR.unpack_from(self.data, phoff + i * phentsize) for i in range(phnum)]
-
     def sections(self) -> list:
         if self._sections is None:
             (shoff,) = self.unpack(_U64, 0x28, "the section header offset")
@@ -160,15 +137,6 @@ class ElfFile:
         return None
 
     # -- what tvm-partial needs ---------------------------------------------------------------
-    def check_segments(self) -> None:
-        """Raise ``ValueError`` if the file is shorter than its loadable segments say."""
-        for p_type, _flags, p_offset, _vaddr, _paddr, p_filesz, _memsz, _align in self.program_headers():
-            if p_type == _PT_LOAD and p_offset + p_filesz > self.size:
-                raise ValueError(
-                    f"{self.path} is truncated: its segments need {p_offset + p_filesz} "
-                    f"bytes, the file has {self.size}; copy or export it again"
-                )
-
     def embedded_modules(self) -> list:
         """[Embedded] of the modules TVM packed into ``__tvm_ffi__library_bin``."""
         found = self.symbol(BLOB_SYMBOL)

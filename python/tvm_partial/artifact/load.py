@@ -103,8 +103,12 @@ def check_complete(path: PathLike, source: str | None = None) -> None:
     source = source or path
     if file_kind(source) != "library":
         raise not_an_artifact(path)
+    fd = open_regular(source)
+    try:  # the segments: the rule every loader of ours applies (C++)
+        _ffi_api.CheckComplete(path, fd)
+    finally:
+        os.close(fd)
     with mapped(source) as data:
         elf = _elf.ElfFile(data, path)
-        elf.check_segments()
         if elf.symbol(_elf.BLOB_SYMBOL) is not None:
             elf.embedded_modules()

@@ -4,7 +4,8 @@
 cannot export loaded code again, so the new artifact is a copy of the file the code was loaded
 from, with the partial module's bytes in TVM's embedded blob and, for a zero-copy artifact, its
 payload region rewritten. The original file is not changed. Which file that is, is answered by
-the loaded library itself (``tvm_partial.LoadedLibraryFile``, the proof the loader uses)."""
+the loaded library itself (``tvm_partial.LoadedLibraryFile``: the descriptor the loader kept, or
+the file proven as the loader proves it)."""
 
 from __future__ import annotations
 
@@ -43,7 +44,8 @@ def export_loaded(
             "module); bind the compiled module (what tvm.compile returned) and export that"
         )
     try:
-        source = str(_ffi_api.LoadedLibraryFile(library)["path"])
+        found = _ffi_api.LoadedLibraryFile(module, library)
+        source, name = str(found["path"]), str(found["name"])  # read from the one, name the other
     except (ValueError, FileNotFoundError) as err:
         raise ValueError(
             f"export_library: {err}; or bind the compiled module again with tvm_partial.partial() "
@@ -51,7 +53,7 @@ def export_loaded(
         ) from err
     if options := sorted(kwargs) + (["self_contained"] if self_contained else []):
         raise ValueError(
-            f"export_library: {', '.join(options)} cannot apply to a module loaded from {source}: "
+            f"export_library: {', '.join(options)} cannot apply to a module loaded from {name}: "
             "its export copies that library, code and link options as they are; bind the compiled "
             "module again with tvm_partial.partial() to export with other options"
         )
@@ -68,13 +70,13 @@ def export_loaded(
                 raise ValueError(str(described["problem"]["message"]))
         except ValueError as err:
             raise ValueError(
-                f"export_library: this module's code was loaded from {source}, which TVM cannot "
+                f"export_library: this module's code was loaded from {name}, which TVM cannot "
                 f"export again, and it is not an intact tvm-partial artifact to update ({err}); bind "
                 "the compiled module (what tvm.compile returned) and export that"
             ) from err
     if "weights_file" in described:
         raise ValueError(
-            f"export_library: {source} keeps its weights in the file {described['weights_file']}; to "
+            f"export_library: {name} keeps its weights in the file {described['weights_file']}; to "
             "ship new weights for it, write them with tvm_partial.save_weights(module, path) and "
             "load it with tvm_partial.load(artifact, weights_file=path)"
         )
@@ -85,14 +87,14 @@ def export_loaded(
         external = _zero_copy.with_appended_payloads(module, symbol, int(described["region_link"]))
     if zero_copy is not None and bool(zero_copy) != appended:
         raise ValueError(
-            f"export_library: zero_copy={zero_copy} differs from {source}, whose payloads are "
+            f"export_library: zero_copy={zero_copy} differs from {name}, whose payloads are "
             f"{'appended to the file' if appended else 'inline'}; the updated artifact keeps that "
             "placement (bind the compiled module again with tvm_partial.partial() to change it)"
         )
     blob = bytes(_ffi_api.SaveToBytes(external if external is not None else module))
     if len(blob) != where.blob_size:
         raise ValueError(
-            f"export_library: the updated bindings take {len(blob)} bytes, the artifact {source} "
+            f"export_library: the updated bindings take {len(blob)} bytes, the artifact {name} "
             f"has room for {where.blob_size}: a loaded artifact is updated in a copy of its file, "
             "which needs values of the same dtypes and shapes and strings of the same lengths; "
             "bind the compiled module again with tvm_partial.partial() and export that"
@@ -108,7 +110,7 @@ def export_loaded(
             if os.path.getsize(staged) - region_at != region_bytes:
                 raise ValueError(
                     f"export_library: the updated payload region takes "
-                    f"{os.path.getsize(staged) - region_at} bytes, {source} has {region_bytes}; "
+                    f"{os.path.getsize(staged) - region_at} bytes, {name} has {region_bytes}; "
                     "rebind keeps dtypes and shapes, or export from the compiled module"
                 )
             with open(source, "rb") as src, open(staged, "r+b") as out:
@@ -120,17 +122,18 @@ def export_loaded(
             out.seek(where.blob_offset)
             out.write(blob)
         shutil.copymode(source, staged)
-        _check_copy(staged, source)
+        _check_copy(staged, name)
 
 
-def _check_copy(staged: str, source: str) -> None:
-    """The updated copy must load as its source would (the same rules as load)."""
+def _check_copy(staged: str, name: str) -> None:
+    """The updated copy (of the artifact ``name``) must load as its source would (the same rules
+    as load)."""
     with mapped(staged) as data:
         described = locate(staged, data).inspect()
     if "problem" in described:
         raise ValueError(
-            f"export_library: the updated copy of {source} does not read back "
-            f"({described['problem']['message']}); {source} changed while it was copied"
+            f"export_library: the updated copy of {name} does not read back "
+            f"({described['problem']['message']}); {name} changed while it was copied"
         )
 
 

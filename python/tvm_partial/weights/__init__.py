@@ -27,13 +27,6 @@ from .. import _ffi_api
 from .._progress import ProgressCallback
 from .._typing import PathLike
 
-#: The key of the region header in a weights file written by ``export_library(weights_file=)``.
-REGION_KEY = "__tvm_partial_region__"
-PADDING_PREFIX = "__padding__/"
-#: ``__metadata__`` keys written by ``save_weights``.
-METADATA_FORMAT = "tvm_partial.format"
-METADATA_BINDINGS = "tvm_partial.bindings"
-METADATA_HASHES = "tvm_partial.hashes"
 _U64 = (1 << 64) - 1
 
 
