@@ -5,8 +5,9 @@
  * \brief Binding a module: `runtime.PartialApplyModule` (a partial module over a module, merged
  *        into one level over a partial module through the one merge, bind/merge.h) and the
  *        introspection of partials (`runtime.PartialApplyBindings`, `tvm_partial.ParamNames`,
- *        `tvm_partial.Outputs`, `tvm_partial.TensorPayloads`). The module kind itself is
- * partial_module.cc.
+ *        `tvm_partial.Outputs`, `tvm_partial.TensorPayloads`, `tvm_partial.Shards`), and the
+ *        shard rules Python asks (`ShardProblem`, `RankProblem`). The module kind itself is in
+ *        partial_module.cc.
  */
 #include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/dtype.h>
@@ -181,9 +182,6 @@ std::optional<std::vector<format::FunctionRecord>> RecordsOf(const ffi::Any& obj
   return std::nullopt;
 }
 
-}  // namespace
-
-namespace {
 /*! \brief A module of our kind that this copy of the code did not make: say so. */
 std::string ForeignCopyHint(const ffi::Any& obj) {
   auto m = obj.try_cast<ffi::Module>();
@@ -193,9 +191,9 @@ std::string ForeignCopyHint(const ffi::Any& obj) {
   }
   return "";
 }
+}  // namespace
 
-/*! \brief RecordsOf, or a TypeError from `who` naming what `obj` is instead. */
-std::vector<format::FunctionRecord> RecordsOrThrow(const ffi::Any& obj, const char* who) {
+std::vector<format::FunctionRecord> detail::PartialRecords(const ffi::Any& obj, const char* who) {
   auto records = RecordsOf(obj);
   if (!records.has_value()) {
     TVM_FFI_THROW(TypeError) << who
@@ -204,7 +202,6 @@ std::vector<format::FunctionRecord> RecordsOrThrow(const ffi::Any& obj, const ch
   }
   return *std::move(records);
 }
-}  // namespace
 
 ffi::Module PartialApplyModule(ffi::Module mod, ffi::Map<ffi::String, Bindings> bindings,
                                ffi::Map<ffi::String, ffi::Array<ffi::String>> param_names) {
@@ -218,14 +215,16 @@ ffi::Module PartialApplyModule(ffi::Module mod, ffi::Map<ffi::String, Bindings> 
 }
 
 ffi::Map<ffi::String, Bindings> PartialApplyBindings(const ffi::Any& obj) {
-  const std::vector<format::FunctionRecord> records = RecordsOrThrow(obj, "PartialApplyBindings");
+  const std::vector<format::FunctionRecord> records =
+      detail::PartialRecords(obj, "PartialApplyBindings");
   ffi::Map<ffi::String, Bindings> out;
   for (const auto& r : records) out.Set(r.name, detail::ToBindings(r.bound));
   return out;
 }
 
 ffi::Map<ffi::String, ffi::Array<ffi::String>> PartialApplyParamNames(const ffi::Any& obj) {
-  const std::vector<format::FunctionRecord> records = RecordsOrThrow(obj, "PartialApplyParamNames");
+  const std::vector<format::FunctionRecord> records =
+      detail::PartialRecords(obj, "PartialApplyParamNames");
   ffi::Map<ffi::String, ffi::Array<ffi::String>> out;
   for (const auto& r : records) {
     if (!r.param_names.empty()) out.Set(r.name, r.param_names);
@@ -234,7 +233,8 @@ ffi::Map<ffi::String, ffi::Array<ffi::String>> PartialApplyParamNames(const ffi:
 }
 
 ffi::Map<ffi::String, ffi::Array<ffi::Any>> PartialApplyOutputs(const ffi::Any& obj) {
-  const std::vector<format::FunctionRecord> records = RecordsOrThrow(obj, "PartialApplyOutputs");
+  const std::vector<format::FunctionRecord> records =
+      detail::PartialRecords(obj, "PartialApplyOutputs");
   ffi::Map<ffi::String, ffi::Array<ffi::Any>> out;
   for (const auto& r : records) {
     if (!r.outputs.empty()) out.Set(r.name, detail::OutputsToAny(r.outputs));
@@ -249,7 +249,7 @@ namespace {
  *         the same data, offset, device, dtype, shape and strides, is one), as the format
  *         stores them once each. A partial function's key is "". */
 ffi::Map<ffi::String, ffi::Map<int64_t, int64_t>> TensorPayloads(const ffi::Any& obj) {
-  const std::vector<format::FunctionRecord> records = RecordsOrThrow(obj, "TensorPayloads");
+  const std::vector<format::FunctionRecord> records = detail::PartialRecords(obj, "TensorPayloads");
   const std::vector<std::vector<int64_t>> numbers = format::TensorNumbers(records);
   ffi::Map<ffi::String, ffi::Map<int64_t, int64_t>> out;
   for (size_t f = 0; f < records.size(); ++f) {
@@ -320,9 +320,14 @@ TVM_FFI_STATIC_INIT_BLOCK() {
     return ffi::String(format::ShardProblem(std::vector<int64_t>(shape.begin(), shape.end()),
                                             ffi::StringToDLDataType(dtype), dim, world, segments));
   });
+  // Why shard=(rank, world) names no rank, or "".
+  detail::RegisterGlobalOnce("tvm_partial.RankProblem", [](int64_t rank, int64_t world) {
+    return ffi::String(format::RankProblem(rank, world));
+  });
   // {function: [[position, dim, world, segments]...]} for functions that bind shards.
   detail::RegisterGlobalOnce("tvm_partial.Shards", [](ffi::Any obj) {
-    const std::vector<format::FunctionRecord> records = RecordsOrThrow(obj, "tvm_partial.Shards");
+    const std::vector<format::FunctionRecord> records =
+        detail::PartialRecords(obj, "tvm_partial.Shards");
     ffi::Map<ffi::String, ffi::Array<ffi::Array<int64_t>>> out;
     for (const auto& r : records) {
       if (r.shards.empty()) continue;

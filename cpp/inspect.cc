@@ -157,9 +157,9 @@ ffi::Array<ffi::Any> PayloadEntries(const format::Parsed& parsed,
 /*! \brief verify(path, shard=(rank, world)): the artifact must record shards of that world. */
 void CheckShardToVerify(const ffi::String& path, const format::Parsed& parsed, int64_t rank,
                         int64_t world) {
-  if (world < 1 || rank < 0 || rank >= world) {
-    TVM_FFI_THROW(ValueError) << "verify: rank " << rank << " of world " << world
-                              << " is not a rank: give 0 <= rank < world";
+  const std::string problem = format::RankProblem(rank, world);
+  if (!problem.empty()) {
+    TVM_FFI_THROW(ValueError) << "verify: shard=(" << rank << ", " << world << "): " << problem;
   }
   if (!parsed.Sharded()) {
     TVM_FFI_THROW(ValueError) << path << " binds no sharded tensors (it was exported without "

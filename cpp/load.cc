@@ -177,9 +177,9 @@ ffi::Module LoadWhole(const std::string& library, const std::string& weights_fil
 /*! \brief Rank `rank`'s view of the artifact's tensors sharded over `world`. */
 ffi::Module LoadRank(const std::string& library, int64_t rank, int64_t world,
                      const std::string& weights_file, DLDevice device, int fd) {
-  if (world < 1 || rank < 0 || rank >= world) {
-    TVM_FFI_THROW(ValueError) << "LoadShard: rank " << rank << " of world " << world
-                              << " is not a rank: give 0 <= rank < world";
+  const std::string problem = format::RankProblem(rank, world);
+  if (!problem.empty()) {
+    TVM_FFI_THROW(ValueError) << "LoadShard: shard=(" << rank << ", " << world << "): " << problem;
   }
   const Tree tree = LoadTree(library, fd);
   const std::vector<ffi::Module>& all = tree.all;

@@ -3,7 +3,7 @@
 /*!
  * \file partial_apply.cc
  * \brief The partial function: a closure holding bound arguments by position, and its global
- *        `runtime.PartialApply` (introspection globals: partial_module.cc).
+ *        `runtime.PartialApply` (introspection globals: bind_module.cc).
  */
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/memory.h>

@@ -3,7 +3,8 @@
 /*!
  * \file partial_module.cc
  * \brief The `partial_apply` module kind: a module with bindings for some of its functions,
- *        its loader `ffi.Module.load_from_bytes.partial_apply`, and the module globals.
+ *        its loader `ffi.Module.load_from_bytes.partial_apply`, and the globals of a made module
+ *        (`tvm_partial.IsPartial`, `ShardRank`, `SaveToBytes`, `DescribeBytes`).
  */
 #include "partial_module.h"
 
@@ -340,17 +341,6 @@ namespace detail {
 const std::vector<format::FunctionRecord>* PartialModuleRecords(const ffi::Module& mod) {
   PartialModuleObj* pm = AsPartialModule(mod);
   return pm == nullptr ? nullptr : &pm->Records();
-}
-
-std::vector<format::Shard> WholeTensorShards(const ffi::Module& mod, const std::string& name) {
-  PartialModuleObj* pm = AsPartialModule(mod);
-  if (pm == nullptr) return {};
-  const std::vector<format::FunctionRecord>& records = pm->Records();
-  if (pm->shard_view_) return {};  // its tensors are slices: stored as they are
-  for (const format::FunctionRecord& r : records) {
-    if (std::string(r.name) == name) return r.shards;
-  }
-  return {};
 }
 
 const format::ExternalRegion* PartialModuleRegion(const ffi::Module& mod) {

@@ -24,9 +24,9 @@ namespace detail {
  *         module loaded from bytes builds them here on first use (see DecodeRecords). */
 const std::vector<format::FunctionRecord>* PartialModuleRecords(const ffi::Module& mod);
 
-/*! \brief The shard records of `mod`'s function `name` when `mod` is a partial_apply module of
- *         this copy holding whole tensors (not one rank's view), else none. */
-std::vector<format::Shard> WholeTensorShards(const ffi::Module& mod, const std::string& name);
+/*! \brief The records of a partial function (one, named "") or of a partial_apply module of this
+ *         copy (bind_module.cc). \throws TypeError from `who` naming what `obj` is instead. */
+std::vector<format::FunctionRecord> PartialRecords(const ffi::Any& obj, const char* who);
 
 /*! \brief Refuse `mod` when it is a rank's view of a sharded artifact (load(path, shard=)): it
  *         holds slices, and `what` ("saved", "exported", "written to a weights file") would record

@@ -284,12 +284,14 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   detail::RegisterGlobalOnce("ffi.Module.load_from_bytes.partial_apply_vm",
                              RelaxVMModuleObj::LoadFromBytes);
   // What a record names, for inspect (which reads an artifact without loading it), checked as
-  // the loader checks it: {"devices": [[device type, device id, allocator], ...],
+  // the loader checks it: {"devices": [[device ("cuda:0"), allocator], ...],
   // "compiled_in": [[name, dtype, shape, hash], ...]}.
   detail::RegisterGlobalOnce("tvm_partial.DescribeVMRecord", [](ffi::Bytes bytes) {
     const VMRecord record = RelaxVMModuleObj::ParseRecord(bytes);
-    ffi::Array<ffi::Array<int64_t>> devices;
-    for (const VMDevice& d : record.devices) devices.push_back({d.type, d.id, d.allocator});
+    ffi::Array<ffi::Array<ffi::Any>> devices;
+    for (const VMDevice& d : record.devices) {
+      devices.push_back({ffi::String(detail::DeviceString(d.type, d.id)), d.allocator});
+    }
     ffi::Array<ffi::Array<ffi::Any>> compiled;
     for (const CompiledIn& c : record.compiled_in) {
       compiled.push_back({ffi::String(c.name), ffi::String(ffi::DLDataTypeToString(c.dtype)),

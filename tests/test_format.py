@@ -21,7 +21,7 @@ from helpers import SANITIZED, Crash, format_hash, reseal, run_cases, run_json
 load_from_bytes = tvm_ffi.get_global_func("ffi.Module.load_from_bytes.partial_apply")
 
 
-# A writer of the documented layout (cpp/format.h), independent of the C++ one.
+# A writer of the documented layout (cpp/format/format.h), independent of the C++ one.
 def _s(text) -> bytes:
     data = text if isinstance(text, bytes) else text.encode()
     return struct.pack("<I", len(data)) + data
@@ -137,7 +137,7 @@ def test_payload_is_64_byte_aligned(affine4):
 
 @pytest.mark.parametrize("nbytes", [0, 1, 7, 8, 9, 31, 32, 33, 40, 63, 64, 100, 257])
 def test_recorded_hashes_match_independent_hash(nbytes, affine4):
-    # The hash is part of the format (cpp/hash.h): the one in helpers.py, written from its
+    # The hash is part of the format (cpp/format/hash.h): the one in helpers.py, written from its
     # description, agrees on every payload length (blocks, 8-byte words, single bytes) and on the
     # metadata (the header's hash field).
     exe, _ = affine4

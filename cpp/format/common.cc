@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file format/common.cc
- * \brief The checks the format's writer and reader share (format_common.h).
+ * \brief The checks the format's writer and reader share (format/common.h).
  */
 #include "format/common.h"
 
@@ -162,6 +162,12 @@ std::string BlocksOf(const std::vector<int64_t>& shape, DLDataType dtype, int64_
 }
 
 }  // namespace
+
+std::string RankProblem(int64_t rank, int64_t world) {
+  if (world < 1) return "the world must be at least 1 (the number of ranks)";
+  if (rank < 0 || rank >= world) return "the rank must be 0 to " + std::to_string(world - 1);
+  return "";
+}
 
 std::string ShardProblem(const std::vector<int64_t>& shape, DLDataType dtype, int64_t dim,
                          int64_t world, int64_t segments) {

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file format/common.h
- * \brief Internal: what the writer (format_writer.cc) and the reader (format_reader.cc) of the
+ * \brief Internal: what the writer (format/writer.cc) and the reader (format/reader.cc) of the
  *        format share: the header's constants and the checks both apply, so that what one
  *        accepts the other does. The layout itself is described in format.h.
  */

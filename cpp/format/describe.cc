@@ -89,6 +89,7 @@ ffi::Map<ffi::String, ffi::Any> Describe(const Parsed& parsed) {
   if (parsed.placement == Placement::kAppended) out.Set("region_appended", true);
   if (parsed.placement == Placement::kSection) out.Set("region_in_section", true);
   if (parsed.external()) {
+    out.Set("region_symbol", ffi::String(parsed.symbol));
     out.Set("region_link", static_cast<int64_t>(parsed.link));
     out.Set("region_size", static_cast<int64_t>(parsed.region_size));
   }

@@ -138,6 +138,10 @@ struct Shard {
 std::string ShardProblem(const std::vector<int64_t>& shape, DLDataType dtype, int64_t dim,
                          int64_t world, int64_t segments = 1);
 
+/*! \brief Why (`rank`, `world`) names no rank to load or verify, or "" when 0 <= rank < world
+ *         (the loaders, verify and Python's shard= share it). */
+std::string RankProblem(int64_t rank, int64_t world);
+
 /*! \brief The layout a split stores: rows when one segment and the dims before `dim` are all 1,
  *         else shard-major. */
 uint8_t ShardLayout(const std::vector<int64_t>& shape, int64_t dim, int64_t segments);
@@ -283,7 +287,8 @@ Parsed Parse(const char* data, size_t size);
 /*!
  * \brief The structure as data, for inspection: {"version", "total_bytes", "constant_bytes",
  *        "payloads" ("inline" | "region SYMBOL"), ["weights_file"], ["region_appended"],
- *        ["region_link", "region_size"], "functions": [{"name", "param_names", "bindings":
+ *        ["region_symbol", "region_link", "region_size"], "functions": [{"name", "param_names",
+ * "bindings":
  *        [{"index", "kind", "value" | "dtype", "shape", "device", "bytes", "offset", "hash",
  *        "payload", ["shared_with"]}], "outputs"}]}. A tensor's "offset" counts from the blob's
  *        start (inline) or the region's; "hash" is the recorded payload hash as the int64 of its

@@ -44,19 +44,8 @@ class FileWriter {
     return static_cast<uint64_t>(st.st_size);
   }
   void Put(const char* data, size_t n) {
-    while (n > 0) {
-      const ssize_t done =
-          pwrite(fd_.get(), data, std::min<size_t>(n, size_t{1} << 30), static_cast<off_t>(at_));
-      if (done < 0 && errno == EINTR) continue;
-      if (done < 0) Fail("writing failed:");
-      if (done == 0) {
-        errno = ENOSPC;
-        Fail("writing made no progress:");
-      }
-      data += done;
-      n -= static_cast<size_t>(done);
-      at_ += static_cast<uint64_t>(done);
-    }
+    if (!WriteAt(fd_.get(), data, n, at_)) Fail("writing failed:");
+    at_ += n;
   }
   void PadTo(uint64_t target) {
     static const char zeros[4096] = {};

@@ -112,6 +112,22 @@ bool ReadAt(const File& file, uint64_t offset, size_t size, char* out) {
   return true;
 }
 
+bool WriteAt(int fd, const char* data, size_t size, uint64_t offset) {
+  while (size > 0) {
+    const ssize_t done =
+        pwrite(fd, data, std::min<size_t>(size, size_t{1} << 30), static_cast<off_t>(offset));
+    if (done < 0 && errno == EINTR) continue;
+    if (done <= 0) {
+      if (done == 0) errno = ENOSPC;
+      return false;
+    }
+    data += done;
+    size -= static_cast<size_t>(done);
+    offset += static_cast<uint64_t>(done);
+  }
+  return true;
+}
+
 Mapping MapPrivate(const File& file, uint64_t offset, uint64_t size) {
   if (offset > file.size || size > file.size - offset) {
     TVM_FFI_THROW(ValueError) << file.path << " is truncated: " << size << " bytes at offset "

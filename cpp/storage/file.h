@@ -84,6 +84,13 @@ std::shared_ptr<File> FromDescriptor(int fd, const std::string& path, const char
  */
 bool ReadAt(const File& file, uint64_t offset, size_t size, char* out);
 
+/*!
+ * \brief Write all `size` bytes of `data` at `offset` of the open file `fd` (the one write loop:
+ *        retried on EINTR, in steps of at most 1 GiB).
+ * \return false with errno set when a write fails (ENOSPC when one makes no progress).
+ */
+bool WriteAt(int fd, const char* data, size_t size, uint64_t offset);
+
 /*! \brief A private mapping of part of a file, kept alive by `keepalive`. */
 struct Mapping {
   const char* data = nullptr;       // the first mapped byte of the range asked for

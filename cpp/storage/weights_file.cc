@@ -405,7 +405,7 @@ void CheckRegionFile(const WeightsFile& file, const format::Parsed& parsed) {
     // Under the key of its first place; files of earlier versions name it FUNCTION/PARAMETER.
     auto entry = file.entries.find(keys[k][0]);
     if (entry == file.entries.end())
-      entry = file.entries.find(LegacyKey(fn.name, v.index, fn.param_names));
+      entry = file.entries.find(QualifiedKey(fn.name, v.index, fn.param_names));
     if (entry == file.entries.end() || entry->second.begin != begin || entry->second.end != end ||
         entry->second.dtype->tvm != ffi::DLDataTypeToString(v.tensor.dtype) ||
         entry->second.shape != wanted[k].shape) {

@@ -156,11 +156,12 @@ std::map<std::string, std::pair<std::string, int64_t>> RecordedBindings(const We
  *         record is malformed or names a tensor the file does not hold. */
 std::map<std::string, std::string> RecordedShared(const WeightsFile& file);
 
-/*! \brief The key the previous versions wrote for a bound tensor (`FUNCTION/PARAMETER`, or
- *         `FUNCTION/POSITION` where the name is unknown, not unique, holds a `/` or is digits):
- *         still accepted where an artifact's own weights file is checked. */
-std::string LegacyKey(const std::string& function, int64_t position,
-                      const ffi::Array<ffi::String>& param_names);
+/*! \brief A bound tensor's qualified key: `FUNCTION/PARAMETER`, or `FUNCTION/POSITION` where the
+ *         name is unknown, not unique, holds a `/` or is digits. Keys() gives it where a bare name
+ *         cannot stand; files of earlier versions name every tensor so (still accepted where an
+ *         artifact's own weights file is checked). */
+std::string QualifiedKey(const std::string& function, int64_t position,
+                         const ffi::Array<ffi::String>& param_names);
 
 /*! \brief A key read back: `FUNCTION/NAME`, `FUNCTION/POSITION` or a bare `NAME`. */
 struct KeyRef {

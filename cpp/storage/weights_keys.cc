@@ -3,7 +3,7 @@
 /*!
  * \file storage/weights_keys.cc
  * \brief How bound tensors are named in weights files, and which tensor of a file supplies each
- *        bound tensor (storage/weights_file.h): `Keys`, `LegacyKey`, `ParseKey`, `Match`.
+ *        bound tensor (storage/weights_file.h): `Keys`, `QualifiedKey`, `ParseKey`, `Match`.
  */
 #include <tvm/ffi/dtype.h>
 #include <tvm/ffi/error.h>
@@ -38,8 +38,8 @@ std::optional<int64_t> AsPosition(const std::string& s) {
 
 }  // namespace
 
-std::string LegacyKey(const std::string& function, int64_t position,
-                      const ffi::Array<ffi::String>& param_names) {
+std::string QualifiedKey(const std::string& function, int64_t position,
+                         const ffi::Array<ffi::String>& param_names) {
   std::string name;
   if (position >= 0 && position < static_cast<int64_t>(param_names.size())) {
     name = param_names[position];
@@ -54,10 +54,10 @@ std::string LegacyKey(const std::string& function, int64_t position,
 
 namespace {
 
-/*! \brief A place's name, where it can make a key (as LegacyKey decides: unique in its
+/*! \brief A place's name, where it can make a key (as QualifiedKey decides: unique in its
  *         function, no '/', not digits), else "". */
 std::string NameOf(const Place& p) {
-  const std::string key = LegacyKey(p.function, p.position, *p.param_names);
+  const std::string key = QualifiedKey(p.function, p.position, *p.param_names);
   const std::string rest = key.substr(p.function.size() + 1);
   return rest == std::to_string(p.position) ? std::string() : rest;
 }
@@ -65,13 +65,12 @@ std::string NameOf(const Place& p) {
 }  // namespace
 
 std::vector<std::vector<std::string>> Keys(const std::vector<Wanted>& tensors) {
-  auto name_of = NameOf;
   // Each name -> the tensors bound at a parameter of that name, and its first place.
   std::map<std::string, std::set<size_t>> tensors_named;
   std::map<std::string, std::pair<size_t, size_t>> first_place;
   for (size_t i = 0; i < tensors.size(); ++i) {
     for (size_t j = 0; j < tensors[i].places.size(); ++j) {
-      const std::string name = name_of(tensors[i].places[j]);
+      const std::string name = NameOf(tensors[i].places[j]);
       if (name.empty()) continue;
       tensors_named[name].insert(i);
       first_place.emplace(name, std::make_pair(i, j));
@@ -81,11 +80,11 @@ std::vector<std::vector<std::string>> Keys(const std::vector<Wanted>& tensors) {
   for (size_t i = 0; i < tensors.size(); ++i) {
     for (size_t j = 0; j < tensors[i].places.size(); ++j) {
       const Place& p = tensors[i].places[j];
-      const std::string name = name_of(p);
+      const std::string name = NameOf(p);
       const bool bare = !name.empty() && name != "__metadata__" && WeightsFile::IsTensorKey(name) &&
                         tensors_named[name].size() == 1 &&
                         first_place[name] == std::make_pair(i, j);
-      out[i].push_back(bare ? name : LegacyKey(p.function, p.position, *p.param_names));
+      out[i].push_back(bare ? name : QualifiedKey(p.function, p.position, *p.param_names));
     }
   }
   return out;

@@ -165,35 +165,20 @@ std::map<std::string, std::string> Metadata(const Layout& layout,
 void WriteHeaderAt(const std::string& path, const std::string& header) {
   const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
   storage::UniqueFd closer(fd);
-  size_t done = 0;
-  while (fd >= 0 && done < header.size()) {
-    const ssize_t n = pwrite(fd, header.data() + done, header.size() - done, done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
-  }
-  if (fd < 0 || done != header.size() || close(closer.release()) != 0) {
+  const bool done = fd >= 0 && storage::WriteAt(fd, header.data(), header.size(), 0);
+  if (!done || close(closer.release()) != 0) {
     TVM_FFI_THROW(RuntimeError) << "writing the weights file " << path
                                 << " failed: " << std::strerror(errno);
   }
 }
 
-/*! \brief The records of a partial function (as function "main") or a partial module. */
+/*! \brief The records of a partial function (as function "main") or a partial module, by name. */
 std::vector<format::FunctionRecord> RecordsOf(const ffi::Any& obj) {
-  std::vector<format::FunctionRecord> out;
-  ffi::Map<ffi::String, Bindings> bound = PartialApplyBindings(obj);
-  ffi::Map<ffi::String, ffi::Array<ffi::String>> names = PartialApplyParamNames(obj);
-  for (const auto& [name, values] : bound) {
-    format::FunctionRecord r{name.empty() ? ffi::String("main") : name,
-                             names.Get(name).value_or(ffi::Array<ffi::String>()),
-                             {}};
-    for (const auto& [position, value] : values) r.bound.emplace_back(position, value);
+  std::vector<format::FunctionRecord> out = detail::PartialRecords(obj, "save_weights");
+  for (format::FunctionRecord& r : out) {
+    if (r.name.empty()) r.name = "main";
     std::sort(r.bound.begin(), r.bound.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
-    // A column shard is saved as export stores it (rank by rank), so the file can stand in
-    // for the artifact's own (load(path, weights_file=...)).
-    if (auto mod = obj.try_cast<ffi::Module>()) r.shards = detail::WholeTensorShards(*mod, r.name);
-    out.push_back(std::move(r));
   }
   std::sort(out.begin(), out.end(),
             [](const format::FunctionRecord& a, const format::FunctionRecord& b) {
@@ -303,16 +288,9 @@ void SaveWeights(const ffi::Any& obj, const std::string& path,
     }
     storage::UniqueFd closer(fd);
     auto put = [&](const char* data, size_t n, uint64_t at) {
-      while (n > 0) {
-        const ssize_t done = pwrite(fd, data, std::min<size_t>(n, size_t{1} << 30), at);
-        if (done < 0 && errno == EINTR) continue;
-        if (done <= 0) {
-          TVM_FFI_THROW(RuntimeError) << "save_weights: writing " << path
-                                      << " failed: " << std::strerror(done < 0 ? errno : ENOSPC);
-        }
-        data += done;
-        n -= static_cast<size_t>(done);
-        at += static_cast<uint64_t>(done);
+      if (!storage::WriteAt(fd, data, n, at)) {
+        TVM_FFI_THROW(RuntimeError)
+            << "save_weights: writing " << path << " failed: " << std::strerror(errno);
       }
     };
     put(placeholder.data(), placeholder.size(), 0);

@@ -35,7 +35,6 @@ def executable_module(target: Any) -> tvm_ffi.Module | None:
 
 #: Module kinds of device code in an executable's import tree -> the device type they run on.
 _DEVICE_CODE = {"cuda": 2, "opencl": 4, "vulkan": 7, "metal": 8, "hip": 10, "rocm": 10}
-_DEVICE_NAMES = {1: "cpu", 2: "cuda", 4: "opencl", 7: "vulkan", 8: "metal", 10: "rocm"}
 
 
 def _device_code_kinds(mod: tvm_ffi.Module, seen: set[int] | None = None) -> set[str]:
@@ -55,7 +54,7 @@ def check_target(executable: tvm_ffi.Module, device: Any) -> None:
     """Refuse a device the executable has no code for (compiled for another target)."""
     device_type = int(device.dlpack_device_type())
     kinds = _device_code_kinds(executable)
-    name = f"{_DEVICE_NAMES.get(device_type, f'device type {device_type}')}:{int(device.index)}"
+    name = _ffi_api.DeviceString(device_type, int(device.index))
     if device_type == _CPU and kinds:
         raise ValueError(
             f"the Relax executable holds device code for {', '.join(sorted(kinds))}, but device= is {name}: "
@@ -182,12 +181,10 @@ def describe_record(data: bytes) -> dict[str, Any]:
     "allocators": ["pooled"], "compiled_in": [{"name", "dtype", "shape", "hash", "unused"}, ...]}``,
     the last what a frontend compiled into the executable (hash: 16 hex digits; unused: the model
     holds it, the code never reads it)."""
-    from . import _ffi_api
-
     record = _ffi_api.DescribeVMRecord(bytes(data))
     devices, allocators = [], []
-    for kind, index, allocator in record["devices"]:
-        devices.append(f"{_DEVICE_NAMES.get(kind, f'device type {kind}')}:{index}")
+    for device, allocator in record["devices"]:
+        devices.append(str(device))
         allocators.append(_ALLOCATOR_NAMES.get(allocator, f"allocator {allocator}"))
     compiled = [
         {

@@ -29,8 +29,8 @@ def positions(
         raise TypeError("shards= needs world=, the number of ranks the tensors are split over")
     if isinstance(world, bool) or not isinstance(world, int):
         raise TypeError(f"world= must be the number of ranks (an int), got {world!r}")
-    if not 0 <= world <= _MAX_SPLIT:
-        raise ValueError(f"world={world} is not 2 to 65536 ranks")
+    if not 0 <= world <= _MAX_SPLIT:  # what the call into C++ carries; ShardProblem says which are sane
+        raise ValueError(f"world={world}: out of range (the number of ranks is 32-bit)")
     if target.kind != "module":
         raise TypeError(
             "shards= needs a compiled module as the target (partial(exe, ..., shards=..., world=...)): "

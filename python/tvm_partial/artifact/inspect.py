@@ -128,11 +128,10 @@ def _raise_problem(described: Mapping[str, Any]) -> None:
 
 def _region(described: Mapping[str, Any]) -> dict[str, Any] | None:
     """Where an external region lies, from the located payloads."""
-    payloads = str(described["payloads"])
-    if not payloads.startswith("region ") or str(described["placement"]) == "elsewhere":
+    if "region_symbol" not in described or str(described["placement"]) == "elsewhere":
         return None
     out: dict[str, Any] = {
-        "symbol": payloads.split(" ", 1)[1],
+        "symbol": str(described["region_symbol"]),
         "placement": str(described["placement"]),
         "file_offset": int(described["payload_base"]),
         "bytes": int(described["region_size"]),

@@ -119,10 +119,10 @@ def rank_world_of(shard: object) -> tuple[int, int] | None:
         raise ValueError(
             f"shard=({rank}, {world}): the world is past 2**63 - 1 ranks; give the world the artifact records"
         )
-    if world < 1:
-        raise ValueError(f"shard=({rank}, {world}): the world must be at least 1 (the number of ranks)")
-    if not 0 <= rank < world:
-        raise ValueError(f"shard=({rank}, {world}): the rank must be 0 to {world - 1}")
+    # The rule is C++'s; values past int64 are clamped to ones it refuses alike.
+    problem = _ffi_api.RankProblem(min(max(rank, -1), 2**63 - 1), max(world, 0))
+    if problem:
+        raise ValueError(f"shard=({rank}, {world}): {problem}")
     return rank, world
 
 
@@ -170,11 +170,11 @@ def locate(path: str, data: bytes | mmap.mmap) -> Located:
     blob = partial[0]  # the root (TVM writes the module tree root first)
     header_offset = -1
     try:
-        payloads = str(_ffi_api.DescribeBytes(bytes(data[blob.offset : blob.offset + blob.size]))["payloads"])
+        described = _ffi_api.DescribeBytes(bytes(data[blob.offset : blob.offset + blob.size]))
     except ValueError as err:  # the format's reader: say which file
         raise ValueError(f"{path}: {err}") from err
-    if payloads.startswith("region "):
-        found = elf.symbol(payloads.split(" ", 1)[1].encode())
+    if "region_symbol" in described:
+        found = elf.symbol(str(described["region_symbol"]).encode())
         if found is not None and found[1] == 64:
             header_offset = found[0]
     return Located(path, "library", blob.offset, blob.size, header_offset, elf)

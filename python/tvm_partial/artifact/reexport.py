@@ -83,8 +83,9 @@ def export_loaded(
     external = None
     appended = "region_appended" in described
     if appended:
-        symbol = str(described["payloads"]).split(" ", 1)[1]
-        external = _zero_copy.with_appended_payloads(module, symbol, int(described["region_link"]))
+        external = _zero_copy.with_appended_payloads(
+            module, str(described["region_symbol"]), int(described["region_link"])
+        )
     if zero_copy is not None and bool(zero_copy) != appended:
         raise ValueError(
             f"export_library: zero_copy={zero_copy} differs from {name}, whose payloads are "
