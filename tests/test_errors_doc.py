@@ -138,6 +138,12 @@ CASES = {
     "wrong argument count, signature known": lambda c: tvm_partial.partial(
         c["f"], signature=c["sig"], weights=W, bias=B
     )(tensor(X), tensor(X), tensor(X)),
+    "wrong argument count, bound by position without `signature=`": lambda c: tvm_partial.partial(
+        c["f"], {1: W, 2: B}
+    )(tensor(X)),
+    "data of the wrong shape": lambda c: tvm_partial.partial(c["f"], {1: W, 2: B})(
+        tensor(np.zeros((1, 3, 31, 32), "float32")), tensor(np.zeros(fixtures.SHAPES["result"], "float32"))
+    ),
     "a module bound with `shards=`, called before a rank loads it": lambda c: tvm_partial.partial(
         c["tp"][0], signature=c["tp"][1], w=W16, shards={"w": 0}, world=4
     )(tensor(np.zeros((4, 16), "float32"))),
