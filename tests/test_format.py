@@ -14,59 +14,12 @@ import numpy as np
 import pytest
 import tvm
 import tvm_ffi
+from blob_writer import _s, blob_with_payload, make_blob, shared_entry, tensor_entry
 
 import tvm_partial
 from helpers import SANITIZED, Crash, format_hash, reseal, run_cases, run_json
 
 load_from_bytes = tvm_ffi.get_global_func("ffi.Module.load_from_bytes.partial_apply")
-
-
-# A writer of the documented layout (cpp/format/format.h), independent of the C++ one.
-def _s(text) -> bytes:
-    data = text if isinstance(text, bytes) else text.encode()
-    return struct.pack("<I", len(data)) + data
-
-
-def tensor_entry(index, dtype="float32", shape=(4,), nbytes=None, offset=None, device=(1, 0), hash_=0):
-    """A tensor binding (kind 5)."""
-    nbytes = 4 * int(np.prod(shape)) if nbytes is None else nbytes
-    return (
-        struct.pack("<qB", index, 5)
-        + _s(dtype)
-        + struct.pack("<iiI", *device, len(shape))
-        + b"".join(struct.pack("<q", d) for d in shape)
-        + struct.pack("<QQQ", nbytes, offset or 0, hash_)
-    )
-
-
-def shared_entry(index, payload):
-    """A binding of the tensor whose payload is number ``payload`` (kind 6, version 3)."""
-    return struct.pack("<qBQ", index, 6, payload)
-
-
-def blob_with_payload(functions, payload: bytes, version=1) -> bytes:
-    """``functions(offset)`` -> the functions whose one tensor payload lies at ``offset``: a blob
-    with ``payload`` at the first multiple of 64 after the metadata (the canonical layout)."""
-    probe = make_blob(functions(0), version=version)
-    offset = len(probe) + (-len(probe)) % 64
-    return make_blob(functions(offset), version=version, payload=b"\0" * (offset - len(probe)) + payload)
-
-
-def make_blob(functions, version=1, flags=0, payload=b"", meta_extra=b"", count=None):
-    """functions: [(name, [param names], [binding entry bytes])]; resealed so the hash is valid.
-    Versions 2 and 3 carry an output count per function (0 here), version 3 a shard count (0)."""
-    parts = [struct.pack("<I", len(functions) if count is None else count)]
-    for name, names, entries in functions:
-        parts += [_s(name), struct.pack("<I", len(names)), *(_s(n) for n in names)]
-        parts += [struct.pack("<I", len(entries)), *entries]
-        if version >= 2:
-            parts.append(struct.pack("<I", 0))
-        if version == 3:  # no shards
-            parts.append(struct.pack("<I", 0))
-    meta = b"".join(parts) + meta_extra
-    body = meta + payload
-    header = b"TVMPARTL" + struct.pack("<IIQQQ", version, flags, 40 + len(body), len(meta), 0)
-    return bytes(reseal(header + body))
 
 
 # Loads each blob of a family in one fresh interpreter (helpers.run_cases): a blob that crashes

@@ -8,50 +8,22 @@ from __future__ import annotations
 import re
 import struct
 
+import blob_writer
 import numpy as np
 import pytest
 import tvm_ffi
+from blob_writer import _s, int_entry, output_entry
 from tvm import te
 
 import tvm_partial
-from helpers import compile_te, ints, reseal, run_json, tensor
+from helpers import compile_te, ints, run_json, tensor
 
 F32 = "float32"
 
 
-# A writer of the documented layout, independent of the C++ one.
-def _s(text: str) -> bytes:
-    data = text.encode()
-    return struct.pack("<I", len(data)) + data
-
-
-def output_entry(position, dtype=F32, dims=((-1, 16),)):
-    """dims: (source, value): source -1 for a static extent, else (argument position, axis)."""
-    return (
-        struct.pack("<q", position)
-        + _s(dtype)
-        + struct.pack("<I", len(dims))
-        + b"".join(struct.pack("<qq", source, value) for source, value in dims)
-    )
-
-
-def int_entry(position, value=7):
-    return struct.pack("<qBq", position, 1, value)
-
-
-def make_blob(functions, version=2, meta_extra=b"", output_count=None):
-    """functions: [(name, [param names], [binding entries], [output entries])]."""
-    meta = struct.pack("<I", len(functions))
-    for name, names, entries, outputs in functions:
-        meta += _s(name) + struct.pack("<I", len(names)) + b"".join(_s(n) for n in names)
-        meta += struct.pack("<I", len(entries)) + b"".join(entries)
-        if version >= 2:
-            meta += struct.pack("<I", len(outputs) if output_count is None else output_count) + b"".join(
-                outputs
-            )
-    meta += meta_extra
-    header = b"TVMPARTL" + struct.pack("<IIQQQ", version, 0, 40 + len(meta), len(meta), 0)
-    return bytes(reseal(header + meta))
+def make_blob(functions, version=2, **kwargs):
+    """blob_writer.make_blob, of version 2 unless told."""
+    return blob_writer.make_blob(functions, version=version, **kwargs)
 
 
 ABCO = ["a", "b", "c", "out"]

@@ -153,7 +153,7 @@ def test_a_shared_tensor_record_on_a_sharded_payload_is_refused_by_every_reader(
     shard record splits. The writer never writes it; load, inspect and verify refuse it alike."""
     import struct
 
-    from test_format import _s, shared_entry, tensor_entry
+    from blob_writer import _s, shared_entry, tensor_entry
 
     from helpers import format_hash
 

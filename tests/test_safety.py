@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import tvm
 import tvm_ffi
-from test_format import make_blob
+from blob_writer import make_blob
 
 import tvm_partial
 from helpers import affine4_ref, ints, run_json, run_python, tensor
@@ -176,7 +176,7 @@ HUGE = """
 import json, statistics, struct, sys, time
 sys.path.insert(0, sys.argv[1])
 import tvm_ffi, tvm_partial
-from test_format import make_blob
+from blob_writer import make_blob
 load = tvm_ffi.get_global_func("ffi.Module.load_from_bytes.partial_apply")
 describe = tvm_ffi.get_global_func("tvm_partial.DescribeBytes")
 save = tvm_ffi.get_global_func("tvm_partial.SaveToBytes")
