@@ -5,7 +5,7 @@
  * \brief Binding a module: `runtime.PartialApplyModule` (a partial module over a module, merged
  *        into one level over a partial module through the one merge, bind/merge.h) and the
  *        introspection of partials (`runtime.PartialApplyBindings`, `tvm_partial.ParamNames`,
- *        `tvm_partial.Outputs`, `tvm_partial.TensorPayloads`, `tvm_partial.Shards`), and the
+ *        `tvm_partial.Outputs`, `tvm_partial.TensorPayloads`, `ConstantBytes`, `Shards`), and the
  *        shard rules Python asks (`ShardProblem`, `RankProblem`). The module kind itself is in
  *        partial_module.cc.
  */
@@ -262,6 +262,17 @@ ffi::Map<ffi::String, ffi::Map<int64_t, int64_t>> TensorPayloads(const ffi::Any&
   return out;
 }
 
+/*! \brief tvm_partial.ConstantBytes: the bytes of the distinct tensors a partial binds, each
+ *         once, as the format stores them (what decides whether export goes zero-copy). */
+int64_t ConstantBytes(const ffi::Any& obj) {
+  uint64_t total = 0;
+  for (const ffi::Tensor& t :
+       format::PayloadTensors(detail::PartialRecords(obj, "ConstantBytes"))) {
+    total += format::PayloadBytes(*t.GetDLTensorPtr());
+  }
+  return static_cast<int64_t>(total);
+}
+
 // runtime.PartialApplyModule(mod, {name: {position: value}}, param_names={}, outputs={},
 // original_names={}, shards={}) from Python; outputs per function as detail::OutputsFromAny
 // reads them; original_names as MakePartialModule takes them; shards per function
@@ -313,6 +324,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   detail::RegisterGlobalOnce("tvm_partial.ParamNames", PartialApplyParamNames);
   detail::RegisterGlobalOnce("tvm_partial.Outputs", PartialApplyOutputs);
   detail::RegisterGlobalOnce("tvm_partial.TensorPayloads", TensorPayloads);
+  detail::RegisterGlobalOnce("tvm_partial.ConstantBytes", ConstantBytes);
   // Why a tensor of this shape and dtype cannot be split so, or "" (the rule binding applies).
   detail::RegisterGlobalOnce("tvm_partial.ShardProblem", [](ffi::Array<int64_t> shape,
                                                             ffi::String dtype, int64_t dim,

@@ -72,19 +72,16 @@ def export_library(
     if not hasattr(module, "export_library"):
         raise TypeError(f"export_library needs a tvm.runtime.Module, got {type(module).__name__}")
     _remote.refuse_export(module)
-    if (
-        isinstance(module, tvm_ffi.Module)
-        and _ffi_api.IsPartial(module)
-        and module.imports
-        and module.imports[0].kind == "relax.VirtualMachine"
-    ):
+    # The partial module being exported, or None (asked of C++ once).
+    pm = module if isinstance(module, tvm_ffi.Module) and _ffi_api.IsPartial(module) else None
+    if pm is not None and pm.imports and pm.imports[0].kind == "relax.VirtualMachine":
         raise TypeError(
             "export_library: this partial module binds a relax.VirtualMachine, which cannot be saved; "
             "bind the executable instead: tvm_partial.partial(exe, device=dev, ...) (what "
             "tvm.compile returned), which records the device and creates the VM when loaded"
         )
     if weights_file is not None:
-        if not (isinstance(module, tvm_ffi.Module) and _ffi_api.IsPartial(module)):
+        if pm is None:
             raise TypeError("export_library: weights_file= needs a partial module (tvm_partial.partial(...))")
         if zero_copy is False:
             raise ValueError(
@@ -109,13 +106,13 @@ def export_library(
                 f"export_library: the folder of weights_file={os.fspath(weights_file)!r} "
                 "does not exist; create it first"
             )
-        if _loaded(module):
+        if _loaded(pm):
             raise ValueError(
                 "export_library: weights_file= with a module loaded from an artifact is not "
                 "supported: bind the compiled module with tvm_partial.partial() and export that"
             )
-    if isinstance(module, tvm_ffi.Module) and _ffi_api.IsPartial(module) and _loaded(module):
-        return export_loaded(module, path, zero_copy=zero_copy, self_contained=self_contained, **kwargs)
+    if pm is not None and _loaded(pm):
+        return export_loaded(pm, path, zero_copy=zero_copy, self_contained=self_contained, **kwargs)
     if kwargs.get("addons"):
         kwargs["addons"] = list(kwargs["addons"])  # TVM appends to the list: keep the caller's
     if self_contained:
@@ -131,20 +128,16 @@ def export_library(
     with new_file(path) as staged:
         with tempfile.TemporaryDirectory(prefix="tvm_partial_") as workdir:
             appended = None
-            if (
-                isinstance(module, tvm_ffi.Module)
-                and _ffi_api.IsPartial(module)
-                and (
-                    zero_copy
-                    or (zero_copy is None and _zero_copy.constant_bytes(module) >= _zero_copy.THRESHOLD_BYTES)
-                )
+            if pm is not None and (
+                zero_copy
+                or (zero_copy is None and _zero_copy.constant_bytes(pm) >= _zero_copy.THRESHOLD_BYTES)
             ):
                 if path.endswith((".tar", ".wasm")):
                     raise ValueError(
                         f"export_library: a zero-copy export appends the payloads to a shared library; "
                         f"{path} is not one (export to a .so, or pass zero_copy=False)"
                     )
-                module, payload_object = _zero_copy.prepare(module, Path(workdir))
+                module, payload_object = _zero_copy.prepare(pm, Path(workdir))
                 kwargs["addons"] = [*(kwargs.get("addons") or []), os.fspath(payload_object)]
                 appended = module
             module.export_library(staged, **kwargs)

@@ -46,21 +46,8 @@ _STUB = """\
 
 def constant_bytes(module: tvm_ffi.Module) -> int:
     """Bytes of tensor constants a partial module holds, each tensor once (a tensor bound in
-    several places is stored once)."""
-    total, seen = 0, set()
-    numbers = _ffi_api.TensorPayloads(module)
-    for function, bound in _ffi_api.PartialApplyBindings(module).items():
-        for position, value in bound.items():
-            number = numbers.get(function, {}).get(position)
-            if not isinstance(value, tvm_ffi.Tensor) or number in seen:
-                continue
-            seen.add(number)
-            bits = tvm_ffi.dtype(str(value.dtype)).bits * tvm_ffi.dtype(str(value.dtype)).lanes
-            count = 1
-            for d in value.shape:
-                count *= d
-            total += (count * bits + 7) // 8
-    return total
+    several places is stored once), as the format counts them."""
+    return int(_ffi_api.ConstantBytes(module))
 
 
 def with_appended_payloads(module: tvm_ffi.Module, symbol: str, link: int) -> tvm_ffi.Module:
