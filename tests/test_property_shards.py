@@ -26,6 +26,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -52,7 +53,7 @@ REASONS = [
 #: weights-file artifact; a library renamed away from its weights file, which the next export to
 #: its old name rewrites (foreign, for load and verify); a symlink switched; two versions of one
 #: path loaded side by side; a weights file removed.
-SCENARIO = [
+SCENARIO: list[tuple[str, dict[str, Any]]] = [
     ("export", {"dst": "a.so", "placement": "weights_file", "world": 2, "bs": 0, "cs": 1}),
     ("load", {"n": 6, "rank": 1, "world": 2}),
     ("move", {"n": 6, "dst": "b.so"}),
