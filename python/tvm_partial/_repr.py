@@ -139,21 +139,13 @@ def _function(
         lines.append(f"{indent}  {label} = {_value(bound[position])}{shared}")
     for position in sorted(outs):
         label = " ".join(filter(None, (f"[{position}]", _name(names, position))))
-        dims = ", ".join(_dim(d, names) for d in outs[position]["shape"])
+        dims = ", ".join(str(_outputs.dim_text(d, names)) for d in outs[position]["shape"])
         lines.append(f"{indent}  {label}: {outs[position]['dtype']}[{dims}] allocated per call")
     return "\n".join(lines)
 
 
 def _name(names: list[str], position: int) -> str:
     return names[position] if position < len(names) else ""
-
-
-def _dim(d: Any, names: list[str]) -> str:
-    """A static extent, or the axis of an argument it is read from (``data.shape[0]``)."""
-    if isinstance(d, int):
-        return str(d)
-    position, axis = d
-    return f"{_name(names, position) or f'arg{position}'}.shape[{axis}]"
 
 
 def _value(value: Any) -> str:

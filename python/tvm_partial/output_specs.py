@@ -162,3 +162,14 @@ def _find_source(sig: Signature, var: str, excluded: set[int]) -> tuple[int, int
             if dim == ("var", var):
                 return i, axis
     return None
+
+
+def dim_text(d: Any, names: list[str]) -> int | str:
+    """An output's extent as describe() and inspect show it: a static extent as it is, else the
+    axis of the argument it is read from (``data.shape[0]``; ``arg3`` where no name is known)."""
+    if isinstance(d, numbers.Integral):
+        return int(d)
+    position, axis = int(d[0]), int(d[1])
+    return (
+        f"{names[position] if position < len(names) and names[position] else f'arg{position}'}.shape[{axis}]"
+    )

@@ -15,6 +15,7 @@ import tvm_ffi
 
 from .._progress import ProgressCallback
 from .._typing import PathLike
+from ..output_specs import dim_text
 from . import _elf
 from .read import Located, file_kind, locate, mapped, not_an_artifact, rank_world_of, report
 
@@ -219,17 +220,10 @@ def _relax_vm_info(where: Located) -> dict[str, Any] | None:
 
 def _output_entry(spec: Mapping[str, Any], names: list[str]) -> dict[str, Any]:
     """An output as inspect shows it: position, name, dtype, shape (an int, or "name.shape[axis]")."""
-
-    def dim(d: Any) -> int | str:
-        if isinstance(d, int):
-            return d
-        arg, axis = int(d[0]), int(d[1])
-        return f"{names[arg] if arg < len(names) else f'arg{arg}'}.shape[{axis}]"
-
     entry: dict[str, Any] = {
         "position": int(spec["position"]),
         "dtype": str(spec["dtype"]),
-        "shape": [dim(d) for d in spec["shape"]],
+        "shape": [dim_text(d, names) for d in spec["shape"]],
     }
     if entry["position"] < len(names):
         entry["name"] = names[entry["position"]]
