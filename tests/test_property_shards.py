@@ -151,6 +151,24 @@ def run(examples: int, folder: str) -> dict:
                     why.add("weights foreign")
             return why
 
+        def attempt(self, what: str, run, n: int, rank: int | None, world: int) -> tuple:
+            """``run`` (load or verify) of a picked path with ``shard=(rank, world)``, refused for
+            the reason the model predicts or accepted where it predicts none: (name, shard,
+            result), or (None, shard, None) when refused."""
+            name = self.pick(n, [*LIBS, LINK])
+            why = self.refusals(name, rank, world)
+            shard = None if rank is None else (rank, world)
+            try:
+                result = run(self.path(name), shard=shard)
+            except (ValueError, FileNotFoundError) as err:
+                assert reason(err) in why, (
+                    f"{what}({name}, shard={shard}): expected {why or 'success'}, got {err}"
+                )
+                counts[f"{what}: refused, {reason(err)}"] += 1
+                return None, shard, None
+            assert not why, f"{what}({name}, shard={shard}) succeeded; expected a refusal for {why}"
+            return name, shard, result
+
         def call(self, mod) -> np.ndarray:
             result = tvm.runtime.empty((16,), "float32")
             mod(tvm.runtime.tensor(data), result)
@@ -225,18 +243,9 @@ def run(examples: int, folder: str) -> dict:
             n=st.integers(0, 7), rank=st.sampled_from([None, 0, 1]), world=st.sampled_from([WORLD, WORLD, 3])
         )
         def load(self, n: int, rank: int | None, world: int) -> None:
-            name = self.pick(n, [*LIBS, LINK])
-            why = self.refusals(name, rank, world)
-            shard = None if rank is None else (rank, world)
-            try:
-                mod = tvm_partial.load(self.path(name), shard=shard)
-            except (ValueError, FileNotFoundError) as err:
-                assert reason(err) in why, (
-                    f"load({name}, shard={shard}): expected {why or 'a load'}, got {err}"
-                )
-                counts[f"load: refused, {reason(err)}"] += 1
+            name, shard, mod = self.attempt("load", tvm_partial.load, n, rank, world)
+            if name is None:
                 return
-            assert not why, f"load({name}, shard={shard}) loaded; expected a refusal for {why}"
             lib = self.libs[self.resolve(name) or ""]
             if lib["world"] and rank is None:  # the whole artifact: its kernel takes a rank's shard
                 try:
@@ -255,18 +264,9 @@ def run(examples: int, folder: str) -> dict:
             n=st.integers(0, 7), rank=st.sampled_from([None, 0, 1]), world=st.sampled_from([WORLD, WORLD, 3])
         )
         def verify(self, n: int, rank: int | None, world: int) -> None:
-            name = self.pick(n, [*LIBS, LINK])
-            why = self.refusals(name, rank, world)
-            shard = None if rank is None else (rank, world)
-            try:
-                report = tvm_partial.verify(self.path(name), shard=shard)
-            except (ValueError, FileNotFoundError) as err:
-                assert reason(err) in why, (
-                    f"verify({name}, shard={shard}): expected {why or 'intact'}, got {err}"
-                )
-                counts[f"verify: refused, {reason(err)}"] += 1
+            name, _, report = self.attempt("verify", tvm_partial.verify, n, rank, world)
+            if name is None:
                 return
-            assert not why, f"verify({name}, shard={shard}) passed; expected a refusal for {why}"
             assert report["intact"], report
             counts["verify: intact"] += 1
 

@@ -41,6 +41,22 @@ const char* KindOf(mode_t mode) {
   TVM_FFI_UNREACHABLE();
 }
 
+/*! \brief A File over `fd`, which it now owns: refused unless it is a regular file (fstat of the
+ *         open file, so what was opened is what is checked). */
+std::shared_ptr<File> FromOwnedFd(UniqueFd fd, const std::string& path, const char* what) {
+  struct stat st;
+  if (fstat(fd.get(), &st) != 0) {
+    TVM_FFI_THROW(RuntimeError) << "cannot read the " << what << " " << path << ": "
+                                << std::strerror(errno);
+  }
+  if (!S_ISREG(st.st_mode)) NotRegular(path, what, st.st_mode);
+  auto file = std::make_shared<File>();
+  file->fd = std::move(fd);
+  file->path = path;
+  file->size = static_cast<uint64_t>(st.st_size);
+  return file;
+}
+
 }  // namespace
 
 std::shared_ptr<File> OpenRegular(const std::string& path, const char* what) {
@@ -64,16 +80,7 @@ std::shared_ptr<File> OpenRegular(const std::string& path, const char* what) {
     TVM_FFI_THROW(RuntimeError) << "cannot open the " << what << " " << path << ": "
                                 << std::strerror(errno);
   }
-  auto file = std::make_shared<File>();
-  file->fd = UniqueFd(fd);
-  file->path = path;
-  if (fstat(fd, &st) != 0) {
-    TVM_FFI_THROW(RuntimeError) << "cannot read the " << what << " " << path << ": "
-                                << std::strerror(errno);
-  }
-  if (!S_ISREG(st.st_mode)) NotRegular(path, what, st.st_mode);
-  file->size = static_cast<uint64_t>(st.st_size);
-  return file;
+  return FromOwnedFd(UniqueFd(fd), path, what);
 }
 
 std::shared_ptr<File> FromDescriptor(int fd, const std::string& path, const char* what) {
@@ -82,17 +89,7 @@ std::shared_ptr<File> FromDescriptor(int fd, const std::string& path, const char
     TVM_FFI_THROW(RuntimeError) << "cannot read the " << what << " " << path << ": "
                                 << std::strerror(errno);
   }
-  auto file = std::make_shared<File>();
-  file->fd = UniqueFd(own);
-  file->path = path;
-  struct stat st;
-  if (fstat(own, &st) != 0) {
-    TVM_FFI_THROW(RuntimeError) << "cannot read the " << what << " " << path << ": "
-                                << std::strerror(errno);
-  }
-  if (!S_ISREG(st.st_mode)) NotRegular(path, what, st.st_mode);
-  file->size = static_cast<uint64_t>(st.st_size);
-  return file;
+  return FromOwnedFd(UniqueFd(own), path, what);
 }
 
 bool ReadAt(const File& file, uint64_t offset, size_t size, char* out) {
