@@ -1,8 +1,9 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""The Python ELF reader (``tvm_partial._elf``) on malformed files: ``inspect``, ``verify`` and
-``check_complete`` either succeed or raise ``ValueError`` saying what is wrong; never another
-exception (``struct.error``, ``IndexError``, ``OverflowError``, ...), a crash or a hang.
+"""The Python ELF reader (``tvm_partial._elf``) on malformed files: ``inspect`` and ``verify``
+either succeed or raise ``ValueError`` saying what is wrong; never another exception
+(``struct.error``, ``IndexError``, ``OverflowError``, ...), a crash or a hang. ``load`` refuses the
+malformations that would crash the system's loader or TVM's (checked in C++, before each decodes).
 
 The mutations hit the structures the reader walks: the ELF header, the program and section
 headers, the symbol and string tables, TVM's embedded blob (its length and module list), and the
@@ -13,14 +14,14 @@ zero-copy region's header. ``TVM_PARTIAL_ELF_FUZZ_CASES`` sets the number of cas
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 import pytest
 
 import tvm_partial
-from helpers import run_json
+from helpers import run_cases, run_json
 from tvm_partial.artifact import _elf
-from tvm_partial.artifact.load import check_complete
 
 CASES = int(os.environ.get("TVM_PARTIAL_ELF_FUZZ_CASES", "1000"))
 SEED = int(os.environ.get("TVM_PARTIAL_ELF_FUZZ_SEED", "0"))
@@ -66,7 +67,6 @@ def _targets(path) -> list:
 _FUZZ = """
 import json, os, random, struct, sys, traceback
 import tvm_partial
-from tvm_partial.artifact.load import check_complete
 
 src, work, cases, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 ranges = json.loads(sys.argv[5])
@@ -92,8 +92,7 @@ for case in range(cases):
     path = os.path.join(work, "case.so")
     with open(path, "wb") as f:
         f.write(data)
-    for name, check in (("inspect", tvm_partial.inspect), ("verify", tvm_partial.verify),
-                        ("check_complete", check_complete)):
+    for name, check in (("inspect", tvm_partial.inspect), ("verify", tvm_partial.verify)):
         try:
             check(path)
             outcomes["ok"] += 1
@@ -145,6 +144,51 @@ def test_known_malformations(artifacts, tmp_path):
         for check in (tvm_partial.inspect, tvm_partial.verify):
             with pytest.raises(ValueError, match=message):
                 check(path)
-    with pytest.raises(ValueError, match="program headers"):
-        check_complete(cases[4][0])
     assert shoff > 0
+
+
+_LOAD = """
+import tvm_partial
+
+def run_case(path):
+    try:
+        tvm_partial.load(path)
+        return "loaded"
+    except Exception as err:
+        return [type(err).__name__, str(err)]
+"""
+
+
+def test_load_refuses_what_would_crash_the_loaders(artifacts, tmp_path):
+    """What the system's loader (segments past the end) or TVM's (the module tree's counts and
+    import indices, which it trusts) would crash on or misread: ``load`` refuses it in C++ before
+    either runs, naming the file; the C++ loaders share the check. Each case in a subprocess."""
+    data = artifacts["zero"].read_bytes()
+    elf = _elf.ElfFile(data, "x")
+    blob_at, _ = elf.symbol(_elf.BLOB_SYMBOL)
+    (count,) = elf.unpack(_elf._U64, blob_at + 8, "")  # import indices: one per module, plus one
+    children = blob_at + 16 + 8 * count  # the import list's length, then the list
+
+    def broken(at: int, value: int, width: int = 8) -> str:
+        path = tmp_path / f"load{at}.so"
+        path.write_bytes(data[:at] + value.to_bytes(width, "little") + data[at + width :])
+        return str(path)
+
+    cases = [
+        (broken(0x20, 2**63), "program headers run past"),
+        (_cut(data, tmp_path), "is truncated"),
+        (broken(blob_at, 2**64 - 1), "blob is damaged: its length"),
+        (broken(blob_at + 8, 2**62), "import index count 4611686018427387904 cannot fit"),
+        (broken(blob_at + 16 + 8 * (count - 1), 2**40), r"imports \[\d+, 1099511627776\)"),
+        (broken(children + 8, 2**33), "an import of module 8589934592"),
+    ]
+    results = run_cases(_LOAD, [path for path, _ in cases])
+    for (path, message), result in zip(cases, results):
+        assert isinstance(result, list) and result[0] == "ValueError", (path, result)
+        assert result[1].startswith(path) and re.search(message, result[1]), (message, result)
+
+
+def _cut(data: bytes, folder) -> str:
+    path = folder / "cut.so"
+    path.write_bytes(data[: len(data) // 2])
+    return str(path)

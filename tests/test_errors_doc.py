@@ -167,6 +167,9 @@ CASES = {
         "import tvm\ntvm.runtime.load_module(sys.argv[1])", c["artifact"]
     ),
     "a library cut short (an interrupted copy)": lambda c: tvm_partial.load(c["truncated"]),
+    "an artifact whose embedded module tree is damaged (a count, a length or an import index)": (
+        lambda c: _in_subprocess("import tvm_partial\ntvm_partial.load(sys.argv[1])", c["bad_tree"])
+    ),
     "a zero-copy payload region altered": lambda c: _in_subprocess(
         "import tvm, tvm_partial\ntvm_partial.load(sys.argv[1])", c["altered"]
     ),
@@ -525,6 +528,9 @@ def ctx(conv, tmp_path_factory):
     old[blob.offset + 12] = 1
     old[blob.offset : blob.offset + blob.size] = reseal(bytes(old[blob.offset : blob.offset + blob.size]))
     (folder / "section_layout.so").write_bytes(bytes(old))
+    blob_at, _ = _elf.ElfFile(data, str(zero)).symbol(_elf.BLOB_SYMBOL)
+    tree = data[: blob_at + 8] + (2**62).to_bytes(8, "little") + data[blob_at + 16 :]  # a count past its end
+    (folder / "bad_tree.so").write_bytes(tree)
     import safetensors.numpy
 
     safetensors.numpy.save_file({"main/weights": W, "weights": W}, str(folder / "colliding.safetensors"))
@@ -547,6 +553,7 @@ def ctx(conv, tmp_path_factory):
         "colliding_weights": str(folder / "colliding.safetensors"),
         "deep_weights": str(folder / "deep.safetensors"),
         "cut_appended": str(folder / "cut_appended.so"),
+        "bad_tree": str(folder / "bad_tree.so"),
         "external_blob": external_blob,
         "exe": exe,
         "f": exe["main"],

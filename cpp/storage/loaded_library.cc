@@ -30,8 +30,6 @@
 #include <utility>
 #include <vector>
 
-#include "registry.h"
-
 namespace tvm_partial {
 namespace storage {
 
@@ -234,6 +232,27 @@ void RequireBlob(const ffi::Module& library, Blob* blob) {
   }
 }
 
+/*! \brief Before TVM's loader decodes the embedded module blob of the object `handle` opened
+ *         (the one it reads: dlsym on the same handle): the blob lies in that object's file and
+ *         is a whole module tree. */
+void CheckBlobOf(void* handle, const std::string& path) {
+  const char* blob = static_cast<const char*>(dlsym(handle, kBinSymbol));
+  if (blob == nullptr) return;  // no embedded modules: TVM makes the library module alone
+  Object object;
+  uint64_t length = 0;
+  if (!ObjectAt(blob, kBinSymbol, &object) || !object.FileOffset(blob, 8).has_value()) {
+    TVM_FFI_THROW(ValueError) << path << ": its embedded module blob does not lie in one loaded "
+                              << "object's file; refused before TVM decodes it";
+  }
+  std::memcpy(&length, blob, sizeof(length));
+  if (length > UINT64_MAX - 8 || !object.FileOffset(blob, 8 + length).has_value()) {
+    TVM_FFI_THROW(ValueError) << path << ": the embedded module blob is damaged: its length, "
+                              << length << " bytes, runs past the file's loaded segments; copy "
+                              << "or export the artifact again";
+  }
+  CheckModuleTree(blob + 8, length, path);
+}
+
 }  // namespace
 
 LoadedLibrary OpenLoadedLibrary(const ffi::Module& library, const std::string& symbol,
@@ -283,8 +302,8 @@ void CheckComplete(const File& file) {
                   "ELF",
                   4) != 0 ||
       header[4] != 2 || header[5] != 1) {
-    TVM_FFI_THROW(ValueError) << file.path << " is not a tvm-partial artifact: not a 64-bit "
-                              << "little-endian ELF shared library";
+    TVM_FFI_THROW(ValueError) << file.path << " is not a tvm-partial artifact: not an ELF shared "
+                              << "library (64-bit, little-endian)";
   }
   uint64_t phoff = 0;
   uint16_t phentsize = 0, phnum = 0;
@@ -320,10 +339,18 @@ ffi::Module LoadArtifactFile(const std::shared_ptr<File>& file, const std::strin
                              const std::function<bool(const ffi::Module&)>& is_file) {
   // tvm-ffi's loader of shared libraries, called with the name to dlopen (Module::LoadFromFile
   // would pick the loader from the name's extension).
-  static const ffi::Function load =
+  static const ffi::Function tvm_load =
       ffi::Function::GetGlobalRequired("ffi.Module.load_from_file.so");
+  auto load = [&path](const std::string& name) {
+    // Opened first as tvm-ffi opens it (the same object then): its blob checked before TVM
+    // decodes it. Where the system's loader refuses the file, TVM's loader says why.
+    std::unique_ptr<void, int (*)(void*)> handle(dlopen(name.c_str(), RTLD_LAZY | RTLD_LOCAL),
+                                                 dlclose);
+    if (handle != nullptr) CheckBlobOf(handle.get(), path);
+    return tvm_load(ffi::String(name), ffi::String("so")).cast<ffi::Module>();
+  };
   {
-    ffi::Module mod = load(ffi::String(path), ffi::String("so")).cast<ffi::Module>();
+    ffi::Module mod = load(path);
     if (is_file(mod)) return mod;
   }  // another version's object: let it go, and load under a name no object answers to
   const char* base = std::getenv("TMPDIR");
@@ -348,21 +375,13 @@ ffi::Module LoadArtifactFile(const std::shared_ptr<File>& file, const std::strin
       rmdir(folder.c_str());
     }
   } cleanup{name, folder};
-  ffi::Module mod = load(ffi::String(name), ffi::String("so")).cast<ffi::Module>();
+  ffi::Module mod = load(name);
   if (!is_file(mod)) {
     TVM_FFI_THROW(ValueError) << path << ": the system's loader returned code that is not this "
                               << "file's, under its name and under a new one; refused rather "
                               << "than run another version";
   }
   return mod;
-}
-
-TVM_FFI_STATIC_INIT_BLOCK() {
-  // CheckComplete of the file open at `fd` (named `path` in messages): what Python's load asks
-  // before anything maps the file.
-  detail::RegisterGlobalOnce("tvm_partial.CheckComplete", [](ffi::String path, int64_t fd) {
-    CheckComplete(*FromDescriptor(static_cast<int>(fd), path, "artifact"));
-  });
 }
 
 }  // namespace storage

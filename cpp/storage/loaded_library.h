@@ -66,6 +66,16 @@ LoadedLibrary OpenLoadedLibrary(const ffi::Module& library, const std::string& s
 void CheckComplete(const File& file);
 
 /*!
+ * \brief Refuse TVM's embedded module blob `data` (`size` bytes, after its u64 length) unless it
+ *        is a whole module tree: TVM's loader trusts the counts, lengths and indices it records
+ *        (a count is allocated, an import index read from its list unchecked). Every loader of
+ *        ours checks it after the system's loader maps the file, before TVM decodes the blob
+ *        (storage/module_tree.cc).
+ * \throws ValueError naming `path` and what is wrong.
+ */
+void CheckModuleTree(const char* data, uint64_t size, const std::string& path);
+
+/*!
  * \brief Load the library `file` (opened from `path`), the artifact the path holds now, with the
  *        system's loader, which answers a name it has seen with the object it has: under
  *        `path`; where that gives another file's object (`is_file` says no: a version the path

@@ -13,8 +13,7 @@ import tvm_ffi
 from .. import _ffi_api
 from .. import remote as _remote
 from .._typing import PathLike
-from . import _elf
-from .read import file_kind, mapped, not_an_artifact, open_regular, rank_world_of
+from .read import open_regular, rank_world_of
 
 if TYPE_CHECKING:
     from .._typing import ExecutableLike
@@ -59,10 +58,12 @@ def load(
     the weights file it records is not opened (it may be absent); the C++ loader does the matching
     (``tvm_partial::LoadWithWeights``), so the checks are the same from C++.
 
-    The file is checked first: anything but a regular file is refused (a FIFO would block), and a
-    library cut short (an interrupted copy) would otherwise crash the process inside the system's
-    loader, which maps its segments without checking the file's size. Every binding is built at
-    load, so a missing or damaged payload raises here, not at the first call.
+    The file is checked first, in C++ as every loader of ours checks it: anything but a regular
+    file is refused (a FIFO would block); a library cut short (an interrupted copy) would
+    otherwise crash the process inside the system's loader, which maps its segments without
+    checking the file's size; a damaged embedded module tree would crash TVM's loader, which
+    trusts the counts it records. Every binding is built at load, so a missing or damaged payload
+    raises here, not at the first call.
     """
     import tvm.runtime  # noqa: F401  (TVM's Tensor and Module classes for what is returned)
 
@@ -82,7 +83,6 @@ def load(
     real = os.path.realpath(path)
     fd = open_regular(path)
     try:
-        check_complete(path, source=f"/proc/self/fd/{fd}")
         return _ffi_api.LoadArtifact(real, fd, weights, rank, world)
     except ValueError as err:  # the format's reader: say which file, as inspect and verify do
         if str(err).startswith(
@@ -92,23 +92,3 @@ def load(
         raise
     finally:
         os.close(fd)
-
-
-def check_complete(path: PathLike, source: str | None = None) -> None:
-    """Raise ``ValueError`` unless ``path`` (read from ``source`` when given: a descriptor's
-    ``/proc/self/fd/N``) is a regular file holding a complete ELF library: its headers intact, no
-    shorter than its loadable segments say, and its embedded module tree (if any) whole, as
-    ``inspect`` reads it (TVM's loader trusts the lengths it records)."""
-    path = os.fspath(path)
-    source = source or path
-    if file_kind(source) != "library":
-        raise not_an_artifact(path)
-    fd = open_regular(source)
-    try:  # the segments: the rule every loader of ours applies (C++)
-        _ffi_api.CheckComplete(path, fd)
-    finally:
-        os.close(fd)
-    with mapped(source) as data:
-        elf = _elf.ElfFile(data, path)
-        if elf.symbol(_elf.BLOB_SYMBOL) is not None:
-            elf.embedded_modules()
