@@ -8,12 +8,15 @@
  *        region.
  */
 #include <tvm/ffi/container/array.h>
+#include <tvm/ffi/container/map.h>
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/function.h>
 #include <tvm/ffi/string.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <optional>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,21 +32,35 @@ namespace {
 
 /*!
  * \brief A copy of the partial_apply module `mod` whose SaveToBytes leaves the payloads to the
- *        region `symbol` of the library (and, with `weights_file`, to that file beside it).
+ *        region `symbol` of the library (and, with `weights_file`, to that file beside it). A new
+ *        export draws the symbol and the link at random (None): two artifacts in one process
+ *        never share a symbol, and a weights file names the library it was written with; a
+ *        re-export, and the tests' fixed artifacts, give the ones recorded.
  * \throws TypeError for another module, ValueError for a bad symbol or an empty file name.
  */
-ffi::Module WithRegion(const char* who, const ffi::Module& mod, const ffi::String& symbol,
-                       int64_t link, const std::optional<std::string>& weights_file) {
+ffi::Module WithRegion(const char* who, const ffi::Module& mod,
+                       const ffi::Optional<ffi::String>& symbol, ffi::Optional<int64_t> link,
+                       const std::optional<std::string>& weights_file) {
   if (detail::PartialModuleRecords(mod) == nullptr)
     TVM_FFI_THROW(TypeError) << who << ": not a partial_apply module";
-  if (std::string(symbol).rfind(format::kRegionSymbolPrefix, 0) != 0) {
+  std::random_device random;
+  auto draw = [&random] { return (uint64_t{random()} << 32) | uint64_t{random()}; };
+  std::string name;
+  if (symbol.has_value()) {
+    name = std::string(*symbol);
+  } else {
+    char hex[17];
+    std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(draw()));  // NOLINT
+    name = std::string(format::kRegionSymbolPrefix) + hex;
+  }
+  if (name.rfind(format::kRegionSymbolPrefix, 0) != 0) {
     TVM_FFI_THROW(ValueError) << who << ": the symbol must start with "
                               << format::kRegionSymbolPrefix;
   }
   if (weights_file.has_value() && weights_file->empty())
     TVM_FFI_THROW(ValueError) << who << ": empty weights file name";
-  format::ExternalRegion region{std::string(symbol), static_cast<uint64_t>(link),
-                                weights_file.value_or("")};
+  const uint64_t drawn = link.has_value() ? static_cast<uint64_t>(*link) : draw() >> 1;
+  format::ExternalRegion region{std::move(name), drawn, weights_file.value_or("")};
   return detail::WithExternalRegion(mod, std::move(region));
 }
 
@@ -61,16 +78,18 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   // A copy of `mod` whose payloads go to a safetensors weights file beside the library (flag 2):
   // the library's region then holds only the region header; `weights_file` is relative to its
   // folder.
-  detail::RegisterGlobalOnce(
-      "tvm_partial.WithExternalWeights",
+  detail::RegisterGlobalOnce("tvm_partial.WithExternalWeights",
 
-      [](ffi::Module mod, ffi::String symbol, int64_t link, ffi::String weights_file) {
-        return WithRegion("WithExternalWeights", mod, symbol, link, std::string(weights_file));
-      });
+                             [](ffi::Module mod, ffi::Optional<ffi::String> symbol,
+                                ffi::Optional<int64_t> link, ffi::String weights_file) {
+                               return WithRegion("WithExternalWeights", mod, symbol, link,
+                                                 std::string(weights_file));
+                             });
   // The default zero-copy export (flag 4): the library's region holds only the region header
   // (PayloadRegionHeader); AppendPayloadRegion appends the region to the linked library file.
   detail::RegisterGlobalOnce(
-      "tvm_partial.WithAppendedPayloads", [](ffi::Module mod, ffi::String symbol, int64_t link) {
+      "tvm_partial.WithAppendedPayloads",
+      [](ffi::Module mod, ffi::Optional<ffi::String> symbol, ffi::Optional<int64_t> link) {
         ffi::Module out = WithRegion("WithAppendedPayloads", mod, symbol, link, std::nullopt);
         format::ExternalRegion region = *detail::PartialModuleRegion(out);
         region.appended = true;
@@ -82,7 +101,10 @@ TVM_FFI_STATIC_INIT_BLOCK() {
       TVM_FFI_THROW(TypeError) << "PayloadRegionHeader: needs a module from "
                                   "WithAppendedPayloads or WithExternalWeights";
     }
-    return ffi::Bytes(format::RegionHeader(*detail::PartialModuleRecords(mod), *region));
+    // The symbol the library defines the header under, and the header's 64 bytes.
+    return ffi::Map<ffi::String, ffi::Any>{
+        {"symbol", ffi::String(region->symbol)},
+        {"header", ffi::Bytes(format::RegionHeader(*detail::PartialModuleRecords(mod), *region))}};
   });
   detail::RegisterGlobalOnce(
       "tvm_partial.AppendPayloadRegion",

@@ -300,8 +300,7 @@ def export_recording(module, lib, weights, recorded: str, symbol: str = FIXED_SY
     external = _ffi_api.WithExternalWeights(module, symbol, link, recorded)
     _ffi_api.WriteWeightsRegionFile(external, os.fspath(weights))
     with tempfile.TemporaryDirectory(prefix="tvm_partial_") as work:
-        header = bytes(_ffi_api.PayloadRegionHeader(external))
-        obj = zero_copy.header_object(header, Path(work), symbol)
+        obj = zero_copy.region_object(external, Path(work))
         # TVM's export_library, as export.py calls it (tvm_ffi.Module's stubs know no keywords).
         options = {"addons": [os.fspath(obj)]}
         external.export_library(os.fspath(lib), **options)

@@ -13,6 +13,7 @@ import tvm
 
 import tvm_partial
 from helpers import affine4_ref, ints, reseal, run_cli, run_json, tensor, trailer_hash
+from tvm_partial import _ffi_api
 from tvm_partial import _fixtures as fixtures
 from tvm_partial._progress import format_size
 from tvm_partial.artifact import read as _read
@@ -43,6 +44,25 @@ lib(tvm.runtime.tensor(np.load(sys.argv[2])), out)
 held = tvm_partial.bindings(lib)["main"]
 print(json.dumps({{"result": out.numpy().tolist(), "aligned": [held[i].data_ptr() % 64 == 0 for i in held]}}))
 """
+
+
+def test_each_export_draws_its_own_region_symbol_and_link(affine4, tmp_path):
+    """C++ draws both at random for every export: two artifacts in one process never define one
+    symbol, and a weights file names the very library it was written with."""
+    exe, _ = affine4
+    pm = tvm_partial.partial(exe, {1: np.ones(16, "float32"), 2: np.zeros(16, "float32")})
+    seen = []
+    for name in ("a.so", "b.so"):
+        tvm_partial.export_library(pm, tmp_path / name, zero_copy=True)
+        with _read.mapped(str(tmp_path / name)) as mapped:
+            info = _read.locate(str(tmp_path / name), mapped).inspect()
+        assert str(info["region_symbol"]).startswith("__tvm_partial_payload_")
+        seen.append((str(info["region_symbol"]), int(info["region_link"])))
+    assert seen[0][0] != seen[1][0] and seen[0][1] != seen[1][1], seen
+    region = zero_copy.with_appended_payloads(pm)
+    assert str(_ffi_api.PayloadRegionHeader(region)["symbol"]).startswith("__tvm_partial_payload_")
+    with pytest.raises(ValueError, match="the symbol must start with __tvm_partial_payload_"):
+        zero_copy.with_appended_payloads(pm, "payload", 1)
 
 
 def test_zero_copy_and_copying_artifacts_agree(exported):

@@ -17,7 +17,6 @@ from __future__ import annotations
 import mmap
 import os
 import platform
-import secrets
 import shutil
 import subprocess
 import sys
@@ -50,10 +49,13 @@ def constant_bytes(module: tvm_ffi.Module) -> int:
     return int(_ffi_api.ConstantBytes(module))
 
 
-def with_appended_payloads(module: tvm_ffi.Module, symbol: str, link: int) -> tvm_ffi.Module:
+def with_appended_payloads(
+    module: tvm_ffi.Module, symbol: str | None = None, link: int | None = None
+) -> tvm_ffi.Module:
     """A copy of partial ``module`` whose bytes leave the payloads to a region appended to the
     library file (what ``append_payload_region`` writes); the library keeps only the region
-    header, under ``symbol``."""
+    header, under ``symbol``. C++ draws the symbol and the link unless given (a re-export keeps
+    the recorded ones)."""
     return _ffi_api.WithAppendedPayloads(module, symbol, link)
 
 
@@ -95,9 +97,8 @@ def prepare(module: tvm_ffi.Module, workdir: Path) -> tuple[tvm_ffi.Module, Path
     """-> (the module to export, the object file to link in) for a zero-copy export. The object
     holds the region header only; after linking, ``append_payload_region(module, library)``
     appends the payloads."""
-    symbol = "__tvm_partial_payload_" + secrets.token_hex(8)
-    external = _ffi_api.WithPayloadHashes(with_appended_payloads(module, symbol, secrets.randbits(63)), None)
-    return external, header_object(bytes(_ffi_api.PayloadRegionHeader(external)), workdir, symbol)
+    external = _ffi_api.WithPayloadHashes(with_appended_payloads(module), None)
+    return external, region_object(external, workdir)
 
 
 def prepare_weights_file(
@@ -106,10 +107,15 @@ def prepare_weights_file(
     """-> (the module to export, the object file to link in) for an export whose payloads go to
     the safetensors file ``weights_path`` (written here), recorded as ``name`` (relative to the
     library's folder). The library keeps only the region's 64-byte header, under its symbol."""
-    symbol = "__tvm_partial_payload_" + secrets.token_hex(8)
-    external = _ffi_api.WithExternalWeights(module, symbol, secrets.randbits(63), name)
+    external = _ffi_api.WithExternalWeights(module, None, None, name)
     _ffi_api.WriteWeightsRegionFile(external, os.fspath(weights_path))
-    return external, header_object(bytes(_ffi_api.PayloadRegionHeader(external)), workdir, symbol)
+    return external, region_object(external, workdir)
+
+
+def region_object(external: tvm_ffi.Module, workdir: Path) -> Path:
+    """The object file defining the region header of ``external`` under its symbol."""
+    region = _ffi_api.PayloadRegionHeader(external)
+    return header_object(bytes(region["header"]), workdir, str(region["symbol"]))
 
 
 def header_object(header: bytes, workdir: Path, symbol: str) -> Path:
