@@ -6,10 +6,15 @@
  */
 #include "bind/bindings.h"
 
+#include <tvm/ffi/container/array.h>
 #include <tvm/ffi/error.h>
+#include <tvm/ffi/function.h>
 
 #include <algorithm>
 #include <string>
+#include <vector>
+
+#include "registry.h"
 
 namespace tvm_partial {
 namespace detail {
@@ -28,16 +33,13 @@ void SortAndCheckUnique(BoundList* list, const std::string& who) {
 
 }  // namespace
 
-void CheckPosition(int64_t index, const std::string& who) {
-  if (index < 0) {
-    TVM_FFI_THROW(ValueError) << who << ": bound index " << index
-                              << " is negative; positions count from 0";
-  }
-  if (index > kMaxPosition) {
-    TVM_FFI_THROW(IndexError) << who << ": bound index " << index
-                              << " cannot be reached: a call passes at most " << kMaxCallArgs
-                              << " arguments, so positions go up to " << kMaxPosition;
-  }
+void CheckPosition(int64_t index, const std::string& who, const std::string& shown) {
+  if (index >= 0 && index <= kMaxPosition) return;
+  const std::string text = (who.empty() ? "" : who + ": ") + "bound index " +
+                           (shown.empty() ? std::to_string(index) : shown);
+  if (index < 0) TVM_FFI_THROW(ValueError) << text << " is negative; positions count from 0";
+  TVM_FFI_THROW(IndexError) << text << " cannot be reached: a call passes at most " << kMaxCallArgs
+                            << " arguments, so positions go up to " << kMaxPosition;
 }
 
 BoundList FromAnyMap(const ffi::Map<ffi::Any, ffi::Any>& raw, const std::string& who) {
@@ -115,6 +117,14 @@ int64_t ToCaller(const std::vector<int64_t>& taken, int64_t position) {
   return position - (std::lower_bound(taken.begin(), taken.end(), position) - taken.begin());
 }
 
+std::vector<int64_t> FreePositions(const std::vector<int64_t>& taken, int64_t count) {
+  std::vector<int64_t> out;
+  for (int64_t q = 0; q + static_cast<int64_t>(taken.size()) < count; ++q) {
+    out.push_back(ToWrapped(taken, q));
+  }
+  return out;
+}
+
 std::string ParamLabel(int64_t position, const ffi::Array<ffi::String>& names) {
   if (position >= 0 && position < static_cast<int64_t>(names.size())) {
     return "'" + std::string(names[position]) + "' (position " + std::to_string(position) + ")";
@@ -123,4 +133,27 @@ std::string ParamLabel(int64_t position, const ffi::Array<ffi::String>& names) {
 }
 
 }  // namespace detail
+
+TVM_FFI_STATIC_INIT_BLOCK() {
+  // The position rule for Python's partial() and rebind(), which need the position before any
+  // value reaches C++ (to resolve it through a signature, and to refuse it before a tensor is
+  // converted); `shown`: the key as given, "" when `index` is it.
+  detail::RegisterGlobalOnce("tvm_partial.CheckPosition", [](int64_t index, ffi::String shown) {
+    detail::CheckPosition(index, "", std::string(shown));
+  });
+  detail::RegisterGlobalOnce(
+      "tvm_partial.FreePositions", [](ffi::Array<int64_t> taken, int64_t count) {
+        std::vector<int64_t> sorted(taken.begin(), taken.end());
+        std::sort(sorted.begin(), sorted.end());
+        sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+        for (int64_t t : sorted) {
+          if (t < 0 || t >= count) {
+            TVM_FFI_THROW(IndexError)
+                << "FreePositions: taken position " << t << " is not below the count " << count;
+          }
+        }
+        return ffi::Array<int64_t>(detail::FreePositions(sorted, count));
+      });
+}
+
 }  // namespace tvm_partial

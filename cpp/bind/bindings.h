@@ -25,10 +25,14 @@ constexpr int64_t kMaxCallArgs = INT32_MAX;
 constexpr int64_t kMaxPosition = kMaxCallArgs - 1;
 
 /*!
- * \brief Refuse a position no call can use.
+ * \brief Refuse a position no call can use (Python's partial() and rebind() ask it too, through
+ *        the global tvm_partial.CheckPosition).
+ * \param who Prefix of error messages ("" for none).
+ * \param shown The position as the caller wrote it, when `index` is not it: a Python int past
+ *        int64, clamped to one this refuses alike.
  * \throws ValueError for a negative position, IndexError for one past kMaxPosition; both name it.
  */
-void CheckPosition(int64_t index, const std::string& who);
+void CheckPosition(int64_t index, const std::string& who, const std::string& shown = "");
 
 /*! \brief Bound values sorted by position; positions are unique and non-negative. */
 using BoundList = std::vector<std::pair<int64_t, ffi::Any>>;
@@ -65,6 +69,11 @@ int64_t ToWrapped(const std::vector<int64_t>& taken, int64_t q);
 
 /*! \brief The inverse: the caller argument index of free `position` of a partial taking `taken`. */
 int64_t ToCaller(const std::vector<int64_t>& taken, int64_t position);
+
+/*! \brief The wrapped positions of the free arguments of a partial of a function of `count`
+ *         parameters that takes `taken` (sorted, each below `count`), in order: ToWrapped of
+ *         0, 1, ... (the global tvm_partial.FreePositions, which partial() resolves names by). */
+std::vector<int64_t> FreePositions(const std::vector<int64_t>& taken, int64_t count);
 
 /*! \brief "'w' (position 1)" when `names` names the position, else "position 1" (messages). */
 std::string ParamLabel(int64_t position, const ffi::Array<ffi::String>& names);

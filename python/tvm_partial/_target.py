@@ -20,9 +20,6 @@ from . import relax_vm as _relax
 from . import remote as _remote
 from .signature import Param, Signature, resolve
 
-#: The largest position a call can reach: one call passes at most INT32_MAX arguments.
-MAX_POSITION = 2**31 - 2
-
 _CPU = 1  # DLDeviceType kDLCPU
 
 #: Tells "option not given" from any value, None included.
@@ -147,7 +144,7 @@ class TargetView:
         self.original_names = list(sig.names) if sig is not None and bound and recorded is None else []
         #: The name the closure reports in its errors ("" keeps the inner partial's).
         self.closure_name = closure_name if closure_name is not None else (sig.name if sig else "")
-        self.free = None if sig is None else [i for i in range(len(sig.params)) if i not in bound]
+        self.free = None if sig is None else _outputs.free_positions(bound, len(sig.params))
         #: The frontend's program given as ``signature=`` (programs.py), whose names ``sig`` has.
         self.program: _programs.Program | None = None
 
@@ -278,26 +275,20 @@ def refuse_option_clashes(sig: Signature | None, given: Iterable[str], entry: st
 
 def position(key: Any) -> int:
     """The position rule: a key that is not a name is a position, an integer (not a bool) from 0
-    to MAX_POSITION, the last one a call can reach.
+    to the last position a call can reach.
 
-    The C++ globals check the same rule (cpp/bindings.cc CheckPosition) for their C++ callers; it
-    is checked here too, once for partial() and rebind(), because Python needs the position
-    before C++ sees anything: to resolve it through the signature and to refuse it before its
-    value is converted (a copy of a large tensor for a position no call can reach). The words
-    are C++'s, and this names the key's value where C++ names its type."""
+    The range is C++'s rule (cpp/bind/bindings.cc ``CheckPosition``, asked here): Python needs
+    the position before any value reaches C++, to resolve it through the signature and to refuse
+    it before its value is converted (a copy of a large tensor for a position no call can reach).
+    An int past int64 is clamped to one C++ refuses alike, and named as given."""
     if isinstance(key, bool) or not isinstance(key, numbers.Integral):
         raise TypeError(
             f"bound key {key!r} is not an integer position or a parameter name "
             "(positions are ints >= 0, names are str)"
         )
     index = int(key)
-    if index < 0:
-        raise ValueError(f"bound index {index} is negative; positions count from 0")
-    if index > MAX_POSITION:
-        raise IndexError(
-            f"bound index {index} cannot be reached: a call passes at most "
-            f"{MAX_POSITION + 1} arguments, so positions go up to {MAX_POSITION}"
-        )
+    clamped = min(max(index, -(2**63)), 2**63 - 1)
+    _ffi_api.CheckPosition(clamped, "" if clamped == index else str(index))
     return index
 
 

@@ -16,6 +16,7 @@ the shape of an input: each call reads it from that argument (resolved here, at 
 from __future__ import annotations
 
 import numbers
+from collections.abc import Iterable
 from typing import Any, overload
 
 import tvm_ffi
@@ -78,6 +79,12 @@ def taken_positions(obj: Any, key: str) -> list[int]:
     return sorted(bound | outs)
 
 
+def free_positions(taken: Iterable[int], count: int) -> list[int]:
+    """The original positions of the free arguments of a partial of a function of ``count``
+    parameters that fills ``taken``, in order: C++'s rule (``ToWrapped``), asked."""
+    return [int(p) for p in _ffi_api.FreePositions(sorted(taken), count)]
+
+
 def resolve(spec: Any, sig: Signature | None, taken: list[int]) -> list[list[Any]]:
     """``outputs=`` (a name, a position, or a list of them) -> specs for ``runtime.PartialApply``.
 
@@ -96,7 +103,7 @@ def resolve(spec: Any, sig: Signature | None, taken: list[int]) -> list[list[Any
             "tensor list given to te.create_prim_func) to allocate the outputs"
         )
     taken_set = set(taken)
-    free = [i for i in range(len(sig.params)) if i not in taken_set]
+    free = free_positions(taken, len(sig.params))
     positions = []
     for item in items:
         if isinstance(item, str):
@@ -118,9 +125,6 @@ def resolve(spec: Any, sig: Signature | None, taken: list[int]) -> list[list[Any
         if full in positions:
             raise ValueError(f"output {sig.params[full].name!r} is given twice in outputs=")
         positions.append(full)
-
-    def local(full: int) -> int:  # full position -> position in the target's arguments
-        return full - sum(1 for t in taken if t < full)
 
     specs = []
     for full in positions:
@@ -149,8 +153,8 @@ def resolve(spec: Any, sig: Signature | None, taken: list[int]) -> list[list[Any
                     f"input's shape has as a dimension of its own, so a call cannot "
                     f"tell its extent"
                 )
-            dims.append([local(source[0]), source[1]])
-        specs.append([local(full), param.dtype, dims])
+            dims.append([free.index(source[0]), source[1]])
+        specs.append([free.index(full), param.dtype, dims])
     return specs
 
 
