@@ -6,9 +6,10 @@
  *        into one level over a partial module through the one merge, bind/merge.h) and the
  *        introspection of partials (`runtime.PartialApplyBindings`, `tvm_partial.ParamNames`,
  *        `tvm_partial.Outputs`, `tvm_partial.TensorPayloads`, `ConstantBytes`, `Shards`), and the
- *        shard rules Python asks (`ShardProblem`, `RankProblem`). The module kind itself is in
+ *        shard rules Python asks (`ShardSplit`, `RankProblem`). The module kind itself is in
  *        partial_module.cc.
  */
+#include <tvm/ffi/container/map.h>
 #include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/dtype.h>
 #include <tvm/ffi/error.h>
@@ -325,13 +326,18 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   detail::RegisterGlobalOnce("tvm_partial.Outputs", PartialApplyOutputs);
   detail::RegisterGlobalOnce("tvm_partial.TensorPayloads", TensorPayloads);
   detail::RegisterGlobalOnce("tvm_partial.ConstantBytes", ConstantBytes);
-  // Why a tensor of this shape and dtype cannot be split so, or "" (the rule binding applies).
-  detail::RegisterGlobalOnce("tvm_partial.ShardProblem", [](ffi::Array<int64_t> shape,
-                                                            ffi::String dtype, int64_t dim,
-                                                            int64_t world, int64_t segments) {
-    return ffi::String(format::ShardProblem(std::vector<int64_t>(shape.begin(), shape.end()),
-                                            ffi::StringToDLDataType(dtype), dim, world, segments));
-  });
+  // A split of a tensor of this shape and dtype, as binding checks it (format::ShardProblem):
+  // {"problem": why it cannot be split so, or "", "shard": one rank's shape when it can}.
+  detail::RegisterGlobalOnce(
+      "tvm_partial.ShardSplit", [](ffi::Array<int64_t> shape, ffi::String dtype, int64_t dim,
+                                   int64_t world, int64_t segments) {
+        const std::vector<int64_t> whole(shape.begin(), shape.end());
+        std::string problem =
+            format::ShardProblem(whole, ffi::StringToDLDataType(dtype), dim, world, segments);
+        ffi::Array<int64_t> shard;
+        if (problem.empty()) shard = ffi::Array<int64_t>(format::ShardShape(whole, dim, world));
+        return ffi::Map<ffi::String, ffi::Any>{{"problem", ffi::String(problem)}, {"shard", shard}};
+      });
   // Why shard=(rank, world) names no rank, or "".
   detail::RegisterGlobalOnce("tvm_partial.RankProblem", [](int64_t rank, int64_t world) {
     return ffi::String(format::RankProblem(rank, world));

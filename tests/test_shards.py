@@ -102,7 +102,7 @@ def test_bind_refuses_a_shard_spec_that_is_not_a_dim_or_dim_and_segments(tp, bad
 def test_a_rank_of_packed_dtype_must_hold_whole_bytes(shape, dim, world):
     from tvm_partial import _ffi_api
 
-    problem = _ffi_api.ShardProblem(list(shape), "int4", dim, world, 1)
+    problem = _ffi_api.ShardSplit(list(shape), "int4", dim, world, 1)["problem"]
     assert "is not a whole number of bytes (int4 packs several elements per byte)" in problem
 
 
@@ -633,7 +633,7 @@ def test_stored_order_matches_numpys_rank_shards_property(tp):
     @given(splits(), st.integers(0, 2**32 - 1))
     def check(split, seed):
         dtype, shape, dim, world, segments = split
-        assert _ffi_api.ShardProblem(list(shape), dtype, dim, world, segments) == ""
+        assert _ffi_api.ShardSplit(list(shape), dtype, dim, world, segments)["problem"] == ""
         W = np.random.default_rng(seed).integers(-100, 100, shape).astype(dtype)
         pm = bind(exe.mod, {"main": {0: tensor(W)}}, {}, {}, {}, {"main": [[0, dim, world, segments]]})
         blob = tvm_partial.save_to_bytes(pm)

@@ -1,7 +1,7 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
 """Tensor parallelism at bind time: ``partial(..., shards={name: dim}, world=W)`` checked, and each
-sharded tensor's split (the rule a split must meet is C++'s, ``tvm_partial.ShardProblem``, which
+sharded tensor's split (the rule a split must meet is C++'s, ``tvm_partial.ShardSplit``, which
 the format's reader applies too)."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def positions(
         raise TypeError("shards= needs world=, the number of ranks the tensors are split over")
     if isinstance(world, bool) or not isinstance(world, int):
         raise TypeError(f"world= must be the number of ranks (an int), got {world!r}")
-    if not 0 <= world <= _MAX_SPLIT:  # what the call into C++ carries; ShardProblem says which are sane
+    if not 0 <= world <= _MAX_SPLIT:  # what the call into C++ carries; ShardSplit says which are sane
         raise ValueError(f"world={world}: out of range (the number of ranks is 32-bit)")
     if target.kind != "module":
         raise TypeError(
@@ -100,11 +100,10 @@ def value(
     shape = [int(s) for s in tensor.shape]
     if -len(shape) <= dim < 0:  # counted from the end, as numpy counts axes
         dim += len(shape)
-    problem = _ffi_api.ShardProblem(shape, str(tensor.dtype), dim, world, segments)
-    if problem:
-        raise ValueError(f"cannot shard {label} over world {world}: {problem}")
-    shard = list(shape)
-    shard[dim] //= world
+    checked = _ffi_api.ShardSplit(shape, str(tensor.dtype), dim, world, segments)
+    if checked["problem"]:
+        raise ValueError(f"cannot shard {label} over world {world}: {checked['problem']}")
+    shard = [int(s) for s in checked["shard"]]
     _convert.check_tensor(
         str(tensor.dtype), tuple(shard), param, f"{label} (one rank's shard of {tuple(shape)})", "bind"
     )
