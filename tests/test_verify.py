@@ -6,6 +6,7 @@ it lies (inline in the embedded blob, or in the zero-copy region of the file).""
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -130,3 +131,10 @@ def test_damaged_metadata_names_the_file(artifacts, tmp_path):
             proc.stderr
             == f"tvm-partial {command}: {bad}: corrupted partial_apply data: metadata checksum mismatch\n"
         )
+    # load says the same, the path put in front by the C++ loader (the reader does not know it).
+    with pytest.raises(ValueError) as info:
+        tvm_partial.load(bad)
+    assert (
+        str(info.value)
+        == f"{os.path.realpath(bad)}: corrupted partial_apply data: metadata checksum mismatch"
+    )

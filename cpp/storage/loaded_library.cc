@@ -347,7 +347,13 @@ ffi::Module LoadArtifactFile(const std::shared_ptr<File>& file, const std::strin
     std::unique_ptr<void, int (*)(void*)> handle(dlopen(name.c_str(), RTLD_LAZY | RTLD_LOCAL),
                                                  dlclose);
     if (handle != nullptr) CheckBlobOf(handle.get(), path);
-    return tvm_load(ffi::String(name), ffi::String("so")).cast<ffi::Module>();
+    try {
+      return tvm_load(ffi::String(name), ffi::String("so")).cast<ffi::Module>();
+    } catch (const ffi::Error& err) {
+      // The format's reader runs inside TVM's loader, which does not tell it the file: say it.
+      if (err.kind() != "ValueError" || err.message().find(path) != std::string::npos) throw;
+      throw ffi::Error(err.kind(), path + ": " + err.message(), err.backtrace());
+    }
   };
   {
     ffi::Module mod = load(path);

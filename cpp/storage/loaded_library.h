@@ -83,7 +83,9 @@ void CheckModuleTree(const char* data, uint64_t size, const std::string& path);
  *        answers to (a new symlink to the descriptor, removed once loaded). A file the process
  *        maps already under another name (a rename) is the object it has. The caller keeps `file`
  *        for the payloads.
- * \throws ValueError when neither name gives this file's object.
+ * \throws ValueError when neither name gives this file's object, when its embedded module tree
+ *         is damaged (CheckModuleTree), or from the decoding of its modules (the format's
+ *         reader), with `path` in front where the message does not name it.
  */
 ffi::Module LoadArtifactFile(const std::shared_ptr<File>& file, const std::string& path,
                              const std::function<bool(const ffi::Module&)>& is_file);

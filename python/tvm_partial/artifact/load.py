@@ -84,11 +84,5 @@ def load(
     fd = open_regular(path)
     try:
         return _ffi_api.LoadArtifact(real, fd, weights, rank, world)
-    except ValueError as err:  # the format's reader: say which file, as inspect and verify do
-        if str(err).startswith(
-            ("corrupted partial_apply data", "partial_apply data", "not partial_apply data")
-        ):
-            raise ValueError(f"{path}: {err}") from None
-        raise
     finally:
         os.close(fd)
