@@ -88,8 +88,13 @@ def test_two_disco_workers_load_and_call_one_artifact(tmp_path):
 @skip_without_disco
 @pytest.mark.parametrize(
     ("world", "placement", "split"),
-    [(2, "weights file", "0"), (4, "appended", "0"), (2, "appended", "1"), (4, "weights file", "0,3")],
-    ids=["rows-2", "rows-4", "columns-2", "fused-qkv-4"],
+    [
+        pytest.param(2, "weights file", "0", id="rows-2"),
+        # Rows again, over four workers: the slow run (columns-2 keeps the appended placement here).
+        pytest.param(4, "appended", "0", id="rows-4", marks=pytest.mark.slow),
+        pytest.param(2, "appended", "1", id="columns-2"),
+        pytest.param(4, "weights file", "0,3", id="fused-qkv-4"),
+    ],
 )
 def test_disco_workers_each_load_their_shard(tmp_path, world, placement, split):
     """Each worker's result is numpy's for its shard (rows, columns, or its slice of each fused

@@ -172,6 +172,7 @@ def test_export_of_a_remote_partial_is_refused_with_what_to_do(session, files, a
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.slow  # a tracker and two servers, 10 s here; the default run keeps one server's tests
 def test_tracker_spreads_sessions_over_two_servers(files, affine4):
     _, tensors = affine4
     with tracker_with_servers(2, env=NO_TVM_PARTIAL) as port:

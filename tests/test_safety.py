@@ -227,6 +227,7 @@ print(json.dumps({"seconds": seconds, "checks": checks, "errors": errors}))
 """
 
 
+@pytest.mark.slow  # a scale test: tables of 25,000 and 200,000 functions, 15 s here
 def test_200k_functions_load_describe_and_merge_in_linear_time():
     """Function tables of 25,000 and 200,000 entries: 8 times the functions take less than
     LINEAR_BOUND times as long to load, describe, save and merge into (one function, every one)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+import pytest
 import tvm
 
 import tvm_partial
@@ -92,6 +93,7 @@ def test_binding_and_releasing_while_others_call(affine4):
     assert failures == []
 
 
+@pytest.mark.slow  # a scale test: 100k binds and 1k loads in a fresh process, 8 s here
 def test_memory_flat_over_100k_partials_and_1k_module_loads():
     """In a fresh process: RSS after warm-up vs after the loops; every bound tensor released."""
     result = run_json(

@@ -12,7 +12,7 @@ import pytest
 import tvm
 
 import tvm_partial
-from helpers import affine4_ref, ints, reseal, run_cli, run_json, tensor, trailer_hash
+from helpers import affine4_ref, ints, reseal, run_cases, run_cli, run_json, tensor, trailer_hash
 from tvm_partial import _ffi_api
 from tvm_partial import _fixtures as fixtures
 from tvm_partial._progress import format_size
@@ -179,20 +179,28 @@ def test_rebind_in_process(conv):
         tvm_partial.rebind(pm, {1: inputs["weights"]}, function="other")
 
 
+_LOAD_ERROR = """
+import tvm, tvm_partial
+
+def run_case(path):
+    try:
+        tvm_partial.load(path)
+        return None
+    except Exception as err:
+        return f"{type(err).__name__}: {err}"
+"""
+
+
+def _load_errors(*libs) -> list[str]:
+    """What ``load`` raises for each of ``libs``, all in one fresh interpreter (a crash fails)."""
+    results = run_cases(_LOAD_ERROR, [str(lib) for lib in libs])
+    for lib, result in zip(libs, results):
+        assert isinstance(result, str), f"{lib}: {result or 'a damaged artifact loaded'}"
+    return results
+
+
 def _load_error(lib) -> str:
-    result = run_json(
-        """
-        import json, sys, tvm, tvm_partial
-        try:
-            tvm_partial.load(sys.argv[1])
-            print(json.dumps(None))
-        except Exception as err:
-            print(json.dumps(f"{type(err).__name__}: {err}"))
-        """,
-        str(lib),
-    )
-    assert result is not None, "a damaged artifact loaded"
-    return result
+    return _load_errors(lib)[0]
 
 
 def test_truncated_region_refused(affine4, tmp_path):
@@ -295,17 +303,19 @@ def test_damaged_trailer_refused(affine4, tmp_path):
     struct.pack_into("<Q", far, len(data) - 64 + 16, 2**63)
     struct.pack_into("<Q", far, len(data) - 64 + 40, trailer_hash(bytes(far[-64:-24])))
     (tmp_path / "far.so").write_bytes(bytes(far))
-    all_refuse(tmp_path / "flipped.so", "is truncated or was rewritten")
-    for name in ("moved", "relinked", "far"):
-        all_refuse(tmp_path / f"{name}.so", "is damaged: the trailer of its appended payload region")
+    libs = [tmp_path / f"{name}.so" for name in ("flipped", "moved", "relinked", "far")]
+    messages = _load_errors(*libs)
+    all_refuse(libs[0], "is truncated or was rewritten", messages[0])
+    for lib, message in zip(libs[1:], messages[1:]):
+        all_refuse(lib, "is damaged: the trailer of its appended payload region", message)
 
 
-def all_refuse(lib, reason: str) -> str:
-    """load (in a fresh process), inspect, verify and the CLI all refuse ``lib`` for ``reason``,
-    naming it, with the same message: one reader, one verdict."""
+def all_refuse(lib, reason: str, message: str | None = None) -> str:
+    """load (in a fresh process; ``message`` when it ran already), inspect, verify and the CLI all
+    refuse ``lib`` for ``reason``, naming it, with the same message: one reader, one verdict."""
     import re
 
-    message = _load_error(lib)
+    message = message or _load_error(lib)
     assert message.startswith(f"ValueError: {lib} ") and reason in message, message
     text = message.split(": ", 1)[1]
     for check in (tvm_partial.inspect, tvm_partial.verify):
@@ -498,10 +508,11 @@ def test_inspect_checks_the_region(affine4, tmp_path):
     data = bytearray(lib.read_bytes())
     data[region["file_offset"] + 16] ^= 1  # the region's size field
     (tmp_path / "damaged.so").write_bytes(bytes(data))
-    all_refuse(tmp_path / "damaged.so", "is damaged: the header of its appended payload region")
     # Cut in the appended payloads: the library is whole, its region and trailer are gone.
-    (tmp_path / "cut.so").write_bytes(bytes(data[: region["file_offset"] + 100]))
-    all_refuse(tmp_path / "cut.so", "is truncated or was rewritten")
+    (tmp_path / "cut_region.so").write_bytes(bytes(data[: region["file_offset"] + 100]))
+    damaged, cut = _load_errors(tmp_path / "damaged.so", tmp_path / "cut_region.so")
+    all_refuse(tmp_path / "damaged.so", "is damaged: the header of its appended payload region", damaged)
+    all_refuse(tmp_path / "cut_region.so", "is truncated or was rewritten", cut)
     # Cut inside the library itself: refused as before.
     (tmp_path / "cut.so").write_bytes(bytes(data[: data.find(b"TVMPREGN") + 100]))
     proc = cli(tmp_path / "cut.so")
