@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -378,9 +379,29 @@ Dict VerifyWeights(const ffi::String& path, ffi::Optional<ffi::Function> progres
   return out;
 }
 
-/*! \brief open_weights: {name or position: tensor} of `function`'s keys (and bare names). A key
- *         the file records for another function (`tvm_partial.bindings`) is that function's; the
- *         other places of a tensor stored once (`tvm_partial.shared`) name the same tensor. */
+/*! \brief What the file `path` (open at `fd`) is, from its first bytes: "library" (ELF),
+ *         "save_to_bytes" (the format's magic), "weights file" (a safetensors header: its u64
+ *         length, then JSON; or a path the weights reader takes for an index), else "unknown". */
+ffi::String FileKind(const ffi::String& path, int64_t fd) {
+  if (weights::IsIndex(path)) return "weights file";
+  const std::shared_ptr<storage::File> file =
+      storage::FromDescriptor(static_cast<int>(fd), path, "artifact");
+  char head[9] = {};
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(file->size, sizeof(head)));
+  if (!storage::ReadAt(*file, 0, n, head)) {
+    TVM_FFI_THROW(RuntimeError) << "cannot read the artifact " << path;
+  }
+  if (n >= sizeof(format::kMagic) && std::memcmp(head, format::kMagic, sizeof(format::kMagic)) == 0)
+    return "save_to_bytes";
+  if (n >= 4 && std::memcmp(head,
+                            "\x7f"
+                            "ELF",
+                            4) == 0)
+    return "library";
+  if (n == sizeof(head) && head[8] == '{') return "weights file";
+  return "unknown";
+}
+
 }  // namespace
 
 TVM_FFI_STATIC_INIT_BLOCK() {
@@ -388,6 +409,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   detail::RegisterGlobalOnce("tvm_partial.VerifyArtifact", VerifyArtifact);
   detail::RegisterGlobalOnce("tvm_partial.InspectWeights", InspectWeights);
   detail::RegisterGlobalOnce("tvm_partial.VerifyWeights", VerifyWeights);
+  detail::RegisterGlobalOnce("tvm_partial.FileKind", FileKind);
 }
 
 }  // namespace tvm_partial

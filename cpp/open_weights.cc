@@ -192,9 +192,6 @@ ffi::Map<ffi::String, ffi::Tensor> MapTensors(const ffi::String& path,
 TVM_FFI_STATIC_INIT_BLOCK() {
   detail::RegisterGlobalOnce("tvm_partial.OpenWeights", OpenWeights);
   detail::RegisterGlobalOnce("tvm_partial.MapTensors", MapTensors);
-  // Whether a weights path names an index of several files (weights::IsIndex), for inspect.
-  detail::RegisterGlobalOnce("tvm_partial.IsWeightsIndex",
-                             [](ffi::String path) { return weights::IsIndex(path); });
 }
 
 }  // namespace tvm_partial

@@ -52,7 +52,7 @@ def inspect(path: PathLike) -> dict[str, Any]:
     if kind == "unknown":
         raise not_an_artifact(path)
     with mapped(path) as data:  # nothing read in bulk
-        where = locate(path, data)
+        where = locate(path, data, kind)
         described = where.inspect()
         _raise_problem(described)
         out = {**_describe(described, path, where.kind), "region": _region(described)}
@@ -98,7 +98,7 @@ def verify(
     if kind == "unknown":
         raise not_an_artifact(path)
     with mapped(path) as data:
-        where = locate(path, data)
+        where = locate(path, data, kind)
     checked = where.verify(progress, shard)
     payloads = [_payload_entry(dict(p), path) for p in checked["payloads"]]
     return report(path, payloads)

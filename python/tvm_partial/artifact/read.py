@@ -20,9 +20,6 @@ from typing import Any, NamedTuple
 from .. import _ffi_api
 from . import _elf
 
-#: The first bytes of ``save_to_bytes`` output (the format's magic).
-BLOB_MAGIC = b"TVMPARTL"
-
 
 def _refuse_non_regular(path: str, mode: int, what: str) -> None:
     kinds = [
@@ -78,23 +75,14 @@ class mapped:
 
 
 def file_kind(path: str) -> str:
-    """The kind of file at ``path``, from its first bytes: ``library`` (an ELF file),
-    ``save_to_bytes`` or ``weights file``; anything else is ``unknown``. A path the weights
-    reader takes for an index of several files (C++: ``weights::IsIndex``) is a ``weights file``
-    too."""
-    from .. import _ffi_api
-
-    if _ffi_api.IsWeightsIndex(path):
-        return "weights file"
-    with mapped(path) as data:
-        head = bytes(data[:9])
-    if head.startswith(BLOB_MAGIC):
-        return "save_to_bytes"
-    if head.startswith(b"\x7fELF"):
-        return "library"
-    if len(head) == 9 and head[8:9] == b"{":
-        return "weights file"
-    return "unknown"
+    """The kind of file at ``path``, from its first bytes as C++ tells it (``FileKind``):
+    ``library`` (an ELF file), ``save_to_bytes`` or ``weights file`` (a path the weights reader
+    takes for an index of several files too); anything else is ``unknown``."""
+    fd = open_regular(path)
+    try:
+        return str(_ffi_api.FileKind(path, fd))
+    finally:
+        os.close(fd)
 
 
 def not_an_artifact(path: str) -> ValueError:
@@ -153,10 +141,11 @@ class Located(NamedTuple):
         )
 
 
-def locate(path: str, data: bytes | mmap.mmap) -> Located:
-    """Where the partial module's bytes lie in the file ``path`` (mapped as ``data``): a library
-    (its embedded partial_apply module, found by the ELF reader) or ``save_to_bytes`` output."""
-    if bytes(data[: len(BLOB_MAGIC)]) == BLOB_MAGIC:
+def locate(path: str, data: bytes | mmap.mmap, kind: str = "library") -> Located:
+    """Where the partial module's bytes lie in the file ``path`` (mapped as ``data``) of ``kind``
+    (``file_kind``): a library (its embedded partial_apply module, found by the ELF reader) or
+    ``save_to_bytes`` output."""
+    if kind == "save_to_bytes":
         return Located(path, "save_to_bytes", 0, -1, -1, None)
     elf = _elf.ElfFile(data, path)
     modules = elf.embedded_modules()
