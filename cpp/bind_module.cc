@@ -5,9 +5,8 @@
  * \brief Binding a module: `runtime.PartialApplyModule` (a partial module over a module, merged
  *        into one level over a partial module through the one merge, bind/merge.h) and the
  *        introspection of partials (`runtime.PartialApplyBindings`, `tvm_partial.ParamNames`,
- *        `tvm_partial.Outputs`, `tvm_partial.TensorPayloads`, `ConstantBytes`, `Shards`), and the
- *        shard rules Python asks (`ShardSplit`, `RankProblem`). The module kind itself is in
- *        partial_module.cc.
+ *        `tvm_partial.Outputs`, `tvm_partial.TensorPayloads`, `ConstantBytes`, `Shards`). The
+ *        module kind itself is in partial_module.cc, the shard rules in format/shard.h.
  */
 #include <tvm/ffi/container/map.h>
 #include <tvm/ffi/container/tensor.h>
@@ -326,22 +325,6 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   detail::RegisterGlobalOnce("tvm_partial.Outputs", PartialApplyOutputs);
   detail::RegisterGlobalOnce("tvm_partial.TensorPayloads", TensorPayloads);
   detail::RegisterGlobalOnce("tvm_partial.ConstantBytes", ConstantBytes);
-  // A split of a tensor of this shape and dtype, as binding checks it (format::ShardProblem):
-  // {"problem": why it cannot be split so, or "", "shard": one rank's shape when it can}.
-  detail::RegisterGlobalOnce(
-      "tvm_partial.ShardSplit", [](ffi::Array<int64_t> shape, ffi::String dtype, int64_t dim,
-                                   int64_t world, int64_t segments) {
-        const std::vector<int64_t> whole(shape.begin(), shape.end());
-        std::string problem =
-            format::ShardProblem(whole, ffi::StringToDLDataType(dtype), dim, world, segments);
-        ffi::Array<int64_t> shard;
-        if (problem.empty()) shard = ffi::Array<int64_t>(format::ShardShape(whole, dim, world));
-        return ffi::Map<ffi::String, ffi::Any>{{"problem", ffi::String(problem)}, {"shard", shard}};
-      });
-  // Why shard=(rank, world) names no rank, or "".
-  detail::RegisterGlobalOnce("tvm_partial.RankProblem", [](int64_t rank, int64_t world) {
-    return ffi::String(format::RankProblem(rank, world));
-  });
   // {function: [[position, dim, world, segments]...]} for functions that bind shards.
   detail::RegisterGlobalOnce("tvm_partial.Shards", [](ffi::Any obj) {
     const std::vector<format::FunctionRecord> records =

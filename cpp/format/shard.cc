@@ -1,0 +1,189 @@
+// Copyright 2026 The tvm-partial Authors
+// SPDX-License-Identifier: Apache-2.0
+/*!
+ * \file format/shard.cc
+ * \brief The shard rules (format/shard.h), and the globals Python asks them through.
+ */
+#include "format/shard.h"
+
+#include <tvm/ffi/container/array.h>
+#include <tvm/ffi/container/map.h>
+#include <tvm/ffi/dtype.h>
+#include <tvm/ffi/function.h>
+#include <tvm/ffi/string.h>
+
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "format/common.h"
+#include "format/format.h"
+#include "registry.h"
+
+namespace tvm_partial {
+namespace format {
+
+namespace {
+/*! \brief `[8, 16]`, as Python prints a list. */
+std::string Dims(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+/*! \brief The split of a shard-major tensor as blocks: `outer` (the product of the dims before
+ *         `dim`) x `segments` x `world` blocks of `block` bytes each; row-major source order. */
+struct Blocks {
+  uint64_t outer = 1, segments = 1, world = 1, block = 0;
+};
+
+/*! \brief `shape` (checked) split by `dim`, `world` and `segments`, or why its blocks are not
+ *         whole bytes. `bytes` is the tensor's byte length. */
+std::string BlocksOf(const std::vector<int64_t>& shape, DLDataType dtype, int64_t dim,
+                     int64_t world, int64_t segments, uint64_t bytes, Blocks* out) {
+  uint64_t outer = 1;
+  for (int64_t i = 0; i < dim; ++i) outer *= static_cast<uint64_t>(shape[i]);
+  const uint64_t count = outer * static_cast<uint64_t>(segments) * static_cast<uint64_t>(world);
+  if (count == 0) {  // an empty tensor: nothing to reorder
+    *out = {outer, static_cast<uint64_t>(segments), static_cast<uint64_t>(world), 0};
+    return "";
+  }
+  // In bits: a block of a sub-byte dtype may not end on a byte.
+  unsigned __int128 bits = 1;
+  for (int64_t d : shape) bits *= static_cast<uint64_t>(d);
+  bits *= static_cast<unsigned>(dtype.bits) * static_cast<unsigned>(dtype.lanes);
+  if (bits % (static_cast<unsigned __int128>(count) * 8) != 0 || bytes % count != 0) {
+    return "a rank's block of dimension " + std::to_string(dim) + " of shape " + Dims(shape) +
+           " is not a whole number of bytes (" + std::string(ffi::DLDataTypeToString(dtype)) +
+           " packs several elements per byte), so the ranks' bytes cannot be kept apart";
+  }
+  *out = {outer, static_cast<uint64_t>(segments), static_cast<uint64_t>(world), bytes / count};
+  return "";
+}
+
+}  // namespace
+
+std::string RankProblem(int64_t rank, int64_t world) {
+  if (world < 1) return "the world must be at least 1 (the number of ranks)";
+  if (rank < 0 || rank >= world) return "the rank must be 0 to " + std::to_string(world - 1);
+  return "";
+}
+
+std::string ShardProblem(const std::vector<int64_t>& shape, DLDataType dtype, int64_t dim,
+                         int64_t world, int64_t segments) {
+  const int64_t ndim = static_cast<int64_t>(shape.size());
+  if (world < 2 || world > kMaxWorld) {
+    return "world " + std::to_string(world) + " is not 2 to " + std::to_string(kMaxWorld) +
+           " ranks";
+  }
+  if (segments < 1 || segments > kMaxSegments) {
+    return "segments " + std::to_string(segments) + " is not 1 to " + std::to_string(kMaxSegments);
+  }
+  if (dim < 0 || dim >= ndim) {
+    return "dim " + std::to_string(dim) + " is not a dimension of a tensor with " +
+           std::to_string(ndim) + (ndim == 1 ? " dimension" : " dimensions");
+  }
+  uint64_t bytes = 0;
+  const std::string problem = ShapeProblem(shape.data(), shape.size(), dtype, &bytes);
+  if (!problem.empty()) return problem;
+  if (shape[dim] % (segments * world) != 0) {
+    return "dimension " + std::to_string(dim) + " of shape " + Dims(shape) + " (" +
+           std::to_string(shape[dim]) + ") is not divisible by " +
+           (segments == 1
+                ? "world " + std::to_string(world)
+                : std::to_string(segments) + " segments x world " + std::to_string(world));
+  }
+  // Every layout: a rank's bytes (rows) or each of its blocks (shard-major) must end on a byte,
+  // or two ranks would share one (a packed int4 [2] over 2 ranks: half a byte each).
+  Blocks blocks;
+  const std::string whole = BlocksOf(shape, dtype, dim, world, segments, bytes, &blocks);
+  if (!whole.empty()) return whole;
+  const uint64_t per_rank = bytes / static_cast<uint64_t>(world);
+  if (per_rank % kPayloadAlignment != 0) {
+    return "each rank's slice of shape " + Dims(ShardShape(shape, dim, world)) + " holds " +
+           std::to_string(per_rank) + " bytes, not a multiple of " +
+           std::to_string(kPayloadAlignment) +
+           ", so the ranks' views would not all be 64-byte aligned (TVM kernels assume it)";
+  }
+  return "";
+}
+
+uint8_t ShardLayout(const std::vector<int64_t>& shape, int64_t dim, int64_t segments) {
+  if (segments != 1) return kShardMajor;
+  for (int64_t i = 0; i < dim && i < static_cast<int64_t>(shape.size()); ++i) {
+    if (shape[i] != 1) return kShardMajor;
+  }
+  return kShardRows;
+}
+
+std::vector<int64_t> ShardShape(std::vector<int64_t> shape, int64_t dim, int64_t world) {
+  shape[dim] /= world;
+  return shape;
+}
+
+std::vector<int64_t> StoredShape(const std::vector<int64_t>& shape, const Shard* shard) {
+  if (shard == nullptr || shard->layout != kShardMajor) return shape;
+  std::vector<int64_t> out = ShardShape(shape, shard->dim, shard->world);
+  out.insert(out.begin(), shard->world);
+  return out;
+}
+
+namespace {
+
+/*! \brief `copy(row-major offset, offset in the rank's shard, bytes)` for each block of rank
+ *         `rank`: block (o, s, r) lies at ((o * S + s) * W + r) in row-major order and at
+ *         (o * S + s) in the rank's shard. */
+template <typename F>
+void ForEachBlock(uint64_t nbytes, const std::vector<int64_t>& shape, DLDataType dtype,
+                  const Shard& shard, int64_t rank, F copy) {
+  Blocks b;
+  const std::string problem =
+      BlocksOf(shape, dtype, shard.dim, shard.world, shard.segments, nbytes, &b);
+  if (!problem.empty()) TVM_FFI_THROW(InternalError) << "shard-major blocks: " << problem;
+  if (b.block == 0) return;  // an empty tensor (its data may be null)
+  const uint64_t r = static_cast<uint64_t>(rank);
+  for (uint64_t o = 0; o < b.outer; ++o) {
+    for (uint64_t s = 0; s < b.segments; ++s) {
+      copy(((o * b.segments + s) * b.world + r) * b.block, (o * b.segments + s) * b.block, b.block);
+    }
+  }
+}
+
+}  // namespace
+
+void GatherRank(const char* rows, char* out, uint64_t nbytes, const std::vector<int64_t>& shape,
+                DLDataType dtype, const Shard& shard, int64_t rank) {
+  ForEachBlock(nbytes, shape, dtype, shard, rank,
+               [&](uint64_t at, uint64_t to, uint64_t n) { std::memcpy(out + to, rows + at, n); });
+}
+
+void ScatterRank(const char* in, char* rows, uint64_t nbytes, const std::vector<int64_t>& shape,
+                 DLDataType dtype, const Shard& shard, int64_t rank) {
+  ForEachBlock(nbytes, shape, dtype, shard, rank, [&](uint64_t at, uint64_t from, uint64_t n) {
+    std::memcpy(rows + at, in + from, n);
+  });
+}
+
+}  // namespace format
+
+TVM_FFI_STATIC_INIT_BLOCK() {
+  // A split of a tensor of this shape and dtype, as binding checks it (format::ShardProblem):
+  // {"problem": why it cannot be split so, or "", "shard": one rank's shape when it can}.
+  detail::RegisterGlobalOnce(
+      "tvm_partial.ShardSplit", [](ffi::Array<int64_t> shape, ffi::String dtype, int64_t dim,
+                                   int64_t world, int64_t segments) {
+        const std::vector<int64_t> whole(shape.begin(), shape.end());
+        std::string problem =
+            format::ShardProblem(whole, ffi::StringToDLDataType(dtype), dim, world, segments);
+        ffi::Array<int64_t> shard;
+        if (problem.empty()) shard = ffi::Array<int64_t>(format::ShardShape(whole, dim, world));
+        return ffi::Map<ffi::String, ffi::Any>{{"problem", ffi::String(problem)}, {"shard", shard}};
+      });
+  // Why shard=(rank, world) names no rank, or "".
+  detail::RegisterGlobalOnce("tvm_partial.RankProblem", [](int64_t rank, int64_t world) {
+    return ffi::String(format::RankProblem(rank, world));
+  });
+}
+
+}  // namespace tvm_partial
