@@ -426,6 +426,10 @@ TVM_FFI_STATIC_INIT_BLOCK() {
     auto m = obj.try_cast<ffi::Module>();
     return m.has_value() && AsPartialModule(*m) != nullptr;
   });
+  // The compiled code a partial module binds (Wrapped(): its first import that is not a partial
+  // module; a loaded artifact may list another imported partial module first), or None.
+  detail::RegisterGlobalOnce("tvm_partial.WrappedCode",
+                             [](ffi::Module m) { return detail::PartialModuleCode(m); });
   // The rank whose view of sharded tensors a module holds (load(path, shard=...)), else -1.
   detail::RegisterGlobalOnce("tvm_partial.ShardRank", [](ffi::Module m) -> int64_t {
     PartialModuleObj* pm = AsPartialModule(m);

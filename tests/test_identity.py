@@ -164,6 +164,27 @@ def test_every_export_keeps_imported_modules(affine4, tmp_path, placement):
     assert np.array_equal(_call(loaded, a), affine4_ref(a, b, c))
 
 
+@pytest.mark.parametrize("placement", ["inline", "zero_copy"])
+def test_rebind_reaches_the_code_when_another_partial_is_imported_first(affine4, tmp_path, placement):
+    """The loader lists the imported partial module before the code (['partial_apply',
+    'library']): rebind binds over the code (C++'s WrappedCode), never over the other partial,
+    and an export of the update loads and computes with the new values."""
+    exe, _ = affine4
+    b, c, d = ints(16, seed=10), ints(16, seed=11), ints(16, seed=12)
+    pa = tvm_partial.partial(exe, {1: b, 2: c})
+    pa.import_module(tvm_partial.partial(exe, {1: c, 2: b}))
+    path = tmp_path / "both.so"
+    _export(pa, path, placement)
+    loaded = tvm_partial.load(path)
+    assert loaded.imports[0].kind == "partial_apply"  # the case this test is about
+    a = ints(16, seed=13)
+    updated = tvm_partial.rebind(loaded, {1: d})
+    assert np.array_equal(_call(updated, a), affine4_ref(a, d, c))
+    again = tmp_path / "again.so"
+    tvm_partial.export_library(updated, again)
+    assert np.array_equal(_call(tvm_partial.load(again), a), affine4_ref(a, d, c))
+
+
 def test_weights_file_reached_through_a_symlink(bound, tmp_path):
     """current.so -> v1/model.so: the recorded weights file is looked for beside the real file
     (v1/), by load, verify and inspect alike."""

@@ -107,9 +107,9 @@ def _count(n: int) -> str:
 
 
 def _wrapped(pm: tvm_ffi.Module) -> str:
-    """The kind of the code a partial module binds (its first import that is not a partial module,
-    as cpp/partial_module.cc's Wrapped() finds it), then the first imports below that."""
-    code = next((m for m in pm.imports if m.kind != _KIND), None)
+    """The kind of the code a partial module binds (C++'s ``WrappedCode``), then the first imports
+    below that."""
+    code = _ffi_api.WrappedCode(pm)
     if code is None:
         return "no compiled code"
     chain: list[str] = []

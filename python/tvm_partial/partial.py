@@ -302,8 +302,14 @@ def rebind(
         )
     current[fname] = replaced
     _replace_shared(module, current, fname, new)
+    code = _ffi_api.WrappedCode(module)
+    if code is None:
+        raise ValueError(
+            "rebind: this partial module has no compiled code imported (load_from_bytes without "
+            "wrapped=); pass the compiled module as wrapped="
+        )
     new_module = _ffi_api.PartialApplyModule(
-        module.imports[0], current, param_names(module), _outputs.raw(module), {}, shards
+        code, current, param_names(module), _outputs.raw(module), {}, shards
     )
     _ffi_api.InheritLibraryFile(new_module, module)  # a loaded artifact's update copies its file
     return new_module

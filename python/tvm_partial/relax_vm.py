@@ -102,9 +102,13 @@ def runs_relax(mod: Any) -> bool:
     """Whether ``mod`` is a ``partial_apply_vm`` module or a partial module wrapping one."""
     if not isinstance(mod, tvm_ffi.Module):
         return False
-    return mod.kind == KIND or (
-        mod.kind == "partial_apply" and bool(mod.imports) and mod.imports[0].kind == KIND
-    )
+    return mod.kind == KIND or (mod.kind == "partial_apply" and _code_kind(mod) == KIND)
+
+
+def _code_kind(pm: tvm_ffi.Module) -> str | None:
+    """The kind of the code a partial module of this copy binds (C++'s ``WrappedCode``)."""
+    code = _ffi_api.WrappedCode(pm) if _ffi_api.IsPartial(pm) else None
+    return None if code is None else str(code.kind)
 
 
 def signature_of(mod: tvm_ffi.Module, name: str, annotated: tvm_ffi.Module | None = None) -> Signature:
@@ -141,7 +145,10 @@ def find_executable(mod: Any) -> tvm_ffi.Module | None:
     ``partial_apply_vm`` module, a partial module over it), or None."""
     executable = mod if isinstance(mod, tvm_ffi.Module) else None
     while executable is not None and executable.kind != "relax.VMExecutable":
-        executable = executable.imports[0] if executable.imports else None
+        if executable.kind == "partial_apply":  # its code, which may not be its first import
+            executable = _ffi_api.WrappedCode(executable) if _ffi_api.IsPartial(executable) else None
+        else:
+            executable = executable.imports[0] if executable.imports else None
     return executable
 
 

@@ -74,7 +74,8 @@ def export_library(
     _remote.refuse_export(module)
     # The partial module being exported, or None (asked of C++ once).
     pm = module if isinstance(module, tvm_ffi.Module) and _ffi_api.IsPartial(module) else None
-    if pm is not None and pm.imports and pm.imports[0].kind == "relax.VirtualMachine":
+    code = _ffi_api.WrappedCode(pm) if pm is not None else None
+    if code is not None and code.kind == "relax.VirtualMachine":
         raise TypeError(
             "export_library: this partial module binds a relax.VirtualMachine, which cannot be saved; "
             "bind the executable instead: tvm_partial.partial(exe, device=dev, ...) (what "
@@ -147,7 +148,8 @@ def export_library(
 
 def _loaded(module: tvm_ffi.Module) -> bool:
     """A partial module whose code was loaded from an artifact (TVM cannot export it again)."""
-    return bool(module.imports) and (module.imports[0].kind == "library" or relax_loaded(module))
+    code = _ffi_api.WrappedCode(module)
+    return code is not None and (code.kind == "library" or relax_loaded(module))
 
 
 def _export_with_weights_file(module: Any, path: str, weights_file: str, **kwargs: Any) -> None:

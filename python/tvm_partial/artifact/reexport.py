@@ -24,9 +24,11 @@ from .read import locate, mapped
 def _library_of(module: tvm_ffi.Module) -> tvm_ffi.Module:
     """The loaded library holding a partial module's compiled code (for a Relax model, its
     executable's)."""
+    code = _ffi_api.WrappedCode(module)
+    assert code is not None  # a module loaded from an artifact has its code
     if not relax_loaded(module):
-        return module.imports[0]
-    executable = module.imports[0].imports[0]
+        return code
+    executable = code.imports[0]  # the partial_apply_vm module's executable
     return next(m for m in executable.imports if m.kind == "library")
 
 
