@@ -31,6 +31,7 @@
 #include "format/format.h"
 #include "registry.h"
 #include "storage/file.h"
+#include "storage/module_tree.h"
 #include "storage/payload_source.h"
 #include "storage/verify.h"
 #include "storage/weights_file.h"
@@ -59,10 +60,9 @@ struct FileArtifact {
 }
 
 /*! \brief Read and parse the bytes at [blob_offset, + blob_size) of `path` (size -1: the whole
- *         file, save_to_bytes output, not a library) and the 64-byte region header at
- *         `header_offset` (-1: the library has none). */
-FileArtifact ReadArtifact(const std::string& path, int64_t blob_offset, int64_t blob_size,
-                          int64_t header_offset) {
+ *         file, save_to_bytes output, not a library) and, for a library, its copy of the region
+ *         header (the recorded symbol, when its section tables define it with 64 bytes). */
+FileArtifact ReadArtifact(const std::string& path, int64_t blob_offset, int64_t blob_size) {
   FileArtifact out;
   out.origin.blob_file = storage::OpenRegular(path, "artifact");
   const storage::File& file = *out.origin.blob_file;
@@ -87,10 +87,13 @@ FileArtifact ReadArtifact(const std::string& path, int64_t blob_offset, int64_t 
   out.origin.library_path = storage::RealPath(file);
   out.origin.blob_offset = static_cast<uint64_t>(blob_offset);
   out.bytes_only = !library;
-  if (header_offset >= 0) {
-    std::string header(format::kRegionHeaderSize, '\0');
-    if (storage::ReadAt(file, static_cast<uint64_t>(header_offset), header.size(), &header[0])) {
-      out.origin.header = std::move(header);
+  const auto header = library && out.parsed.external()
+                          ? storage::DefinedSymbol(file, out.parsed.symbol)
+                          : std::nullopt;
+  if (header.has_value() && header->second == format::kRegionHeaderSize) {
+    std::string bytes(format::kRegionHeaderSize, '\0');
+    if (storage::ReadAt(file, header->first, bytes.size(), &bytes[0])) {
+      out.origin.header = std::move(bytes);
     }
   }
   return out;
@@ -221,9 +224,8 @@ ffi::Array<ffi::Any> CheckEntries(const ffi::Array<ffi::Any>& entries, const sto
 }
 
 /*! \brief inspect: the description, where the payloads lie, or why they cannot be found. */
-Dict InspectArtifact(const ffi::String& path, int64_t blob_offset, int64_t blob_size,
-                     int64_t header_offset) {
-  FileArtifact art = ReadArtifact(path, blob_offset, blob_size, header_offset);
+Dict InspectArtifact(const ffi::String& path, int64_t blob_offset, int64_t blob_size) {
+  FileArtifact art = ReadArtifact(path, blob_offset, blob_size);
   Dict out = format::Describe(art.parsed);
   out.Set("real_path", ffi::String(art.origin.library_path));
   if (art.parsed.placement == format::Placement::kWeightsFile) {
@@ -251,9 +253,8 @@ Dict InspectArtifact(const ffi::String& path, int64_t blob_offset, int64_t blob_
 
 /*! \brief verify: every payload hashed where Locate puts it; {"payloads": [..., "intact"]}. */
 Dict VerifyArtifact(const ffi::String& path, int64_t blob_offset, int64_t blob_size,
-                    int64_t header_offset, ffi::Optional<ffi::Function> progress, int64_t rank,
-                    int64_t world) {
-  FileArtifact art = ReadArtifact(path, blob_offset, blob_size, header_offset);
+                    ffi::Optional<ffi::Function> progress, int64_t rank, int64_t world) {
+  FileArtifact art = ReadArtifact(path, blob_offset, blob_size);
   if (world > 0) CheckShardToVerify(path, art.parsed, rank, world);
   if (art.bytes_only && art.parsed.external()) PayloadsElsewhere(path, art.parsed);
   const storage::PayloadSource source = storage::Locate(art.parsed, art.origin);

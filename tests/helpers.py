@@ -79,6 +79,39 @@ def cmake_package_dirs() -> list[str]:
     return dirs
 
 
+@dataclass(frozen=True)
+class Embedded:
+    """One module TVM embedded in a library: its kind, where its bytes lie in the file."""
+
+    kind: str
+    offset: int
+    size: int
+
+
+@dataclass(frozen=True)
+class LibraryModules:
+    """What C++'s reader (``tvm_partial.LibraryModules``) finds in a library's file."""
+
+    blob_at: int  # TVM's embedded blob: its u64 length here, then the module tree
+    blob_end: int
+    modules: list
+    partial: Embedded  # the partial module's bytes (the tree's root)
+
+
+def library_modules(path) -> LibraryModules:
+    from tvm_partial import _ffi_api
+
+    fd = os.open(os.fspath(path), os.O_RDONLY)
+    try:
+        found = _ffi_api.LibraryModules(os.fspath(path), fd)
+    finally:
+        os.close(fd)
+    modules = [Embedded(str(m["kind"]), int(m["offset"]), int(m["size"])) for m in found["modules"]]
+    at, end = (int(v) for v in found["library_bin"])
+    partial = Embedded("partial_apply", int(found["blob_offset"]), int(found["blob_size"]))
+    return LibraryModules(at, end, modules, partial)
+
+
 def mapped_file(address: int) -> str | None:
     """The file of this process's mapping that holds ``address`` (None: anonymous memory)."""
     with open("/proc/self/maps") as maps:

@@ -16,8 +16,7 @@ import numpy as np
 import pytest
 
 import tvm_partial
-from helpers import ints, reseal, run_python, trailer_hash
-from tvm_partial.artifact import _elf
+from helpers import ints, library_modules, reseal, run_python, trailer_hash
 
 _LOAD_ALL = r"""
 import json, sys
@@ -122,7 +121,7 @@ def test_metadata_mutants_agree(affine4, tmp_path, tied):
     if tied:
         assert tvm_partial.inspect(lib)["format_version"] == 3
     data = lib.read_bytes()
-    blob = next(m for m in _elf.ElfFile(data, str(lib)).embedded_modules() if m.kind == "partial_apply")
+    blob = library_modules(lib).partial
     rng = random.Random(19)
     mutants = []
     for i in range(40):

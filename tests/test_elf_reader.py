@@ -1,7 +1,8 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""The Python ELF reader (``tvm_partial._elf``) on malformed files: ``inspect`` and ``verify``
-either succeed or raise ``ValueError`` saying what is wrong; never another exception
+"""The reader of artifacts' files (C++, ``tvm_partial.LibraryModules``: the ELF section tables,
+the symbols, TVM's embedded module tree) on malformed files: ``inspect`` and ``verify`` either
+succeed or raise ``ValueError`` saying what is wrong; never another exception
 (``struct.error``, ``IndexError``, ``OverflowError``, ...), a crash or a hang. ``load`` refuses the
 malformations that would crash the system's loader or TVM's (checked in C++, before each decodes).
 
@@ -15,13 +16,13 @@ from __future__ import annotations
 
 import os
 import re
+import struct
 
 import numpy as np
 import pytest
 
 import tvm_partial
-from helpers import run_cases, run_json
-from tvm_partial.artifact import _elf
+from helpers import library_modules, run_cases, run_json
 
 CASES = int(os.environ.get("TVM_PARTIAL_ELF_FUZZ_CASES", "1000"))
 SEED = int(os.environ.get("TVM_PARTIAL_ELF_FUZZ_SEED", "0"))
@@ -42,21 +43,17 @@ def artifacts(affine4, tmp_path_factory):
 def _targets(path) -> list:
     """[(start, end)] byte ranges of the structures the reader walks."""
     data = path.read_bytes()
-    elf = _elf.ElfFile(data, str(path))
-    (shoff,) = elf.unpack(_elf._U64, 0x28, "")
-    shentsize, shnum = elf.unpack(_elf._U16x2, 0x3A, "")
-    (phoff,) = elf.unpack(_elf._U64, 0x20, "")
-    phentsize, phnum = elf.unpack(_elf._U16x2, 0x36, "")
+    (phoff, shoff) = struct.unpack_from("<QQ", data, 0x20)
+    phentsize, phnum, shentsize, shnum = struct.unpack_from("<HHHH", data, 0x36)
     ranges = [(0, 64), (shoff, shoff + shentsize * shnum), (phoff, phoff + phentsize * phnum)]
-    for s in elf.sections():
-        if s.type in (2, 11):  # the symbol tables and their string tables
-            strtab = elf.sections()[s.link]
-            ranges += [(s.offset, s.offset + s.size), (strtab.offset, strtab.offset + strtab.size)]
-    found = elf.symbol(_elf.BLOB_SYMBOL)
-    assert found is not None
-    blob_at, _ = found
-    ranges.append((blob_at, blob_at + 96))  # the blob's length, the module list, the first kind
-    partial = next(m for m in elf.embedded_modules() if m.kind == "partial_apply")
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    for _, sh_type, _, _, offset, size, link, *_ in sections:
+        if sh_type in (2, 11):  # the symbol tables and their string tables
+            strtab = sections[link]
+            ranges += [(offset, offset + size), (strtab[4], strtab[4] + strtab[5])]
+    found = library_modules(path)
+    ranges.append((found.blob_at, found.blob_at + 96))  # the blob's length, the module list, the first kind
+    partial = found.partial
     ranges.append((partial.offset - 8, partial.offset + 48))  # its length and the format header
     region = tvm_partial.inspect(path)["region"]
     if region is not None:
@@ -124,9 +121,8 @@ def test_mutated_artifacts_give_value_errors_only(artifacts, kind, tmp_path):
 def test_known_malformations(artifacts, tmp_path):
     """Each structure the reader walks, broken on purpose: a ValueError naming the problem."""
     data = artifacts["zero"].read_bytes()
-    elf = _elf.ElfFile(data, "x")
-    (shoff,) = elf.unpack(_elf._U64, 0x28, "")
-    blob_at, _ = elf.symbol(_elf.BLOB_SYMBOL)
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
+    blob_at = library_modules(artifacts["zero"]).blob_at
 
     def broken(at: int, value: bytes) -> str:
         path = tmp_path / f"case{at}.so"
@@ -164,9 +160,8 @@ def test_load_refuses_what_would_crash_the_loaders(artifacts, tmp_path):
     import indices, which it trusts) would crash on or misread: ``load`` refuses it in C++ before
     either runs, naming the file; the C++ loaders share the check. Each case in a subprocess."""
     data = artifacts["zero"].read_bytes()
-    elf = _elf.ElfFile(data, "x")
-    blob_at, _ = elf.symbol(_elf.BLOB_SYMBOL)
-    (count,) = elf.unpack(_elf._U64, blob_at + 8, "")  # import indices: one per module, plus one
+    blob_at = library_modules(artifacts["zero"]).blob_at
+    (count,) = struct.unpack_from("<Q", data, blob_at + 8)  # import indices: one per module, plus one
     children = blob_at + 16 + 8 * count  # the import list's length, then the list
 
     def broken(at: int, value: int, width: int = 8) -> str:

@@ -17,7 +17,7 @@ from tvm import te
 
 import tvm_partial
 import tvm_partial.remote
-from helpers import compile_te, reseal, run_cli, run_json, tensor
+from helpers import compile_te, library_modules, reseal, run_cli, run_json, tensor
 from tvm_partial import _fixtures as fixtures
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -521,14 +521,13 @@ def ctx(conv, tmp_path_factory):
 
     external_blob = tvm_partial.save_to_bytes(zero_copy.prepare(pm, folder)[0])
     # A zero-copy artifact relabelled as the retired layout (flags 1 | 4 -> 1, resealed).
-    from tvm_partial.artifact import _elf
-
-    blob = next(m for m in _elf.ElfFile(data, str(zero)).embedded_modules() if m.kind == "partial_apply")
+    found = library_modules(zero)
+    blob = found.partial
     old = bytearray(data)
     old[blob.offset + 12] = 1
     old[blob.offset : blob.offset + blob.size] = reseal(bytes(old[blob.offset : blob.offset + blob.size]))
     (folder / "section_layout.so").write_bytes(bytes(old))
-    blob_at, _ = _elf.ElfFile(data, str(zero)).symbol(_elf.BLOB_SYMBOL)
+    blob_at = found.blob_at
     tree = data[: blob_at + 8] + (2**62).to_bytes(8, "little") + data[blob_at + 16 :]  # a count past its end
     (folder / "bad_tree.so").write_bytes(tree)
     import safetensors.numpy

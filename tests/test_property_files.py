@@ -76,7 +76,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from helpers import affine4_ref, compile_te, ints
+from helpers import affine4_ref, compile_te, ints, library_modules
 
 HERE = Path(__file__).resolve().parent
 LONG = int(os.environ.get("TVM_PARTIAL_PROPERTY_EXAMPLES", "0"))
@@ -226,16 +226,12 @@ def count(rule: str, outcome: str) -> None:
 
 def _layout(path: str) -> tuple:
     """(size, end of the ELF part, offset and end of the embedded module blob) of a library."""
-    from tvm_partial.artifact import _elf
-
     data = Path(path).read_bytes()
     shoff = int.from_bytes(data[0x28:0x30], "little")
     shentsize = int.from_bytes(data[0x3A:0x3C], "little")
     shnum = int.from_bytes(data[0x3C:0x3E], "little")
-    found = _elf.ElfFile(data, path).symbol(_elf.BLOB_SYMBOL)
-    assert found is not None, path
-    blob_at = found[0]
-    blob_end = blob_at + 8 + int.from_bytes(data[blob_at : blob_at + 8], "little")
+    found = library_modules(path)
+    blob_at, blob_end = found.blob_at, found.blob_end
     return len(data), shoff + shentsize * shnum, blob_at, blob_end
 
 

@@ -13,7 +13,7 @@ import pytest
 import tvm_ffi
 
 import tvm_partial
-from helpers import run_cli
+from helpers import library_modules, run_cli
 
 cli = run_cli
 
@@ -117,10 +117,8 @@ def test_large_payload_hashed_in_chunks(affine4, tmp_path):
 
 def test_damaged_metadata_names_the_file(artifacts, tmp_path):
     """The format's own checks (here the metadata hash) name the file too, in one line."""
-    from tvm_partial.artifact import _elf
-
     data = bytearray(artifacts["inline"].read_bytes())
-    blob = next(m for m in _elf.ElfFile(bytes(data), "x").embedded_modules() if m.kind == "partial_apply")
+    blob = library_modules(artifacts["inline"]).partial
     data[blob.offset + 60] ^= 0xFF  # inside the metadata
     bad = tmp_path / "meta.so"
     bad.write_bytes(bytes(data))

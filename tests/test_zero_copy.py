@@ -12,7 +12,17 @@ import pytest
 import tvm
 
 import tvm_partial
-from helpers import affine4_ref, ints, reseal, run_cases, run_cli, run_json, tensor, trailer_hash
+from helpers import (
+    affine4_ref,
+    ints,
+    library_modules,
+    reseal,
+    run_cases,
+    run_cli,
+    run_json,
+    tensor,
+    trailer_hash,
+)
 from tvm_partial import _ffi_api
 from tvm_partial import _fixtures as fixtures
 from tvm_partial._progress import format_size
@@ -55,7 +65,7 @@ def test_each_export_draws_its_own_region_symbol_and_link(affine4, tmp_path):
     for name in ("a.so", "b.so"):
         tvm_partial.export_library(pm, tmp_path / name, zero_copy=True)
         with _read.mapped(str(tmp_path / name)) as mapped:
-            info = _read.locate(str(tmp_path / name), mapped).inspect()
+            info = _read.locate(mapped).inspect()
         assert str(info["region_symbol"]).startswith("__tvm_partial_payload_")
         seen.append((str(info["region_symbol"]), int(info["region_link"])))
     assert seen[0][0] != seen[1][0] and seen[0][1] != seen[1][1], seen
@@ -247,7 +257,7 @@ def test_appended_region_layout(affine4, tmp_path):
     )
     assert (magic, version, zero, offset, nbytes) == (b"TVMPTRLR", 1, 0, start, size)
     with _read.mapped(str(lib)) as mapped:
-        assert link == int(_read.locate(str(lib), mapped).inspect()["region_link"]) & (2**64 - 1)
+        assert link == int(_read.locate(mapped).inspect()["region_link"]) & (2**64 - 1)
     assert recorded == trailer_hash(data[-64:-24]) and data[-16:] == bytes(16)
     assert tvm_partial.verify(lib)["intact"]
 
@@ -349,14 +359,10 @@ def test_section_layout_is_retired_with_a_clear_error(affine4, tmp_path):
     """The zero-copy layout of development builds (the whole region in a data section, format
     flag 1 alone) is no longer read: load, inspect and verify refuse it naming the format (its
     loads shared pages across every load of the file, so copy-on-write did not hold per load)."""
-    from tvm_partial.artifact import _elf
-
     exe, _ = affine4
     lib, _ = _export_appended(exe, tmp_path)
     data = bytearray(lib.read_bytes())
-    blob = next(
-        m for m in _elf.ElfFile(bytes(data), str(lib)).embedded_modules() if m.kind == "partial_apply"
-    )
+    blob = library_modules(lib).partial
     assert int.from_bytes(data[blob.offset + 12 : blob.offset + 16], "little") == 5  # flags 1 | 4
     data[blob.offset + 12] = 1
     data[blob.offset : blob.offset + blob.size] = reseal(bytes(data[blob.offset : blob.offset + blob.size]))

@@ -2,25 +2,43 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file storage/module_tree.cc
- * \brief CheckModuleTree (storage/loaded_library.h): TVM's embedded module blob checked whole
- *        before TVM's loader decodes it.
+ * \brief TVM's embedded module blob, one parser for both readers (storage/module_tree.h): the
+ *        loaders' check in memory (CheckModuleTree) and an artifact's file read without loading
+ *        it, with the global `tvm_partial.LibraryModules` that inspect, verify and the update of
+ *        a loaded artifact ask.
  */
-#include <tvm/ffi/error.h>
+#include "storage/module_tree.h"
 
+#include <elf.h>
+#include <tvm/ffi/container/array.h>
+#include <tvm/ffi/container/map.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/function.h>
+#include <tvm/ffi/string.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "registry.h"
 #include "storage/loaded_library.h"
 
 namespace tvm_partial {
 namespace storage {
 
-void CheckModuleTree(const char* data, uint64_t size, const std::string& path) {
+namespace ffi = ::tvm::ffi;
+
+std::vector<EmbeddedModule> ParseModuleTree(
+    const std::function<void(uint64_t pos, uint64_t n, char* out)>& read, uint64_t size,
+    const std::string& path) {
   // The layout TVM writes (tvm-ffi's library module): vec<u64> import indptr (one entry per
   // module, plus one), vec<u64> imported children, then per module a kind string and, except for
   // the library's own code ("_lib"), its bytes; a vec or a string is a u64 count, then its items.
+  constexpr uint64_t kMaxKind = 1024;  // a kind is a registered name
   uint64_t pos = 0;
   auto fail = [&path](const std::string& what) {
     TVM_FFI_THROW(ValueError) << path << ": the embedded module blob is damaged: " << what
@@ -29,34 +47,39 @@ void CheckModuleTree(const char* data, uint64_t size, const std::string& path) {
   auto u64 = [&](const char* what) {
     if (size - pos < 8) fail(std::string(what) + " runs past its end");
     uint64_t value = 0;
-    std::memcpy(&value, data + pos, 8);
+    read(pos, 8, reinterpret_cast<char*>(&value));
     pos += 8;
     return value;
   };
-  auto counted = [&](const char* what, uint64_t item) {  // a count whose items must fit
-    const uint64_t n = u64(what);
+  auto counted = [&](const std::string& what, uint64_t item) {  // a count whose items must fit
+    const uint64_t n = u64(what.c_str());
     if (n > (size - pos) / item) {
-      fail(std::string(what) + " " + std::to_string(n) + " cannot fit in its " +
-           std::to_string(size - pos) + " remaining bytes");
+      fail(what + " " + std::to_string(n) + " cannot fit in its " + std::to_string(size - pos) +
+           " remaining bytes");
     }
     return n;
   };
-  auto u64s = [&](const char* count, const char* item) {
+  auto u64s = [&](const char* count) {
     std::vector<uint64_t> out(counted(count, 8));
-    for (uint64_t& v : out) v = u64(item);
+    if (!out.empty()) read(pos, 8 * out.size(), reinterpret_cast<char*>(out.data()));
+    pos += 8 * out.size();
     return out;
   };
-  const std::vector<uint64_t> indptr = u64s("the import index count", "an import index");
-  const std::vector<uint64_t> children = u64s("the import list length", "an import");
+  const std::vector<uint64_t> indptr = u64s("the import index count");
+  const std::vector<uint64_t> children = u64s("the import list length");
   if (indptr.empty()) fail("no import index (a module tree has one per module, plus one)");
-  const uint64_t modules = indptr.size() - 1;
-  for (uint64_t i = 0; i < modules; ++i) {
+  std::vector<EmbeddedModule> modules(indptr.size() - 1);
+  for (EmbeddedModule& m : modules) {
     const uint64_t n = counted("a module kind's length", 1);
-    const std::string kind(data + pos, n);
+    if (n > kMaxKind) fail("a module kind of " + std::to_string(n) + " bytes");
+    m.kind.resize(n);
+    if (n != 0) read(pos, n, &m.kind[0]);
     pos += n;
-    if (kind != "_lib") pos += counted(("the length of the " + kind + " module").c_str(), 1);
+    if (m.kind != "_lib") m.size = counted("the length of the " + m.kind + " module", 1);
+    m.offset = pos;
+    pos += m.size;
   }
-  for (uint64_t i = 0; i < modules; ++i) {
+  for (size_t i = 0; i < modules.size(); ++i) {
     if (indptr[i] > indptr[i + 1] || indptr[i + 1] > children.size()) {
       fail("module " + std::to_string(i) + "'s imports [" + std::to_string(indptr[i]) + ", " +
            std::to_string(indptr[i + 1]) + ") are not within the " +
@@ -64,10 +87,201 @@ void CheckModuleTree(const char* data, uint64_t size, const std::string& path) {
     }
   }
   for (uint64_t child : children) {
-    if (child >= modules) {
-      fail("an import of module " + std::to_string(child) + " among " + std::to_string(modules));
+    if (child >= modules.size()) {
+      fail("an import of module " + std::to_string(child) + " among " +
+           std::to_string(modules.size()));
     }
   }
+  return modules;
+}
+
+void CheckModuleTree(const char* data, uint64_t size, const std::string& path) {
+  ParseModuleTree([data](uint64_t pos, uint64_t n, char* out) { std::memcpy(out, data + pos, n); },
+                  size, path);
+}
+
+namespace {
+
+constexpr const char kBinSymbol[] = "__tvm_ffi__library_bin";
+
+/*! \brief An ELF library's file, every read bounds-checked against its size. */
+class ElfFile {
+ public:
+  explicit ElfFile(const File& file) : file_(file) {
+    unsigned char ident[EI_NIDENT] = {};
+    if (file.size < sizeof(Elf64_Ehdr) ||
+        !ReadAt(file, 0, sizeof(ident), reinterpret_cast<char*>(ident)) ||
+        std::memcmp(ident, ELFMAG, SELFMAG) != 0) {
+      TVM_FFI_THROW(ValueError) << file.path
+                                << " is not a tvm-partial artifact: not an ELF shared library";
+    }
+    if (ident[EI_CLASS] != ELFCLASS64 || ident[EI_DATA] != ELFDATA2LSB) {
+      TVM_FFI_THROW(ValueError) << file.path
+                                << ": only 64-bit little-endian ELF libraries can be read";
+    }
+    Elf64_Ehdr eh;
+    Read(0, sizeof(eh), &eh, "the ELF header");
+    if (eh.e_shoff == 0 || eh.e_shnum == 0) {
+      TVM_FFI_THROW(ValueError) << file.path << " has no ELF section table (stripped or damaged): "
+                                << "it cannot be read without loading it";
+    }
+    if (eh.e_shentsize < sizeof(Elf64_Shdr)) {
+      TVM_FFI_THROW(ValueError) << file.path << " is damaged: section header entries of "
+                                << eh.e_shentsize << " bytes (ELF64 needs " << sizeof(Elf64_Shdr)
+                                << ")";
+    }
+    Need(eh.e_shoff, uint64_t{eh.e_shentsize} * eh.e_shnum, "its ELF section table");
+    sections_.resize(eh.e_shnum);
+    for (size_t i = 0; i < sections_.size(); ++i) {
+      Read(eh.e_shoff + i * eh.e_shentsize, sizeof(Elf64_Shdr), &sections_[i], "a section header");
+    }
+  }
+
+  /*! \brief (file offset, size) of the defined symbol `name`, the dynamic table first. */
+  std::optional<std::pair<uint64_t, uint64_t>> Symbol(const std::string& name) const {
+    for (uint32_t type : {SHT_DYNSYM, SHT_SYMTAB}) {
+      for (const Elf64_Shdr& table : sections_) {
+        if (table.sh_type != type) continue;
+        if (auto found = Lookup(table, name)) return found;
+      }
+    }
+    return std::nullopt;
+  }
+
+  void Read(uint64_t offset, uint64_t n, void* out, const char* what) const {
+    Need(offset, n, what);
+    if (!ReadAt(file_, offset, n, static_cast<char*>(out))) {
+      TVM_FFI_THROW(ValueError) << file_.path << " is truncated: it became shorter while read";
+    }
+  }
+
+ private:
+  void Need(uint64_t offset, uint64_t n, const std::string& what) const {
+    if (n > file_.size || offset > file_.size - n) {
+      TVM_FFI_THROW(ValueError) << file_.path << " is truncated or damaged: " << what << " (" << n
+                                << " bytes at offset " << offset
+                                << ") runs past the end of the file (" << file_.size << " bytes)";
+    }
+  }
+
+  std::optional<std::pair<uint64_t, uint64_t>> Lookup(const Elf64_Shdr& table,
+                                                      const std::string& name) const {
+    if (table.sh_link >= sections_.size()) {
+      TVM_FFI_THROW(ValueError) << file_.path << " is damaged: a symbol table links to section "
+                                << table.sh_link << " of " << sections_.size();
+    }
+    const Elf64_Shdr& strtab = sections_[table.sh_link];
+    Need(table.sh_offset, table.sh_size, "a symbol table");
+    Need(strtab.sh_offset, strtab.sh_size, "a string table");
+    std::string strings(strtab.sh_size, '\0');
+    if (!strings.empty()) Read(strtab.sh_offset, strings.size(), &strings[0], "a string table");
+    std::set<uint64_t> wanted;  // where `name` is spelled out, NUL-terminated
+    const std::string needle = name + '\0';
+    for (size_t at = strings.find(needle); at != std::string::npos;
+         at = strings.find(needle, at + 1)) {
+      wanted.insert(at);
+    }
+    if (wanted.empty()) return std::nullopt;
+    constexpr uint64_t kChunk = 4096;  // symbols read at a time
+    std::vector<Elf64_Sym> symbols;
+    const uint64_t count = table.sh_size / sizeof(Elf64_Sym);
+    for (uint64_t first = 0; first < count; first += kChunk) {
+      symbols.resize(std::min(kChunk, count - first));
+      Read(table.sh_offset + first * sizeof(Elf64_Sym), symbols.size() * sizeof(Elf64_Sym),
+           symbols.data(), "a symbol table");
+      for (const Elf64_Sym& sym : symbols) {
+        if (!wanted.count(sym.st_name) || sym.st_shndx == SHN_UNDEF ||
+            sym.st_shndx >= sections_.size()) {
+          continue;  // another name, or undefined / absolute / special section
+        }
+        const Elf64_Shdr& sec = sections_[sym.st_shndx];
+        const uint64_t rel = sym.st_value - sec.sh_addr;
+        if (sec.sh_type == SHT_NOBITS || sym.st_value < sec.sh_addr || rel > sec.sh_size ||
+            sym.st_size > sec.sh_size - rel || rel > UINT64_MAX - sec.sh_offset) {
+          TVM_FFI_THROW(ValueError)
+              << file_.path << " is damaged: symbol " << name << " lies outside its section";
+        }
+        Need(sec.sh_offset + rel, sym.st_size, "symbol " + name);
+        return std::make_pair(sec.sh_offset + rel, static_cast<uint64_t>(sym.st_size));
+      }
+    }
+    return std::nullopt;
+  }
+
+  const File& file_;
+  std::vector<Elf64_Shdr> sections_;
+};
+
+}  // namespace
+
+std::optional<std::pair<uint64_t, uint64_t>> DefinedSymbol(const File& file,
+                                                           const std::string& name) {
+  return ElfFile(file).Symbol(name);
+}
+
+LibraryModules ReadLibraryModules(const File& file) {
+  const ElfFile elf(file);
+  const auto found = elf.Symbol(kBinSymbol);
+  if (!found.has_value()) {
+    TVM_FFI_THROW(ValueError) << file.path << " is not a tvm-partial artifact: it embeds no "
+                              << "partial_apply module (no embedded modules at all: no "
+                              << kBinSymbol << " symbol)";
+  }
+  LibraryModules out;
+  out.at = found->first;
+  elf.Read(out.at, 8, &out.length, "the embedded module blob's length");
+  if (out.length > file.size - out.at - 8) {
+    TVM_FFI_THROW(ValueError) << file.path << ": the embedded module blob is damaged: its length, "
+                              << out.length << " bytes, runs past the end of the file ("
+                              << file.size << " bytes); copy or export the artifact again";
+  }
+  const uint64_t base = out.at + 8;
+  out.modules = ParseModuleTree(
+      [&](uint64_t pos, uint64_t n, char* dst) { elf.Read(base + pos, n, dst, "the module tree"); },
+      out.length, file.path);
+  for (EmbeddedModule& m : out.modules) m.offset += base;
+  return out;
+}
+
+namespace {
+
+/*! \brief tvm_partial.LibraryModules(path, fd): the library open at `fd` read without loading
+ *         it: {"library_bin": [offset, end] of TVM's embedded blob, "modules": [{"kind",
+ *         "offset", "size"}] (the root first), "blob_offset", "blob_size": the partial module's
+ *         bytes (the first partial_apply module, the tree's root)}. */
+ffi::Map<ffi::String, ffi::Any> LibraryModulesOf(const ffi::String& path, int64_t fd) {
+  const std::shared_ptr<File> file = FromDescriptor(static_cast<int>(fd), path, "artifact");
+  const LibraryModules found = ReadLibraryModules(*file);
+  ffi::Array<ffi::Any> modules;
+  std::string kinds;
+  const EmbeddedModule* partial = nullptr;
+  for (const EmbeddedModule& m : found.modules) {
+    ffi::Map<ffi::String, ffi::Any> entry;
+    entry.Set("kind", ffi::String(m.kind));
+    entry.Set("offset", static_cast<int64_t>(m.offset));
+    entry.Set("size", static_cast<int64_t>(m.size));
+    modules.push_back(entry);
+    kinds += (kinds.empty() ? "" : ", ") + m.kind;
+    if (partial == nullptr && m.kind == "partial_apply") partial = &m;
+  }
+  if (partial == nullptr) {
+    TVM_FFI_THROW(ValueError) << path << " is not a tvm-partial artifact: it embeds no "
+                              << "partial_apply module (embedded modules: "
+                              << (kinds.empty() ? "none" : kinds) << ")";
+  }
+  ffi::Map<ffi::String, ffi::Any> out;
+  out.Set("library_bin", ffi::Array<int64_t>{static_cast<int64_t>(found.at),
+                                             static_cast<int64_t>(found.at + 8 + found.length)});
+  out.Set("modules", modules);
+  out.Set("blob_offset", static_cast<int64_t>(partial->offset));
+  out.Set("blob_size", static_cast<int64_t>(partial->size));
+  return out;
+}
+
+}  // namespace
+
+TVM_FFI_STATIC_INIT_BLOCK() {
+  detail::RegisterGlobalOnce("tvm_partial.LibraryModules", LibraryModulesOf);
 }
 
 }  // namespace storage

@@ -7,6 +7,7 @@ lie (``read.Located``), so a file ``load`` refuses is refused here too, with the
 
 from __future__ import annotations
 
+import mmap
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -16,7 +17,6 @@ import tvm_ffi
 from .._progress import ProgressCallback
 from .._typing import PathLike
 from ..output_specs import dim_text
-from . import _elf
 from .read import Located, file_kind, locate, mapped, not_an_artifact, rank_world_of, report
 
 
@@ -51,14 +51,18 @@ def inspect(path: PathLike) -> dict[str, Any]:
         return {"path": info.pop("path"), "kind": kind, **info, "self_contained": None}
     if kind == "unknown":
         raise not_an_artifact(path)
-    with mapped(path) as data:  # nothing read in bulk
-        where = locate(path, data, kind)
+    with mapped(path) as view:  # nothing read in bulk
+        where = locate(view, kind)
         described = where.inspect()
         _raise_problem(described)
         out = {**_describe(described, path, where.kind), "region": _region(described)}
-        if where.elf is None:
+        if where.library_bin is None:
             return {**out, "self_contained": None, "relax_vm": None}
-        return {**out, "self_contained": _embeds_loaders(where), "relax_vm": _relax_vm_info(where)}
+        return {
+            **out,
+            "self_contained": _embeds_loaders(where, view.data),
+            "relax_vm": _relax_vm_info(where, view.data),
+        }
 
 
 def verify(
@@ -97,8 +101,8 @@ def verify(
         return _weights.verify_weights(path, progress=progress)
     if kind == "unknown":
         raise not_an_artifact(path)
-    with mapped(path) as data:
-        where = locate(path, data, kind)
+    with mapped(path) as view:
+        where = locate(view, kind)
     checked = where.verify(progress, shard)
     payloads = [_payload_entry(dict(p), path) for p in checked["payloads"]]
     return report(path, payloads)
@@ -181,21 +185,15 @@ def _describe(info: Mapping[str, Any], path: str, kind: str) -> dict[str, Any]:
     }
 
 
-def _embeds_loaders(where: Located) -> bool:
-    """Whether the library carries tvm-partial's loader for every module kind of tvm-partial it
-    embeds (``export_library(..., self_contained=True)`` links them in): then it loads with TVM
-    alone. The loaders' registered names are looked for outside the embedded modules' bytes
-    (a bound string could spell one), without reading those in bulk."""
-    elf = where.elf
-    assert elf is not None  # a library
-    kinds = {m.kind for m in elf.embedded_modules() if m.kind.startswith("partial_apply")}
-    data = elf.data
-    blob = elf.symbol(_elf.BLOB_SYMBOL)
-    if blob is None:  # locate found the partial module in it
-        raise ValueError(f"{where.path}: no {_elf.BLOB_SYMBOL.decode()} symbol")
-    at = blob[0]
-    skip = (at, at + 8 + elf.u64(at, "the embedded module blob's length"))
-    spans = [(0, skip[0]), (skip[1], len(data))]
+def _embeds_loaders(where: Located, data: bytes | mmap.mmap) -> bool:
+    """Whether the library (mapped as ``data``) carries tvm-partial's loader for every module
+    kind of tvm-partial it embeds (``export_library(..., self_contained=True)`` links them in):
+    then it loads with TVM alone. The loaders' registered names are looked for outside TVM's
+    embedded blob (a bound string could spell one), without reading it in bulk."""
+    assert where.library_bin is not None  # a library
+    kinds = {m["kind"] for m in where.modules if m["kind"].startswith("partial_apply")}
+    at, end = where.library_bin
+    spans = [(0, at), (end, len(data))]
     for kind in kinds:
         needle = f"ffi.Module.load_from_bytes.{kind}".encode() + b"\0"
         if not any(lo < hi and data.find(needle, lo, hi) >= 0 for lo, hi in spans):
@@ -203,17 +201,16 @@ def _embeds_loaders(where: Located) -> bool:
     return True
 
 
-def _relax_vm_info(where: Located) -> dict[str, Any] | None:
+def _relax_vm_info(where: Located, data: bytes | mmap.mmap) -> dict[str, Any] | None:
     """The Relax VM's devices recorded in the artifact (a Relax model), or None."""
     from ..relax_vm import KIND, describe_record
 
-    elf = where.elf
-    assert elf is not None  # a library
-    found = [m for m in elf.embedded_modules() if m.kind == KIND]
+    found = [m for m in where.modules if m["kind"] == KIND]
     if not found:
         return None
+    at, size = found[0]["offset"], found[0]["size"]
     try:
-        return describe_record(bytes(elf.data[found[0].offset : found[0].offset + found[0].size]))
+        return describe_record(bytes(data[at : at + size]))
     except ValueError as err:
         raise ValueError(f"{where.path}: {err}") from err
 

@@ -2,11 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """Reading a file without loading it: what kind of file it is, and where an artifact's parts lie.
 
-An artifact is a shared library; loading it runs its code, so inspecting it must not. The ELF
-reader (``_elf``) finds where the partial module's embedded bytes and the library's copy of its
-region header lie in the file; from there on the C++ reader (``tvm_partial.InspectArtifact``,
-``VerifyArtifact``) applies exactly the rules the loader applies: the same parser, the same
-decision of where the payloads lie (cpp/storage/payload_source.h).
+An artifact is a shared library; loading it runs its code, so inspecting it must not. C++ reads
+the file: where TVM's embedded modules and the partial module's bytes lie
+(``tvm_partial.LibraryModules``, the parser the loaders check the module tree with), then
+(``tvm_partial.InspectArtifact``, ``VerifyArtifact``) exactly the rules the loader applies: the
+same format parser, the same decision of where the payloads lie (cpp/storage/payload_source.h).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import stat
 from typing import Any, NamedTuple
 
 from .. import _ffi_api
-from . import _elf
 
 
 def _refuse_non_regular(path: str, mode: int, what: str) -> None:
@@ -50,28 +49,30 @@ def open_regular(path: str, what: str = "artifact") -> int:
 
 
 class mapped:
-    """``with mapped(path) as data``: the regular file at ``path`` mapped read-only (an empty
-    file: b""). Anything else (a FIFO, a device, a folder) is refused before it is opened for
-    reading, so opening never blocks."""
+    """``with mapped(path) as view``: the regular file at ``path``, open (``view.fd``) and mapped
+    read-only (``view.data``; an empty file: b""). Anything else (a FIFO, a device, a folder) is
+    refused before it is opened for reading, so opening never blocks."""
 
     def __init__(self, path: str, what: str = "artifact") -> None:
         self.path = path
         self.what = what
+        self._map: mmap.mmap | None = None
 
-    def __enter__(self) -> bytes | mmap.mmap:
-        _refuse_non_regular(self.path, os.stat(self.path).st_mode, self.what)
-        fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    def __enter__(self) -> mapped:
+        self.fd = open_regular(self.path, self.what)
         try:
-            st = os.fstat(fd)
-            _refuse_non_regular(self.path, st.st_mode, self.what)
-            self._map = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if st.st_size else None
-        finally:
-            os.close(fd)
-        return self._map if self._map is not None else b""
+            size = os.fstat(self.fd).st_size
+            self._map = mmap.mmap(self.fd, 0, access=mmap.ACCESS_READ) if size else None
+        except BaseException:
+            os.close(self.fd)
+            raise
+        self.data: bytes | mmap.mmap = self._map if self._map is not None else b""
+        return self
 
     def __exit__(self, *exc: object) -> None:
         if self._map is not None:
             self._map.close()
+        os.close(self.fd)
 
 
 def file_kind(path: str) -> str:
@@ -115,58 +116,41 @@ def rank_world_of(shard: object) -> tuple[int, int] | None:
 
 
 class Located(NamedTuple):
-    """Where a partial module's bytes lie in a file, and the library's copy of its region
-    header (-1: none)."""
+    """Where a partial module's bytes lie in a file; for a library, what TVM embedded in it."""
 
     path: str
     kind: str  # "library" or "save_to_bytes"
     blob_offset: int
     blob_size: int
-    header_offset: int
-    elf: _elf.ElfFile | None
+    modules: list[dict[str, Any]]  # {"kind", "offset", "size"} of each embedded module
+    library_bin: tuple[int, int] | None  # [offset, end) of TVM's embedded blob
 
     def inspect(self) -> dict[str, Any]:
         """The C++ reader's description (InspectArtifact): the format's description, where the
         payloads lie (``payload_entries``) or why they cannot be found (``problem``)."""
-        return dict(_ffi_api.InspectArtifact(self.path, self.blob_offset, self.blob_size, self.header_offset))
+        return dict(_ffi_api.InspectArtifact(self.path, self.blob_offset, self.blob_size))
 
     def verify(self, progress: Any = None, shard: tuple[int, int] | None = None) -> dict[str, Any]:
         """Every payload hashed where the loader would read it (VerifyArtifact); with ``shard``
         (rank, world), a sharded tensor's range of that rank only."""
         rank, world = shard if shard is not None else (-1, 0)
         return dict(
-            _ffi_api.VerifyArtifact(
-                self.path, self.blob_offset, self.blob_size, self.header_offset, progress, rank, world
-            )
+            _ffi_api.VerifyArtifact(self.path, self.blob_offset, self.blob_size, progress, rank, world)
         )
 
 
-def locate(path: str, data: bytes | mmap.mmap, kind: str = "library") -> Located:
-    """Where the partial module's bytes lie in the file ``path`` (mapped as ``data``) of ``kind``
-    (``file_kind``): a library (its embedded partial_apply module, found by the ELF reader) or
-    ``save_to_bytes`` output."""
+def locate(view: mapped, kind: str = "library") -> Located:
+    """Where the partial module's bytes lie in the file ``view`` (``mapped``) of ``kind``
+    (``file_kind``): a library (its embedded partial_apply module, found by C++'s reader,
+    ``LibraryModules``) or ``save_to_bytes`` output."""
     if kind == "save_to_bytes":
-        return Located(path, "save_to_bytes", 0, -1, -1, None)
-    elf = _elf.ElfFile(data, path)
-    modules = elf.embedded_modules()
-    partial = [m for m in modules if m.kind == "partial_apply"]
-    if not partial:
-        kinds = ", ".join(m.kind for m in modules) or "none"
-        raise ValueError(
-            f"{path} is not a tvm-partial artifact: it embeds no partial_apply module "
-            f"(embedded modules: {kinds})"
-        )
-    blob = partial[0]  # the root (TVM writes the module tree root first)
-    header_offset = -1
-    try:
-        described = _ffi_api.DescribeBytes(bytes(data[blob.offset : blob.offset + blob.size]))
-    except ValueError as err:  # the format's reader: say which file
-        raise ValueError(f"{path}: {err}") from err
-    if "region_symbol" in described:
-        found = elf.symbol(str(described["region_symbol"]).encode())
-        if found is not None and found[1] == 64:
-            header_offset = found[0]
-    return Located(path, "library", blob.offset, blob.size, header_offset, elf)
+        return Located(view.path, "save_to_bytes", 0, -1, [], None)
+    found = _ffi_api.LibraryModules(view.path, view.fd)
+    modules = [{str(k): v for k, v in m.items()} for m in found["modules"]]
+    at, end = found["library_bin"]
+    return Located(
+        view.path, "library", int(found["blob_offset"]), int(found["blob_size"]), modules, (at, end)
+    )
 
 
 def report(path: str, payloads: list[dict[str, Any]]) -> dict[str, Any]:

@@ -64,9 +64,9 @@ def export_loaded(
             f"export_library: {path} is the file this module was loaded from; write the "
             "updated artifact to a new path (a loaded artifact is never changed in place)"
         )
-    with mapped(source) as data:
+    with mapped(source) as view:
         try:
-            where = locate(source, data)
+            where = locate(view)
             described = where.inspect()
             if "problem" in described:
                 raise ValueError(str(described["problem"]["message"]))
@@ -131,8 +131,8 @@ def export_loaded(
 def _check_copy(staged: str, name: str) -> None:
     """The updated copy (of the artifact ``name``) must load as its source would (the same rules
     as load)."""
-    with mapped(staged) as data:
-        described = locate(staged, data).inspect()
+    with mapped(staged) as view:
+        described = locate(view).inspect()
     if "problem" in described:
         raise ValueError(
             f"export_library: the updated copy of {name} does not read back "

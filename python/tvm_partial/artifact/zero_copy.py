@@ -72,13 +72,14 @@ def append_payload_region(
     linked = bytes(_ffi_api.SaveToBytes(external))
     final = bytes(_ffi_api.SaveToBytes(_ffi_api.WithPayloadHashes(external, hashes)))
     with open(path, "r+b") as f:
+        modules = _ffi_api.LibraryModules(path, f.fileno())["modules"]
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
             found = [
-                m.offset
-                for m in _elf.ElfFile(data, path).embedded_modules()
-                if m.kind == "partial_apply"
-                and m.size == len(linked)
-                and data[m.offset : m.offset + m.size] == linked
+                int(m["offset"])
+                for m in modules
+                if m["kind"] == "partial_apply"
+                and m["size"] == len(linked)
+                and data[m["offset"] : m["offset"] + m["size"]] == linked
             ]  # other partial modules imported into this one are embedded beside it
             if len(found) != 1 or len(final) != len(linked):
                 raise RuntimeError(f"export_library: cannot find the partial module's bytes in {path}")
