@@ -16,7 +16,7 @@ import tvm_ffi
 
 from .._progress import ProgressCallback
 from .._typing import PathLike
-from ..output_specs import dim_text
+from ..output_specs import dim_text, free_positions
 from .read import Located, file_kind, locate, mapped, not_an_artifact, rank_world_of, report
 
 
@@ -163,11 +163,12 @@ def _describe(info: Mapping[str, Any], path: str, kind: str) -> dict[str, Any]:
             bound.append(entry)
         outs = [_output_entry(o, names) for o in fn.get("outputs", [])]
         taken = {b["position"] for b in bound} | {o["position"] for o in outs}
+        free = free_positions((t for t in taken if t < len(names)), len(names))
         functions.append(
             {
                 "name": str(fn["name"]),
                 "param_names": names,
-                "free": [n for i, n in enumerate(names) if i not in taken],
+                "free": [names[i] for i in free],
                 "bindings": bound,
                 "outputs": outs,
             }
