@@ -25,6 +25,7 @@
 #include "partial_module.h"
 #include "registry.h"
 #include "storage/appended_region.h"
+#include "storage/module_tree.h"
 
 namespace tvm_partial {
 
@@ -86,7 +87,8 @@ TVM_FFI_STATIC_INIT_BLOCK() {
                                                  std::string(weights_file));
                              });
   // The default zero-copy export (flag 4): the library's region holds only the region header
-  // (PayloadRegionHeader); AppendPayloadRegion appends the region to the linked library file.
+  // (PayloadRegionHeader); AppendPayloadRegion appends the region to the linked library file
+  // and records its payload hashes in the partial module's bytes there (linked with zeros).
   detail::RegisterGlobalOnce(
       "tvm_partial.WithAppendedPayloads",
       [](ffi::Module mod, ffi::Optional<ffi::String> symbol, ffi::Optional<int64_t> link) {
@@ -111,15 +113,18 @@ TVM_FFI_STATIC_INIT_BLOCK() {
 
       [](ffi::Module mod, ffi::String path, ffi::Optional<ffi::Function> progress) {
         const format::ExternalRegion* region = AppendedRegion("AppendPayloadRegion", mod);
-        std::vector<uint64_t> hashes = storage::AppendRegion(*detail::PartialModuleRecords(mod),
-                                                             *region, std::string(path), progress);
-        ffi::Array<int64_t> out;
-        for (uint64_t h : hashes) out.push_back(static_cast<int64_t>(h));
-        return out;
+        const std::vector<format::FunctionRecord>& records = *detail::PartialModuleRecords(mod);
+        const ffi::Bytes linked = mod->SaveToBytes();
+        format::ExternalRegion hashed = *region;
+        hashed.hashes = storage::AppendRegion(records, *region, std::string(path), progress);
+        hashed.hashes_given = !hashed.hashes.empty();
+        storage::ReplaceEmbeddedModule(std::string(path), "partial_apply",
+                                       std::string(linked.data(), linked.size()),
+                                       format::Encode(records, &hashed));
       });
-  // A copy of a module from WithAppendedPayloads that records `hashes` (the payload hashes that
-  // AppendPayloadRegion returns), or zeros for None: the export links the blob with zeros, appends
-  // the region (hashing it as it is written) and then patches the blob, which keeps its length.
+  // A copy of a module from WithAppendedPayloads that records `hashes`, or zeros for None: the
+  // export links the blob with zeros, and AppendPayloadRegion appends the region (hashing it as
+  // it is written) and then patches the blob, which keeps its length.
   detail::RegisterGlobalOnce("tvm_partial.WithPayloadHashes",
                              [](ffi::Module mod, ffi::Optional<ffi::Array<int64_t>> hashes) {
                                format::ExternalRegion region =

@@ -236,6 +236,23 @@ def _export_appended(exe, tmp_path, name="a.so", count=4096):
     return lib, b
 
 
+def test_hashes_are_recorded_only_in_the_partial_module_that_was_linked(affine4, tmp_path):
+    """AppendPayloadRegion appends the payloads, then writes their hashes over the very bytes
+    that were linked (found through TVM's module tree): a library embedding other bytes is
+    refused naming it, not patched elsewhere; the export's own library verifies."""
+    exe, _ = affine4
+    lib, _ = _export_appended(exe, tmp_path)
+    assert tvm_partial.verify(lib)["intact"]
+    other = tmp_path / "inline.so"
+    tvm_partial.export_library(tvm_partial.partial(exe, {1: np.ones(8, "float32")}), other, zero_copy=False)
+    before = other.read_bytes()
+    external, _ = zero_copy.prepare(tvm_partial.partial(exe, {1: np.zeros(8, "float32")}), tmp_path)
+    with pytest.raises(RuntimeError, match=f"cannot find the partial module's bytes in {other}"):
+        _ffi_api.AppendPayloadRegion(external, str(other), None)
+    data = other.read_bytes()
+    assert data[: len(before)] == before  # the embedded bytes untouched (the region was appended)
+
+
 def test_appended_region_layout(affine4, tmp_path):
     """The library, zeros to a 64 KiB boundary, the region (header, payloads), a 64-byte trailer;
     the library's own copy of the region header is the only payload-related data linked in."""

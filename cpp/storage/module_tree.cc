@@ -5,11 +5,13 @@
  * \brief TVM's embedded module blob, one parser for both readers (storage/module_tree.h): the
  *        loaders' check in memory (CheckModuleTree) and an artifact's file read without loading
  *        it, with the global `tvm_partial.LibraryModules` that inspect, verify and the update of
- *        a loaded artifact ask.
+ *        a loaded artifact ask; and the one module a zero-copy export rewrites in place.
  */
 #include "storage/module_tree.h"
 
 #include <elf.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <tvm/ffi/container/array.h>
 #include <tvm/ffi/container/map.h>
 #include <tvm/ffi/error.h>
@@ -17,6 +19,7 @@
 #include <tvm/ffi/string.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -241,6 +244,33 @@ LibraryModules ReadLibraryModules(const File& file) {
       out.length, file.path);
   for (EmbeddedModule& m : out.modules) m.offset += base;
   return out;
+}
+
+void ReplaceEmbeddedModule(const std::string& path, const std::string& kind, const std::string& was,
+                           const std::string& now) {
+  File file;
+  file.path = path;
+  file.fd = UniqueFd(open(path.c_str(), O_RDWR | O_CLOEXEC));
+  struct stat st{};
+  if (file.fd.get() < 0 || fstat(file.fd.get(), &st) != 0) {
+    TVM_FFI_THROW(RuntimeError) << "cannot open " << path
+                                << " to record its payload hashes: " << std::strerror(errno);
+  }
+  file.size = static_cast<uint64_t>(st.st_size);
+  std::vector<uint64_t> found;
+  std::string bytes;
+  for (const EmbeddedModule& m : ReadLibraryModules(file).modules) {
+    if (m.kind != kind || m.size != was.size()) continue;
+    bytes.resize(was.size());
+    if (ReadAt(file, m.offset, bytes.size(), &bytes[0]) && bytes == was) found.push_back(m.offset);
+  }
+  if (found.size() != 1 || now.size() != was.size()) {
+    TVM_FFI_THROW(RuntimeError) << "export_library: cannot find the partial module's bytes in "
+                                << path;
+  }
+  if (!WriteAt(file.fd.get(), now.data(), now.size(), found[0])) {
+    TVM_FFI_THROW(RuntimeError) << "writing " << path << " failed: " << std::strerror(errno);
+  }
 }
 
 namespace {

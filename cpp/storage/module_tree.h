@@ -63,6 +63,16 @@ LibraryModules ReadLibraryModules(const File& file);
 std::optional<std::pair<uint64_t, uint64_t>> DefinedSymbol(const File& file,
                                                            const std::string& name);
 
+/*!
+ * \brief Write `now` over the one embedded module of `kind` in the library at `path` whose
+ *        bytes are `was` (same length): how a zero-copy export records the payload hashes, known
+ *        only once the payloads are appended after linking. Other modules of that kind (partial
+ *        modules imported into the exported one) are left as they are.
+ * \throws RuntimeError naming the file when no single module holds `was`, or a write fails.
+ */
+void ReplaceEmbeddedModule(const std::string& path, const std::string& kind, const std::string& was,
+                           const std::string& now);
+
 }  // namespace storage
 }  // namespace tvm_partial
 

@@ -14,7 +14,6 @@ go to private copy-on-write pages: the file never changes.
 
 from __future__ import annotations
 
-import mmap
 import os
 import platform
 import shutil
@@ -64,28 +63,10 @@ def append_payload_region(
 ) -> None:
     """Append the payload region of ``external`` (from ``prepare``) to the library at ``path``,
     linked with its bytes: one write of the payloads, hashed as they are written, then the trailer;
-    then the payload hashes are patched into the partial module's bytes in the library (same
-    length). ``progress(done_bytes, total_bytes)`` is called as the region is written (every
+    then C++ patches the payload hashes into the partial module's bytes in the library (same
+    length, found through TVM's module tree). ``progress(done_bytes, total_bytes)`` is called as the region is written (every
     64 MiB at most, and once at the end)."""
-    path = os.fspath(path)
-    hashes = _ffi_api.AppendPayloadRegion(external, path, progress)
-    linked = bytes(_ffi_api.SaveToBytes(external))
-    final = bytes(_ffi_api.SaveToBytes(_ffi_api.WithPayloadHashes(external, hashes)))
-    with open(path, "r+b") as f:
-        modules = _ffi_api.LibraryModules(path, f.fileno())["modules"]
-        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            found = [
-                int(m["offset"])
-                for m in modules
-                if m["kind"] == "partial_apply"
-                and m["size"] == len(linked)
-                and data[m["offset"] : m["offset"] + m["size"]] == linked
-            ]  # other partial modules imported into this one are embedded beside it
-            if len(found) != 1 or len(final) != len(linked):
-                raise RuntimeError(f"export_library: cannot find the partial module's bytes in {path}")
-            at = found[0]
-        f.seek(at)
-        f.write(final)
+    _ffi_api.AppendPayloadRegion(external, os.fspath(path), progress)
 
 
 def write_payload_region(external: tvm_ffi.Module, path: str | os.PathLike[str], lead: int = 0) -> None:
