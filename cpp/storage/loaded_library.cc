@@ -79,6 +79,14 @@ struct Object {
     }
     return std::nullopt;
   }
+  /*! \brief The file offset of TVM's embedded blob at `address` (a u64 length, stored in
+   *         `length`, then that many bytes) when all of it lies in the file, else nullopt. */
+  std::optional<uint64_t> BlobFileOffset(const char* address, uint64_t* length) const {
+    if (!FileOffset(address, 8).has_value()) return std::nullopt;
+    std::memcpy(length, address, sizeof(*length));
+    if (*length > UINT64_MAX - 8) return std::nullopt;
+    return FileOffset(address, 8 + *length);
+  }
 };
 
 /*! \brief Fill `out` when `address` is `symbol` of a loaded object, as the loader resolves it in
@@ -184,10 +192,8 @@ bool FindBlob(const ffi::Module& library, Blob* blob) {
   for (const void* candidate : Candidates(*bin)) {
     if (!ObjectAt(candidate, kBinSymbol, &blob->object)) continue;
     blob->address = static_cast<const char*>(candidate);
-    std::memcpy(&blob->length, blob->address, sizeof(blob->length));
-    std::optional<uint64_t> offset = blob->length <= UINT64_MAX - 8
-                                         ? blob->object.FileOffset(blob->address, 8 + blob->length)
-                                         : std::nullopt;
+    const std::optional<uint64_t> offset =
+        blob->object.BlobFileOffset(blob->address, &blob->length);
     if (!offset.has_value()) {
       TVM_FFI_THROW(ValueError) << "the embedded module blob of " << blob->object.segments.name
                                 << " does not lie inside the file's loaded segments";
@@ -244,8 +250,7 @@ void CheckBlobOf(void* handle, const std::string& path) {
     TVM_FFI_THROW(ValueError) << path << ": its embedded module blob does not lie in one loaded "
                               << "object's file; refused before TVM decodes it";
   }
-  std::memcpy(&length, blob, sizeof(length));
-  if (length > UINT64_MAX - 8 || !object.FileOffset(blob, 8 + length).has_value()) {
+  if (!object.BlobFileOffset(blob, &length).has_value()) {
     TVM_FFI_THROW(ValueError) << path << ": the embedded module blob is damaged: its length, "
                               << length << " bytes, runs past the file's loaded segments; copy "
                               << "or export the artifact again";
