@@ -59,12 +59,14 @@ struct FileArtifact {
   TVM_FFI_UNREACHABLE();
 }
 
-/*! \brief Read and parse the bytes at [blob_offset, + blob_size) of `path` (size -1: the whole
+/*! \brief Read and parse the bytes at [blob_offset, + blob_size) of the file open at `fd` (named
+ *         `path`; the caller opened it once, so every read is of that file) (size -1: the whole
  *         file, save_to_bytes output, not a library) and, for a library, its copy of the region
  *         header (the recorded symbol, when its section tables define it with 64 bytes). */
-FileArtifact ReadArtifact(const std::string& path, int64_t blob_offset, int64_t blob_size) {
+FileArtifact ReadArtifact(const std::string& path, int64_t fd, int64_t blob_offset,
+                          int64_t blob_size) {
   FileArtifact out;
-  out.origin.blob_file = storage::OpenRegular(path, "artifact");
+  out.origin.blob_file = storage::FromDescriptor(static_cast<int>(fd), path, "artifact");
   const storage::File& file = *out.origin.blob_file;
   const bool library = blob_size >= 0;
   if (library) out.origin.library = out.origin.blob_file;
@@ -224,8 +226,8 @@ ffi::Array<ffi::Any> CheckEntries(const ffi::Array<ffi::Any>& entries, const sto
 }
 
 /*! \brief inspect: the description, where the payloads lie, or why they cannot be found. */
-Dict InspectArtifact(const ffi::String& path, int64_t blob_offset, int64_t blob_size) {
-  FileArtifact art = ReadArtifact(path, blob_offset, blob_size);
+Dict InspectArtifact(const ffi::String& path, int64_t fd, int64_t blob_offset, int64_t blob_size) {
+  FileArtifact art = ReadArtifact(path, fd, blob_offset, blob_size);
   Dict out = format::Describe(art.parsed);
   out.Set("real_path", ffi::String(art.origin.library_path));
   if (art.parsed.placement == format::Placement::kWeightsFile) {
@@ -252,9 +254,9 @@ Dict InspectArtifact(const ffi::String& path, int64_t blob_offset, int64_t blob_
 }
 
 /*! \brief verify: every payload hashed where Locate puts it; {"payloads": [..., "intact"]}. */
-Dict VerifyArtifact(const ffi::String& path, int64_t blob_offset, int64_t blob_size,
+Dict VerifyArtifact(const ffi::String& path, int64_t fd, int64_t blob_offset, int64_t blob_size,
                     ffi::Optional<ffi::Function> progress, int64_t rank, int64_t world) {
-  FileArtifact art = ReadArtifact(path, blob_offset, blob_size);
+  FileArtifact art = ReadArtifact(path, fd, blob_offset, blob_size);
   if (world > 0) CheckShardToVerify(path, art.parsed, rank, world);
   if (art.bytes_only && art.parsed.external()) PayloadsElsewhere(path, art.parsed);
   const storage::PayloadSource source = storage::Locate(art.parsed, art.origin);

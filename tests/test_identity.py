@@ -66,6 +66,35 @@ def test_two_versions_compute_with_their_own_weights(bound, tmp_path, placement)
     assert tvm_partial.verify(first)["intact"] and tvm_partial.verify(second)["intact"]
 
 
+@pytest.mark.parametrize("placement", ["inline", "zero_copy"])
+def test_inspect_and_verify_read_the_file_they_opened(bound, tmp_path, placement):
+    """inspect and verify open the path once and read everything through that descriptor: an
+    update renamed over the path meanwhile (the same layout, which a reopen by name would read
+    at the first file's offsets without noticing) is not what they describe."""
+    from tvm_partial.artifact import read
+
+    exe, b, c = bound
+    path, update = tmp_path / "model.so", tmp_path / "update.so"
+    _export(tvm_partial.partial(exe, {1: b, 2: c}), path, placement)
+    tvm_partial.export_library(
+        tvm_partial.rebind(tvm_partial.load(path), {1: (b * 5 - 2).astype("float32")}), update
+    )
+
+    def hashes(info):
+        return [int(x["hash"]) for fn in info["functions"] for x in fn["bindings"] if "hash" in x]
+
+    with read.mapped(str(update)) as view:
+        of_update = hashes(read.locate(view).inspect())
+    with read.mapped(str(path)) as view:
+        where = read.locate(view)
+        first = hashes(where.inspect())
+        os.replace(update, path)
+        after = hashes(where.inspect())
+        checked = where.verify()
+    assert first != of_update and after == first
+    assert checked["payloads"] and all(p["intact"] for p in checked["payloads"])
+
+
 @pytest.mark.parametrize("placement", PLACEMENTS)
 def test_a_replaced_file_reloads_and_a_renamed_one_rolls_back(bound, tmp_path, placement):
     """Hot reload the documented way (export to a new file, rename over the old): loading the path

@@ -2,8 +2,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file storage/loaded_library.cc
- * \brief The file a loaded library module was mapped from (storage/loaded_library.h), and the
- *        global `tvm_partial.LoadedLibraryFile` that the re-export of a loaded artifact asks.
+ * \brief The file a loaded library module was mapped from, and loading a file so that it is
+ *        (storage/loaded_library.h). The global the re-export asks (LoadedLibraryFile) is
+ *        registered in load.cc, beside the descriptor its loader keeps.
  */
 #include "storage/loaded_library.h"
 

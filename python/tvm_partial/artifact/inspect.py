@@ -45,24 +45,24 @@ def inspect(path: PathLike) -> dict[str, Any]:
     from .. import weights as _weights
 
     path = os.fspath(path)
-    kind = file_kind(path)
-    if kind == "weights file":
-        info = _weights.inspect_weights(path)
-        return {"path": info.pop("path"), "kind": kind, **info, "self_contained": None}
+    with mapped(path) as view:  # opened once: every read is of this file; nothing read in bulk
+        kind = file_kind(view)
+        if kind not in ("weights file", "unknown"):
+            where = locate(view, kind)
+            described = where.inspect()
+            _raise_problem(described)
+            out = {**_describe(described, path, where.kind), "region": _region(described)}
+            if where.library_bin is None:
+                return {**out, "self_contained": None, "relax_vm": None}
+            return {
+                **out,
+                "self_contained": _embeds_loaders(where, view.data),
+                "relax_vm": _relax_vm_info(where, view.data),
+            }
     if kind == "unknown":
         raise not_an_artifact(path)
-    with mapped(path) as view:  # nothing read in bulk
-        where = locate(view, kind)
-        described = where.inspect()
-        _raise_problem(described)
-        out = {**_describe(described, path, where.kind), "region": _region(described)}
-        if where.library_bin is None:
-            return {**out, "self_contained": None, "relax_vm": None}
-        return {
-            **out,
-            "self_contained": _embeds_loaders(where, view.data),
-            "relax_vm": _relax_vm_info(where, view.data),
-        }
+    info = _weights.inspect_weights(path)
+    return {"path": info.pop("path"), "kind": kind, **info, "self_contained": None}
 
 
 def verify(
@@ -90,8 +90,13 @@ def verify(
     from .. import weights as _weights
 
     path = os.fspath(path)
-    kind = file_kind(path)
-    shard = rank_world_of(shard)
+    with mapped(path) as view:  # opened once: every read is of this file
+        kind = file_kind(view)
+        shard = rank_world_of(shard)
+        if kind not in ("weights file", "unknown"):
+            checked = locate(view, kind).verify(progress, shard)
+    if kind == "unknown":
+        raise not_an_artifact(path)
     if kind == "weights file":
         if shard is not None:
             raise ValueError(
@@ -99,11 +104,6 @@ def verify(
                 "that binds it with shard="
             )
         return _weights.verify_weights(path, progress=progress)
-    if kind == "unknown":
-        raise not_an_artifact(path)
-    with mapped(path) as view:
-        where = locate(view, kind)
-    checked = where.verify(progress, shard)
     payloads = [_payload_entry(dict(p), path) for p in checked["payloads"]]
     return report(path, payloads)
 

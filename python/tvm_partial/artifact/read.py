@@ -75,15 +75,11 @@ class mapped:
         os.close(self.fd)
 
 
-def file_kind(path: str) -> str:
-    """The kind of file at ``path``, from its first bytes as C++ tells it (``FileKind``):
-    ``library`` (an ELF file), ``save_to_bytes`` or ``weights file`` (a path the weights reader
-    takes for an index of several files too); anything else is ``unknown``."""
-    fd = open_regular(path)
-    try:
-        return str(_ffi_api.FileKind(path, fd))
-    finally:
-        os.close(fd)
+def file_kind(view: mapped) -> str:
+    """The kind of the file ``view`` (``mapped``), from its first bytes as C++ tells it
+    (``FileKind``): ``library`` (an ELF file), ``save_to_bytes`` or ``weights file`` (a path the
+    weights reader takes for an index of several files too); anything else is ``unknown``."""
+    return str(_ffi_api.FileKind(view.path, view.fd))
 
 
 def not_an_artifact(path: str) -> ValueError:
@@ -116,9 +112,11 @@ def rank_world_of(shard: object) -> tuple[int, int] | None:
 
 
 class Located(NamedTuple):
-    """Where a partial module's bytes lie in a file; for a library, what TVM embedded in it."""
+    """Where a partial module's bytes lie in a file; for a library, what TVM embedded in it.
+    Read through ``fd`` (the ``mapped`` view's, open while it is)."""
 
     path: str
+    fd: int
     kind: str  # "library" or "save_to_bytes"
     blob_offset: int
     blob_size: int
@@ -128,14 +126,16 @@ class Located(NamedTuple):
     def inspect(self) -> dict[str, Any]:
         """The C++ reader's description (InspectArtifact): the format's description, where the
         payloads lie (``payload_entries``) or why they cannot be found (``problem``)."""
-        return dict(_ffi_api.InspectArtifact(self.path, self.blob_offset, self.blob_size))
+        return dict(_ffi_api.InspectArtifact(self.path, self.fd, self.blob_offset, self.blob_size))
 
     def verify(self, progress: Any = None, shard: tuple[int, int] | None = None) -> dict[str, Any]:
         """Every payload hashed where the loader would read it (VerifyArtifact); with ``shard``
         (rank, world), a sharded tensor's range of that rank only."""
         rank, world = shard if shard is not None else (-1, 0)
         return dict(
-            _ffi_api.VerifyArtifact(self.path, self.blob_offset, self.blob_size, progress, rank, world)
+            _ffi_api.VerifyArtifact(
+                self.path, self.fd, self.blob_offset, self.blob_size, progress, rank, world
+            )
         )
 
 
@@ -144,12 +144,12 @@ def locate(view: mapped, kind: str = "library") -> Located:
     (``file_kind``): a library (its embedded partial_apply module, found by C++'s reader,
     ``LibraryModules``) or ``save_to_bytes`` output."""
     if kind == "save_to_bytes":
-        return Located(view.path, "save_to_bytes", 0, -1, [], None)
+        return Located(view.path, view.fd, "save_to_bytes", 0, -1, [], None)
     found = _ffi_api.LibraryModules(view.path, view.fd)
     modules = [{str(k): v for k, v in m.items()} for m in found["modules"]]
     at, end = found["library_bin"]
     return Located(
-        view.path, "library", int(found["blob_offset"]), int(found["blob_size"]), modules, (at, end)
+        view.path, view.fd, "library", int(found["blob_offset"]), int(found["blob_size"]), modules, (at, end)
     )
 
 
