@@ -6,9 +6,9 @@
  *        open_weights.cc): the same parser (format/) and the same placement rules
  * (storage/payload_source.h) the loader applies, so the three can never disagree.
  *
- * An artifact is a shared library: Python's ELF reader (python/tvm_partial/artifact/_elf.py)
- * finds where its embedded bytes and its copy of the region header lie in the file, without
- * running any of it; everything after that is here.
+ * An artifact is a shared library: where its embedded bytes lie in the file is found without
+ * running any of it (tvm_partial.LibraryModules, storage/module_tree.h); everything after that
+ * is here.
  */
 #include <tvm/ffi/container/array.h>
 #include <tvm/ffi/container/map.h>
@@ -31,7 +31,6 @@
 #include "format/format.h"
 #include "registry.h"
 #include "storage/file.h"
-#include "storage/module_tree.h"
 #include "storage/payload_source.h"
 #include "storage/verify.h"
 #include "storage/weights_file.h"
@@ -61,8 +60,7 @@ struct FileArtifact {
 
 /*! \brief Read and parse the bytes at [blob_offset, + blob_size) of the file open at `fd` (named
  *         `path`; the caller opened it once, so every read is of that file) (size -1: the whole
- *         file, save_to_bytes output, not a library) and, for a library, its copy of the region
- *         header (the recorded symbol, when its section tables define it with 64 bytes). */
+ *         file, save_to_bytes output, not a library). */
 FileArtifact ReadArtifact(const std::string& path, int64_t fd, int64_t blob_offset,
                           int64_t blob_size) {
   FileArtifact out;
@@ -89,15 +87,6 @@ FileArtifact ReadArtifact(const std::string& path, int64_t fd, int64_t blob_offs
   out.origin.library_path = storage::RealPath(file);
   out.origin.blob_offset = static_cast<uint64_t>(blob_offset);
   out.bytes_only = !library;
-  const auto header = library && out.parsed.external()
-                          ? storage::DefinedSymbol(file, out.parsed.symbol)
-                          : std::nullopt;
-  if (header.has_value() && header->second == format::kRegionHeaderSize) {
-    std::string bytes(format::kRegionHeaderSize, '\0');
-    if (storage::ReadAt(file, header->first, bytes.size(), &bytes[0])) {
-      out.origin.header = std::move(bytes);
-    }
-  }
   return out;
 }
 
@@ -234,7 +223,6 @@ Dict InspectArtifact(const ffi::String& path, int64_t fd, int64_t blob_offset, i
     out.Set("weights_file_path",
             ffi::String(storage::Beside(art.origin.library_path, art.parsed.weights_file)));
   }
-  out.Set("header_found", art.origin.header.has_value());
   if (art.bytes_only && art.parsed.external()) {
     out.Set("placement", ffi::String("elsewhere"));  // described, not located: no library here
     return out;

@@ -78,10 +78,9 @@ std::vector<format::FunctionRecord> DecodeRecords(const char* blob, const format
   }
   ffi::Optional<ffi::Module> library = FindLibrary(imports);
   if (library.has_value() && parsed.external() && override_weights.empty()) {
-    storage::LoadedLibrary file = storage::OpenLoadedLibrary(*library, parsed.symbol, library_file);
+    storage::LoadedLibrary file = storage::OpenLoadedLibrary(*library, library_file);
     origin.library = file.file;
     origin.library_path = file.real_path;
-    origin.header = file.symbol_bytes;
   } else if (library.has_value() && override_weights.empty() && library_file == nullptr) {
     // Inline payloads are the loader's own (in the bytes it mapped); still, where TVM's loader
     // (which answers a name with the object it has) loaded it, a file replaced at the path since

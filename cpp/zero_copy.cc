@@ -33,10 +33,10 @@ namespace {
 
 /*!
  * \brief A copy of the partial_apply module `mod` whose SaveToBytes leaves the payloads to the
- *        region `symbol` of the library (and, with `weights_file`, to that file beside it). A new
- *        export draws the symbol and the link at random (None): two artifacts in one process
- *        never share a symbol, and a weights file names the library it was written with; a
- *        re-export, and the tests' fixed artifacts, give the ones recorded.
+ *        region named `symbol`, appended to the library (or, with `weights_file`, in that file
+ *        beside it). A new export draws the name and the link at random (None): a region, and
+ *        a weights file, belong to the library they were written with; a re-export, and the
+ *        tests' fixed artifacts, give the ones recorded.
  * \throws TypeError for another module, ValueError for a bad symbol or an empty file name.
  */
 ffi::Module WithRegion(const char* who, const ffi::Module& mod,
@@ -76,9 +76,8 @@ const format::ExternalRegion* AppendedRegion(const char* who, const ffi::Module&
 }  // namespace
 
 TVM_FFI_STATIC_INIT_BLOCK() {
-  // A copy of `mod` whose payloads go to a safetensors weights file beside the library (flag 2):
-  // the library's region then holds only the region header; `weights_file` is relative to its
-  // folder.
+  // A copy of `mod` whose payloads go to a safetensors weights file beside the library (flag 2);
+  // `weights_file` is relative to the library's folder.
   detail::RegisterGlobalOnce("tvm_partial.WithExternalWeights",
 
                              [](ffi::Module mod, ffi::Optional<ffi::String> symbol,
@@ -86,9 +85,9 @@ TVM_FFI_STATIC_INIT_BLOCK() {
                                return WithRegion("WithExternalWeights", mod, symbol, link,
                                                  std::string(weights_file));
                              });
-  // The default zero-copy export (flag 4): the library's region holds only the region header
-  // (PayloadRegionHeader); AppendPayloadRegion appends the region to the linked library file
-  // and records its payload hashes in the partial module's bytes there (linked with zeros).
+  // The default zero-copy export (flag 4): AppendPayloadRegion appends the region to the linked
+  // library file and records its payload hashes in the partial module's bytes there (linked with
+  // zeros).
   detail::RegisterGlobalOnce(
       "tvm_partial.WithAppendedPayloads",
       [](ffi::Module mod, ffi::Optional<ffi::String> symbol, ffi::Optional<int64_t> link) {
@@ -97,17 +96,6 @@ TVM_FFI_STATIC_INIT_BLOCK() {
         region.appended = true;
         return detail::WithExternalRegion(mod, std::move(region));
       });
-  detail::RegisterGlobalOnce("tvm_partial.PayloadRegionHeader", [](ffi::Module mod) {
-    const format::ExternalRegion* region = detail::PartialModuleRegion(mod);
-    if (region == nullptr) {
-      TVM_FFI_THROW(TypeError) << "PayloadRegionHeader: needs a module from "
-                                  "WithAppendedPayloads or WithExternalWeights";
-    }
-    // The symbol the library defines the header under, and the header's 64 bytes.
-    return ffi::Map<ffi::String, ffi::Any>{
-        {"symbol", ffi::String(region->symbol)},
-        {"header", ffi::Bytes(format::RegionHeader(*detail::PartialModuleRecords(mod), *region))}};
-  });
   detail::RegisterGlobalOnce(
       "tvm_partial.AppendPayloadRegion",
 

@@ -71,7 +71,7 @@ struct Fixture {
   std::string input;  // dir/model.safetensors: each input is written here
   std::string blob;   // the fixed artifact's partial module, as its library embeds it
   format::Parsed parsed;
-  storage::Origin own;       // what the loader has for that artifact: its file, path, header copy
+  storage::Origin own;       // what the loader has for that artifact: its file and path
   storage::Origin override;  // the same with the input given to load(..., weights_file=)
   ffi::Array<ffi::String> main_names{"x", "weight", "bias", "y"};
   ffi::Array<ffi::String> other_names{"x", "weight", "z"};
@@ -112,7 +112,6 @@ Fixture* Make() {
   f->own.blob = f->blob.data();
   f->own.library = storage::OpenRegular(library, "artifact");
   f->own.library_path = library;
-  f->own.header = format::EncodeRegionHeader(f->parsed.region_size, f->parsed.link);
   f->override.blob = f->blob.data();
   f->override.override_weights = f->input;
   // Bare `weight` names a parameter of both functions (ambiguous); other/5 has no name.

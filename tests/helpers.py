@@ -325,18 +325,11 @@ def export_recording(module, lib, weights, recorded: str, symbol: str = FIXED_SY
     except that the artifact records ``recorded`` as its weights file's name (export_library
     records the path relative to the library's folder) and the region ``symbol`` and ``link`` are
     the ones given. Returns the module as exported (its bytes are what the library embeds)."""
-    from pathlib import Path
-
     from tvm_partial import _ffi_api
-    from tvm_partial.artifact import zero_copy
 
     external = _ffi_api.WithExternalWeights(module, symbol, link, recorded)
     _ffi_api.WriteWeightsRegionFile(external, os.fspath(weights))
-    with tempfile.TemporaryDirectory(prefix="tvm_partial_") as work:
-        obj = zero_copy.region_object(external, Path(work))
-        # TVM's export_library, as export.py calls it (tvm_ffi.Module's stubs know no keywords).
-        options = {"addons": [os.fspath(obj)]}
-        external.export_library(os.fspath(lib), **options)
+    external.export_library(os.fspath(lib))
     return external
 
 

@@ -81,13 +81,12 @@ def _zero_copy_artifact(exe, folder, tied=False):
 
 def test_trailer_and_region_mutants_agree(affine4, tmp_path):
     """Every byte of the trailer flipped (and resealed: its own hash recomputed, so the fields
-    behind it are reached), bytes of both copies of the region header flipped, the file cut at
-    several places."""
+    behind it are reached), bytes of the region header flipped, the file cut at several places."""
     exe, _ = affine4
     lib = _zero_copy_artifact(exe, tmp_path)
     data = lib.read_bytes()
-    region = data.rfind(b"TVMPREGN")
-    copy = data.find(b"TVMPREGN")
+    region = data.find(b"TVMPREGN")
+    assert region == data.rfind(b"TVMPREGN")  # the appended region's header, its only copy
     mutants = []
 
     def write(name, content):
@@ -103,10 +102,9 @@ def test_trailer_and_region_mutants_agree(affine4, tmp_path):
             struct.pack_into("<Q", m, len(m) - 64 + 40, trailer_hash(bytes(m[-64:-24])))
             write(f"resealed{at}", m)
     for at in (0, 8, 16, 24, 40):
-        for where, name in ((region, "region"), (copy, "copy")):
-            m = bytearray(data)
-            m[where + at] ^= 0x10
-            write(f"{name}{at}", m)
+        m = bytearray(data)
+        m[region + at] ^= 0x10
+        write(f"region{at}", m)
     for cut in (region, region + 64, region + 1000, len(data) - 64, len(data) - 1):
         write(f"cut{cut}", data[:cut])
     _check_agreement(mutants, want_refused=40)

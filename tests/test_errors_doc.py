@@ -511,17 +511,17 @@ def ctx(conv, tmp_path_factory):
     zero = folder / "zero.so"
     tvm_partial.export_library(pm, zero, zero_copy=True)
     data = zero.read_bytes()
-    region = data.find(b"TVMPREGN")
-    (folder / "truncated.so").write_bytes(data[: region + 32])  # inside the library's copy of it
+    found = library_modules(zero)
+    (folder / "truncated.so").write_bytes(data[: found.blob_at + 32])  # inside its loaded segments
+    region = data.find(b"TVMPREGN")  # the appended region's header
     (folder / "altered.so").write_bytes(data[:region] + b"X" + data[region + 1 :])
-    # The payloads are appended after the library's code (the last "TVMPREGN"): cut them off, as
-    # strip does (it keeps only what the ELF sections cover).
-    (folder / "cut_appended.so").write_bytes(data[: data.rfind(b"TVMPREGN")])
+    # The payloads are appended after the library's code: cut them off, as strip does (it keeps
+    # only what the ELF sections cover).
+    (folder / "cut_appended.so").write_bytes(data[:region])
     from tvm_partial.artifact import zero_copy
 
-    external_blob = tvm_partial.save_to_bytes(zero_copy.prepare(pm, folder)[0])
+    external_blob = tvm_partial.save_to_bytes(zero_copy.prepare(pm))
     # A zero-copy artifact relabelled as the retired layout (flags 1 | 4 -> 1, resealed).
-    found = library_modules(zero)
     blob = found.partial
     old = bytearray(data)
     old[blob.offset + 12] = 1
@@ -582,5 +582,5 @@ def test_documented_error(ctx, where, bad_input, error):
         return
     kind, _, message = error.partition(": ")
     assert type(info.value).__name__ == kind, f"{type(info.value).__name__}: {info.value}"
-    for fragment in message.split("PATH"):  # PATH stands for a file name or symbol
+    for fragment in message.split("PATH"):  # PATH stands for what varies: a file name, a symbol, an offset
         assert fragment in str(info.value), str(info.value)

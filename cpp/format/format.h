@@ -80,19 +80,22 @@ constexpr size_t kPayloadAlignment = 64;
 /*! \brief A payload region starts with "TVMPREGN" | u32 version | u32 0 | u64 size | u64 link,
  *         padded to 64 bytes; payloads follow as in a blob, offsets from its start. */
 constexpr size_t kRegionHeaderSize = 64;
-/*! \brief Region symbols start with this (then a random hex id per export). */
+/*! \brief Region names start with this (then a random hex id per export). The name is recorded
+ *         in the metadata, where messages and inspect name the region by it; artifacts exported
+ *         before 0.1.0 also defined a symbol of that name in the library, holding a copy of the
+ *         region header, which nothing reads any more. */
 constexpr const char* kRegionSymbolPrefix = "__tvm_partial_payload_";
 
-/*! \brief Where a zero-copy export puts the payloads: a symbol of the library, and a number
- *         that the region and the metadata both record so a mismatch is caught. */
+/*! \brief Where a zero-copy export puts the payloads: a region with a name, and a number that
+ *         the region and the metadata both record so a mismatch is caught. */
 struct ExternalRegion {
   std::string symbol;
   uint64_t link;
   /*! \brief Flag 2: non-empty when the payloads live in this safetensors file (a path relative
-   *         to the library's folder) and the library's region holds only the region header. */
+   *         to the library's folder). */
   std::string weights_file = {};
-  /*! \brief Flag 4: the region is appended to the library file and the library keeps only the
-   *         region header. Exports write either this or `weights_file`. */
+  /*! \brief Flag 4: the region is appended to the library file. Exports write either this or
+   *         `weights_file`. */
   bool appended = false;
   /*! \brief The payload hashes Encode records: computed by Encode when `hashes_given` is false;
    *         else these (AppendRegion computes them while writing), or zeros while empty (the
@@ -116,10 +119,6 @@ struct FunctionRecord {
  */
 std::string Encode(const std::vector<FunctionRecord>& functions,
                    const ExternalRegion* region = nullptr);
-
-/*! \brief The 64-byte header of the payload region that `Encode(functions, &region)` refers to. */
-std::string RegionHeader(const std::vector<FunctionRecord>& functions,
-                         const ExternalRegion& region);
 
 /*! \brief The 64-byte region header for a region of `size` bytes recording `link`. */
 std::string EncodeRegionHeader(uint64_t size, uint64_t link);
@@ -197,7 +196,7 @@ struct Parsed {
   uint32_t version = 0;
   uint64_t total = 0;
   Placement placement = Placement::kInline;
-  std::string symbol;        // external: the symbol of the library's copy of the region header
+  std::string symbol;        // external: the region's name (kRegionSymbolPrefix ...)
   uint64_t link = 0;         // external: the number the region header must repeat
   uint64_t region_size = 0;  // external: the region's size, header included
   std::string weights_file;  // kWeightsFile: relative to the library's folder (or absolute)

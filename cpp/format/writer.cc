@@ -441,10 +441,5 @@ bool RegionHeaderMatches(const char* header, uint64_t size, uint64_t link) {
   return std::memcmp(header, EncodeRegionHeader(size, link).data(), kRegionHeaderSize) == 0;
 }
 
-std::string RegionHeader(const std::vector<FunctionRecord>& functions,
-                         const ExternalRegion& region) {
-  return EncodeRegionHeader(RegionSize(PayloadTensors(functions)), region.link);
-}
-
 }  // namespace format
 }  // namespace tvm_partial

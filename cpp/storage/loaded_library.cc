@@ -261,8 +261,7 @@ void CheckBlobOf(void* handle, const std::string& path) {
 
 }  // namespace
 
-LoadedLibrary OpenLoadedLibrary(const ffi::Module& library, const std::string& symbol,
-                                const std::shared_ptr<File>& proven) {
+LoadedLibrary OpenLoadedLibrary(const ffi::Module& library, const std::shared_ptr<File>& proven) {
   Blob blob;
   RequireBlob(library, &blob);
   const std::string path = proven ? proven->path : blob.object.segments.name;
@@ -278,13 +277,6 @@ LoadedLibrary OpenLoadedLibrary(const ffi::Module& library, const std::string& s
   }
   if (!IsMappedFile(*out.file, blob)) ThrowReplaced(path, blob);
   out.real_path = RealPath(*out.file);
-  if (!symbol.empty()) {
-    const char* found = static_cast<const char*>(dlsym(blob.object.handle, symbol.c_str()));
-    // Only the object's own definition counts (dlsym also searches its dependencies).
-    if (found != nullptr && blob.object.FileOffset(found, 64).has_value()) {
-      out.symbol_bytes = std::string(found, 64);
-    }
-  }
   return out;
 }
 

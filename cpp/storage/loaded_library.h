@@ -38,14 +38,11 @@ struct LoadedLibrary {
   std::shared_ptr<File> file;
   std::string
       real_path;  // absolute, symlinks resolved: where a recorded weights file is looked for
-  /*! \brief The 64 bytes under `symbol` in the object itself (not a dependency), if asked for and
-   *         defined there with that size. */
-  std::optional<std::string> symbol_bytes;
 };
 
 /*!
  * \brief Open the file that `library` (a module of kind "library", as the loader created it)
- *        was mapped from, and copy the 64-byte data symbol `symbol` of that object (if given).
+ *        was mapped from.
  *        `proven`: the file a loader of ours opened and loaded the library from (LoadArtifactFile),
  *        taken when it is the very inode and bytes the process maps; else the file is opened by
  *        the name the system's loader mapped it under and must be that inode.
@@ -53,7 +50,7 @@ struct LoadedLibrary {
  *         apart, or when the file was replaced since the process loaded it; FileNotFoundError
  *         when it was removed (or renamed) since.
  */
-LoadedLibrary OpenLoadedLibrary(const ffi::Module& library, const std::string& symbol = "",
+LoadedLibrary OpenLoadedLibrary(const ffi::Module& library,
                                 const std::shared_ptr<File>& proven = nullptr);
 
 /*!

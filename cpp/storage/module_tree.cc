@@ -23,8 +23,10 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "registry.h"
@@ -216,11 +218,6 @@ class ElfFile {
 };
 
 }  // namespace
-
-std::optional<std::pair<uint64_t, uint64_t>> DefinedSymbol(const File& file,
-                                                           const std::string& name) {
-  return ElfFile(file).Symbol(name);
-}
 
 LibraryModules ReadLibraryModules(const File& file) {
   const ElfFile elf(file);

@@ -13,9 +13,7 @@
 
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "storage/file.h"
@@ -56,12 +54,6 @@ struct LibraryModules {
  *         embedded blob, or any table, symbol or count that runs past its end.
  */
 LibraryModules ReadLibraryModules(const File& file);
-
-/*! \brief (file offset, size) of the symbol `name` defined in `file` (an ELF library; the
- *         dynamic symbol table first), or nothing when no table defines it.
- *  \throws ValueError as ReadLibraryModules. */
-std::optional<std::pair<uint64_t, uint64_t>> DefinedSymbol(const File& file,
-                                                           const std::string& name);
 
 /*!
  * \brief Write `now` over the one embedded module of `kind` in the library at `path` whose

@@ -57,20 +57,6 @@ const File& RequireLibrary(const format::Parsed& parsed, const Origin& origin) {
   return *origin.library;
 }
 
-/*! \brief The library's copy of the region header must be there and describe the region. */
-void CheckLibraryHeader(const format::Parsed& parsed, const Origin& origin) {
-  if (!origin.header.has_value() ||
-      !format::RegionHeaderMatches(origin.header->data(), parsed.region_size, parsed.link)) {
-    TVM_FFI_THROW(ValueError) << origin.library->path << " is damaged: "
-                              << (origin.header.has_value() ? "its copy of the region header "
-                                                            : "the region header it keeps ")
-                              << parsed.symbol
-                              << (origin.header.has_value() ? " does not match its metadata"
-                                                            : " is missing")
-                              << "; copy or export it again";
-  }
-}
-
 PayloadSource FromOverride(const format::Parsed& parsed, const Origin& origin) {
   const weights::WeightsSet set = weights::OpenSet(origin.override_weights);
   PayloadSource out{"weights file given to load", set.files[0].file, {}};
@@ -85,7 +71,6 @@ PayloadSource FromOverride(const format::Parsed& parsed, const Origin& origin) {
 
 PayloadSource FromWeightsFile(const format::Parsed& parsed, const Origin& origin) {
   RequireLibrary(parsed, origin);
-  CheckLibraryHeader(parsed, origin);
   const std::string path = Beside(origin.library_path, parsed.weights_file);
   weights::WeightsFile file;
   try {
@@ -109,7 +94,6 @@ PayloadSource FromWeightsFile(const format::Parsed& parsed, const Origin& origin
 
 PayloadSource FromAppended(const format::Parsed& parsed, const Origin& origin) {
   const File& library = RequireLibrary(parsed, origin);
-  CheckLibraryHeader(parsed, origin);
   const uint64_t region = LocateAppended(library, parsed.region_size, parsed.link);
   PayloadSource out{"appended", origin.library, {}, region};
   ForEachTensor(parsed, [&](const format::ParsedFunction&, const format::ParsedValue& v) {

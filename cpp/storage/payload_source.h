@@ -8,8 +8,8 @@
  * `Locate` answers it for every reader alike (the loader, `inspect`, `verify`): inside the
  * bytes (inline), in the region appended to the artifact's file, in the weights file beside it,
  * or, for `load(path, weights_file=...)`, in another weights file by key. It is given what the
- * artifact being decoded offers (`Origin`: its bytes, the proven file of its library, that
- * library's copy of the region header, an override) and asks nothing of the process: no symbol
+ * artifact being decoded offers (`Origin`: its bytes, the proven file of its library, an
+ * override) and asks nothing of the process: no symbol
  * searched across loaded objects, no path but the artifact's own and those it records.
  */
 #ifndef TVM_PARTIAL_STORAGE_PAYLOAD_SOURCE_H_
@@ -44,8 +44,6 @@ struct Origin {
    */
   std::shared_ptr<File> blob_file;
   uint64_t blob_offset = 0;
-  /*! \brief The library's copy of the region header (under the recorded symbol), if it has one. */
-  std::optional<std::string> header;
   /*! \brief `load(path, weights_file=...)`: take every tensor from this file (or the files of
    *         this index) by key instead. */
   std::string override_weights;

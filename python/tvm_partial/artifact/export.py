@@ -7,7 +7,6 @@ into place."""
 from __future__ import annotations
 
 import os
-import tempfile
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -126,24 +125,20 @@ def export_library(
         kwargs["options"] = [*([options] if isinstance(options, str) else options), "-Wl,-z,nodelete"]
     if weights_file is not None:
         return _export_with_weights_file(module, path, os.fspath(weights_file), **kwargs)
+    appended = None
+    if pm is not None and (
+        zero_copy or (zero_copy is None and _zero_copy.constant_bytes(pm) >= _zero_copy.THRESHOLD_BYTES)
+    ):
+        if path.endswith((".tar", ".wasm")):
+            raise ValueError(
+                f"export_library: a zero-copy export appends the payloads to a shared library; "
+                f"{path} is not one (export to a .so, or pass zero_copy=False)"
+            )
+        module = appended = _zero_copy.prepare(pm)
     with new_file(path) as staged:
-        with tempfile.TemporaryDirectory(prefix="tvm_partial_") as workdir:
-            appended = None
-            if pm is not None and (
-                zero_copy
-                or (zero_copy is None and _zero_copy.constant_bytes(pm) >= _zero_copy.THRESHOLD_BYTES)
-            ):
-                if path.endswith((".tar", ".wasm")):
-                    raise ValueError(
-                        f"export_library: a zero-copy export appends the payloads to a shared library; "
-                        f"{path} is not one (export to a .so, or pass zero_copy=False)"
-                    )
-                module, payload_object = _zero_copy.prepare(pm, Path(workdir))
-                kwargs["addons"] = [*(kwargs.get("addons") or []), os.fspath(payload_object)]
-                appended = module
-            module.export_library(staged, **kwargs)
-            if appended is not None:  # the linked library, then the payloads in one write
-                _zero_copy.append_payload_region(appended, staged, progress)
+        module.export_library(staged, **kwargs)
+        if appended is not None:  # the linked library, then the payloads in one write
+            _zero_copy.append_payload_region(appended, staged, progress)
 
 
 def _loaded(module: tvm_ffi.Module) -> bool:
@@ -153,18 +148,14 @@ def _loaded(module: tvm_ffi.Module) -> bool:
 
 
 def _export_with_weights_file(module: Any, path: str, weights_file: str, **kwargs: Any) -> None:
-    """The library (code, metadata, the region header) and the weights file, each written under a
-    new name and renamed into place (the weights file first: the library names it)."""
+    """The library (code and metadata) and the weights file, each written under a new name and
+    renamed into place (the weights file first: the library names it)."""
     # Recorded relative to the library's real folder, where every reader looks (the loaded file's
     # own path, symlinks resolved): a folder reached through a symlink is resolved here too.
     name = os.path.relpath(real_path(weights_file), os.path.dirname(real_path(path)))
     with new_file(path) as staged, new_file(weights_file) as staged_weights:
-        with tempfile.TemporaryDirectory(prefix="tvm_partial_") as workdir:
-            module, payload_object = _zero_copy.prepare_weights_file(
-                module, Path(workdir), Path(staged_weights), name
-            )
-            kwargs["addons"] = [*(kwargs.get("addons") or []), os.fspath(payload_object)]
-            module.export_library(staged, **kwargs)
+        module = _zero_copy.prepare_weights_file(module, Path(staged_weights), name)
+        module.export_library(staged, **kwargs)
 
 
 def embed_object() -> Path:
