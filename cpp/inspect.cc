@@ -277,6 +277,8 @@ ffi::Array<ffi::Any> WeightsEntries(const weights::WeightsFile& file) {
     d.Set("shape", ffi::Array<int64_t>(e.shape.begin(), e.shape.end()));
     d.Set("file_offset", static_cast<int64_t>(file.data_start + e.begin));
     d.Set("bytes", static_cast<int64_t>(e.end - e.begin));
+    // Whether open_weights can hand the tensor out as a view of the mapping (else a copy).
+    d.Set("aligned", (file.data_start + e.begin) % format::kPayloadAlignment == 0);
     const weights::KeyRef ref = weights::ParseKey(file.file->path, key);
     auto where = recorded.find(key);
     if (where != recorded.end()) {

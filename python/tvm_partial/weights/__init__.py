@@ -134,7 +134,7 @@ def inspect_weights(path: PathLike) -> dict[str, Any]:
             "bytes": int(t["bytes"]),
             "offset": int(t["file_offset"]),
             "key": str(t["key"]),
-            "aligned": int(t["file_offset"]) % 64 == 0,
+            "aligned": bool(t["aligned"]),
         }
         if "file" in t:  # a tensor of one of an index's files
             entry["file"] = str(t["file"])
