@@ -178,13 +178,17 @@ class ElfFile {
     const Elf64_Shdr& strtab = sections_[table.sh_link];
     Need(table.sh_offset, table.sh_size, "a symbol table");
     Need(strtab.sh_offset, strtab.sh_size, "a string table");
-    std::string strings(strtab.sh_size, '\0');
-    if (!strings.empty()) Read(strtab.sh_offset, strings.size(), &strings[0], "a string table");
     std::set<uint64_t> wanted;  // where `name` is spelled out, NUL-terminated
     const std::string needle = name + '\0';
-    for (size_t at = strings.find(needle); at != std::string::npos;
-         at = strings.find(needle, at + 1)) {
-      wanted.insert(at);
+    constexpr uint64_t kPiece = uint64_t{1} << 20;  // read a piece at a time, never the whole
+    std::string piece;
+    for (uint64_t start = 0; start < strtab.sh_size; start += kPiece) {
+      piece.resize(std::min<uint64_t>(kPiece + needle.size() - 1, strtab.sh_size - start));
+      Read(strtab.sh_offset + start, piece.size(), &piece[0], "a string table");
+      for (size_t at = piece.find(needle); at != std::string::npos && at < kPiece;
+           at = piece.find(needle, at + 1)) {
+        wanted.insert(start + at);
+      }
     }
     if (wanted.empty()) return std::nullopt;
     constexpr uint64_t kChunk = 4096;  // symbols read at a time
