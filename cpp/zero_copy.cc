@@ -110,23 +110,15 @@ TVM_FFI_STATIC_INIT_BLOCK() {
                                        std::string(linked.data(), linked.size()),
                                        format::Encode(records, &hashed));
       });
-  // A copy of a module from WithAppendedPayloads that records `hashes`, or zeros for None: the
-  // export links the blob with zeros, and AppendPayloadRegion appends the region (hashing it as
-  // it is written) and then patches the blob, which keeps its length.
-  detail::RegisterGlobalOnce("tvm_partial.WithPayloadHashes",
-                             [](ffi::Module mod, ffi::Optional<ffi::Array<int64_t>> hashes) {
-                               format::ExternalRegion region =
-                                   *AppendedRegion("WithPayloadHashes", mod);
-                               region.hashes_given = true;
-                               region.hashes.clear();
-                               if (hashes.has_value()) {
-                                 for (int64_t h : *hashes)
-                                   region.hashes.push_back(static_cast<uint64_t>(h));
-                                 if (region.hashes.empty())
-                                   region.hashes_given = false;  // no tensors: nothing to record
-                               }
-                               return detail::WithExternalRegion(mod, std::move(region));
-                             });
+  // A copy of a module from WithAppendedPayloads that records zeros for its payload hashes: the
+  // export links these bytes, and AppendPayloadRegion appends the region (hashing it as it is
+  // written) and then writes the real hashes over them (the same length).
+  detail::RegisterGlobalOnce("tvm_partial.WithZeroPayloadHashes", [](ffi::Module mod) {
+    format::ExternalRegion region = *AppendedRegion("WithZeroPayloadHashes", mod);
+    region.hashes_given = true;
+    region.hashes.clear();
+    return detail::WithExternalRegion(mod, std::move(region));
+  });
   detail::RegisterGlobalOnce(
       "tvm_partial.WritePayloadRegion", [](ffi::Module mod, ffi::String path, int64_t lead) {
         const format::ExternalRegion* region = detail::PartialModuleRegion(mod);

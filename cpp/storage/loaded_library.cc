@@ -31,12 +31,12 @@
 #include <utility>
 #include <vector>
 
+#include "storage/module_tree.h"
+
 namespace tvm_partial {
 namespace storage {
 
 namespace {
-
-constexpr const char kBinSymbol[] = "__tvm_ffi__library_bin";
 
 /*! \brief A loaded object as dl_iterate_phdr reports it, copied out of the callback. */
 struct Segments {

@@ -107,8 +107,6 @@ void CheckModuleTree(const char* data, uint64_t size, const std::string& path) {
 
 namespace {
 
-constexpr const char kBinSymbol[] = "__tvm_ffi__library_bin";
-
 /*! \brief An ELF library's file, every read bounds-checked against its size. */
 class ElfFile {
  public:

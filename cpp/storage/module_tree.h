@@ -21,6 +21,9 @@
 namespace tvm_partial {
 namespace storage {
 
+/*! \brief The symbol TVM embeds its module tree under: a u64 length, then the tree. */
+constexpr const char kBinSymbol[] = "__tvm_ffi__library_bin";
+
 /*! \brief One module of the tree: its kind and where its bytes lie (after their u64 length);
  *         the library's own code ("_lib") has none. */
 struct EmbeddedModule {

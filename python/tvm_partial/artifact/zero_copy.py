@@ -61,7 +61,7 @@ def write_payload_region(external: tvm_ffi.Module, path: str | os.PathLike[str],
 def prepare(module: tvm_ffi.Module) -> tvm_ffi.Module:
     """The module to export for a zero-copy export: its bytes leave the payloads to the region
     that ``append_payload_region(module, library)`` appends once the library is linked."""
-    return _ffi_api.WithPayloadHashes(with_appended_payloads(module), None)
+    return _ffi_api.WithZeroPayloadHashes(with_appended_payloads(module))
 
 
 def prepare_weights_file(module: tvm_ffi.Module, weights_path: Path, name: str) -> tvm_ffi.Module:
