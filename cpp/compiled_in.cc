@@ -11,6 +11,7 @@
 #include <tvm/ffi/dtype.h>
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/function.h>
+#include <tvm_partial/partial_apply.h>
 
 #include <cstring>
 #include <set>
@@ -22,7 +23,6 @@
 #include "format/common.h"
 #include "format/format.h"
 #include "format/hash.h"
-#include "registry.h"
 
 namespace tvm_partial {
 
@@ -117,19 +117,22 @@ std::set<std::tuple<int, int, int, uint64_t, uint64_t>> TensorRecords(const char
 
 }  // namespace
 
-bool ExecutableHolds(const ffi::Module& executable, const CompiledIn& compiled) {
-  const ffi::Bytes bytes = executable->SaveToBytes();
-  uint64_t nbytes = 0;
-  format::ShapeProblem(compiled.shape.data(), compiled.shape.size(), compiled.dtype, &nbytes);
-  return TensorRecords(bytes.data(), bytes.size())
-      .count(
-          {compiled.dtype.code, compiled.dtype.bits, compiled.dtype.lanes, nbytes, compiled.hash});
+bool BytesHoldTensor(const ffi::Bytes& executable_bytes, const std::vector<CompiledIn>& wanted,
+                     std::string* missing) {
+  const auto held = TensorRecords(executable_bytes.data(), executable_bytes.size());
+  for (const CompiledIn& c : wanted) {
+    uint64_t nbytes = 0;
+    format::ShapeProblem(c.shape.data(), c.shape.size(), c.dtype, &nbytes);
+    if (!held.count({c.dtype.code, c.dtype.bits, c.dtype.lanes, nbytes, c.hash})) {
+      *missing = c.name;
+      return false;
+    }
+  }
+  return true;
 }
 
 CompiledIn RecordCompiledIn(const std::string& name, const ffi::Tensor& tensor) {
-  if (!tensor.IsContiguous()) {
-    TVM_FFI_THROW(ValueError) << "the compiled-in tensor '" << name << "' is not contiguous";
-  }
+  if (!tensor.IsContiguous()) return RecordCompiledIn(name, AlignedCopy(tensor, {kDLCPU, 0}));
   const DLTensor& t = *tensor.GetDLTensorPtr();
   const uint64_t nbytes = format::PayloadBytes(t);
   const format::HostBytes host(tensor, static_cast<size_t>(nbytes));
@@ -137,42 +140,138 @@ CompiledIn RecordCompiledIn(const std::string& name, const ffi::Tensor& tensor) 
                     hash::Hash(host.data(), static_cast<size_t>(nbytes))};
 }
 
+const CompiledIn* ModelRecord::Find(const std::string& name) const {
+  for (const CompiledIn& c : compiled_in) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+const std::vector<std::string>* ModelRecord::TieOf(const std::string& name) const {
+  for (const std::vector<std::string>& group : ties) {
+    for (const std::string& n : group) {
+      if (n == name) return &group;
+    }
+  }
+  return nullptr;
+}
+
 std::string CompiledInProblem(const CompiledIn& compiled, DLDataType dtype,
                               const std::vector<int64_t>& shape, uint64_t hash) {
-  if (compiled.unused) return "";
+  if (compiled.kind == CompiledIn::kUnused) return "";
   const bool same_type = dtype.code == compiled.dtype.code && dtype.bits == compiled.dtype.bits &&
                          dtype.lanes == compiled.dtype.lanes && shape == compiled.shape;
   if (same_type && hash == compiled.hash) return "";
+  const bool read = compiled.kind == CompiledIn::kRead || compiled.kind == CompiledIn::kPinned;
   std::ostringstream os;
-  os << "the frontend compiled it into the code (" << Text(compiled.dtype, compiled.shape)
+  os << "the frontend " << (read ? "read its value at import and folded it" : "compiled it")
+     << " into the code (" << Text(compiled.dtype, compiled.shape)
      << "), so a value given for it cannot reach the model: ";
   if (!same_type) {
     os << "this one is " << Text(dtype, shape);
   } else {
     os << "this one differs from the compiled one";
   }
-  os << ". Give the compiled value (or leave it out), or keep it swappable: make it a "
-     << "parameter of the model (an nn.Parameter, an ONNX graph input, "
-     << "from_onnx(..., keep_params_in_input=True)), or import and compile the model again with "
-     << "this value";
+  os << ". Give the compiled value"
+     << (compiled.kind == CompiledIn::kPinned ? "" : " (or leave it out)");
+  if (read) {
+    os << ", or import and compile the model again with this value";
+  } else {
+    os << ", or keep it swappable: import the model with tvm_partial.from_exported_program or "
+          "tvm_partial.from_onnx, which make every tensor of its state a parameter";
+  }
   return os.str();
 }
 
-void WriteCompiledIn(const std::vector<CompiledIn>& records, std::string* out) {
-  PutU32(static_cast<uint32_t>(records.size()), out);
-  for (const CompiledIn& c : records) {
+namespace {
+
+/*! \brief The record of a given value: a tensor's (a contiguous host copy where it is not one). */
+CompiledIn RecordGiven(const std::string& name, const ffi::Any& value) {
+  auto tensor = value.try_cast<ffi::Tensor>();
+  if (!tensor.has_value()) {
+    TVM_FFI_THROW(TypeError) << "cannot bind '" << name << "': the code holds a tensor for it, got "
+                             << value.GetTypeKey();
+  }
+  return RecordCompiledIn(name, *tensor);
+}
+
+bool SameRecord(const CompiledIn& a, const CompiledIn& b) {
+  return a.dtype.code == b.dtype.code && a.dtype.bits == b.dtype.bits &&
+         a.dtype.lanes == b.dtype.lanes && a.shape == b.shape && a.hash == b.hash;
+}
+
+}  // namespace
+
+ffi::Map<ffi::String, ffi::String> SettleNames(const ModelRecord& record,
+                                               const std::vector<std::string>& params,
+                                               const ffi::Map<ffi::String, ffi::Any>& given) {
+  ffi::Map<ffi::String, ffi::String> out;
+  for (const auto& [name, value] : given) {
+    const CompiledIn* c = record.Find(name);
+    if (c != nullptr && c->kind != CompiledIn::kUnused) {
+      const CompiledIn theirs = RecordGiven(name, value);
+      const std::string problem = CompiledInProblem(*c, theirs.dtype, theirs.shape, theirs.hash);
+      if (!problem.empty())
+        TVM_FFI_THROW(ValueError) << "cannot bind '" << name << "': " << problem;
+    }
+    if (c == nullptr || c->kind == CompiledIn::kPinned) out.Set(name, name);
+  }
+  auto is_param = [&params](const std::string& name) {
+    for (const std::string& p : params) {
+      if (p == name) return true;
+    }
+    return false;
+  };
+  for (const std::vector<std::string>& group : record.ties) {
+    std::vector<std::string> named;  // the group's names given, in the model's order
+    for (const std::string& n : group) {
+      if (out.count(n)) named.push_back(n);
+    }
+    if (named.empty()) continue;
+    const ffi::Any& first = given.at(named[0]);
+    for (size_t i = 1; i < named.size(); ++i) {
+      const ffi::Any& other = given.at(named[i]);
+      if (!other.same_as(first) &&
+          !SameRecord(RecordGiven(named[0], first), RecordGiven(named[i], other))) {
+        TVM_FFI_THROW(ValueError)
+            << "'" << named[0] << "' and '" << named[i] << "' are one tensor in " << record.what
+            << " (tied weights), but the values given for them differ: give one of the names (it "
+               "binds both), or the same tensor under each";
+      }
+    }
+    for (const std::string& n : group) {
+      if (is_param(n)) {
+        out.Set(n, named[0]);
+      } else {
+        out.erase(n);
+      }
+    }
+  }
+  return out;
+}
+
+void WriteModelRecord(const ModelRecord& record, std::string* out) {
+  PutStr(record.what, out);
+  PutU32(static_cast<uint32_t>(record.compiled_in.size()), out);
+  for (const CompiledIn& c : record.compiled_in) {
     PutStr(c.name, out);
     PutStr(std::string(ffi::DLDataTypeToString(c.dtype)), out);
     PutU32(static_cast<uint32_t>(c.shape.size()), out);
     for (int64_t d : c.shape) PutU64(static_cast<uint64_t>(d), out);
     PutU64(c.hash, out);
-    out->push_back(static_cast<char>(c.unused ? 1 : 0));
+    out->push_back(static_cast<char>(c.kind));
+  }
+  PutU32(static_cast<uint32_t>(record.ties.size()), out);
+  for (const std::vector<std::string>& group : record.ties) {
+    PutU32(static_cast<uint32_t>(group.size()), out);
+    for (const std::string& n : group) PutStr(n, out);
   }
 }
 
-std::vector<CompiledIn> ReadCompiledIn(const unsigned char* data, size_t size, size_t* at,
-                                       const char* who) {
+ModelRecord ReadModelRecord(const unsigned char* data, size_t size, size_t* at, const char* who) {
   Cursor r{data, size, at, who};
+  ModelRecord record;
+  record.what = r.Str("description");
   const uint64_t count = r.Get(4, "count");
   // Each record takes at least 4 + 4 + 4 + 8 + 1 bytes: a count that cannot fit is refused before
   // anything is reserved.
@@ -180,7 +279,6 @@ std::vector<CompiledIn> ReadCompiledIn(const unsigned char* data, size_t size, s
     TVM_FFI_THROW(ValueError) << who << ": " << count << " compiled-in records cannot fit in "
                               << (size - *at) << " bytes";
   }
-  std::vector<CompiledIn> out;
   std::set<std::string> names;
   for (uint64_t k = 0; k < count; ++k) {
     CompiledIn c;
@@ -211,33 +309,35 @@ std::vector<CompiledIn> ReadCompiledIn(const unsigned char* data, size_t size, s
       TVM_FFI_THROW(ValueError) << who << ": compiled-in '" << c.name << "': " << problem;
     }
     c.hash = r.Get(8, "hash");
-    const uint64_t unused = r.Get(1, "unused flag");
-    if (unused > 1) {
-      TVM_FFI_THROW(ValueError) << who << ": compiled-in '" << c.name << "' has flag " << unused;
+    const uint64_t kind = r.Get(1, "kind");
+    if (kind > CompiledIn::kRead) {
+      TVM_FFI_THROW(ValueError) << who << ": compiled-in '" << c.name << "' has kind " << kind;
     }
-    c.unused = unused == 1;
-    out.push_back(std::move(c));
+    c.kind = static_cast<CompiledIn::Kind>(kind);
+    record.compiled_in.push_back(std::move(c));
   }
-  return out;
-}
-
-TVM_FFI_STATIC_INIT_BLOCK() {
-  // Whether `executable` holds `tensor` as one of its constants (ExecutableHolds): what binding
-  // asks of each value a program says its frontend compiled in, before trusting the program.
-  detail::RegisterGlobalOnce("tvm_partial.ExecutableHolds",
-                             [](ffi::Module executable, ffi::Tensor tensor) {
-                               return ExecutableHolds(executable, RecordCompiledIn("", tensor));
-                             });
-  // Why `given` cannot be bound for `name`, which the frontend compiled into the code as
-  // `compiled`; "" when it can (it is the compiled value). Binding asks this of every value given
-  // for a compiled-in name, as the loader asks CompiledInProblem of a weights file's.
-  detail::RegisterGlobalOnce(
-      "tvm_partial.CompiledInProblem",
-      [](ffi::String name, ffi::Tensor compiled, ffi::Tensor given) {
-        const CompiledIn theirs = RecordCompiledIn(name, given);
-        return ffi::String(CompiledInProblem(RecordCompiledIn(name, compiled), theirs.dtype,
-                                             theirs.shape, theirs.hash));
-      });
+  const uint64_t groups = r.Get(4, "tie count");
+  if (groups * 4 > size - *at) {
+    TVM_FFI_THROW(ValueError) << who << ": " << groups << " ties cannot fit in " << (size - *at)
+                              << " bytes";
+  }
+  std::set<std::string> tied;
+  for (uint64_t g = 0; g < groups; ++g) {
+    const uint64_t n = r.Get(4, "tie size");
+    if (n < 2 || n * 4 > size - *at) {
+      TVM_FFI_THROW(ValueError) << who << ": a tie of " << n << " names";
+    }
+    std::vector<std::string> group;
+    for (uint64_t k = 0; k < n; ++k) {
+      group.push_back(r.Str("tied name"));
+      if (group.back().empty() || !tied.insert(group.back()).second) {
+        TVM_FFI_THROW(ValueError) << who << ": tied name '" << group.back()
+                                  << "' is empty or appears twice";
+      }
+    }
+    record.ties.push_back(std::move(group));
+  }
+  return record;
 }
 
 }  // namespace tvm_partial

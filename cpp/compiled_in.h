@@ -2,18 +2,22 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file compiled_in.h
- * \brief Internal: tensors a frontend compiled into a Relax executable (a torch model's batch-norm
- *        statistics, an ONNX model's folded initializers), known by the model's names.
+ * \brief Internal: what a Relax executable imported from another framework knows by the model's
+ *        names (the model record): the tensors its frontend compiled into the code, and the names
+ *        that are one tensor (tied weights).
  *
- * A weights set is swapped by name; a value for one of these names cannot reach the code, which
+ * A weights set is swapped by name; a value for a compiled-in name cannot reach the code, which
  * holds its own copy. So each is recorded with its dtype, shape and hash (the format's), and a
- * value given for it is accepted only where it equals the compiled one: at bind time, and where
- * `load(path, weights_file=)` reads a file, in any process. The records travel in the
- * `partial_apply_vm` module's bytes, beside the executable they describe (relax_vm.cc).
+ * value given for it is accepted only where it equals the compiled one: at bind time, at rebind,
+ * and where `load(path, weights_file=)` reads a file, in any process. The record travels in the
+ * `partial_apply_vm` module's bytes, beside the executable it describes (relax_vm.cc); it comes
+ * from the executable itself (`tvm_partial.from_exported_program` / `from_onnx` put it there) or
+ * from the program a user imported himself (`signature=`).
  */
 #ifndef TVM_PARTIAL_COMPILED_IN_H_
 #define TVM_PARTIAL_COMPILED_IN_H_
 
+#include <tvm/ffi/container/map.h>
 #include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/extra/module.h>
 
@@ -25,52 +29,84 @@ namespace tvm_partial {
 
 namespace ffi = ::tvm::ffi;
 
-/*! \brief A tensor compiled into the code, by the model's name. */
+/*! \brief A tensor the code holds a value of, by the model's name. */
 struct CompiledIn {
+  enum Kind : uint8_t {
+    kCompiled = 0,  // in the code, not a parameter: a value given must be this one, then dropped
+    kUnused = 1,    // the model holds it, the code never reads it: any value is taken and dropped
+    kPinned = 2,    // a parameter whose value the frontend also read at import: must be this one
+    kRead = 3,      // read at import and folded into the code, not a parameter: as kCompiled
+  };
   std::string name;
   DLDataType dtype;
   std::vector<int64_t> shape;
   uint64_t hash;
-  /*! \brief The model holds it, the code never reads it (a batch norm's num_batches_tracked in
-   *         eval mode): any value given for it is taken, and changes nothing. */
-  bool unused = false;
+  Kind kind = kCompiled;
+};
+
+/*! \brief What an executable knows by the model's names. */
+struct ModelRecord {
+  /*! \brief "the ExportedProgram", "the ONNX model", "the model": for messages. */
+  std::string what;
+  std::vector<CompiledIn> compiled_in;
+  /*! \brief Names that are one tensor in the model (tied weights), each group in the model's order.
+   */
+  std::vector<std::vector<std::string>> ties;
+
+  const CompiledIn* Find(const std::string& name) const;
+  /*! \brief The group `name` is tied in, or null. */
+  const std::vector<std::string>* TieOf(const std::string& name) const;
+  bool empty() const { return compiled_in.empty() && ties.empty(); }
 };
 
 /*! \brief The record of `tensor` under `name` (its bytes hashed on the host). */
 CompiledIn RecordCompiledIn(const std::string& name, const ffi::Tensor& tensor);
 
 /*!
- * \brief "" when a value of `dtype`, `shape` and payload hash `hash` is the compiled one; else
- *        why it cannot be taken and what to do (the caller names the tensor).
+ * \brief "" when a value of `dtype`, `shape` and payload hash `hash` can be given for `compiled`
+ *        (it is the compiled one, or the name is unused); else why not and what to do.
  */
 std::string CompiledInProblem(const CompiledIn& compiled, DLDataType dtype,
                               const std::vector<int64_t>& shape, uint64_t hash);
 
 /*!
- * \brief Whether the Relax executable `executable` holds a constant of `compiled`'s dtype, byte
- *        size and hash: proof that a value a program says its frontend compiled in is the one
- *        the code holds (shapes may differ: the compiler folds reshapes into constants). Its
- *        constants are read from its own serialised bytes, each a tensor record as TVM writes
- *        it (magic 0xDD5E40F096B4A13F, device, ndim, dtype, shape, byte size, data),
- * bounds-checked.
+ * \brief Values given by name for a model, settled against its record: which given name each
+ *        parameter takes. A compiled-in name's value is checked and dropped (refused when it
+ *        differs), an unused one dropped, a pinned one checked and kept; the names of a tie are
+ *        one tensor: values given under several of them must be one (the same object, or the
+ *        same dtype, shape and bits), and it goes to each of them that is a parameter.
+ *        Names the record does not know are kept as given.
+ * \param params The bound function's parameter names (the model's names).
+ * \param given Name -> value (tensors as views, not yet copied).
+ * \throws ValueError / TypeError "cannot bind 'NAME': ..." naming the tensor.
  */
-bool ExecutableHolds(const ffi::Module& executable, const CompiledIn& compiled);
+ffi::Map<ffi::String, ffi::String> SettleNames(const ModelRecord& record,
+                                               const std::vector<std::string>& params,
+                                               const ffi::Map<ffi::String, ffi::Any>& given);
 
-/*! \brief The records of `mod` when it is a `partial_apply_vm` module of this library or wraps
- *         one (a partial module over it), else none. */
-std::vector<CompiledIn> CompiledInOf(const ffi::Module& mod);
+/*! \brief The tensor constants an executable's serialised bytes hold, each as (dtype code, bits,
+ *         lanes, byte size, hash): what proves that a program's compiled-in value is the one the
+ *         code holds (shapes may differ: the compiler folds reshapes into constants). The bytes
+ *         are read as TVM writes tensor records (magic 0xDD5E40F096B4A13F, device, ndim, dtype,
+ *         shape, byte size, data), bounds-checked. */
+bool BytesHoldTensor(const ffi::Bytes& executable_bytes, const std::vector<CompiledIn>& wanted,
+                     std::string* missing);
 
-/*! \brief Append the records to `out`: u32 count, per record str name | str dtype | u32 ndim |
- *         i64 shape[ndim] | u64 hash | u8 unused (0 or 1) (str = u32 length + UTF-8). */
-void WriteCompiledIn(const std::vector<CompiledIn>& records, std::string* out);
+/*! \brief The record of `mod` when it is a `partial_apply_vm` module of this library or wraps
+ *         one (a partial module over it), else an empty one. */
+ModelRecord ModelRecordOf(const ffi::Module& mod);
+
+/*! \brief Append the record to `out`: str what | u32 count, per compiled-in str name | str dtype
+ *         | u32 ndim | i64 shape[ndim] | u64 hash | u8 kind | u32 tie count, per tie u32 n | str
+ *         name[n] (str = u32 length + UTF-8). */
+void WriteModelRecord(const ModelRecord& record, std::string* out);
 
 /*!
- * \brief Read records written by WriteCompiledIn from `data[*at, size)`, advancing `*at`; each
+ * \brief Read a record written by WriteModelRecord from `data[*at, size)`, advancing `*at`; each
  *        read bounds-checked, names unique and valid UTF-8, dtypes known, shapes sane.
  * \throws ValueError starting with `who` for anything else.
  */
-std::vector<CompiledIn> ReadCompiledIn(const unsigned char* data, size_t size, size_t* at,
-                                       const char* who);
+ModelRecord ReadModelRecord(const unsigned char* data, size_t size, size_t* at, const char* who);
 
 }  // namespace tvm_partial
 

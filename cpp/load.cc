@@ -74,7 +74,7 @@ std::vector<format::FunctionRecord> DecodeRecords(const char* blob, const format
   origin.shard_world = shard_world;
   origin.rank_device = rank_device;
   if (!override_weights.empty() && !imports.empty()) {
-    origin.compiled_in = CompiledInOf(imports[0].cast<ffi::Module>());
+    origin.model = ModelRecordOf(imports[0].cast<ffi::Module>());
   }
   ffi::Optional<ffi::Module> library = FindLibrary(imports);
   if (library.has_value() && parsed.external() && override_weights.empty()) {

@@ -7,20 +7,23 @@
  *        serialises (a `relax.VirtualMachine` module does not) and runs after loading.
  *
  * The executable is the module's first import, so `export_library` saves it (and the kernels it
- * imports) in the import tree as usual; this module's own bytes record the devices and what a
- * frontend compiled into the executable (compiled_in.h):
+ * imports) in the import tree as usual; this module's own bytes record the devices and what the
+ * executable knows by the model's names (compiled_in.h):
  *
  *   "TVMPAVM1" | u32 device count (1..8) | per device: i32 device type | i32 device id
- *              | i32 allocator (1 naive, 2 pooled)
- *              | compiled-in records (compiled_in.h: u32 count, then name, dtype, shape, hash)
+ *              | i32 allocator (1 naive, 2 pooled) | the model record (compiled_in.h)
  *
  * The VirtualMachine is created on first use (the first `GetFunction`), not at load, and the
  * functions it returns are the VM's own: a partial module binding `main` wraps `vm["main"]`.
+ * Initialising a VirtualMachine changes its executable (TVM records a memory scope per constant,
+ * which each later save and load then logs), so a VM over an executable made in this process runs
+ * on a copy of it: the executable bound, and exported, stays as TVM's own route leaves it.
  */
 #include <tvm/ffi/container/map.h>
 #include <tvm/ffi/container/shape.h>
 #include <tvm/ffi/dtype.h>
 #include <tvm/ffi/error.h>
+#include <tvm/ffi/extra/json.h>
 #include <tvm/ffi/extra/module.h>
 #include <tvm/ffi/function.h>
 #include <tvm/ffi/memory.h>
@@ -57,11 +60,33 @@ struct VMDevice {
   int32_t allocator;
 };
 
+/*! \brief The executable's function that returns its model record, where
+ *         tvm_partial.from_exported_program / from_onnx made it (python/tvm_partial/models.py). */
+constexpr const char kRecordFunction[] = "__tvm_partial_model__";
+
 /*! \brief What a module's bytes record. */
 struct VMRecord {
   std::vector<VMDevice> devices;
-  std::vector<CompiledIn> compiled_in;
+  ModelRecord model;
 };
+
+/*! \brief A copy of the Relax executable `exe` from its bytes, with the same imports (kernels). */
+ffi::Module CopyExecutable(const ffi::Module& exe, const ffi::Bytes& bytes) {
+  static const ffi::Function load =
+      ffi::Function::GetGlobalRequired("ffi.Module.load_from_bytes.relax.VMExecutable");
+  ffi::Module copy = load(bytes).cast<ffi::Module>();
+  for (const ffi::Any& import : exe->imports()) copy->ImportModule(import.cast<ffi::Module>());
+  return copy;
+}
+
+/*! \brief Whether `exe` was loaded from a library (its code a `library` module): such an executable
+ *         is never serialised again (an update copies its file), so its VM may run on it. */
+bool LoadedFromLibrary(const ffi::Module& exe) {
+  for (const ffi::Any& import : exe->imports()) {
+    if (std::strcmp(import.cast<ffi::Module>()->kind(), "library") == 0) return true;
+  }
+  return false;
+}
 
 void CheckDevices(const std::vector<VMDevice>& devices, const char* who) {
   if (devices.empty() || devices.size() > kMaxDevices) {
@@ -82,7 +107,7 @@ void CheckDevices(const std::vector<VMDevice>& devices, const char* who) {
 class RelaxVMModuleObj final : public ffi::ModuleObj {
  public:
   RelaxVMModuleObj(VMRecord record, ffi::Optional<ffi::Module> executable)
-      : devices_(std::move(record.devices)), compiled_in_(std::move(record.compiled_in)) {
+      : devices_(std::move(record.devices)), model_(std::move(record.model)) {
     if (executable.has_value()) imports_.push_back(*executable);
   }
 
@@ -112,7 +137,7 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
       put(static_cast<uint32_t>(d.id));
       put(static_cast<uint32_t>(d.allocator));
     }
-    WriteCompiledIn(compiled_in_, &out);
+    WriteModelRecord(model_, &out);
     return ffi::Bytes(out);
   }
 
@@ -158,14 +183,68 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
     }
     CheckDevices(record.devices, who);
     size_t at = 12 + static_cast<size_t>(count) * 12;
-    record.compiled_in = ReadCompiledIn(p, size, &at, who);
+    record.model = ReadModelRecord(p, size, &at, who);
     if (at != size) {
       TVM_FFI_THROW(ValueError) << who << ": " << (size - at) << " unread bytes after the record";
     }
     return record;
   }
 
-  const std::vector<CompiledIn>& compiled_in() const { return compiled_in_; }
+  const ModelRecord& model() const { return model_; }
+
+  /*! \brief Take the model record the executable carries (kRecordFunction), if it has one: its
+   *         JSON names the compiled-in tensors that follow it and the aliases of tied ones. */
+  void ReadRecordFunction(const char* who) {
+    ffi::Module exe = imports_[0].cast<ffi::Module>();
+    ffi::Module probe = (*exe->GetFunction("vm_load_executable", false))().cast<ffi::Module>();
+    if (!probe->ImplementsFunction(kRecordFunction)) return;
+    ffi::Array<ffi::Any> found =
+        (*VM()->GetFunction(kRecordFunction, false))().cast<ffi::Array<ffi::Any>>();
+    auto bad =
+        [who](const std::string& what) {
+          TVM_FFI_THROW(ValueError)
+              << who << ": the executable's model record " << what
+              << "; import the model again with tvm_partial.from_exported_program "
+                 "or from_onnx";
+        };
+    if (found.empty()) bad("is empty");
+    auto text = found[0].try_cast<ffi::String>();
+    if (!text.has_value()) bad("does not start with its JSON");
+    auto json = ffi::json::Parse(*text).try_cast<ffi::json::Object>();
+    if (!json.has_value()) bad("is not a JSON object");
+    model_.what = "the model";
+    auto compiled =
+        json->Get("compiled_in").value_or(ffi::json::Array()).try_cast<ffi::json::Array>();
+    if (!compiled.has_value() || compiled->size() + 1 != found.size())
+      bad("names other tensors than it holds");
+    for (size_t i = 0; i < compiled->size(); ++i) {
+      auto name = (*compiled)[i].try_cast<ffi::String>();
+      auto tensor = found[i + 1].try_cast<ffi::Tensor>();
+      if (!name.has_value() || !tensor.has_value())
+        bad("holds a compiled-in entry that is not a named tensor");
+      model_.compiled_in.push_back(RecordCompiledIn(*name, *tensor));
+    }
+    auto read =
+        json->Get("read_at_import").value_or(ffi::json::Array()).try_cast<ffi::json::Array>();
+    if (!read.has_value()) bad("names values read at import in something other than a list");
+    for (const ffi::Any& name : *read) {
+      for (CompiledIn& c : model_.compiled_in) {
+        if (name.try_cast<ffi::String>() == ffi::String(c.name)) c.kind = CompiledIn::kRead;
+      }
+    }
+    auto aliases = json->Get("aliases").value_or(ffi::json::Object()).try_cast<ffi::json::Object>();
+    if (!aliases.has_value()) bad("has aliases that are not an object");
+    std::vector<std::string> seen;  // parameter names, in the order their first alias comes
+    for (const auto& [alias, name] : *aliases) {
+      auto a = alias.try_cast<ffi::String>();
+      auto n = name.try_cast<ffi::String>();
+      if (!a.has_value() || !n.has_value()) bad("has an alias that is not a name");
+      std::vector<std::string>* group = nullptr;
+      for (auto& g : model_.ties) group = g[0] == std::string(*n) ? &g : group;
+      if (group == nullptr) group = &model_.ties.emplace_back(std::vector<std::string>{*n});
+      group->push_back(*a);
+    }
+  }
 
  private:
   /*! \brief The VirtualMachine, created and initialised on first use. */
@@ -179,6 +258,9 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
     ffi::Module exe = imports_[0].cast<ffi::Module>();
     ffi::Optional<ffi::Function> load =
         exe->GetFunction("vm_load_executable", /*query_imports=*/false);
+    if (load.has_value() && !LoadedFromLibrary(exe)) {
+      load = CopyExecutable(exe, exe->SaveToBytes())->GetFunction("vm_load_executable", false);
+    }
     if (!load.has_value()) {
       TVM_FFI_THROW(TypeError) << "partial_apply_vm: the wrapped module (" << exe->kind()
                                << ") is not a Relax VM executable";
@@ -218,18 +300,22 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
     return vm;
   }
 
-  std::vector<VMDevice> devices_;        // fixed once the VM exists (Retarget only before)
-  std::vector<CompiledIn> compiled_in_;  // what a frontend compiled into the executable, by name
+  std::vector<VMDevice> devices_;  // fixed once the VM exists (Retarget only before)
+  ModelRecord model_;              // what the executable knows by the model's names
   std::mutex mutex_;
   ffi::Optional<ffi::Module> vm_;
 };
 
-/*! \brief tvm_partial.RelaxVMModule(executable, [[type, id, allocator], ...], {name: tensor},
- *         [name, ...]): the tensors a frontend compiled into the executable, by the model's
- *         names, and which of them the code never reads. */
+/*! \brief tvm_partial.RelaxVMModule(executable, [[type, id, allocator], ...], program): a VM
+ *         module over `executable`. `program` describes the program a user imported himself and
+ *         gave as signature= (python/tvm_partial/programs.py): {"what": str, "compiled_in":
+ *         {name: tensor}, "kinds": {name: CompiledIn::Kind}, "ties": [[name, ...]], "copy":
+ *         bool}; its compiled-in tensors must be among the executable's constants, and with
+ *         "copy" (TVM's torch frontend wraps the model's buffers without copying) the module runs
+ *         and exports a copy of the executable made now, so nothing it holds moves with the
+ *         model. Without a program, the record is the executable's own (kRecordFunction). */
 ffi::Module MakeRelaxVMModule(ffi::Module executable, ffi::Array<ffi::Array<int64_t>> devices,
-                              ffi::Map<ffi::String, ffi::Tensor> compiled_in,
-                              ffi::Array<ffi::String> unused) {
+                              ffi::Optional<ffi::Map<ffi::String, ffi::Any>> program) {
   const char* who = "tvm_partial.RelaxVMModule";
   if (!executable->GetFunction("vm_load_executable", false).has_value()) {
     TVM_FFI_THROW(TypeError) << who << ": expected a Relax VM executable (relax.VMExecutable), got "
@@ -242,12 +328,48 @@ ffi::Module MakeRelaxVMModule(ffi::Module executable, ffi::Array<ffi::Array<int6
         {static_cast<int32_t>(d[0]), static_cast<int32_t>(d[1]), static_cast<int32_t>(d[2])});
   }
   CheckDevices(record.devices, who);
-  for (const auto& [name, tensor] : compiled_in) {
-    record.compiled_in.push_back(RecordCompiledIn(name, tensor));
-    for (const ffi::String& u : unused) record.compiled_in.back().unused |= u == name;
+  if (!program.has_value()) {
+    auto module = ffi::make_object<RelaxVMModuleObj>(std::move(record), executable);
+    module->ReadRecordFunction(who);
+    return ffi::Module(module);
   }
-  std::sort(record.compiled_in.begin(), record.compiled_in.end(),
+  const ffi::Map<ffi::String, ffi::Any> desc = *program;
+  ModelRecord& model = record.model;
+  model.what = desc.Get("what").value_or(ffi::String("the program")).cast<ffi::String>();
+  auto kinds = desc.Get("kinds")
+                   .value_or(ffi::Map<ffi::String, int64_t>())
+                   .cast<ffi::Map<ffi::String, int64_t>>();
+  for (const auto& [name, tensor] : desc.Get("compiled_in")
+                                        .value_or(ffi::Map<ffi::String, ffi::Tensor>())
+                                        .cast<ffi::Map<ffi::String, ffi::Tensor>>()) {
+    model.compiled_in.push_back(RecordCompiledIn(name, tensor));
+    model.compiled_in.back().kind = static_cast<CompiledIn::Kind>(kinds.Get(name).value_or(0));
+  }
+  std::sort(model.compiled_in.begin(), model.compiled_in.end(),
             [](const CompiledIn& a, const CompiledIn& b) { return a.name < b.name; });
+  for (const ffi::Array<ffi::String>& group : desc.Get("ties")
+                                                  .value_or(ffi::Array<ffi::Array<ffi::String>>())
+                                                  .cast<ffi::Array<ffi::Array<ffi::String>>>()) {
+    model.ties.emplace_back(group.begin(), group.end());
+  }
+  // One serialisation of the executable proves what it holds and, where asked, copies it.
+  const ffi::Bytes bytes = executable->SaveToBytes();
+  std::vector<CompiledIn> held;
+  for (const CompiledIn& c : model.compiled_in) {
+    if (c.kind == CompiledIn::kCompiled) held.push_back(c);
+  }
+  std::string missing;
+  if (!BytesHoldTensor(bytes, held, &missing)) {
+    const CompiledIn& c = *model.Find(missing);
+    TVM_FFI_THROW(ValueError)
+        << model.what << "'s '" << missing << "' (" << ffi::DLDataTypeToString(c.dtype)
+        << ffi::Shape(c.shape) << ") is not among the constants the executable holds: signature= "
+        << "must be the program the executable was imported from, unchanged since (torch.export "
+        << "shares the model's tensors, so model.load_state_dict() or a training step after "
+        << "export changes the program too); import and compile the model again, or pass the "
+        << "program that was imported";
+  }
+  if (desc.Get("copy").value_or(false).cast<bool>()) executable = CopyExecutable(executable, bytes);
   return ffi::Module(ffi::make_object<RelaxVMModuleObj>(std::move(record), executable));
 }
 
@@ -268,13 +390,13 @@ void RetargetRelaxVM(const ffi::Module& mod, DLDevice device) {
 
 }  // namespace detail
 
-std::vector<CompiledIn> CompiledInOf(const ffi::Module& mod) {
+ModelRecord ModelRecordOf(const ffi::Module& mod) {
   // A VM module of any copy of tvm-partial says it in its bytes; a partial module over one, in
   // its wrapped module's.
   const std::string kind = mod->kind();
-  if (kind == kVMKind) return RelaxVMModuleObj::ParseRecord(mod->SaveToBytes()).compiled_in;
+  if (kind == kVMKind) return RelaxVMModuleObj::ParseRecord(mod->SaveToBytes()).model;
   if (kind == "partial_apply" && !mod->imports().empty()) {
-    return CompiledInOf(mod->imports()[0].cast<ffi::Module>());
+    return ModelRecordOf(mod->imports()[0].cast<ffi::Module>());
   }
   return {};
 }
@@ -283,9 +405,17 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   detail::RegisterGlobalOnce("tvm_partial.RelaxVMModule", MakeRelaxVMModule);
   detail::RegisterGlobalOnce("ffi.Module.load_from_bytes.partial_apply_vm",
                              RelaxVMModuleObj::LoadFromBytes);
+  // Values given by name for the model `module` runs (a VM module, a partial module over one):
+  // which given name each of `params` takes (SettleNames); names as given for other modules.
+  detail::RegisterGlobalOnce(
+      "tvm_partial.SettleNames", [](ffi::Module module, ffi::Array<ffi::String> params,
+                                    ffi::Map<ffi::String, ffi::Any> given) {
+        return SettleNames(ModelRecordOf(module),
+                           std::vector<std::string>(params.begin(), params.end()), given);
+      });
   // What a record names, for inspect (which reads an artifact without loading it), checked as
-  // the loader checks it: {"devices": [[device ("cuda:0"), allocator], ...],
-  // "compiled_in": [[name, dtype, shape, hash], ...]}.
+  // the loader checks it: {"devices": [[device ("cuda:0"), allocator], ...], "what": str,
+  // "compiled_in": [[name, dtype, shape, hash, kind], ...], "ties": [[name, ...], ...]}.
   detail::RegisterGlobalOnce("tvm_partial.DescribeVMRecord", [](ffi::Bytes bytes) {
     const VMRecord record = RelaxVMModuleObj::ParseRecord(bytes);
     ffi::Array<ffi::Array<ffi::Any>> devices;
@@ -293,11 +423,21 @@ TVM_FFI_STATIC_INIT_BLOCK() {
       devices.push_back({ffi::String(detail::DeviceString(d.type, d.id)), d.allocator});
     }
     ffi::Array<ffi::Array<ffi::Any>> compiled;
-    for (const CompiledIn& c : record.compiled_in) {
+    for (const CompiledIn& c : record.model.compiled_in) {
       compiled.push_back({ffi::String(c.name), ffi::String(ffi::DLDataTypeToString(c.dtype)),
-                          ffi::Shape(c.shape), static_cast<int64_t>(c.hash), c.unused});
+                          ffi::Shape(c.shape), static_cast<int64_t>(c.hash),
+                          static_cast<int64_t>(c.kind)});
     }
-    return ffi::Map<ffi::String, ffi::Any>{{"devices", devices}, {"compiled_in", compiled}};
+    ffi::Array<ffi::Array<ffi::String>> ties;
+    for (const auto& group : record.model.ties) {
+      ffi::Array<ffi::String> names;
+      for (const std::string& n : group) names.push_back(n);
+      ties.push_back(names);
+    }
+    return ffi::Map<ffi::String, ffi::Any>{{"devices", devices},
+                                           {"what", ffi::String(record.model.what)},
+                                           {"compiled_in", compiled},
+                                           {"ties", ties}};
   });
 }
 

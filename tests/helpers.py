@@ -123,6 +123,13 @@ def mapped_file(address: int) -> str | None:
     return None
 
 
+def torch_env() -> dict:
+    """The environment of a fresh interpreter that imports the real torch (tests/conftest.py hides
+    it from the others)."""
+    parts = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    return {"PYTHONPATH": os.pathsep.join(p for p in parts if "tvm_partial_no_torch_" not in p)}
+
+
 def run_python(code: str, *args: str, env: dict | None = None, timeout: int = 300):
     """Run code in a fresh interpreter (what could crash the process runs there)."""
     full_env = dict(os.environ)

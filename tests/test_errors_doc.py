@@ -275,7 +275,7 @@ CASES = {
     ),
     "a Relax model whose device is not present": lambda c: tvm_ffi.get_global_func(
         "tvm_partial.RelaxVMModule"
-    )(c["relax_exe"].mod, [[2, 99, 2], [1, 0, 2]], {}, [])["main"],
+    )(c["relax_exe"].mod, [[2, 99, 2], [1, 0, 2]], None)["main"],
     "a Relax executable compiled for another device": lambda c: tvm_partial.partial(
         c["relax_exe"], device=tvm_ffi.device("cuda", 0)
     ),

@@ -49,18 +49,8 @@ def convnet(torch):
     (model, exported program, executable, input)."""
     from tvm.relax.frontend.torch import from_exported_program
 
-    class ConvNet(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.conv = torch.nn.Conv2d(3, 4, 3)
-            self.bn = torch.nn.BatchNorm2d(4)
-            self.fc = torch.nn.Linear(4 * 6 * 6, 5)
-
-        def forward(self, x):
-            return self.fc(torch.relu(self.bn(self.conv(x))).flatten(1))
-
     torch.manual_seed(0)
-    model = ConvNet().eval()
+    model = _convnet_class(torch)().eval()
     with torch.no_grad():
         model.bn.running_mean.copy_(torch.rand(4))
         model.bn.running_var.copy_(torch.rand(4) + 0.5)
@@ -147,20 +137,139 @@ def test_weights_swapped_in_a_fresh_process_and_stale_statistics_refused(convnet
     assert result["refused"] == (
         f"weights file {tmp_path / 'stale.safetensors'}: tensor 'bn.running_var': the frontend compiled "
         "it into the code (float32[4]), so a value given for it cannot reach the model: this one differs "
-        "from the compiled one. Give the compiled value (or leave it out), or keep it swappable: make it "
-        "a parameter of the model (an nn.Parameter, an ONNX graph input, from_onnx(..., "
-        "keep_params_in_input=True)), or import and compile the model again with this value"
+        "from the compiled one. Give the compiled value (or leave it out), or keep it swappable: import "
+        "the model with tvm_partial.from_exported_program or tvm_partial.from_onnx, which make every "
+        "tensor of its state a parameter"
     )
     shown = tvm_partial.inspect(lib)["relax_vm"]["compiled_in"]
-    assert [(c["name"], c["dtype"], c["shape"], c["unused"]) for c in shown] == [
-        ("bn.num_batches_tracked", "int64", [], True),
-        ("bn.running_mean", "float32", [4], False),
-        ("bn.running_var", "float32", [4], False),
+    assert [(c["name"], c["dtype"], c["shape"], c["kind"]) for c in shown] == [
+        ("bn.num_batches_tracked", "int64", [], "unused"),
+        ("bn.running_mean", "float32", [4], "compiled"),
+        ("bn.running_var", "float32", [4], "compiled"),
     ]
 
 
-@pytest.fixture(scope="module")
-def tied_lm(torch):
+def test_a_training_step_moves_nothing_bound(torch, tmp_path):
+    """TVM's torch frontend wraps the model's buffers without copying: the executable's batch-norm
+    statistics are the model's own memory. After binding (and exporting), a training step on the
+    model moves neither the bound module nor the artifact, and the artifact's record of the
+    statistics is what its code holds: the state it was bound with swaps in, a changed one is
+    refused."""
+    from safetensors.torch import save_file
+    from tvm.relax.frontend.torch import from_exported_program
+
+    model = _convnet_class(torch)().eval()
+    x = torch.randn(1, 3, 8, 8)
+    program = torch.export.export(model, (x,))
+    exe = tvm.compile(from_exported_program(program, keep_params_as_input=True), target="llvm")
+    bound = {k: v.clone() for k, v in model.state_dict().items()}
+    pm = tvm_partial.partial(exe, signature=program, **model.state_dict())
+    before = _first(pm(tvm.runtime.tensor(x.numpy()))).numpy()
+    lib = tmp_path / "convnet.so"
+    tvm_partial.export_library(pm, lib)
+    model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.randn(8, 3, 8, 8)).sum().backward()
+    optimizer.step()
+    assert not torch.equal(model.bn.running_mean, bound["bn.running_mean"])
+    assert _first(pm(tvm.runtime.tensor(x.numpy()))).numpy().tobytes() == before.tobytes()
+    assert _first(tvm_partial.load(lib)(tvm.runtime.tensor(x.numpy()))).numpy().tobytes() == before.tobytes()
+    save_file(bound, str(tmp_path / "bound.safetensors"))
+    again = tvm_partial.load(lib, weights_file=tmp_path / "bound.safetensors")
+    assert _first(again(tvm.runtime.tensor(x.numpy()))).numpy().tobytes() == before.tobytes()
+    save_file(
+        {k: v.detach().clone() for k, v in model.state_dict().items()}, str(tmp_path / "moved.safetensors")
+    )
+    with pytest.raises(ValueError, match=r"tensor 'bn.running_mean': the frontend compiled it into the code"):
+        tvm_partial.load(lib, weights_file=tmp_path / "moved.safetensors")
+
+
+def test_rebind_settles_names_as_load_does(convnet, torch, tmp_path):
+    """rebind(pm, **state) takes what load(weights_file=) takes: the buffers the frontend compiled
+    in are checked and dropped (num_batches_tracked, never read, any value); signature= may be
+    the program."""
+    from safetensors.torch import save_file
+
+    _, program, exe, x, state = convnet
+    pm = tvm_partial.partial(exe, signature=program, **state)
+    v2 = dict(
+        state,
+        **{
+            "fc.weight": state["fc.weight"] * 2,
+            "bn.num_batches_tracked": state["bn.num_batches_tracked"] + 5,
+        },
+    )
+    save_file(v2, str(tmp_path / "v2.safetensors"))
+    by_rebind = tvm_partial.rebind(pm, **tvm_partial.open_weights(tmp_path / "v2.safetensors"))
+    assert tvm_partial.rebind(pm, signature=program, **v2) is not None
+    lib = tmp_path / "convnet.so"
+    tvm_partial.export_library(pm, lib)
+    by_load = tvm_partial.load(lib, weights_file=tmp_path / "v2.safetensors")
+    got = _first(by_rebind(tvm.runtime.tensor(x.numpy()))).numpy()
+    assert got.tobytes() == _first(by_load(tvm.runtime.tensor(x.numpy()))).numpy().tobytes()
+    assert got.tobytes() == _vm_direct(exe, x.numpy(), *[p.numpy() for p in _params(v2)]).numpy().tobytes()
+    with pytest.raises(
+        ValueError, match=r"cannot bind 'bn.running_var': the frontend compiled it into the code"
+    ):
+        tvm_partial.rebind(pm, **dict(v2, **{"bn.running_var": state["bn.running_var"] + 1}))
+
+
+def test_a_wrong_dtype_or_shape_is_refused_at_bind(convnet, torch):
+    _, program, exe, _, state = convnet
+    with pytest.raises(TypeError, match=r"cannot bind parameter 'fc.weight' \(position 5\): dtype float64"):
+        tvm_partial.partial(
+            exe, signature=program, **dict(state, **{"fc.weight": state["fc.weight"].double()})
+        )
+    with pytest.raises(
+        ValueError, match=r"cannot bind parameter 'fc.weight' \(position 5\): shape \(144, 5\)"
+    ):
+        tvm_partial.partial(exe, signature=program, **dict(state, **{"fc.weight": state["fc.weight"].T}))
+
+
+@pytest.mark.parametrize("strict", [False, True], ids=["non-strict", "strict"])
+def test_what_the_program_holds_but_the_code_ignores_is_no_refusal(torch, strict):
+    """A submodule the forward never uses, a forward argument named like a parameter: the program
+    is still the one imported, its state binds whole, and the data argument keeps its place."""
+    from tvm.relax.frontend.torch import from_exported_program
+
+    class Spare(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(3, 4)
+            self.spare = torch.nn.Linear(2, 2)
+            self.scale = torch.nn.Parameter(torch.tensor([3.0]))
+
+        def forward(self, x, scale):
+            return self.fc(x) * self.scale + scale
+
+    torch.manual_seed(6)
+    model = Spare().eval()
+    x, scale = torch.randn(2, 3), torch.randn(2, 4)
+    program = torch.export.export(model, (x, scale), strict=strict)
+    exe = tvm.compile(from_exported_program(program, keep_params_as_input=True), target="llvm")
+    tvm_partial.partial(exe, signature=program)  # no values given: nothing to refuse
+    pm = tvm_partial.partial(exe, signature=program, **model.state_dict())
+    assert tvm_partial.param_names(pm)["main"][:2] == ["x", "scale_input"]
+    got = _first(pm(tvm.runtime.tensor(x.numpy()), tvm.runtime.tensor(scale.numpy()))).numpy()
+    assert np.abs(got - model(x, scale).detach().numpy()).max() <= TOLERANCE
+
+
+def _convnet_class(torch):
+    class ConvNet(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 4, 3)
+            self.bn = torch.nn.BatchNorm2d(4)
+            self.fc = torch.nn.Linear(4 * 6 * 6, 5)
+
+        def forward(self, x):
+            return self.fc(torch.relu(self.bn(self.conv(x))).flatten(1))
+
+    return ConvNet
+
+
+@pytest.fixture(scope="module", params=["non-strict", "strict"])
+def tied_lm(torch, request):
     """An embedding and a language-model head sharing one weight, and a non-persistent buffer."""
     from tvm.relax.frontend.torch import from_exported_program
 
@@ -178,7 +287,7 @@ def tied_lm(torch):
     torch.manual_seed(1)
     model = TiedLM().eval()
     ids = torch.tensor([[1, 2, 3]])
-    program = torch.export.export(model, (ids,))
+    program = torch.export.export(model, (ids,), strict=request.param == "strict")
     exe = tvm.compile(from_exported_program(program, keep_params_as_input=True), target="llvm")
     return model, program, exe, ids
 
@@ -187,18 +296,21 @@ def test_tied_weights_bind_under_either_name_as_one_tensor(tied_lm, tmp_path):
     model, program, exe, ids = tied_lm
     weight = model.state_dict()["emb.weight"]
     expected = model(ids).detach().numpy()
+    # A non-strict export makes a parameter of each name, a strict one of the first only.
+    places = [1, 2] if len(program.graph_signature.parameters) == 2 else [1]
     for name in ("emb.weight", "head.weight"):
         pm = tvm_partial.partial(exe, signature=program, **{name: weight})
         held = tvm_partial.bindings(pm)["main"]
-        assert sorted(held) == [1, 2] and held[1].same_as(held[2])
+        assert sorted(held) == places and all(held[p].same_as(held[1]) for p in places)
         got = _first(pm(tvm.runtime.tensor(ids.numpy()))).numpy()
         assert np.abs(got - expected).max() <= TOLERANCE
     whole = tvm_partial.partial(exe, signature=program, **model.state_dict())  # both names, one storage
     held = tvm_partial.bindings(whole)["main"]
-    assert held[1].same_as(held[2])
+    assert all(held[p].same_as(held[1]) for p in places)
     tvm_partial.export_library(whole, tmp_path / "lm.so")
     loaded = tvm_partial.bindings(tvm_partial.load(tmp_path / "lm.so"))["main"]
-    assert loaded[1].same_as(loaded[2]) and raw_bytes(loaded[1]) == weight.numpy().tobytes()
+    assert all(loaded[p].same_as(loaded[1]) for p in places)
+    assert raw_bytes(loaded[1]) == weight.numpy().tobytes()
     with pytest.raises(
         ValueError,
         match=r"'emb.weight' and 'head.weight' are one tensor in the ExportedProgram \(tied weights\), but the values given for them differ",
@@ -210,8 +322,10 @@ def test_tied_weights_bind_under_either_name_as_one_tensor(tied_lm, tmp_path):
         )
 
 
-def test_names_that_spell_alike_stay_apart(torch):
-    """``a.b_c`` and ``a_b.c`` both spell ``p_a_b_c``; the program tells them apart."""
+@pytest.mark.parametrize("strict", [False, True], ids=["non-strict", "strict"])
+def test_names_that_spell_alike_stay_apart(torch, strict):
+    """``a.b_c`` and ``a_b.c`` both spell ``p_a_b_c`` (a strict export's program and the frontend
+    number them apart in different ways); the program's order tells them apart."""
     from tvm.relax.frontend.torch import from_exported_program
 
     class Inner(torch.nn.Module):
@@ -231,7 +345,7 @@ def test_names_that_spell_alike_stay_apart(torch):
     torch.manual_seed(2)
     model = Alike().eval()
     x = torch.randn(4)
-    program = torch.export.export(model, (x,))
+    program = torch.export.export(model, (x,), strict=strict)
     exe = tvm.compile(from_exported_program(program, keep_params_as_input=True), target="llvm")
     state = model.state_dict()
     assert sorted(state) == ["a.b_c", "a_b.c"]
@@ -247,7 +361,7 @@ def test_program_refused_where_it_cannot_name_the_parameters(convnet, tied_lm, a
     _, other, _, _ = tied_lm
     with pytest.raises(
         ValueError,
-        match=r"main\(\) has a parameter 'x' that the ExportedProgram does not hold: signature= must be the program the executable was imported from \(from_exported_program\(ep, keep_params_as_input=True\)\)",
+        match=r"main\(\) takes 7 parameters, but the ExportedProgram has 1 input and (1 parameter|2 parameters): signature= must be the program the executable was imported from \(from_exported_program\(ep, keep_params_as_input=True\)\)",
     ):
         tvm_partial.partial(exe, signature=other, **state)
     kernel, _ = affine4

@@ -117,7 +117,7 @@ def test_virtual_machine_partial_refuses_export_clearly(mlp, tmp_path):
 def test_missing_device_named_at_first_use(mlp):
     exe, _ = mlp
     make = tvm_ffi.get_global_func("tvm_partial.RelaxVMModule")
-    mod = make(exe.mod, [[2, 99, 2], [1, 0, 2]], {}, [])  # cuda:99 exists nowhere
+    mod = make(exe.mod, [[2, 99, 2], [1, 0, 2]], None)  # cuda:99 exists nowhere
     with pytest.raises(RuntimeError, match=r"runs on cuda:99, which is not present here"):
         mod["main"]
 
@@ -212,6 +212,7 @@ def test_frontend_nn_dotted_names_export_rebind_verify(nn_model, tmp_path):
         "devices": ["cpu:0"],
         "allocators": ["pooled"],
         "compiled_in": [],
+        "ties": [],
     }
     np.save(tmp_path / "x.npy", X)
     got = run_json(_LOAD_AND_CALL, str(path), str(tmp_path / "x.npy"), "forward")
@@ -365,7 +366,7 @@ def test_artifact_for_a_missing_device_loads_and_names_it_at_first_use(mlp, tmp_
     exe, _ = mlp
     from tvm_partial import _ffi_api
 
-    vm = tvm_ffi.get_global_func("tvm_partial.RelaxVMModule")(exe.mod, [[2, 99, 2], [1, 0, 2]], {}, [])
+    vm = tvm_ffi.get_global_func("tvm_partial.RelaxVMModule")(exe.mod, [[2, 99, 2], [1, 0, 2]], None)
     path = tmp_path / "cuda99.so"
     tvm_partial.export_library(_ffi_api.PartialApplyModule(vm, {}), path)
     got = run_json(
@@ -393,8 +394,9 @@ def test_vm_record_loader_every_truncation_and_byte_flip(mlp):
     exe, _ = mlp
     load = tvm_ffi.get_global_func("ffi.Module.load_from_bytes.partial_apply_vm")
     good = bytes(tvm_partial.save_to_bytes(tvm_partial.partial(exe, w1=PARAMS["w1"]).imports[0]))
-    # One device (cpu:0, pooled), no compiled-in records (their count, 0).
-    assert good[:8] == b"TVMPAVM1" and len(good) == 12 + 12 + 4
+    # One device (cpu:0, pooled), an empty model record (no description, no compiled-in records,
+    # no ties: a length and two counts, 0).
+    assert good[:8] == b"TVMPAVM1" and len(good) == 12 + 12 + 4 + 4 + 4
     assert load(good).kind == "partial_apply_vm"
     variants = [good[:n] for n in range(len(good))] + [good + b"\0"]
     variants += [good[:i] + bytes([good[i] ^ 0xFF]) + good[i + 1 :] for i in range(len(good))]

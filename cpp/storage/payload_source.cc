@@ -60,8 +60,7 @@ const File& RequireLibrary(const format::Parsed& parsed, const Origin& origin) {
 PayloadSource FromOverride(const format::Parsed& parsed, const Origin& origin) {
   const weights::WeightsSet set = weights::OpenSet(origin.override_weights);
   PayloadSource out{"weights file given to load", set.files[0].file, {}};
-  for (const weights::Located& at :
-       weights::Match(set, weights::WantedOf(parsed), origin.compiled_in)) {
+  for (const weights::Located& at : weights::Match(set, weights::WantedOf(parsed), origin.model)) {
     out.offsets.push_back(at.offset);
     out.file_of.push_back(at.file);
   }

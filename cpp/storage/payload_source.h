@@ -49,7 +49,7 @@ struct Origin {
   std::string override_weights;
   /*! \brief What a frontend compiled into the wrapped code: a file given as `override_weights`
    *         may hold these names only with the compiled values. */
-  std::vector<CompiledIn> compiled_in;
+  ModelRecord model;
   /*! \brief `load(path, shard=(rank, world))`: build rank `shard_rank`'s view, each sharded
    *         tensor its slice (MakeTensors); world 0: whole tensors. */
   int64_t shard_rank = -1;

@@ -209,13 +209,14 @@ struct Located {
  * Each key of the file is resolved to one bound tensor (a `FUNCTION/...` key in its function; a
  * bare name in the one tensor bound at a parameter of that name, in any function); every tensor
  * must be supplied exactly once (a tensor bound in several places by a key of any of them), with
- * its dtype and shape, and nothing else but the tensors the frontend compiled into the code
- * (`compiled_in`, by name), each holding exactly the compiled value.
+ * its dtype and shape, and nothing else but what the model record (`model`) names: the tensors
+ * the frontend compiled into the code, each holding exactly the compiled value, and the other
+ * names of a tied tensor.
  * \throws ValueError naming the file, the key and the binding otherwise (and the key scheme);
  *         for a compiled-in tensor whose value differs, why it cannot be taken.
  */
 std::vector<Located> Match(const WeightsSet& set, const std::vector<Wanted>& wanted,
-                           const std::vector<CompiledIn>& compiled_in = {});
+                           const ModelRecord& model = {});
 
 /*! \brief The tensors a parsed blob binds, one per payload, with every place (kinds 5 and 6). */
 std::vector<Wanted> WantedOf(const format::Parsed& parsed);

@@ -133,7 +133,7 @@ KeyRef ParseKey(const std::string& path, const std::string& key) {
 }
 
 std::vector<Located> Match(const WeightsSet& set, const std::vector<Wanted>& wanted,
-                           const std::vector<CompiledIn>& compiled_in) {
+                           const ModelRecord& model) {
   const std::string& path = set.path;
   const char* scheme =
       " (keys are parameter names, e.g. weights, where one bound tensor has that name; else "
@@ -151,13 +151,23 @@ std::vector<Located> Match(const WeightsSet& set, const std::vector<Wanted>& wan
     }
     return text;
   };
+  std::set<std::string> place_names;  // the names keys can reach places by
+  for (const Wanted& w : wanted) {
+    for (const Place& p : w.places) place_names.insert(NameOf(p));
+  }
   std::map<size_t, std::string> supplied;  // tensor -> the key that supplies it
   std::string binds;
   for (size_t i = 0; i < wanted.size(); ++i) binds += (binds.empty() ? "" : ", ") + keys[i][0];
   for (const auto& [key, found] : set.tensors) {
     const Entry& entry = found.entry;
     const WeightsFile& file = set.files[found.file];
-    const KeyRef ref = ParseKey(path, key);
+    KeyRef ref = ParseKey(path, key);
+    if (ref.function.empty() && !place_names.count(ref.name)) {
+      // Another name of a tied tensor reaches the place of the name bound.
+      if (const std::vector<std::string>* group = model.TieOf(ref.name)) {
+        for (const std::string& n : *group) ref.name = place_names.count(n) ? n : ref.name;
+      }
+    }
     std::vector<std::pair<size_t, size_t>> targets;  // (tensor, place): one per tensor
     for (size_t i = 0; i < wanted.size(); ++i) {
       for (size_t j = 0; j < wanted[i].places.size(); ++j) {
@@ -172,17 +182,15 @@ std::vector<Located> Match(const WeightsSet& set, const std::vector<Wanted>& wan
         }
       }
     }
-    const CompiledIn* compiled = nullptr;  // a bare name only: these are the model's names
-    for (const CompiledIn& c : compiled_in) {
-      if (ref.function.empty() && c.name == ref.name) compiled = &c;
-    }
-    if (targets.empty() && compiled != nullptr) {
+    // A bare name only: these are the model's names. A pinned one is bound, and checked too.
+    const CompiledIn* compiled = ref.function.empty() ? model.Find(ref.name) : nullptr;
+    if (compiled != nullptr && (targets.empty() || compiled->kind == CompiledIn::kPinned)) {
       const DLDataType dtype = ffi::StringToDLDataType(entry.dtype->tvm);
       const uint64_t hash =
           storage::HashRange(*file.file, file.data_start + entry.begin, entry.end - entry.begin);
       const std::string problem = CompiledInProblem(*compiled, dtype, entry.shape, hash);
       if (!problem.empty()) Bad(path, "tensor '" + key + "': " + problem);
-      continue;  // the compiled value: nothing to bind
+      if (targets.empty()) continue;  // the compiled value: nothing to bind
     }
     if (targets.empty()) {
       Bad(path, "tensor '" + key + "' is not a tensor the module binds (it binds " +

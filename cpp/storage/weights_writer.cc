@@ -17,11 +17,13 @@
 #include <tvm_partial/partial_apply.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -130,6 +132,9 @@ struct Layout {
   std::vector<OutEntry> entries;
   std::vector<std::pair<std::string, int64_t>> owners;  // per entry: its first place
   std::vector<std::vector<std::pair<std::string, std::pair<std::string, int64_t>>>> others;
+  /*! \brief Other names of a tied tensor that are no place (a strict torch.export makes one
+   *         parameter of them) -> the stored key: read as that tensor, bound nowhere. */
+  std::vector<std::pair<std::string, std::string>> aliases;
 };
 
 /*! \brief The `__metadata__` of a file laid out as `layout`: `tvm_partial.bindings` (every
@@ -150,6 +155,9 @@ std::map<std::string, std::string> Metadata(const Layout& layout,
       place(key, at);
       shared += (shared.size() > 1 ? "," : "") + quote(key) + ":" + quote(layout.entries[i].key);
     }
+  }
+  for (const auto& [alias, stored] : layout.aliases) {
+    shared += (shared.size() > 1 ? "," : "") + quote(alias) + ":" + quote(stored);
   }
   for (const auto& [key, h] : hashes) {
     recorded += (recorded.size() > 1 ? "," : "") + quote(key) + ":\"" + Hex(h) + "\"";
@@ -250,12 +258,10 @@ void SaveWeights(const ffi::Any& obj, const std::string& path,
   // Values the frontend compiled into the code, written after the bound tensors under their own
   // names (no binding recorded), so the file holds the model's whole state: each must be the
   // value the code holds (the rule a weights file given to load meets: CompiledInProblem).
-  const std::vector<CompiledIn> records_in = obj.try_cast<ffi::Module>()
-                                                 ? CompiledInOf(*obj.try_cast<ffi::Module>())
-                                                 : std::vector<CompiledIn>{};
+  const ModelRecord model =
+      obj.try_cast<ffi::Module>() ? ModelRecordOf(*obj.try_cast<ffi::Module>()) : ModelRecord{};
   for (const auto& [name, tensor] : compiled) {
-    const CompiledIn* record = nullptr;
-    for (const CompiledIn& c : records_in) record = c.name == std::string(name) ? &c : record;
+    const CompiledIn* record = model.Find(name);
     const CompiledIn given = RecordCompiledIn(name, tensor);
     if (record == nullptr) {
       TVM_FFI_THROW(ValueError) << "save_weights: '" << name << "' is not a tensor the frontend "
@@ -274,6 +280,25 @@ void SaveWeights(const ffi::Any& obj, const std::string& path,
     tensors.push_back(tensor);
     shards.push_back(nullptr);
     end = begin + nbytes;
+  }
+  // A tied tensor's names that are no place read the tensor stored under another of its names,
+  // so the file holds the model's whole state (open_weights gives each name).
+  for (const std::vector<std::string>& group : model.ties) {
+    std::set<std::string> keys;  // every key the file has for the group's tensor
+    const std::string* stored = nullptr;
+    for (size_t i = 0; i < layout.owners.size(); ++i) {
+      bool named = std::find(group.begin(), group.end(), layout.entries[i].key) != group.end();
+      for (const auto& other : layout.others[i]) {
+        named |= std::find(group.begin(), group.end(), other.first) != group.end();
+      }
+      if (!named) continue;
+      stored = &layout.entries[i].key;
+      keys.insert(*stored);
+      for (const auto& other : layout.others[i]) keys.insert(other.first);
+    }
+    for (const std::string& name : group) {
+      if (stored != nullptr && !keys.count(name)) layout.aliases.emplace_back(name, *stored);
+    }
   }
   const std::vector<OutEntry>& entries = layout.entries;
   // Hashes are fixed-width hex: the header is written first with zeros, then again with them.

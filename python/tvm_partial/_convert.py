@@ -104,6 +104,24 @@ def convert(
     )
 
 
+def view(value: Any, label: str) -> Any:
+    """``value`` as C++ reads it before anything is copied: an array as a tvm Tensor over its
+    memory where DLPack can carry it (numpy, torch, ...; others copied as ``convert`` does), any
+    other value as it is."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray) and value.flags.writeable and value.dtype.num < 256:
+        return tvm_ffi.from_dlpack(value)
+    if isinstance(value, np.ndarray) or (
+        hasattr(value, "__dlpack__") and not isinstance(value, tvm_ffi.Tensor)
+    ):
+        try:
+            return tvm_ffi.from_dlpack(value)
+        except Exception:
+            return convert(value, None, label, tvm_ffi.device("cpu", 0))
+    return value
+
+
 def _memory_key(tensor: tvm_ffi.Tensor, device: Any) -> tuple | None:
     """What makes two tensors one for ``Copies``: data pointer, dtype, shape, strides, source
     device and target device; None for an empty tensor (nothing to share)."""

@@ -41,15 +41,11 @@ class Target:
     names: Callable[[str], Signature | None] | None = None
     executable: tvm_ffi.Module | None = None
 
-    def place(
-        self, device: Any, compiled_in: dict[str, Any] | None = None, unused: frozenset[str] = frozenset()
-    ) -> None:
-        """Run a Relax executable on ``device`` (the CPU when None), recording what a frontend
-        compiled into it (``{model name: tensor}``; ``unused``: those the code never reads)."""
+    def place(self, device: Any, program: dict[str, Any] | None = None) -> None:
+        """Run a Relax executable on ``device`` (the CPU when None), recording what ``program``
+        (a description, programs.Program.description) or the executable knows by model names."""
         if self.executable is not None:
-            self.obj = _relax.vm_module(
-                self.executable, device or tvm_ffi.device("cpu", 0), compiled_in=compiled_in, unused=unused
-            )
+            self.obj = _relax.vm_module(self.executable, device or tvm_ffi.device("cpu", 0), program)
 
 
 def classify(target: Any) -> Target:

@@ -16,6 +16,7 @@ import tvm_ffi
 
 from . import _convert, _ffi_api, _target
 from . import output_specs as _outputs
+from . import programs as _programs
 from . import relax_vm as _relax
 from . import remote as _remote
 from . import shards as _shards
@@ -156,20 +157,20 @@ def partial(
     if function is not _target.UNSET and not isinstance(function, str):
         raise TypeError(f"function= must be the name of a function (str), got {type(function).__name__}")
     place = _target.as_device(None if device is _target.UNSET else device)
-    compiled = (
-        {}
-        if view.program is None
-        else view.program.compiled_tensors(
-            bound_target.executable or _relax.find_executable(bound_target.obj)
+    program = view.program
+    if program is not None and bound_target.executable is None and _relax.find_executable(target) is None:
+        raise TypeError(
+            f"signature={type(signature).__name__} needs the compiled Relax executable (tvm.compile's "
+            "result), whose constants prove what the frontend compiled in; a relax.VirtualMachine "
+            "does not keep it: bind the executable"
         )
-    )
-    # A Relax executable: its VM, on that device, with what the frontend compiled in.
-    bound_target.place(place, compiled, view.program.unused if view.program else frozenset())
+    # A Relax executable: its VM, on that device, with what the program or the executable records.
+    bound_target.place(place, None if program is None or view.sig is None else program.description(view.sig))
     _target.check_available(place)
     keyed, named = _target.split_keys(bound, by_name)
-    ties: list[list[str]] = []
-    if view.program is not None:
-        named, ties = view.program.settle(named, compiled, view.sig)
+    if program is not None and view.sig is not None:  # pinned values take effect, or are refused
+        named = {**program.pinned_values(view.sig), **named}
+    named = _relax.settle(bound_target.obj, view.sig, named)
     targets = view.positions(keyed, named)
     split = _shards.positions(shards, world, bound_target, view, targets)
     obj = bound_target.obj
@@ -190,8 +191,6 @@ def partial(
         values[position] = _convert.convert(
             value, param, view.label(position, original), place, copies=copies
         )
-    if ties and view.program is not None and view.sig is not None:
-        view.program.tie(ties, view.sig, targets, values)
     names = view.free_names()
     wanted = None if outputs is _target.UNSET else outputs  # None: none, as when not given
     specs = None if wanted is None else _outputs.resolve(wanted, view.sig, sorted(view.bound))
@@ -259,6 +258,8 @@ def rebind(
     if current is None:
         raise TypeError(f"rebind needs a partial module, got {type(module).__name__}")
     fname = function if isinstance(function, str) else "main"
+    if _programs.is_program(signature):  # the module records the model's names already
+        signature = None
     sig, _, _ = _target.signature_of(module, fname, fname, signature, None, entry="rebind")
     _target.refuse_option_clashes(sig, _given(device=device, function=function), entry="rebind")
     if function is not _target.UNSET and not isinstance(function, str):
@@ -283,7 +284,7 @@ def rebind(
             "rebind: this partial module wraps no compiled code (it was restored from bytes alone); "
             "give it its code when loading: tvm_partial.load_from_bytes(data, wrapped=exe)"
         )
-    new = _target.full_positions(keyed, named, sig)
+    new = _target.full_positions(keyed, _relax.settle(module, sig, named), sig)
     place = _target.as_device(None if device is _target.UNSET else device)
     _target.check_available(place)
     labels = [_target.label(i, sig) for i in new]

@@ -1,31 +1,35 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Models from other frameworks: the program a TVM frontend imported, given as ``signature=``.
+"""Models a user imported himself, given as ``signature=``: what the program says about the Relax
+function TVM's frontend made of it.
 
-``partial(exe, signature=ep, **model.state_dict())`` binds a Relax executable imported with
-``from_exported_program(ep, keep_params_as_input=True)`` by the state_dict's names, and
-``signature=onnx_model`` one imported with ``from_onnx(model, keep_params_in_input=True)`` by its
-initializer names. The program says, exactly, which model name each Relax parameter stands for
-(never guessed from a spelling: ``p_conv1_weight`` is ``conv1.weight`` because the program's graph
-signature says so), which names are one tensor (tied weights), and what the frontend compiled into
-the code (buffers, lifted constants, initializers it folded): values given for those are checked
-against the compiled ones (C++: ``tvm_partial.CompiledInProblem``), never bound and never ignored
-when they differ.
+``partial(exe, signature=ep, **model.state_dict())`` binds an executable imported with TVM's
+``from_exported_program(ep, keep_params_as_input=True)``, ``signature=onnx_model`` one imported
+with ``from_onnx(model, keep_params_in_input=True)``. The program says which model name each
+Relax parameter stands for (never guessed from a spelling: ``p_conv1_weight`` is ``conv.weight``
+because the program's graph signature says so, in the form the frontend read), which names are
+one tensor (tied weights), and what the frontend compiled into the code or read at import. That
+is handed to C++ as one description (cpp/relax_vm.cc ``tvm_partial.RelaxVMModule``), which checks
+the compiled values against the executable's constants and records them; C++ then settles the
+values given by name (``tvm_partial.SettleNames``). ``tvm_partial.from_exported_program`` and
+``from_onnx`` (models.py) make every tensor of the state a parameter instead, and need none of this.
 
 torch and onnx are not imported here: the program's own objects are read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import tvm_ffi
 
-from . import _convert, _ffi_api
+from . import _convert
 from .signature import Param, Signature
+
+#: CompiledIn::Kind (cpp/compiled_in.h).
+COMPILED, UNUSED, PINNED, READ = 0, 1, 2, 3
 
 
 @dataclass(frozen=True)
@@ -36,262 +40,234 @@ class Program:
     what: str
     #: How the model must have been imported for its parameters to stay swappable.
     imported: str
-    #: The Relax name of each value the program holds (parameters, buffers, constants,
-    #: initializers) -> (the model's name, the value as the program holds it).
-    values: dict[str, tuple[str, Any]]
-    #: Relax names of the model's inputs (kept as they are).
+    #: Names of the model's data inputs, in order (the Relax function's first parameters).
     inputs: tuple[str, ...]
-    #: Groups of model names that are one tensor in the program (tied weights).
+    #: The model names of the Relax parameters after the inputs, in order, when the frontend kept
+    #: the model's parameters as inputs, as the frontend may have named them: (its names, the
+    #: model's names) for each form of the program it may have imported (torch: the program as
+    #: given, or as decomposed first, which orders parameters anew); {model name: value} of
+    #: everything the program holds.
+    forms: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]
+    values: dict[str, Any]
+    #: The names of the model's state (what a state_dict or the initializers hold).
+    state: tuple[str, ...]
+    #: {name: CompiledIn kind} of what is not a parameter (or is pinned), with ``params_kept``
+    #: the same for an import that kept none of them as inputs.
+    kinds: dict[str, int]
+    kinds_without_params: dict[str, int]
+    #: Names that are one tensor (tied weights).
     ties: tuple[tuple[str, ...], ...] = ()
-    #: ONNX: the Relax parameters of the values come right after the inputs, in this order.
-    ordered: bool = False
-    #: Values the program holds but never reads (a batch norm's ``num_batches_tracked`` in eval
-    #: mode), by model name: nothing of them reaches the code, so a value given for one is taken
-    #: and dropped, whatever it is.
-    unused_values: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def unused(self) -> frozenset[str]:
-        return frozenset(self.unused_values)
-
-    #: The model names of its state (what ``model.state_dict()`` holds: parameters and persistent
-    #: buffers; an ONNX model's initializers), which ``save_weights(..., program=)`` writes.
-    state: frozenset[str] = frozenset()
-    #: Filled by ``rename``: model name -> value of what the frontend compiled into the code.
-    compiled: dict[str, Any] = field(default_factory=dict)
+    #: Whether the frontend's constants alias the framework's memory (torch: copy the executable).
+    aliases_memory: bool = False
 
     def rename(self, relax: Signature) -> Signature:
-        """The Relax function's parameters under the model's names, each checked against the
-        program; records what the program holds that the function does not take (compiled in)."""
-        by_model = {model: name for name, (model, _) in self.values.items()}
-        params, taken = [], set()
-        for i, p in enumerate(relax.params):
-            if p.name in self.inputs or (self.ordered and i < len(self.inputs)):
-                params.append(p)
-                continue
-            name = p.name if p.name in self.values else by_model.get(p.name)  # a partial's names
-            if name is None:
-                raise ValueError(
-                    f"{relax.name}() has a parameter {p.name!r} that {self.what} does not hold: "
-                    f"signature= must be the program the executable was imported from "
-                    f"({self.imported})"
-                )
-            if self.ordered and list(self.values).index(name) != i - len(self.inputs):
-                raise ValueError(
-                    f"{relax.name}() takes {p.name!r} at position {i}, where {self.what} puts "
-                    f"{list(self.values)[i - len(self.inputs)]!r}: signature= must be the model "
-                    f"the executable was imported from ({self.imported})"
-                )
+        """The Relax function's parameters under the model's names, checked against the program:
+        the data inputs (one named like a state tensor renamed ``NAME_input``, so the state's
+        names stay unique), then the parameters, each with the program's dtype and shape."""
+        n = len(self.inputs)
+        models = self.params_of([p.name for p in relax.params[n:]])
+        if models is None:
+            raise ValueError(
+                f"{relax.name}() takes {len(relax.params)} parameters, but {self.what} has "
+                f"{_count(n, 'input')} and {_count(len(self.params), 'parameter')}: signature= must "
+                f"be the program the executable was imported from ({self.imported})"
+            )
+        taken = set(self.params) | set(self.state)
+        params = []
+        for p in relax.params[:n]:
+            name, k = p.name, 1
+            while name in taken:
+                name, k = f"{p.name}_input" + (f"_{k}" if k > 1 else ""), k + 1
             taken.add(name)
-            params.append(Param(self.values[name][0], p.kind, p.dtype, p.shape, p.dims))
-        self.compiled.clear()
-        self.compiled.update(
-            {model: value for name, (model, value) in self.values.items() if name not in taken}
-        )
+            params.append(Param(name, p.kind, p.dtype, p.shape, p.dims))
+        for i, (p, model) in enumerate(zip(relax.params[n:], models)):
+            dtype, shape = _dtype_shape(self.values[model])
+            if (p.dtype is not None and p.dtype != dtype) or (
+                p.shape is not None and len(p.shape) != len(shape)
+            ):
+                raise ValueError(
+                    f"{relax.name}() takes {p.describe()} at position {n + i}, where {self.what} "
+                    f"puts {model!r} ({dtype}{list(shape)}): signature= must be the program the "
+                    f"executable was imported from ({self.imported})"
+                )
+            params.append(Param(model, "tensor", dtype, shape))
         return Signature(relax.name, tuple(params))
 
+    @property
+    def params(self) -> tuple[str, ...]:
+        return self.forms[0][1]
+
+    def params_of(self, names: list[str]) -> list[str] | None:
+        """The model's names of the Relax parameters ``names`` (after the inputs): by the
+        frontend's names in one form of the program (the model's own names, for a partial that
+        recorded them); by position where the program has one form only (ONNX, whose order the
+        frontend keeps); [] for an import that kept none; None when the function cannot be the
+        program's (never guessed: a wrong guess would bind a tensor to another parameter)."""
+        if not names:
+            return []
+        for frontend, model in (*self.forms, (self.params, self.params)):
+            if sorted(frontend) == sorted(names) and len(set(names)) == len(names):
+                return [model[frontend.index(name)] for name in names]
+        return list(self.params) if len(self.forms) == 1 and len(names) == len(self.params) else None
+
+    def description(self, relax: Signature) -> dict[str, Any]:
+        """What C++ records and checks (cpp/relax_vm.cc ``MakeRelaxVMModule``), for the renamed
+        signature ``relax``."""
+        kinds = self.kinds if len(relax.params) > len(self.inputs) else self.kinds_without_params
+        cpu = tvm_ffi.device("cpu", 0)
+        return {
+            "what": self.what,
+            "compiled_in": {
+                name: _convert.convert(_host(self.values[name]), None, f"{self.what}'s {name!r}", cpu)
+                for name in kinds
+            },
+            "kinds": kinds,
+            "ties": [list(group) for group in self.ties],
+            "copy": self.aliases_memory,
+        }
+
+    def pinned_values(self, relax: Signature) -> dict[str, Any]:
+        """{name: value} of the parameters whose value the frontend also read at import: bound
+        to it when not given (any other value could not take effect everywhere)."""
+        kinds = self.kinds if len(relax.params) > len(self.inputs) else {}
+        return {name: np.asarray(self.values[name]) for name, kind in kinds.items() if kind == PINNED}
+
     def state_values(self) -> dict[str, Any]:
-        """The program's value of each name of its state (the unused included)."""
-        held = {model: value for model, value in self.values.values()} | self.unused_values
-        return {name: value for name, value in held.items() if name in self.state}
-
-    def compiled_tensors(self, executable: Any) -> dict[str, Any]:
-        return compiled_tensors(self, executable)
-
-    def settle(
-        self, named: dict[str, Any], compiled: dict[str, Any], sig: Signature | None
-    ) -> tuple[dict[str, Any], list[list[str]]]:
-        return settle(self, named, compiled, sig)
-
-    def tie(self, ties: list[list[str]], sig: Signature, targets: dict, values: dict) -> None:
-        tie(self, ties, sig, targets, values)
-
-    def tied(self, name: str) -> tuple[str, ...]:
-        """The model names tied to ``name`` (itself included), or just ``name``."""
-        return next((group for group in self.ties if name in group), (name,))
+        """The program's value of each name of its state."""
+        return {name: self.values[name] for name in self.state}
 
 
-# -- binding a program's values (partial() calls these) -------------------------------------------
-def compiled_tensors(program: Program, executable: Any) -> dict[str, Any]:
-    """What the frontend compiled into the code (``program.compiled``, and the values the code
-    never reads), as CPU tensors, each compiled one proven to be among the constants of
-    ``executable`` (C++: ``ExecutableHolds``): a program changed since it was imported
-    (torch.export shares the model's tensors) is refused, never trusted."""
-    if executable is None:
-        raise TypeError(
-            f"signature={program.what.split()[-1]} needs the compiled Relax executable (tvm.compile's "
-            "result), whose constants prove what the frontend compiled in; a relax.VirtualMachine "
-            "does not keep it: bind the executable"
-        )
-    cpu = tvm_ffi.device("cpu", 0)
-    out = {}
-    for name, value in {**program.compiled, **program.unused_values}.items():
-        held = (
-            value if hasattr(value, "__dlpack__") or isinstance(value, tvm_ffi.Tensor) else np.asarray(value)
-        )
-        out[name] = _convert.convert(held, None, f"{program.what}'s {name!r}", cpu)
-        if name in program.compiled and not _ffi_api.ExecutableHolds(executable, out[name]):
-            raise ValueError(
-                f"{program.what}'s {name!r} ({out[name].dtype}{list(out[name].shape)}) is not among "
-                "the constants the executable holds: signature= must be the program the executable "
-                "was imported from, unchanged since (torch.export shares the model's tensors, so "
-                "model.load_state_dict() after export changes the program too); import and compile "
-                "the model again, or pass the program that was imported"
-            )
-    return out
-
-
-def settle(
-    program: Program, named: dict[str, Any], compiled: dict[str, Any], sig: Signature | None
-) -> tuple[dict[str, Any], list[list[str]]]:
-    """Values given by name for a program: those for what the frontend compiled into the code are
-    checked against the compiled value (the rule is C++'s, ``tvm_partial.CompiledInProblem``) and
-    dropped, a differing one refused; a name tied to others binds them too. -> (the names to
-    bind, the groups of tied names given more than once)."""
-    out = {}
-    for name, value in named.items():
-        if name in program.unused:
-            continue
-        if name not in program.compiled:
-            out[name] = value
-            continue
-        given = _convert.convert(value, None, f"{name!r}", tvm_ffi.device("cpu", 0))
-        if not isinstance(given, tvm_ffi.Tensor):
-            raise TypeError(f"cannot bind {name!r}: the frontend compiled it into the code as a tensor")
-        problem = _ffi_api.CompiledInProblem(name, compiled[name], given)
-        if problem:
-            raise ValueError(f"cannot bind {name!r}: {problem}")
-    names = set(sig.names) if sig is not None else set()
-    several = []
-    for group in program.ties:
-        given_names = [n for n in group if n in out]
-        if not given_names:
-            continue
-        for n in group:
-            if n not in out and n in names:
-                out[n] = out[given_names[0]]
-        if len(given_names) > 1:
-            several.append(given_names)
-    return out, several
-
-
-def tie(program: Program, ties: list[list[str]], sig: Signature, targets: dict, values: dict) -> None:
-    """Names a program ties (one tensor in the model), given each a value: they must be one tensor
-    (or hold the same bits, then they become one); the one tensor is bound at each place.
-    ``targets``: {position: (original position, value)}; ``values``: {position: converted}."""
-    position = {sig.params[o].name: p for p, (o, _) in targets.items() if o is not None}
-    for group in ties:
-        first = values[position[group[0]]]
-        for other in group[1:]:
-            value = values[position[other]]
-            same = value.same_as(first) or (  # the same dtype, shape and payload hash
-                isinstance(value, tvm_ffi.Tensor)
-                and isinstance(first, tvm_ffi.Tensor)
-                and not _ffi_api.CompiledInProblem(other, first, value)
-            )
-            if not same:
-                raise ValueError(
-                    f"{group[0]!r} and {other!r} are one tensor in {program.what} "
-                    "(tied weights), but the values given for them differ: give one of the names (it "
-                    "binds both), or the same tensor under each"
-                )
-            values[position[other]] = first
+def is_program(signature: Any) -> bool:
+    """Whether ``signature`` is one of the frontends' programs (read by ``of``)."""
+    kind, module = type(signature).__name__, type(signature).__module__
+    return (kind, module.split(".")[0]) in (("ExportedProgram", "torch"), ("ModelProto", "onnx"))
 
 
 def of(signature: Any) -> Program | None:
     """The program ``signature`` is, or None when it is none of the frontends' programs."""
-    kind, module = type(signature).__name__, type(signature).__module__
-    if kind == "ExportedProgram" and module.startswith("torch"):
+    if not is_program(signature):
+        return None
+    if type(signature).__name__ == "ExportedProgram":
         return _from_exported_program(signature)
-    if kind == "ModelProto" and module.startswith("onnx"):
-        return _from_onnx(signature)
-    return None
+    return _from_onnx(signature)
 
 
 def _from_exported_program(ep: Any) -> Program:
-    """torch.export: the graph signature's input specs name each Relax parameter (``arg.name``,
-    which the frontend gives its Relax var) and the state_dict entry it reads (``target``)."""
-    import torch
+    """torch.export: the graph signature's input specs, in order, name each Relax parameter
+    (``target``: the state_dict entry it reads); a buffer or constant the graph reads is
+    compiled in, any tensor of the state the graph never reads (``num_batches_tracked`` in eval
+    mode, an unused submodule) is unused; the other names of a tied parameter are its aliases."""
+    from .models import _torch_ties
 
-    kinds = torch.export.graph_signature.InputKind
-    values: dict[str, tuple[str, Any]] = {}
-    inputs = []
     read = {node.name for node in ep.graph.nodes if node.op == "placeholder" and node.users}
-    unused = {}
-    state = set()
+    state = dict(ep.state_dict)
+    values: dict[str, Any] = dict(state)
+    inputs, params = [], []
+    forms = tuple(
+        (
+            tuple(str(s.arg.name) for s in form.graph_signature.input_specs if s.kind.name == "PARAMETER"),
+            tuple(str(s.target) for s in form.graph_signature.input_specs if s.kind.name == "PARAMETER"),
+        )
+        for form in (ep, ep.run_decompositions())  # TVM's frontend decomposes first by default
+    )
+    kinds = {name: UNUSED for name in state}  # until a spec says otherwise
     for spec in ep.graph_signature.input_specs:
-        name = getattr(spec.arg, "name", None)
-        if spec.kind == kinds.USER_INPUT:
-            inputs.append(str(name))
-            continue
-        if spec.kind == kinds.PARAMETER or (spec.kind == kinds.BUFFER and spec.persistent):
-            value = ep.state_dict[spec.target]
-            state.add(str(spec.target))
-        elif spec.kind in (kinds.BUFFER, kinds.CONSTANT_TENSOR):
-            value = ep.constants[spec.target]
-        else:  # custom objects, tokens: nothing a weights set holds
-            continue
-        if spec.kind != kinds.PARAMETER and name not in read:  # a parameter stays one of main's
-            unused[str(spec.target)] = value
-            continue
-        values[str(name)] = (str(spec.target), value)
+        kind, target = spec.kind.name, str(spec.target)
+        if kind == "USER_INPUT":
+            inputs.append(str(spec.arg.name))
+        elif kind in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
+            values.setdefault(target, ep.constants.get(spec.target))
+            kinds[target] = COMPILED if str(spec.arg.name) in read else UNUSED
+            if kind == "PARAMETER":
+                params.append(target)
+    groups: dict[str, list[str]] = {}
+    for name, head in _torch_ties(state).items():
+        groups.setdefault(head, []).append(name)
+    ties = tuple(tuple(g) for g in groups.values() if len(g) > 1)
+    for group in ties:  # one tensor: compiled in when the graph reads it under any of its names
+        if any(kinds[n] == COMPILED for n in group):
+            kinds.update(dict.fromkeys(group, COMPILED))
+    tied_to_param = {n for g in ties if set(g) & set(params) for n in g}
     return Program(
         "the ExportedProgram",
         "from_exported_program(ep, keep_params_as_input=True)",
-        values,
         tuple(inputs),
-        _torch_ties(values.values()),
-        unused_values=unused,
-        state=frozenset(state),
+        forms,
+        values,
+        tuple(state),
+        {n: k for n, k in kinds.items() if n not in params and n not in tied_to_param},
+        kinds,
+        ties,
+        aliases_memory=True,
     )
-
-
-def _torch_ties(values: Iterable[tuple[str, Any]]) -> tuple[tuple[str, ...], ...]:
-    """Names whose tensors are one (the same storage, offset, shape, strides and dtype)."""
-    groups: dict[tuple, list[str]] = {}
-    for name, value in values:
-        if getattr(value, "is_meta", False) or not value.numel():
-            continue
-        key = (
-            value.untyped_storage().data_ptr(),
-            value.storage_offset(),
-            tuple(value.shape),
-            tuple(value.stride()),
-            str(value.dtype),
-        )
-        groups.setdefault(key, []).append(name)
-    return tuple(tuple(names) for names in groups.values() if len(names) > 1)
 
 
 def _from_onnx(model: Any) -> Program:
     """ONNX: the graph's inputs that are not initializers, then (keep_params_in_input=True) every
-    initializer in the graph's order, named as the file names it without the ``onnx::`` prefix
-    the frontend drops. External data is read from where the model was loaded (its
-    ``location``, relative to the model's folder as onnx resolves it)."""
+    initializer in the graph's order, named as the file names it. Initializers the frontend reads
+    at import (watched while it imports the model again) are pinned: bound to their value; without
+    keep_params_in_input they are folded into the code, and those no node reads are unused."""
     from onnx import numpy_helper
 
+    from .models import import_onnx
+
     graph = model.graph
-    initializers = [t.name for t in graph.initializer]
+    initializers = tuple(t.name for t in graph.initializer)
     inputs = tuple(i.name for i in graph.input if i.name not in set(initializers))
-    values = {}
-    for tensor in graph.initializer:
-        relax = tensor.name[len("onnx::") :] if tensor.name.startswith("onnx::") else tensor.name
-        values[relax] = (tensor.name, _LazyOnnx(tensor, numpy_helper))
+    values = {t.name: _LazyOnnx(t, numpy_helper) for t in graph.initializer}
+    _, read, _ = import_onnx(model)
+    used = _onnx_inputs(graph)
+    kinds = {name: PINNED for name in initializers if name in read}
+    without = {
+        name: READ if name in read else (COMPILED if name in used else UNUSED) for name in initializers
+    }
     return Program(
         "the ONNX model",
         "from_onnx(model, keep_params_in_input=True)",
-        values,
         inputs,
-        ordered=True,
-        state=frozenset(initializers),
+        ((tuple(n.removeprefix("onnx::") for n in initializers), initializers),),
+        values,
+        initializers,
+        kinds,
+        without,
     )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _onnx_inputs(graph: Any) -> set[str]:
+    """The names the nodes of ``graph`` (and of the graphs in their attributes) read."""
+    names = set()
+    for node in graph.node:
+        names.update(node.input)
+        for attr in node.attribute:
+            for sub in [attr.g] if attr.HasField("g") else list(attr.graphs):
+                names |= _onnx_inputs(sub)
+    return names
+
+
+def _dtype_shape(value: Any) -> tuple[str, tuple[int, ...]]:
+    """A program's value's dtype (as TVM names it) and shape."""
+    if isinstance(value, _LazyOnnx):
+        return value.dtype, value.shape
+    return str(value.dtype).replace("torch.", ""), tuple(int(d) for d in value.shape)
+
+
+def _host(value: Any) -> Any:
+    return value if hasattr(value, "__dlpack__") or isinstance(value, tvm_ffi.Tensor) else np.asarray(value)
 
 
 class _LazyOnnx:
     """An initializer's value, read when a check needs it (external data included)."""
 
     def __init__(self, tensor: Any, numpy_helper: Any) -> None:
+        from onnx import helper
+
         self._tensor, self._helper = tensor, numpy_helper
+        self.dtype = str(np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)))
+        self.shape = tuple(int(d) for d in tensor.dims)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         array = self._helper.to_array(self._tensor)

@@ -12,7 +12,7 @@ from typing import Any
 
 import tvm_ffi
 
-from . import _ffi_api
+from . import _convert, _ffi_api
 from .signature import Param, Signature
 
 #: The module kind of cpp/relax_vm.cc.
@@ -69,17 +69,12 @@ def check_target(executable: tvm_ffi.Module, device: Any) -> None:
 
 
 def vm_module(
-    executable: tvm_ffi.Module,
-    device: Any,
-    memory: str = "pooled",
-    compiled_in: dict[str, Any] | None = None,
-    unused: frozenset[str] = frozenset(),
+    executable: tvm_ffi.Module, device: Any, program: dict[str, Any] | None = None, memory: str = "pooled"
 ) -> tvm_ffi.Module:
     """A ``partial_apply_vm`` module running ``executable`` on ``device`` (plus the CPU, which the
-    VM needs for shape computations) with the ``memory`` allocator; ``compiled_in``: the tensors
-    a frontend compiled into the executable, by the model's names (recorded with their hashes,
-    so a weights file given to ``load`` later is checked against them), ``unused`` those of them
-    the code never reads."""
+    VM needs for shape computations) with the ``memory`` allocator, recording what the executable
+    knows by the model's names: from ``program`` (programs.Program.description: a program the
+    user imported himself), else from the executable itself (models.py made it)."""
     check_target(executable, device)
     if memory not in ALLOCATORS:
         raise ValueError(f"memory must be one of {', '.join(ALLOCATORS)}, got {memory!r}")
@@ -87,7 +82,18 @@ def vm_module(
     devices = [[device_type, device_id, ALLOCATORS[memory]]]
     if device_type != _CPU:
         devices.append([_CPU, 0, ALLOCATORS[memory]])
-    return _ffi_api.RelaxVMModule(executable, devices, compiled_in or {}, sorted(unused))
+    return _ffi_api.RelaxVMModule(executable, devices, program)
+
+
+def settle(module: tvm_ffi.Module, sig: Signature | None, named: dict[str, Any]) -> dict[str, Any]:
+    """Values given by name for the model ``module`` runs, settled by C++ against its record
+    (``tvm_partial.SettleNames``): compiled-in ones checked and dropped, tied names one tensor
+    given to each of them that is a parameter. -> {parameter name: value}."""
+    if not named or not runs_relax(module):
+        return named
+    views = {name: _convert.view(value, f"{name!r}") for name, value in named.items()}
+    chosen = _ffi_api.SettleNames(module, list(sig.names) if sig is not None else [], views)
+    return {str(param): named[str(given)] for param, given in chosen.items()}
 
 
 def names_of(executable: tvm_ffi.Module) -> Callable[[str], Signature]:
@@ -180,14 +186,18 @@ def check_signature_matches(sig: Signature, names: Signature) -> None:
 
 
 _ALLOCATOR_NAMES = {v: k for k, v in ALLOCATORS.items()}
+#: CompiledIn::Kind (cpp/compiled_in.h) by name.
+_KINDS = ("compiled", "unused", "pinned", "read at import")
 
 
 def describe_record(data: bytes) -> dict[str, Any]:
     """What a ``partial_apply_vm`` record (its saved bytes) names, for ``inspect``, as the C++
     loader reads the record (``ValueError`` when malformed): ``{"devices": ["cpu:0"],
-    "allocators": ["pooled"], "compiled_in": [{"name", "dtype", "shape", "hash", "unused"}, ...]}``,
-    the last what a frontend compiled into the executable (hash: 16 hex digits; unused: the model
-    holds it, the code never reads it)."""
+    "allocators": ["pooled"], "compiled_in": [{"name", "dtype", "shape", "hash", "kind"}, ...],
+    "ties": [[name, ...]]}``: what the frontend compiled into the executable (hash: 16 hex digits;
+    kind: ``compiled``, ``unused`` (the model holds it, the code never reads it), ``pinned`` (a
+    parameter whose value the frontend also read at import) or ``read at import``) and the names
+    that are one tensor."""
     record = _ffi_api.DescribeVMRecord(bytes(data))
     devices, allocators = [], []
     for device, allocator in record["devices"]:
@@ -199,8 +209,9 @@ def describe_record(data: bytes) -> dict[str, Any]:
             "dtype": str(d),
             "shape": [int(x) for x in s],
             "hash": f"{int(h) & (2**64 - 1):016x}",
-            "unused": bool(u),
+            "kind": _KINDS[int(k)],
         }
-        for n, d, s, h, u in record["compiled_in"]
+        for n, d, s, h, k in record["compiled_in"]
     ]
-    return {"devices": devices, "allocators": allocators, "compiled_in": compiled}
+    ties = [[str(n) for n in group] for group in record["ties"]]
+    return {"devices": devices, "allocators": allocators, "compiled_in": compiled, "ties": ties}
