@@ -11,6 +11,7 @@ from ._repr import describe
 from .artifact.export import export_library
 from .artifact.inspect import inspect, verify
 from .artifact.load import load, load_from_bytes, save_to_bytes
+from .models import from_exported_program, from_onnx
 from .output_specs import outputs
 from .partial import bindings, param_names, partial, rebind
 from .weights import open_weights, save_weights
@@ -21,6 +22,8 @@ __all__ = [
     "bindings",
     "describe",
     "export_library",
+    "from_exported_program",
+    "from_onnx",
     "inspect",
     "load",
     "load_from_bytes",
