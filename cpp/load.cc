@@ -259,8 +259,6 @@ TVM_FFI_STATIC_INIT_BLOCK() {
         if (world == 0) return LoadWhole(path, weights_file, fd);
         return LoadRank(path, rank, world, weights_file, DLDevice{kDLCPU, 0}, fd);
       });
-  // Build the records of every partial module in a loaded tree now (each builds them on first
-  // use otherwise), so that a missing or damaged payload is reported by the load itself.
   // {"path", "name"}: the file the library `library` of the loaded partial module `module` was
   // mapped from, what its re-export copies: "path" reaches that very file (the descriptor our
   // loader kept, /proc/self/fd/N, when it loaded it; else the file at the name the system's
@@ -283,6 +281,8 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   detail::RegisterGlobalOnce(
       "tvm_partial.InheritLibraryFile",
       [](ffi::Module to, ffi::Module from) { detail::InheritLibraryFile(to, from); });
+  // Build the records of every partial module in a loaded tree now (each builds them on first
+  // use otherwise), so that a missing or damaged payload is reported by the load itself.
   detail::RegisterGlobalOnce("tvm_partial.ResolveLoaded",
                              [](ffi::Module mod) { return detail::ResolveTree(mod); });
 }

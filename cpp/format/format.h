@@ -9,8 +9,7 @@
  *
  * Layout (versions 1 to 3, little-endian). Flags: 0, the payloads follow the metadata inside
  * the blob; 1 | 4, they are appended to the library file after the linked code, located by a
- * trailer at the file's end (storage/appended_region.h), and the library keeps a copy of the
- * region's 64-byte header under a symbol of its own; 1 | 2, they are the data of a safetensors
+ * trailer at the file's end (storage/appended_region.h); 1 | 2, they are the data of a safetensors
  * weights file beside the library (storage/weights_file.h), whose first 64 bytes are that
  * header. Flag 1 alone (the whole region in a data section of the library) was written by
  * development builds only and is no longer read. With flag 1 the metadata starts with

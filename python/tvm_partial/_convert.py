@@ -34,7 +34,6 @@ from .signature import Param
 
 #: Bound tensors are converted to (or must already be) contiguous and aligned to this many bytes.
 ALIGNMENT = 64
-#: The FFI passes a Python int as a signed 64-bit integer.
 
 
 def runtime_global(name: str) -> tvm_ffi.Function:

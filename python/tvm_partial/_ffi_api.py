@@ -43,7 +43,6 @@ OTHER_GLOBALS = {
     "PartialApplyModule": "runtime.PartialApplyModule",
     "PartialApplyBindings": "runtime.PartialApplyBindings",
     "LoadFromBytes": "ffi.Module.load_from_bytes.partial_apply",
-    "LoadFromBytesVM": "ffi.Module.load_from_bytes.partial_apply_vm",
 }
 
 # tvm-ffi-stubgen(begin): global/tvm_partial
@@ -116,7 +115,6 @@ if TYPE_CHECKING:
     ) -> Module: ...
     def PartialApplyBindings(obj: Function | Module, /) -> Mapping[str, Mapping[int, Any]]: ...
     def LoadFromBytes(data: bytes, /) -> Module: ...
-    def LoadFromBytesVM(data: bytes, /) -> Module: ...
 else:
     for _name, _global in OTHER_GLOBALS.items():
         globals()[_name] = get_global_func(_global)

@@ -20,7 +20,6 @@ from . import programs as _programs
 from . import relax_vm as _relax
 from . import remote as _remote
 from . import shards as _shards
-from ._convert import create_view as _create_view  # noqa: F401  (weights.py imports it from here)
 from .signature import Param
 
 if TYPE_CHECKING:
@@ -84,68 +83,33 @@ def partial(
 ) -> tvm_ffi.Function | tvm_ffi.Module:
     """Bind constant arguments of ``target`` once; call the result with the remaining ones.
 
-    Parameters
-    ----------
-    target
-        A function (``tvm_ffi.Function``: ``exe["main"]``, ``VirtualMachine(...)["main"]``, a
-        partial function) or a module (``tvm.runtime.Module``, ``tvm.runtime.Executable``, a
-        ``relax.VirtualMachine``, a partial module).
-    bound
-        ``{position: value}`` and/or ``{name: value}``. Integer positions count in the target's
-        own argument list from 0 (for a partial: its free arguments); string keys bind by name,
-        like keywords, and also reach parameters named like an option (``{"device": d}``).
-    signature
-        The ORIGINAL function's full parameter list, also when ``target`` is a partial: a tirx
-        ``PrimFunc``, the TE tensor list given to ``te.create_prim_func``, a Relax ``Function`` or
-        ``VirtualMachine``, or a list of names. Needed to bind by name (unless the target is a
-        partial that recorded its names); values are then checked against their parameter:
-        a tensor's dtype and static shape, a scalar's kind and range (an ``int32`` takes no
-        ``2**40``, a ``float16`` no ``1e5``: refused, never wrapped or turned into inf).
-        For a Relax executable imported from another framework, the program it was imported
-        from: a ``torch.export.ExportedProgram`` (``from_exported_program(ep,
-        keep_params_as_input=True)``) binds by the state_dict's names (``**model.state_dict()``),
-        an ``onnx.ModelProto`` (``from_onnx(model, keep_params_in_input=True)``) by its
-        initializer names; tied weights bind under either name; a value given for what the
-        frontend compiled into the code (batch-norm statistics, folded initializers) is checked
-        against the compiled one and refused where it differs (docs/torch.md).
-    device
-        Where values that are not yet tvm Tensors are placed (default: CPU): a device of this
-        process (``tvm.cuda(0)``) or its name (``"cuda:0"``); one that is not here is refused.
-    function
-        For a module target, the function the bindings apply to (default ``"main"``).
-    outputs
-        Parameters (names or positions, one or a list) that each call allocates and returns
-        instead of taking them: ``out = partial(exe, outputs="result", ...)(data)``. Needs a
-        signature with dtypes and shapes; see ``tvm_partial.outputs``. None: no outputs.
-    shards
-        Tensor parallelism: ``{name: dim}`` for tensors bound whole and split over ``world``
-        ranks along ``dim`` (negative: counted from the end), whose kernel parameter takes one
-        rank's shard (``shape[dim] // world``); tensors not named are replicated. Any dim: a row shard (dim 0, or a dim whose
-        leading dims are all 1) is stored as bound, any other (a column shard) rank by rank at
-        export, so each rank's bytes are one contiguous range either way. ``{name: (dim,
-        segments)}`` splits a dim of fused blocks (a QKV projection: ``(0, 3)``): rank r's
-        shard is the r-th slice of each block, concatenated. The module
-        is exported as usual and each rank loads its view: ``load(path, shard=(rank, world))``,
-        or ``tvm_partial.LoadShard(path)`` on a disco worker (docs/rpc.md). Calling it before
-        that is refused. Needs a module that exports: a compiled module with ``signature=``, or
-        a Relax executable compiled with the shard shapes (docs/relax.md), whose parameter
-        shapes its annotations give; a ``frontend.nn`` model's executable records its inputs'
-        shapes only, so pass ``signature=irmodule``. Not a function or a ``relax.VirtualMachine``.
-    world
-        The number of ranks ``shards=`` splits over (2 or more).
-    **by_name
-        ``name=value`` bindings, resolved through the signature. A name that is also an option
-        (``signature``, ``device``, ``function``, ``outputs``, ``shards``, ``world``) and a
-        parameter is refused as a keyword: bind it through the mapping.
+    ``target`` is a function (``exe["main"]``, a partial function) or a module (a compiled
+    module, a Relax ``Executable`` or ``VirtualMachine``, a partial module). ``bound`` maps
+    positions (ints, counting the target's own arguments from 0) and names (strs) to values;
+    ``**by_name`` binds by name too. Values that are not tvm Tensors (numpy, torch, any DLPack
+    tensor) are copied once into aligned memory on ``device=`` (default: the CPU); each is
+    checked against its parameter where the signature says its dtype and shape (a scalar's
+    range: an ``int32`` takes no ``2**40``).
 
-    Returns
-    -------
-    A ``tvm_ffi.Function`` for a function target (the closure itself, no Python wrapper); a
-    ``partial_apply`` module (a ``tvm_ffi.Module``) for a module target.
+    Options (a parameter named like one binds through ``bound``: ``{"device": d}``):
 
-    The options are annotated ``Any``: ``signature``'s forms are TVM classes, which carry no type
-    information, and a type checker matches ``partial(exe, **params)`` (a dict of tensors)
-    against every keyword parameter, so a ``str``-typed ``function`` would refuse that call.
+    - ``signature``: the original function's full parameter list, needed to bind by name where
+      the target carries no names: a tirx ``PrimFunc``, the TE tensor list given to
+      ``te.create_prim_func``, a Relax ``Function`` or ``IRModule``, a list of names, or the
+      ``torch.export.ExportedProgram`` / ``onnx.ModelProto`` an executable was imported from
+      with TVM's own frontend (docs/torch.md). A Relax executable carries its names, and one
+      imported with ``from_exported_program`` or ``from_onnx`` its model's too.
+    - ``device``: a device of this process (``tvm.cuda(0)``) or its name (``"cuda:0"``).
+    - ``function``: for a module, the function bound (default ``"main"``).
+    - ``outputs``: parameters (names or positions) each call allocates and returns, so that
+      ``out = f(data)``; see ``tvm_partial.outputs``.
+    - ``shards``, ``world``: tensor parallelism, ``{name: dim}`` (or ``(dim, segments)`` for fused
+      blocks) split over ``world`` ranks; each rank loads its view with ``load(path,
+      shard=(rank, world))`` (docs/rpc.md).
+
+    Returns the closure itself (a ``tvm_ffi.Function``) for a function, a ``partial_apply``
+    module for a module. The options are typed ``Any``: a type checker matches
+    ``partial(exe, **params)`` against every keyword parameter.
     """
     fname = function if isinstance(function, str) else "main"
     bound_target = _target.classify(target)

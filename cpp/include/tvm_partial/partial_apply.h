@@ -31,11 +31,7 @@
 #include <string>
 #include <vector>
 
-#if defined(_WIN32)
-#define TVM_PARTIAL_API __declspec(dllexport)
-#else
 #define TVM_PARTIAL_API __attribute__((visibility("default")))
-#endif
 
 namespace tvm_partial {
 

@@ -236,6 +236,4 @@ def _plain(value: Any) -> Any:
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, str):
         return str(value)
-    if isinstance(value, (tvm_ffi.Map, dict)):
-        return {str(k): _plain(v) for k, v in value.items()}
     return value

@@ -72,14 +72,8 @@ def load(
     weights = "" if weights_file is None else os.fspath(weights_file)
     if weights_file is not None and not weights:
         raise ValueError("weights_file is empty: name a safetensors file or index (or leave it out)")
-    # By its real path, as tvm.runtime.load_module does (a bare name would be looked for on the
-    # library search path; a symlink switched to another version loads that one). Opened once:
-    # the file checked here is the one the C++ loader loads (the descriptor goes along), loads
-    # under the path's name or, where an older version answers to it, a name of its own, and
-    # proves it maps. Not kept alive for the process (tvm.runtime.load_module keeps every module
-    # it loads): a server that loads version after version frees each one, mappings included,
-    # when the last reference to it goes. Self-contained artifacts, whose embedded loader
-    # registers globals, are linked -z nodelete and stay mapped anyway.
+    # Opened once, by its real path (as tvm.runtime.load_module does): the C++ loader loads the file
+    # this descriptor holds, and proves it is the one it maps.
     real = os.path.realpath(path)
     fd = open_regular(path)
     try:
