@@ -339,6 +339,24 @@ def test_onnx_signature_route_refuses_bounds_it_would_ignore(sliced):
     assert same(tvm.runtime.tensor(x)).numpy().tobytes() == pm(tvm.runtime.tensor(x)).numpy().tobytes()
 
 
+def test_onnx_signature_route_with_everything_compiled_in(sliced):
+    """TVM's default ONNX import compiles every initializer in: the program is still the one
+    imported although its Reshape shape and Slice bounds are no constants of the executable
+    (they shaped the code) and one initializer is read by no node; every value is checked."""
+    from tvm.relax.frontend.onnx import from_onnx
+
+    model, init, _ = sliced
+    exe = tvm.compile(from_onnx(model), target="llvm")
+    pm = tvm_partial.partial(exe, signature=model, **init)
+    x = np.random.default_rng(6).random((2, 3)).astype("float32")
+    assert np.abs(pm(tvm.runtime.tensor(x)).numpy() - _sliced_ref(x, init)).max() <= TOLERANCE
+    tvm_partial.partial(exe, signature=model, **dict(init, **{"onnx::unused_3": np.zeros(3, "float32")}))
+    with pytest.raises(ValueError, match=r"cannot bind 'shape': the frontend read its value at import"):
+        tvm_partial.partial(exe, signature=model, **dict(init, shape=np.array([2, 4, 1], "int64")))
+    with pytest.raises(ValueError, match=r"cannot bind 'fc.bias': the frontend compiled it into the code"):
+        tvm_partial.partial(exe, signature=model, **dict(init, **{"fc.bias": init["fc.bias"] + 1}))
+
+
 def test_the_record_travels_in_the_executable(sliced, tmp_path):
     """TVM's own export of the executable keeps the record: a process that never saw the model
     binds the loaded executable by name and refuses what it would ignore."""
