@@ -4,8 +4,7 @@
  * \file bind_module.cc
  * \brief Binding a module: `runtime.PartialApplyModule` (a partial module over a module, merged
  *        into one level over a partial module through the one merge, bind/merge.h) and the
- *        introspection of partials (`runtime.PartialApplyBindings`, `tvm_partial.ParamNames`,
- *        `tvm_partial.Outputs`, `tvm_partial.TensorPayloads`, `ConstantBytes`, `Shards`). The
+ *        introspection of partials (`runtime.PartialApplyBindings`, `tvm_partial.Describe`). The
  *        module kind itself is in partial_module.cc, the shard rules in format/shard.h.
  */
 #include <tvm/ffi/container/map.h>
@@ -244,33 +243,52 @@ ffi::Map<ffi::String, ffi::Array<ffi::Any>> PartialApplyOutputs(const ffi::Any& 
 
 namespace {
 
-/*! \brief tvm_partial.TensorPayloads: {function: {position: n}} for every bound tensor, n the
- *         number of the distinct tensor it is (format::TensorNumbers: the same tensor object, or
- *         the same data, offset, device, dtype, shape and strides, is one), as the format
- *         stores them once each. A partial function's key is "". */
-ffi::Map<ffi::String, ffi::Map<int64_t, int64_t>> TensorPayloads(const ffi::Any& obj) {
-  const std::vector<format::FunctionRecord> records = detail::PartialRecords(obj, "TensorPayloads");
-  const std::vector<std::vector<int64_t>> numbers = format::TensorNumbers(records);
-  ffi::Map<ffi::String, ffi::Map<int64_t, int64_t>> out;
-  for (size_t f = 0; f < records.size(); ++f) {
+/*!
+ * \brief tvm_partial.Describe: what a partial function (key "") or a partial module of this copy
+ *        holds, beside its bindings (runtime.PartialApplyBindings), in one answer; None for
+ *        anything else. {"code": the compiled module bound (a module's; None without one),
+ *        "names": {function: [parameter names]} (where recorded), "outputs": {function:
+ *        [{"position", "dtype", "shape"}]}, "shards": {function: [[position, dim, world,
+ *        segments]]}, "shard_rank": the rank whose view it holds (load(path, shard=)) or -1,
+ *        "payloads": {function: {position: n}} (n numbers the distinct tensors, each stored once:
+ *        format::TensorNumbers), "constant_bytes": their bytes as the format stores them (what
+ *        decides a zero-copy export)}.
+ */
+ffi::Optional<ffi::Map<ffi::String, ffi::Any>> Describe(const ffi::Any& obj) {
+  std::optional<std::vector<format::FunctionRecord>> records = RecordsOf(obj);
+  if (!records.has_value()) return std::nullopt;
+  ffi::Map<ffi::String, ffi::Array<ffi::String>> names;
+  ffi::Map<ffi::String, ffi::Array<ffi::Any>> outputs;
+  ffi::Map<ffi::String, ffi::Array<ffi::Array<int64_t>>> shards;
+  ffi::Map<ffi::String, ffi::Map<int64_t, int64_t>> payloads;
+  const std::vector<std::vector<int64_t>> numbers = format::TensorNumbers(*records);
+  for (size_t f = 0; f < records->size(); ++f) {
+    const format::FunctionRecord& r = (*records)[f];
+    if (!r.param_names.empty()) names.Set(r.name, r.param_names);
+    if (!r.outputs.empty()) outputs.Set(r.name, detail::OutputsToAny(r.outputs));
+    ffi::Array<ffi::Array<int64_t>> split;
+    for (const format::Shard& sh : r.shards)
+      split.push_back({sh.position, sh.dim, sh.world, sh.segments});
+    if (!split.empty()) shards.Set(r.name, split);
     ffi::Map<int64_t, int64_t> fn;
-    for (size_t b = 0; b < records[f].bound.size(); ++b) {
-      if (numbers[f][b] >= 0) fn.Set(records[f].bound[b].first, numbers[f][b]);
+    for (size_t b = 0; b < r.bound.size(); ++b) {
+      if (numbers[f][b] >= 0) fn.Set(r.bound[b].first, numbers[f][b]);
     }
-    if (!fn.empty()) out.Set(records[f].name, fn);
+    if (!fn.empty()) payloads.Set(r.name, fn);
   }
-  return out;
-}
-
-/*! \brief tvm_partial.ConstantBytes: the bytes of the distinct tensors a partial binds, each
- *         once, as the format stores them (what decides whether export goes zero-copy). */
-int64_t ConstantBytes(const ffi::Any& obj) {
-  uint64_t total = 0;
-  for (const ffi::Tensor& t :
-       format::PayloadTensors(detail::PartialRecords(obj, "ConstantBytes"))) {
-    total += format::PayloadBytes(*t.GetDLTensorPtr());
+  uint64_t bytes = 0;
+  for (const ffi::Tensor& t : format::PayloadTensors(*records)) {
+    bytes += format::PayloadBytes(*t.GetDLTensorPtr());
   }
-  return static_cast<int64_t>(total);
+  ffi::Optional<ffi::Module> code;
+  if (auto m = obj.try_cast<ffi::Module>()) code = detail::PartialModuleCode(*m);
+  return ffi::Map<ffi::String, ffi::Any>{{"code", code},
+                                         {"names", names},
+                                         {"outputs", outputs},
+                                         {"shards", shards},
+                                         {"shard_rank", detail::ShardRankOf(obj)},
+                                         {"payloads", payloads},
+                                         {"constant_bytes", static_cast<int64_t>(bytes)}};
 }
 
 // runtime.PartialApplyModule(mod, {name: {position: value}}, param_names={}, outputs={},
@@ -321,24 +339,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   detail::RegisterPackedGlobalOnce<ffi::Module>("runtime.PartialApplyModule",
                                                 &PartialApplyModulePacked);
   detail::RegisterGlobalOnce("runtime.PartialApplyBindings", PartialApplyBindings);
-  detail::RegisterGlobalOnce("tvm_partial.ParamNames", PartialApplyParamNames);
-  detail::RegisterGlobalOnce("tvm_partial.Outputs", PartialApplyOutputs);
-  detail::RegisterGlobalOnce("tvm_partial.TensorPayloads", TensorPayloads);
-  detail::RegisterGlobalOnce("tvm_partial.ConstantBytes", ConstantBytes);
-  // {function: [[position, dim, world, segments]...]} for functions that bind shards.
-  detail::RegisterGlobalOnce("tvm_partial.Shards", [](ffi::Any obj) {
-    const std::vector<format::FunctionRecord> records =
-        detail::PartialRecords(obj, "tvm_partial.Shards");
-    ffi::Map<ffi::String, ffi::Array<ffi::Array<int64_t>>> out;
-    for (const auto& r : records) {
-      if (r.shards.empty()) continue;
-      ffi::Array<ffi::Array<int64_t>> list;
-      for (const format::Shard& s : r.shards)
-        list.push_back({s.position, s.dim, s.world, s.segments});
-      out.Set(r.name, list);
-    }
-    return out;
-  });
+  detail::RegisterGlobalOnce("tvm_partial.Describe", Describe);
 }
 
 }  // namespace tvm_partial

@@ -396,6 +396,14 @@ ffi::Module NewPartialModule(std::vector<format::FunctionRecord> functions,
   return ffi::Module(ffi::make_object<PartialModuleObj>(std::move(functions), std::move(code)));
 }
 
+int64_t ShardRankOf(const ffi::Any& obj) {
+  auto m = obj.try_cast<ffi::Module>();
+  PartialModuleObj* pm = m.has_value() ? AsPartialModule(*m) : nullptr;
+  if (pm == nullptr) return -1;
+  pm->Records();
+  return pm->shard_view_ ? pm->shard_rank_ : -1;
+}
+
 void RefuseShardView(const ffi::Module& mod, const char* what) {
   PartialModuleObj* pm = AsPartialModule(mod);
   if (pm == nullptr) return;
@@ -418,25 +426,6 @@ ffi::Module WithExternalRegion(const ffi::Module& mod, format::ExternalRegion re
 }  // namespace detail
 
 TVM_FFI_STATIC_INIT_BLOCK() {
-  // A cheap test, so Python need not turn a C++ exception into a Python one to find out.
-  detail::RegisterGlobalOnce("tvm_partial.IsPartial", [](ffi::Any obj) {
-    if (auto f = obj.try_cast<ffi::Function>()) {
-      return detail::IsPartialFunction(*f);
-    }
-    auto m = obj.try_cast<ffi::Module>();
-    return m.has_value() && AsPartialModule(*m) != nullptr;
-  });
-  // The compiled code a partial module binds (Wrapped(): its first import that is not a partial
-  // module; a loaded artifact may list another imported partial module first), or None.
-  detail::RegisterGlobalOnce("tvm_partial.WrappedCode",
-                             [](ffi::Module m) { return detail::PartialModuleCode(m); });
-  // The rank whose view of sharded tensors a module holds (load(path, shard=...)), else -1.
-  detail::RegisterGlobalOnce("tvm_partial.ShardRank", [](ffi::Module m) -> int64_t {
-    PartialModuleObj* pm = AsPartialModule(m);
-    if (pm == nullptr) return -1;
-    pm->Records();
-    return pm->shard_view_ ? pm->shard_rank_ : -1;
-  });
   detail::RegisterGlobalOnce("ffi.Module.load_from_bytes.partial_apply",
                              PartialModuleObj::LoadFromBytes);
   detail::RegisterGlobalOnce("tvm_partial.SaveToBytes",

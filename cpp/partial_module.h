@@ -28,6 +28,9 @@ const std::vector<format::FunctionRecord>* PartialModuleRecords(const ffi::Modul
  *         copy (bind_module.cc). \throws TypeError from `who` naming what `obj` is instead. */
 std::vector<format::FunctionRecord> PartialRecords(const ffi::Any& obj, const char* who);
 
+/*! \brief The rank whose view of sharded tensors `obj` holds (load(path, shard=)), else -1. */
+int64_t ShardRankOf(const ffi::Any& obj);
+
 /*! \brief Refuse `mod` when it is a rank's view of a sharded artifact (load(path, shard=)): it
  *         holds slices, and `what` ("saved", "exported", "written to a weights file") would record
  *         them as the whole tensors. */

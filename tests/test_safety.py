@@ -338,7 +338,7 @@ import json, os, sys
 import numpy as np, tvm, tvm_ffi
 folder = sys.argv[1]
 names = ["runtime.PartialApply", "runtime.PartialApplyModule", "runtime.PartialApplyBindings",
-         "tvm_partial.IsPartial", "ffi.Module.load_from_bytes.partial_apply"]
+         "tvm_partial.Describe", "ffi.Module.load_from_bytes.partial_apply"]
 artifact = tvm.runtime.load_module(os.path.join(folder, "sc.so"))  # its embedded copy registers
 before = {n: tvm_ffi.get_global_func(n) for n in names}
 embedded = {n: tvm_ffi.get_global_func("tvm_partial.embedded_copy." + n) for n in names}
@@ -361,8 +361,7 @@ print(json.dumps({
     "taken_over": [n for n in names if not after[n].same_as(before[n])],
     # both copies register with their type schema (tvm-ffi-stubgen reads it), the same one
     "typed": [schemas_before[n] is not None and schemas_before[n] == schemas_after[n] for n in names],
-    "is_partial": [bool(after["tvm_partial.IsPartial"](g)), bool(after["tvm_partial.IsPartial"](made)),
-                   bool(after["tvm_partial.IsPartial"](reloaded))],
+    "is_partial": [after["tvm_partial.Describe"](p) is not None for p in (g, made, reloaded)],
     "bindings": sorted(int(i) for i in tvm_partial.bindings(made)["main"]),
     "artifact": run(artifact),                     # the embedded copy's module still works
     "made": run(made),                             # and so does the installed library's
@@ -394,7 +393,7 @@ def test_installed_library_takes_over_from_an_embedded_copy(self_contained):
             "runtime.PartialApply",
             "runtime.PartialApplyModule",
             "runtime.PartialApplyBindings",
-            "tvm_partial.IsPartial",
+            "tvm_partial.Describe",
             "ffi.Module.load_from_bytes.partial_apply",
         ],
         "typed": [True] * 5,

@@ -199,7 +199,7 @@ def test_rebind_keeps_the_split_and_a_rank_view_is_not_rebound(tmp_path, split):
     W, W2, W3 = (ints((N, K), seed=s) for s in (31, 32, 33))
     pm = tvm_partial.partial(exe, signature=sig, w=W, shards={"w": split}, world=2)
     again = tvm_partial.rebind(pm, w=W2)
-    assert tvm_partial._ffi_api.Shards(again) == tvm_partial._ffi_api.Shards(pm)
+    assert tvm_partial._facts.of(again).shards == tvm_partial._facts.of(pm).shards
     with pytest.raises(ValueError, match="binds whole tensors split over 2 ranks"):
         again["main"](tvm.runtime.empty(tuple(sig[0].shape), "float32"))
     with pytest.raises(ValueError, match=r"shape \(4, 16\) does not match w: Tensor\[\(8, 16\)"):
@@ -667,7 +667,7 @@ def test_describe_says_how_each_tensor_is_split(tmp_path):
 def test_a_dim_counts_from_the_end_and_huge_numbers_are_refused_by_name():
     exe, sig = _scale_kernel((N, K // 2))
     pm = tvm_partial.partial(exe, signature=sig, w=ints((N, K)), shards={"w": -1}, world=2)
-    assert [list(s) for s in tvm_partial._ffi_api.Shards(pm)["main"]] == [[0, 1, 2, 1]]  # dim 1
+    assert tvm_partial._facts.of(pm).shards["main"] == [[0, 1, 2, 1]]  # dim 1
     with pytest.raises(ValueError, match="dim -3 is not a dimension of a tensor with 2 dimensions"):
         tvm_partial.partial(exe, signature=sig, w=ints((N, K)), shards={"w": -3}, world=2)
     for spec, world, message in (

@@ -23,7 +23,7 @@ from helpers import (
     tensor,
     trailer_hash,
 )
-from tvm_partial import _ffi_api
+from tvm_partial import _facts, _ffi_api
 from tvm_partial import _fixtures as fixtures
 from tvm_partial._progress import format_size
 from tvm_partial.artifact import read as _read
@@ -94,7 +94,7 @@ def test_zero_copy_and_copying_artifacts_agree(exported):
 def test_auto_path_by_size(affine4, tmp_path):
     exe, _ = affine4
     small = tvm_partial.partial(exe, {1: np.ones(16, "float32")})
-    assert zero_copy.constant_bytes(small) == 64
+    assert _facts.of(small).constant_bytes == 64
     tvm_partial.export_library(small, tmp_path / "small.so")
     assert tvm_partial.inspect(tmp_path / "small.so")["payloads"] == "inline"
     big = tvm_partial.partial(

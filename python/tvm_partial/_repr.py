@@ -17,7 +17,7 @@ from typing import Any
 
 import tvm_ffi
 
-from . import _ffi_api
+from . import _facts, _ffi_api
 from . import output_specs as _outputs
 
 #: The module kind of a partial module (cpp/partial_module.cc).
@@ -48,16 +48,17 @@ def describe(obj: tvm_ffi.Function | tvm_ffi.Module) -> str:
     anything that is not a partial of this library, as ``bindings()`` raises.
     """
     held = _ffi_api.PartialApplyBindings(obj)
-    names = {str(f): [str(n) for n in ns] for f, ns in _ffi_api.ParamNames(obj).items()}
-    notes = _tied(obj)
-    if isinstance(obj, tvm_ffi.Module):
-        _add_shards(obj, notes)
+    facts = _facts.of(obj)
+    assert facts is not None  # PartialApplyBindings refused anything else
+    names = facts.names
+    notes = _tied(facts.payloads)
+    _add_shards(facts, notes)
     if isinstance(obj, tvm_ffi.Function):
         return "partial function" + _function(
             held[""], names.get("", []), _outputs.outputs(obj), indent="", notes=notes.get("", {})
         )
     allocated = _outputs.outputs(obj)
-    lines = [f"{_KIND} module over {_wrapped(obj)}, {_count(len(held))}"]
+    lines = [f"{_KIND} module over {_wrapped(facts.code)}, {_count(len(held))}"]
     for fname in sorted(str(f) for f in held):
         lines.append(
             "  "
@@ -73,15 +74,15 @@ def describe(obj: tvm_ffi.Function | tvm_ffi.Module) -> str:
     return "\n".join(lines)
 
 
-def _tied(obj: Any) -> dict[str, dict[int, str]]:
-    """Per function, per position, a note: where the tensor bound there was bound first, for each place of a
-    tensor bound in several places (one payload: ``tvm_partial.TensorPayloads``) after its first."""
+def _tied(numbers: dict[str, dict[int, int]]) -> dict[str, dict[int, str]]:
+    """Per function, per position, a note: where the tensor bound there was bound first, for each
+    place of a tensor bound in several places (one payload number, ``Facts.payloads``) after its
+    first."""
     first: dict[int, str] = {}
     out: dict[str, dict[int, str]] = {}
-    numbers = _ffi_api.TensorPayloads(obj)
-    for fname in sorted(str(f) for f in numbers):
-        for position in sorted(int(p) for p in numbers[fname]):
-            n = int(numbers[fname][position])
+    for fname in sorted(numbers):
+        for position in sorted(numbers[fname]):
+            n = numbers[fname][position]
             where = f"{fname}[{position}]" if fname else f"[{position}]"
             if n in first:
                 out.setdefault(fname, {})[position] = f"the tensor bound at {first[n]}"
@@ -90,11 +91,11 @@ def _tied(obj: Any) -> dict[str, dict[int, str]]:
     return out
 
 
-def _add_shards(pm: tvm_ffi.Module, notes: dict[str, dict[int, str]]) -> None:
+def _add_shards(facts: _facts.Facts, notes: dict[str, dict[int, str]]) -> None:
     """Where a tensor bound with ``shards=`` is split (a rank's view: which rank's shard)."""
-    rank = _ffi_api.ShardRank(pm)
-    for fname, shards in _ffi_api.Shards(pm).items():
-        for position, dim, world, segments in (map(int, s) for s in shards):
+    rank = facts.shard_rank
+    for fname, shards in facts.shards.items():
+        for position, dim, world, segments in shards:
             blocks = f" in {segments} blocks" if segments > 1 else ""
             split = f"split along dim {dim}{blocks} over {world} ranks"
             notes.setdefault(str(fname), {})[position] = (
@@ -106,10 +107,8 @@ def _count(n: int) -> str:
     return f"{n} function{'' if n == 1 else 's'} with bindings"
 
 
-def _wrapped(pm: tvm_ffi.Module) -> str:
-    """The kind of the code a partial module binds (C++'s ``WrappedCode``), then the first imports
-    below that."""
-    code = _ffi_api.WrappedCode(pm)
+def _wrapped(code: tvm_ffi.Module | None) -> str:
+    """The kind of the code a partial module binds, then the first imports below that."""
     if code is None:
         return "no compiled code"
     chain: list[str] = []

@@ -13,7 +13,7 @@ from typing import Any
 
 import tvm_ffi
 
-from . import _convert, _ffi_api
+from . import _convert, _facts, _ffi_api
 from . import output_specs as _outputs
 from . import programs as _programs
 from . import relax_vm as _relax
@@ -222,11 +222,11 @@ class TargetView:
 def already_bound(obj: Any, key: str) -> tuple[frozenset[int], list[str] | None]:
     """-> (original positions a partial fills for ``key`` (bound values and outputs), its
     recorded names or None)."""
-    if not _ffi_api.IsPartial(obj):
+    facts = _facts.of(obj)
+    if facts is None:
         return frozenset(), None
     bound = frozenset(_outputs.taken_positions(obj, key))
-    recorded = _ffi_api.ParamNames(obj)
-    return bound, ([str(n) for n in recorded[key]] if key in recorded else None)
+    return bound, facts.names.get(key)
 
 
 def check_against_recorded(sig: Signature, recorded: list[str], bound: frozenset[int]) -> None:

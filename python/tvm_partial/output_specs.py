@@ -21,10 +21,17 @@ from typing import Any, overload
 
 import tvm_ffi
 
-from . import _ffi_api
+from . import _facts, _ffi_api
 from .signature import Signature
 
-_outputs = _ffi_api.Outputs
+
+def _facts_of(obj: Any) -> _facts.Facts:
+    facts = _facts.of(obj)
+    if facts is None:
+        raise TypeError(
+            f"outputs: expected a partial function or a partial_apply module, got {type(obj).__name__}"
+        )
+    return facts
 
 
 @overload
@@ -35,10 +42,10 @@ def outputs(obj: tvm_ffi.Function | tvm_ffi.Module) -> list[dict[str, Any]] | di
     """The outputs a partial allocates and returns: a list for a partial function, ``{function:
     [...]}`` for a partial module. Each is ``{"position", "name" (when recorded), "dtype",
     "shape"}``, a dimension being an int or ``(argument position, axis)`` read from the call."""
-    names = {str(f): [str(n) for n in ns] for f, ns in _ffi_api.ParamNames(obj).items()}
+    facts = _facts_of(obj)
+    names = facts.names
     result = {}
-    for function, specs in _outputs(obj).items():
-        function = str(function)
+    for function, specs in facts.outputs.items():
         listed = []
         for spec in specs:
             position = int(spec["position"])
@@ -66,16 +73,17 @@ def raw(obj: tvm_ffi.Function | tvm_ffi.Module) -> dict[str, list[list[Any]]]:
             ]
             for s in specs
         ]
-        for f, specs in _outputs(obj).items()
+        for f, specs in _facts_of(obj).outputs.items()
     }
 
 
 def taken_positions(obj: Any, key: str) -> list[int]:
     """Positions a partial already fills (bound values and outputs), sorted; [] otherwise."""
-    if not _ffi_api.IsPartial(obj):
+    facts = _facts.of(obj)
+    if facts is None:
         return []
     bound = {int(i) for i in _ffi_api.PartialApplyBindings(obj).get(key, {}).keys()}
-    outs = {int(s["position"]) for s in _outputs(obj).get(key, [])}
+    outs = {int(s["position"]) for s in facts.outputs.get(key, [])}
     return sorted(bound | outs)
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 import tvm_ffi
 
-from . import _convert, _ffi_api, _target
+from . import _convert, _facts, _ffi_api, _target
 from . import output_specs as _outputs
 from . import programs as _programs
 from . import relax_vm as _relax
@@ -228,10 +228,12 @@ def rebind(
     _target.refuse_option_clashes(sig, _given(device=device, function=function), entry="rebind")
     if function is not _target.UNSET and not isinstance(function, str):
         raise TypeError(f"function= must be the name of a function (str), got {type(function).__name__}")
-    shards = _ffi_api.Shards(module)
-    if shards and _ffi_api.ShardRank(module) >= 0:
+    facts = _facts.of(module)
+    assert facts is not None  # bindings() refused anything else
+    shards = facts.shards
+    if shards and facts.shard_rank >= 0:
         raise ValueError(
-            f"rebind: this partial module is rank {_ffi_api.ShardRank(module)}'s view of sharded "
+            f"rebind: this partial module is rank {facts.shard_rank}'s view of sharded "
             "tensors (loaded with shard=); rebind the whole module (load(path) without shard=, or "
             "the one partial() made), export it, and load the rank again"
         )
@@ -266,29 +268,24 @@ def rebind(
             replaced[index], value, param, _target.label(index, sig), place, copies=copies
         )
     current[fname] = replaced
-    _replace_shared(module, current, fname, new)
-    code = _ffi_api.WrappedCode(module)
+    _replace_shared(facts.payloads, current, fname, new)
+    code = facts.code
     if code is None:
         raise ValueError(
             "rebind: this partial module has no compiled code imported (load_from_bytes without "
             "wrapped=); pass the compiled module as wrapped="
         )
-    new_module = _ffi_api.PartialApplyModule(
-        code, current, param_names(module), _outputs.raw(module), {}, shards
-    )
+    new_module = _ffi_api.PartialApplyModule(code, current, facts.names, _outputs.raw(module), {}, shards)
     _ffi_api.InheritLibraryFile(new_module, module)  # a loaded artifact's update copies its file
     return new_module
 
 
 def _replace_shared(
-    module: tvm_ffi.Module, current: dict[str, dict[int, Any]], fname: str, new: dict
+    numbers: dict[str, dict[int, int]], current: dict[str, dict[int, Any]], fname: str, new: dict
 ) -> None:
     """Where ``rebind`` replaced a tensor that is bound in other places too (one tensor, by the
-    format's rule: ``tvm_partial.TensorPayloads``), put the new value there as well, except where
-    the call gave a value of its own."""
-    numbers = {
-        str(f): {int(p): int(n) for p, n in b.items()} for f, b in _ffi_api.TensorPayloads(module).items()
-    }
+    format's rule: ``Facts.payloads``), put the new value there as well, except where the call
+    gave a value of its own."""
     given = {(fname, index) for index in new}
     for index in new:
         number = numbers.get(fname, {}).get(index)
@@ -335,5 +332,9 @@ def param_names(obj: tvm_ffi.Module) -> dict[str, list[str]]: ...
 def param_names(obj: tvm_ffi.Function | tvm_ffi.Module) -> list[str] | dict[str, list[str]]:
     """Recorded parameter names (bound ones included): a list for a partial function (empty
     when unknown), ``{function: [names]}`` for a partial module."""
-    raw = {str(f): [str(n) for n in names] for f, names in _ffi_api.ParamNames(obj).items()}
-    return raw.get("", []) if isinstance(obj, tvm_ffi.Function) else raw
+    facts = _facts.of(obj)
+    if facts is None:
+        raise TypeError(
+            f"param_names: expected a partial function or a partial_apply module, got {type(obj).__name__}"
+        )
+    return facts.names.get("", []) if isinstance(obj, tvm_ffi.Function) else facts.names

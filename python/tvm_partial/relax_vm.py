@@ -12,7 +12,7 @@ from typing import Any
 
 import tvm_ffi
 
-from . import _convert, _ffi_api
+from . import _convert, _facts, _ffi_api
 from .signature import Param, Signature
 
 #: The module kind of cpp/relax_vm.cc.
@@ -113,8 +113,8 @@ def runs_relax(mod: Any) -> bool:
 
 def _code_kind(pm: tvm_ffi.Module) -> str | None:
     """The kind of the code a partial module of this copy binds (C++'s ``WrappedCode``)."""
-    code = _ffi_api.WrappedCode(pm) if _ffi_api.IsPartial(pm) else None
-    return None if code is None else str(code.kind)
+    facts = _facts.of(pm)
+    return None if facts is None else facts.code_kind
 
 
 def signature_of(mod: tvm_ffi.Module, name: str, annotated: tvm_ffi.Module | None = None) -> Signature:
@@ -152,7 +152,8 @@ def find_executable(mod: Any) -> tvm_ffi.Module | None:
     executable = mod if isinstance(mod, tvm_ffi.Module) else None
     while executable is not None and executable.kind != "relax.VMExecutable":
         if executable.kind == "partial_apply":  # its code, which may not be its first import
-            executable = _ffi_api.WrappedCode(executable) if _ffi_api.IsPartial(executable) else None
+            facts = _facts.of(executable)
+            executable = facts.code if facts is not None else None
         else:
             executable = executable.imports[0] if executable.imports else None
     return executable

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import tvm_ffi
 
-from .. import _ffi_api
+from .. import _facts
 from .. import remote as _remote
 from .._progress import ProgressCallback
 from .._typing import PathLike
@@ -72,8 +72,9 @@ def export_library(
         raise TypeError(f"export_library needs a tvm.runtime.Module, got {type(module).__name__}")
     _remote.refuse_export(module)
     # The partial module being exported, or None (asked of C++ once).
-    pm = module if isinstance(module, tvm_ffi.Module) and _ffi_api.IsPartial(module) else None
-    code = _ffi_api.WrappedCode(pm) if pm is not None else None
+    facts = _facts.of(module) if isinstance(module, tvm_ffi.Module) else None
+    pm = module if facts is not None and isinstance(module, tvm_ffi.Module) else None
+    code = facts.code if facts is not None else None
     if code is not None and code.kind == "relax.VirtualMachine":
         raise TypeError(
             "export_library: this partial module binds a relax.VirtualMachine, which cannot be saved; "
@@ -106,12 +107,12 @@ def export_library(
                 f"export_library: the folder of weights_file={os.fspath(weights_file)!r} "
                 "does not exist; create it first"
             )
-        if _loaded(pm):
+        if _loaded(code, pm):
             raise ValueError(
                 "export_library: weights_file= with a module loaded from an artifact is not "
                 "supported: bind the compiled module with tvm_partial.partial() and export that"
             )
-    if pm is not None and _loaded(pm):
+    if pm is not None and _loaded(code, pm):
         return export_loaded(pm, path, zero_copy=zero_copy, self_contained=self_contained, **kwargs)
     if kwargs.get("addons"):
         kwargs["addons"] = list(kwargs["addons"])  # TVM appends to the list: keep the caller's
@@ -126,8 +127,10 @@ def export_library(
     if weights_file is not None:
         return _export_with_weights_file(module, path, os.fspath(weights_file), **kwargs)
     appended = None
-    if pm is not None and (
-        zero_copy or (zero_copy is None and _zero_copy.constant_bytes(pm) >= _zero_copy.THRESHOLD_BYTES)
+    if (
+        pm is not None
+        and facts is not None
+        and (zero_copy or (zero_copy is None and facts.constant_bytes >= _zero_copy.THRESHOLD_BYTES))
     ):
         if path.endswith((".tar", ".wasm")):
             raise ValueError(
@@ -141,9 +144,8 @@ def export_library(
             _zero_copy.append_payload_region(appended, staged, progress)
 
 
-def _loaded(module: tvm_ffi.Module) -> bool:
+def _loaded(code: tvm_ffi.Module | None, module: tvm_ffi.Module) -> bool:
     """A partial module whose code was loaded from an artifact (TVM cannot export it again)."""
-    code = _ffi_api.WrappedCode(module)
     return code is not None and (code.kind == "library" or relax_loaded(module))
 
 

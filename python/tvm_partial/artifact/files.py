@@ -11,13 +11,14 @@ from types import TracebackType
 
 import tvm_ffi
 
-from .. import _ffi_api
+from .. import _facts
 from .._typing import PathLike
 
 
 def relax_loaded(module: tvm_ffi.Module) -> bool:
     """A partial module over a Relax VM (partial_apply_vm) whose executable's code was loaded."""
-    vm = _ffi_api.WrappedCode(module) if _ffi_api.IsPartial(module) else None
+    facts = _facts.of(module)
+    vm = facts.code if facts is not None else None
     if vm is None or vm.kind != "partial_apply_vm" or not vm.imports:
         return False
     return any(m.kind == "library" for m in vm.imports[0].imports)

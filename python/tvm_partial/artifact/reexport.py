@@ -15,7 +15,7 @@ from typing import Any, BinaryIO
 
 import tvm_ffi
 
-from .. import _ffi_api
+from .. import _facts, _ffi_api
 from . import zero_copy as _zero_copy
 from .files import new_file, relax_loaded
 from .read import locate, mapped
@@ -24,7 +24,8 @@ from .read import locate, mapped
 def _library_of(module: tvm_ffi.Module) -> tvm_ffi.Module:
     """The loaded library holding a partial module's compiled code (for a Relax model, its
     executable's)."""
-    code = _ffi_api.WrappedCode(module)
+    facts = _facts.of(module)
+    code = facts.code if facts is not None else None
     assert code is not None  # a module loaded from an artifact has its code
     if not relax_loaded(module):
         return code

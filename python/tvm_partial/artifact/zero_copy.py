@@ -26,12 +26,6 @@ from .._progress import ProgressCallback
 THRESHOLD_BYTES = 16 * 2**20
 
 
-def constant_bytes(module: tvm_ffi.Module) -> int:
-    """Bytes of tensor constants a partial module holds, each tensor once (a tensor bound in
-    several places is stored once), as the format counts them."""
-    return int(_ffi_api.ConstantBytes(module))
-
-
 def with_appended_payloads(
     module: tvm_ffi.Module, symbol: str | None = None, link: int | None = None
 ) -> tvm_ffi.Module:

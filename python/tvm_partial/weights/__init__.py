@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import tvm_ffi
 
-from .. import _ffi_api
+from .. import _facts, _ffi_api
 from .._progress import ProgressCallback
 from .._typing import PathLike
 
@@ -64,7 +64,7 @@ def save_weights(module: tvm_ffi.Module | tvm_ffi.Function, path: PathLike, prog
                 f"program= is the torch ExportedProgram or ONNX model the module was imported from, "
                 f"got {type(program).__name__}"
             )
-        names = _ffi_api.ParamNames(module)
+        names = getattr(_facts.of(module), "names", {})
         bound = {
             str(names[f][p])
             for f, places in _ffi_api.PartialApplyBindings(module).items()

@@ -1,0 +1,53 @@
+# Copyright 2026 The tvm-partial Authors
+# SPDX-License-Identifier: Apache-2.0
+"""What C++ says about a partial, in one answer (``tvm_partial.Describe``), as plain Python."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import tvm_ffi
+
+from . import _ffi_api
+
+
+@dataclass(frozen=True)
+class Facts:
+    """A partial function's (key ``""``) or partial module's records, beside its bindings."""
+
+    #: The compiled module a partial module binds (None for a function, or bytes alone).
+    code: tvm_ffi.Module | None
+    #: {function: [every parameter name]} where recorded.
+    names: dict[str, list[str]]
+    #: {function: [{"position", "dtype", "shape"}]}: outputs allocated per call.
+    outputs: dict[str, list[Any]]
+    #: {function: [[position, dim, world, segments]]}: tensors split for tensor parallelism.
+    shards: dict[str, list[list[int]]]
+    #: The rank whose view of sharded tensors it holds (load(path, shard=)), else -1.
+    shard_rank: int
+    #: {function: {position: n}}: n numbers the distinct tensors (one tensor bound in several
+    #: places has one number, and is stored once).
+    payloads: dict[str, dict[int, int]]
+    #: Bytes of those tensors as the format stores them (what decides a zero-copy export).
+    constant_bytes: int
+
+    @property
+    def code_kind(self) -> str | None:
+        return None if self.code is None else str(self.code.kind)
+
+
+def of(obj: Any) -> Facts | None:
+    """The facts of ``obj``, or None when it is no partial made by this copy of tvm-partial."""
+    found = _ffi_api.Describe(obj)
+    if found is None:
+        return None
+    return Facts(
+        found["code"],
+        {str(f): [str(n) for n in ns] for f, ns in found["names"].items()},
+        {str(f): list(specs) for f, specs in found["outputs"].items()},
+        {str(f): [[int(v) for v in s] for s in ss] for f, ss in found["shards"].items()},
+        int(found["shard_rank"]),
+        {str(f): {int(p): int(n) for p, n in b.items()} for f, b in found["payloads"].items()},
+        int(found["constant_bytes"]),
+    )
