@@ -350,6 +350,12 @@ CASES = {
     "a zero-copy export to a `.tar`": lambda c: tvm_partial.export_library(
         c["pm"], Path(c["truncated"]).with_name("zero.tar"), zero_copy=True
     ),
+    "a library cut short where only its section headers lay (the system's loader would map the rest)": (
+        lambda c: _in_subprocess(
+            "import tvm_partial\ntvm_partial.load(sys.argv[1])",
+            _blob_file(c, "cut_1_byte.so", Path(c["artifact"]).read_bytes()[:-1]),
+        )
+    ),
 }
 
 
