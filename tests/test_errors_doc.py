@@ -356,7 +356,24 @@ CASES = {
             _blob_file(c, "cut_1_byte.so", Path(c["artifact"]).read_bytes()[:-1]),
         )
     ),
+    "both names of a tied tensor in a weights file, holding different values": lambda c: _tied_pair(c),
 }
+
+
+def _tied_pair(ctx) -> None:
+    """b and c bound to one tensor; a weights file holding both names with different values."""
+    import safetensors.numpy
+
+    a, b, c = (te.placeholder((4,), "float32", name=n) for n in "abc")
+    out = te.compute((4,), lambda i: a[i] + b[i] + c[i], name="out")
+    w = np.zeros(4, "float32")
+    folder = Path(ctx["artifact"]).parent
+    tvm_partial.export_library(
+        tvm_partial.partial(compile_te([a, b, c, out]), signature=[a, b, c, out], b=w, c=w),
+        folder / "tied.so",
+    )
+    safetensors.numpy.save_file({"b": w, "c": w + 1}, str(folder / "tied.safetensors"))
+    tvm_partial.load(folder / "tied.so", weights_file=folder / "tied.safetensors")
 
 
 def _bind_scalar(dtype: str, value) -> None:

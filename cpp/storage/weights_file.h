@@ -208,8 +208,9 @@ struct Located {
  * \brief Which tensor of `set` supplies each of `wanted` (its file and offset there, in order).
  * Each key of the file is resolved to one bound tensor (a `FUNCTION/...` key in its function; a
  * bare name in the one tensor bound at a parameter of that name, in any function); every tensor
- * must be supplied exactly once (a tensor bound in several places by a key of any of them), with
- * its dtype and shape, and nothing else but the tensors the frontend compiled into the code
+ * must be supplied (a tensor bound in several places by a key of any of them; by several only
+ * when they hold one dtype, shape and payload, as a cloned state_dict saves a tie), with its
+ * dtype and shape, and nothing else but the tensors the frontend compiled into the code
  * (`compiled_in`, by name), each holding exactly the compiled value.
  * \throws ValueError naming the file, the key and the binding otherwise (and the key scheme);
  *         for a compiled-in tensor whose value differs, why it cannot be taken.
