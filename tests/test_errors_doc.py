@@ -356,6 +356,11 @@ CASES = {
             _blob_file(c, "cut_1_byte.so", Path(c["artifact"]).read_bytes()[:-1]),
         )
     ),
+    "a checkpoint index whose `weight_map` is empty": lambda c: _in_subprocess(
+        "import tvm_partial\ntvm_partial.load(sys.argv[1], weights_file=sys.argv[2])",
+        c["artifact_wb"],
+        _blob_file(c, "empty.index.json", b'{"weight_map": {}}'),
+    ),
     "both names of a tied tensor in a weights file, holding different values": lambda c: _tied_pair(c),
 }
 

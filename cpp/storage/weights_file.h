@@ -131,7 +131,9 @@ bool IsIndex(const std::string& path);
 
 /*!
  * \brief Open the safetensors file at `path` (a set of one), or the index at `path` and every
- *        file it names (each checked by `Open`). An index's names are resolved through its
+ *        file it names (each checked by `Open`), in the index's folder as `path` spells it (the
+ *        Hugging Face cache links each file of snapshots/REV/ to its own blob). An index with
+ *        no file (an empty weight_map) is refused. An index's names are resolved through its
  *        `weight_map`, which must name each tensor of each file it names, in that file: a tensor
  *        in two files, one a file lacks, a file that is missing, a file name that leaves the
  *        index's folder are refused, naming the index and the files.

@@ -70,9 +70,11 @@ def verify(
 ) -> dict[str, Any]:
     """Read every tensor payload of an exported artifact, wherever it lies (inline in the embedded
     blob, in the region appended to the file, in its weights file), and check it against its
-    recorded hash. ``path`` may also be a ``save_to_bytes`` file or a weights file that
-    ``save_weights`` wrote. ``progress``, when given, is called as ``progress(done_bytes,
-    total_bytes)`` while the payloads are read (in 1 MiB chunks), e.g. a ``Progress``.
+    recorded hash. ``path`` may also be a ``save_to_bytes`` file, a weights file that
+    ``save_weights`` wrote, or an index of such files (a file another tool wrote records no
+    hashes: it is read, then refused with a ``ValueError`` saying so). ``progress``, when given,
+    is called as ``progress(done_bytes, total_bytes)`` while the payloads are read (in 1 MiB
+    chunks), e.g. a ``Progress``.
 
     A tensor bound with ``shards=`` is checked whole and per rank (each rank's byte range has a
     hash of its own); with ``shard=(rank, world)`` only that rank's range of each sharded tensor
