@@ -397,9 +397,11 @@ Dict VerifyWeights(const ffi::String& path, ffi::Optional<ffi::Function> progres
 
 /*! \brief What the file `path` (open at `fd`) is, from its first bytes: "library" (ELF),
  *         "save_to_bytes" (the format's magic), "weights file" (a safetensors header: its u64
- *         length, then JSON; or a path the weights reader takes for an index), else "unknown". */
+ *         length, then JSON; or a path the weights reader takes for an index), else "unknown";
+ *         from its name alone, "onnx model" (a protobuf has no magic). */
 ffi::String FileKind(const ffi::String& path, int64_t fd) {
   if (weights::IsIndex(path)) return "weights file";
+  if (weights::IsOnnx(path)) return "onnx model";
   const std::shared_ptr<storage::File> file =
       storage::FromDescriptor(static_cast<int>(fd), path, "artifact");
   char head[9] = {};

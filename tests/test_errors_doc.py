@@ -361,8 +361,36 @@ CASES = {
         c["artifact_wb"],
         _blob_file(c, "empty.index.json", b'{"weight_map": {}}'),
     ),
+    "an ONNX model given to `load(path, weights_file=)`": lambda c: tvm_partial.load(
+        c["artifact_wb"], weights_file=_onnx_model(c)
+    ),
+    "an ONNX external data offset or length that no file can hold": lambda c: tvm_partial.open_weights(
+        _onnx_model(c, offset=str(2**63))
+    ),
     "both names of a tied tensor in a weights file, holding different values": lambda c: _tied_pair(c),
+    "`tvm-partial verify` on an ONNX model": lambda c: _cli("verify", _onnx_model(c)),
 }
+
+
+def _onnx_model(ctx, offset: str | None = None) -> str:
+    """An ONNX model whose initializer w lies in external data (at ``offset``, when given)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    init = numpy_helper.from_array(np.ones(16, "float32"), "w")
+    out = helper.make_tensor_value_info("w", TensorProto.FLOAT, [16])
+    path = str(Path(ctx["artifact"]).parent / "model.onnx")
+    graph = helper.make_graph([], "g", [], [out], [init])
+    onnx.save_model(helper.make_model(graph), path, save_as_external_data=True, size_threshold=0)
+    if offset is not None:
+        model = onnx.load(path, load_external_data=False)
+        tensor = model.graph.initializer[0]
+        entry = {e.key: e for e in tensor.external_data}.get("offset") or tensor.external_data.add(
+            key="offset"
+        )
+        entry.value = offset
+        onnx.save_model(model, path)
+    return path
 
 
 def _tied_pair(ctx) -> None:

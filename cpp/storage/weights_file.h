@@ -128,6 +128,9 @@ struct WeightsSet {
 
 /*! \brief Whether `path` names an index (it ends in `.json`) rather than a safetensors file. */
 bool IsIndex(const std::string& path);
+/*! \brief Whether `path` names an ONNX model (it ends in `.onnx`): its initializers are read in
+ *         Python (the onnx package), never by this reader. */
+bool IsOnnx(const std::string& path);
 
 /*!
  * \brief Open the safetensors file at `path` (a set of one), or the index at `path` and every

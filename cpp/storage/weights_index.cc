@@ -143,6 +143,10 @@ bool IsIndex(const std::string& path) {
   return path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
 }
 
+bool IsOnnx(const std::string& path) {
+  return path.size() >= 5 && path.compare(path.size() - 5, 5, ".onnx") == 0;
+}
+
 WeightsSet OpenSet(const std::string& path) {
   if (IsIndex(path)) return OpenIndex(path);
   WeightsSet out;

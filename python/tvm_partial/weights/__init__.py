@@ -89,8 +89,9 @@ def open_weights(path: PathLike, function: str = "main") -> dict[Any, tvm_ffi.Te
     each tensor taken from the file the index names; a tensor in two files, or a file that is
     missing, is refused naming both. Its file names resolve in the index's folder as ``path``
     spells it (the Hugging Face cache's ``snapshots/REV/`` links each file to its own blob). Or
-    an ONNX model (``model.onnx``): its initializers by name, those in external data files
-    mapped without copying where aligned (needs the onnx package).
+    an ONNX model (``model.onnx``): its initializers by name, bitwise as
+    ``onnx.numpy_helper.to_array`` reads them, those inside the model copied, those in external
+    data files mapped without copying where aligned (needs the onnx package).
 
     Keys ``FUNCTION/NAME`` are taken for ``function`` (``main/weights`` -> ``weights``; a
     ``FUNCTION/POSITION`` key -> the int position: bind those through the mapping,
