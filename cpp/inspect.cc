@@ -348,25 +348,48 @@ Dict InspectWeights(const ffi::String& path) {
 }
 
 Dict VerifyWeights(const ffi::String& path, ffi::Optional<ffi::Function> progress) {
-  const weights::WeightsFile file = weights::Open(path);
-  const auto hashes = weights::RecordedHashes(file);
-  if (!hashes.has_value()) {
-    TVM_FFI_THROW(ValueError) << "weights file " << path << " records no payload hashes (it was "
-                              << "not written by tvm_partial.save_weights): its header is "
-                              << "consistent, its bytes cannot be checked";
+  const weights::WeightsSet set = weights::OpenSet(path);  // an index: each file it names
+  std::vector<ffi::Array<ffi::Any>> entries;
+  std::vector<std::map<std::string, uint64_t>> hashes;
+  int64_t total = 0;
+  for (const weights::WeightsFile& file : set.files) {
+    const std::string& name = file.file->path;
+    const std::string of_index = set.indexed ? ", a file of the index " + set.path + "," : "";
+    auto recorded = weights::RecordedHashes(file);
+    if (!recorded.has_value()) {
+      TVM_FFI_THROW(ValueError) << "weights file " << name << of_index << " records no payload "
+                                << "hashes (it was not written by tvm_partial.save_weights): its "
+                                << "header is consistent, its bytes cannot be checked";
+    }
+    entries.push_back(WeightsEntries(file));
+    for (const ffi::Any& any : entries.back()) {
+      const Dict e = any.cast<Dict>();
+      if (!recorded->count(std::string(e.at("key").cast<ffi::String>()))) {
+        TVM_FFI_THROW(ValueError) << "weights file " << name << of_index << ": tensor '"
+                                  << e.at("key").cast<ffi::String>() << "' has no recorded hash";
+      }
+      total += e.at("bytes").cast<int64_t>();
+    }
+    hashes.push_back(*std::move(recorded));
   }
-  ffi::Array<ffi::Any> entries = WeightsEntries(file);
-  for (const ffi::Any& any : entries) {
-    const std::string key(any.cast<Dict>().at("key").cast<ffi::String>());
-    if (!hashes->count(key)) {
-      TVM_FFI_THROW(ValueError) << "weights file " << path << ": tensor '" << key
-                                << "' has no recorded hash";
+  ffi::Array<ffi::Any> payloads;
+  int64_t base = 0;  // bytes of the files before this one, for one progress over them all
+  for (size_t f = 0; f < set.files.size(); ++f) {
+    ffi::Optional<ffi::Function> step;
+    if (progress.has_value()) {
+      step =
+          ffi::Function::FromTyped([&](int64_t done, int64_t) { (*progress)(base + done, total); });
+    }
+    auto expected = [&recorded = hashes[f]](const Dict& e) {
+      return recorded.at(std::string(e.at("key").cast<ffi::String>()));
+    };
+    for (const ffi::Any& any : CheckEntries(entries[f], *set.files[f].file, step, expected)) {
+      Dict e = any.cast<Dict>();
+      base += e.at("bytes").cast<int64_t>();
+      if (set.indexed) e.Set("file", ffi::String(set.files[f].file->path));
+      payloads.push_back(e);
     }
   }
-  const ffi::Array<ffi::Any> payloads =
-      CheckEntries(entries, *file.file, progress, [&hashes](const Dict& e) {
-        return hashes->at(std::string(e.at("key").cast<ffi::String>()));
-      });
   Dict out;
   out.Set("payloads", payloads);
   return out;
@@ -374,9 +397,11 @@ Dict VerifyWeights(const ffi::String& path, ffi::Optional<ffi::Function> progres
 
 /*! \brief What the file `path` (open at `fd`) is, from its first bytes: "library" (ELF),
  *         "save_to_bytes" (the format's magic), "weights file" (a safetensors header: its u64
- *         length, then JSON; or a path the weights reader takes for an index), else "unknown". */
+ *         length, then JSON; or a path the weights reader takes for an index), else "unknown";
+ *         from its name alone, "onnx model" (a protobuf has no magic). */
 ffi::String FileKind(const ffi::String& path, int64_t fd) {
   if (weights::IsIndex(path)) return "weights file";
+  if (weights::IsOnnx(path)) return "onnx model";
   const std::shared_ptr<storage::File> file =
       storage::FromDescriptor(static_cast<int>(fd), path, "artifact");
   char head[9] = {};

@@ -187,3 +187,42 @@ def _cut(data: bytes, folder) -> str:
     path = folder / "cut.so"
     path.write_bytes(data[: len(data) // 2])
     return str(path)
+
+
+def test_every_cut_of_an_inline_artifact_is_refused(affine4, tmp_path):
+    """An inline artifact cut short anywhere, even where only its section headers go (the system's
+    loader would map what is left), is refused by load, inspect and verify alike, naming the file:
+    the ELF header says where the file ends. Each load in a subprocess."""
+    exe, _ = affine4
+    weights = np.arange(64 * 1024, dtype="float32")  # 256 KiB inline: a 200 KB cut ends inside it
+    lib = tmp_path / "big.so"
+    tvm_partial.export_library(tvm_partial.partial(exe, {1: weights, 2: np.ones(16, "float32")}), lib)
+    data = lib.read_bytes()
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    table = shentsize * shnum
+    assert shoff + table == len(data) > 200_000 + 4096  # the section headers end the file
+    cuts = [
+        1,
+        63,
+        64,
+        4096,
+        table - 1,
+        table,
+        table + 1,
+        200_000,
+        len(data) - 64,
+        len(data) - 4,
+        len(data) - 1,
+    ]
+    paths = [str(tmp_path / f"cut{cut}.so") for cut in cuts]
+    for path, cut in zip(paths, cuts):
+        with open(path, "wb") as f:
+            f.write(data[: len(data) - cut])
+    for path, cut, result in zip(paths, cuts, run_cases(_LOAD, paths)):
+        assert isinstance(result, list) and result[0] == "ValueError" and result[1].startswith(path), result
+        reason = "not a tvm-partial artifact" if len(data) - cut < 4 else "is truncated"
+        assert reason in result[1], (cut, result)
+        for check in (tvm_partial.inspect, tvm_partial.verify):
+            with pytest.raises(ValueError, match=re.escape(result[1] if reason == "is truncated" else path)):
+                check(path)

@@ -350,7 +350,63 @@ CASES = {
     "a zero-copy export to a `.tar`": lambda c: tvm_partial.export_library(
         c["pm"], Path(c["truncated"]).with_name("zero.tar"), zero_copy=True
     ),
+    "a library cut short where only its section headers lay (the system's loader would map the rest)": (
+        lambda c: _in_subprocess(
+            "import tvm_partial\ntvm_partial.load(sys.argv[1])",
+            _blob_file(c, "cut_1_byte.so", Path(c["artifact"]).read_bytes()[:-1]),
+        )
+    ),
+    "a checkpoint index whose `weight_map` is empty": lambda c: _in_subprocess(
+        "import tvm_partial\ntvm_partial.load(sys.argv[1], weights_file=sys.argv[2])",
+        c["artifact_wb"],
+        _blob_file(c, "empty.index.json", b'{"weight_map": {}}'),
+    ),
+    "an ONNX model given to `load(path, weights_file=)`": lambda c: tvm_partial.load(
+        c["artifact_wb"], weights_file=_onnx_model(c)
+    ),
+    "an ONNX external data offset or length that no file can hold": lambda c: tvm_partial.open_weights(
+        _onnx_model(c, offset=str(2**63))
+    ),
+    "both names of a tied tensor in a weights file, holding different values": lambda c: _tied_pair(c),
+    "`tvm-partial verify` on an ONNX model": lambda c: _cli("verify", _onnx_model(c)),
 }
+
+
+def _onnx_model(ctx, offset: str | None = None) -> str:
+    """An ONNX model whose initializer w lies in external data (at ``offset``, when given)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    init = numpy_helper.from_array(np.ones(16, "float32"), "w")
+    out = helper.make_tensor_value_info("w", TensorProto.FLOAT, [16])
+    path = str(Path(ctx["artifact"]).parent / "model.onnx")
+    graph = helper.make_graph([], "g", [], [out], [init])
+    onnx.save_model(helper.make_model(graph), path, save_as_external_data=True, size_threshold=0)
+    if offset is not None:
+        model = onnx.load(path, load_external_data=False)
+        tensor = model.graph.initializer[0]
+        entry = {e.key: e for e in tensor.external_data}.get("offset") or tensor.external_data.add(
+            key="offset"
+        )
+        entry.value = offset
+        onnx.save_model(model, path)
+    return path
+
+
+def _tied_pair(ctx) -> None:
+    """b and c bound to one tensor; a weights file holding both names with different values."""
+    import safetensors.numpy
+
+    a, b, c = (te.placeholder((4,), "float32", name=n) for n in "abc")
+    out = te.compute((4,), lambda i: a[i] + b[i] + c[i], name="out")
+    w = np.zeros(4, "float32")
+    folder = Path(ctx["artifact"]).parent
+    tvm_partial.export_library(
+        tvm_partial.partial(compile_te([a, b, c, out]), signature=[a, b, c, out], b=w, c=w),
+        folder / "tied.so",
+    )
+    safetensors.numpy.save_file({"b": w, "c": w + 1}, str(folder / "tied.safetensors"))
+    tvm_partial.load(folder / "tied.so", weights_file=folder / "tied.safetensors")
 
 
 def _bind_scalar(dtype: str, value) -> None:

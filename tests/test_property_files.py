@@ -127,6 +127,12 @@ class Lib:
     def elf_cut(self) -> bool:
         return self.cut is not None and self.cut < self.elf_end
 
+    def cut_refusal(self) -> Refusal:
+        """Every cut of the ELF part is refused (the ELF header says where it ends); under 4
+        bytes the file no longer says it is an ELF file."""
+        assert self.elf_cut() and self.cut is not None
+        return Refusal((ValueError,), "not an artifact" if self.cut < 4 else "cut")
+
 
 @dataclass(frozen=True)
 class Weights:
@@ -177,10 +183,10 @@ def reason(err: BaseException) -> str:
     ]:
         if needle in text:
             return name
-    if "weights file" in text and "truncated" in text:
-        return "weights cut"
-    if "truncated" in text or "not a tvm-partial artifact" in text:
-        return "cut"
+    if "is truncated" in text:
+        return "weights cut" if "weights file" in text else "cut"
+    if "is not a tvm-partial artifact: not an ELF shared library" in text:
+        return "not an artifact"
     if isinstance(err, FileNotFoundError) or "cannot find file" in text:
         return "missing"
     return "other: " + text
@@ -358,7 +364,7 @@ def _machine() -> type:
             """Why the payloads of ``lib`` (a library file at ``lib_real``) cannot be read, as
             inspect and verify read the file."""
             if lib.cut is not None:
-                return Refusal((ValueError,), "cut" if lib.elf_cut() else "region cut")
+                return lib.cut_refusal() if lib.elf_cut() else Refusal((ValueError,), "region cut")
             return self.weights_refusal(lib_real, lib)
 
         def weights_refusal(self, lib_real: str, lib: Lib) -> Refusal | None:
@@ -385,7 +391,7 @@ def _machine() -> type:
             if isinstance(f.content, Weights):
                 cut = f.content.cut
                 if cut is not None and cut < 9:  # no longer looks like a safetensors file
-                    return Refusal((ValueError,), "cut")
+                    return Refusal((ValueError,), "not an artifact")
                 return Refusal((ValueError,), "weights cut") if cut is not None else None
             return self.payload_refusal(real, f.content)
 
@@ -685,7 +691,7 @@ def _machine() -> type:
             if f is None:
                 want = Refusal((FileNotFoundError,), "missing")
             elif isinstance(f.content, Lib) and f.content.elf_cut():
-                want = Refusal((ValueError,), "cut")
+                want = f.content.cut_refusal()
             else:
                 known = self.names.get(real) or next((o for o in self.objects if o.file is f), None)
                 if bare and known is not None and real != known.first and self.stale(known, at, f):
@@ -920,6 +926,18 @@ SCENARIOS: dict[str, list] = {
         ("load", "d1/a.so", True),
         ("delete", "d1/a.so"),
         ("load", "d1/a.so", False),
+    ],
+    "an inline artifact cut anywhere": [
+        ("export", "d0/a.so", "inline", 0, 1),
+        ("truncate", "d0/a.so", "middle", 0.999),  # only the section headers lose bytes
+        ("load", "d0/a.so", False),  # refused before the system's loader maps it
+        ("examine", "d0/a.so", "inspect"),
+        ("export", "d0/b.so", "inline", 2, 3),
+        ("truncate", "d0/b.so", "head", 0.5),  # 31 bytes: less than the ELF header
+        ("load", "d0/b.so", False),
+        ("truncate", "d0/b.so", "head", 0.02),  # 1 byte: no longer says ELF
+        ("load", "d0/b.so", False),
+        ("examine", "d0/b.so", "verify"),
     ],
     "weights files of another export": [
         ("export", "d0/a.so", "weights_file", 0, 1),

@@ -267,6 +267,41 @@ def test_a_file_of_another_tool_binds_by_the_models_names(affine, tmp_path):
         tvm_partial.load(lib, weights_file=tmp_path / "wrong.safetensors")
 
 
+@pytest.mark.parametrize("placement", list(PLACEMENTS))
+def test_both_names_of_a_tied_pair_with_the_same_bits_load_as_one_tensor(affine, tmp_path, placement):
+    """What save_file of a cloned state_dict writes for a tie ({"emb.weight": w.clone(),
+    "head.weight": w.clone()}): two keys supplying one bound tensor with the same dtype, shape and
+    bits are taken, as partial() takes them, and the tensor stays one after load (in one file, or
+    in two files of an index); differing values are refused naming both keys."""
+    exe, sig = affine
+    w = ints(N, seed=1)
+    lib, _ = export(tvm_partial.partial(exe, signature=sig, b=w, c=w), tmp_path, "tied", placement)
+    new, a = ints(N, seed=7), ints(N, seed=9)
+    both = tmp_path / "both.safetensors"
+    safetensors_numpy.save_file({"b": new.copy(), "c": new.copy()}, str(both))
+    safetensors_numpy.save_file({"b": new.copy()}, str(tmp_path / "one.safetensors"))
+    safetensors_numpy.save_file({"c": new.copy()}, str(tmp_path / "two.safetensors"))
+    index = tmp_path / "model.safetensors.index.json"
+    index.write_text(json.dumps({"weight_map": {"b": "one.safetensors", "c": "two.safetensors"}}))
+    for source in (both, index):
+        loaded = tvm_partial.load(lib, weights_file=source)
+        held = tvm_partial.bindings(loaded)["main"]
+        assert held[1].same_as(held[2]), source
+        assert np.array_equal(call(loaded, a), a * 2 + new * 4)
+        again = tvm_partial.partial(exe, signature=sig, **tvm_partial.open_weights(source))
+        assert np.array_equal(call(again, a), a * 2 + new * 4)
+    changed = new.copy()
+    changed[-1] += 1
+    for c in (changed, new.astype("float64")):
+        safetensors_numpy.save_file({"b": new, "c": c}, str(both))
+        with pytest.raises(
+            ValueError,
+            match=r"tensors 'b' and 'c' both supply 'b' \(one tensor, bound at b and c\) with different "
+            r"values \(dtype, shape or bytes\); keep one",
+        ):
+            tvm_partial.load(lib, weights_file=both)
+
+
 def test_a_name_in_two_functions_is_refused_naming_both(two_functions, tmp_path):
     exe, s1, s2 = two_functions
     pm = tvm_partial.partial(exe, signature=s1, function="prefill", w=ints(N, seed=1))

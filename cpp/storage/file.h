@@ -123,8 +123,8 @@ bool PrefaultFromEnvironment();
  *         absolute when the system cannot say (no /proc). */
 std::string RealPath(const File& file);
 
-/*! \brief The folder of the absolute path `path` joined with `name` (`name` as is when absolute).
- */
+/*! \brief The folder of `path` joined with `name` (`name` as is when absolute, or when `path`
+ *         names no folder). */
 std::string Beside(const std::string& path, const std::string& name);
 
 }  // namespace storage

@@ -293,13 +293,18 @@ bool WasReplaced(const ffi::Module& library) {
 }
 
 void CheckComplete(const File& file) {
-  unsigned char header[64];
-  if (!ReadAt(file, 0, sizeof(header), reinterpret_cast<char*>(header)) ||
-      std::memcmp(header,
-                  "\x7f"
-                  "ELF",
-                  4) != 0 ||
-      header[4] != 2 || header[5] != 1) {
+  unsigned char header[64] = {};
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(file.size, sizeof(header)));
+  const bool elf = n >= 4 && ReadAt(file, 0, n, reinterpret_cast<char*>(header)) &&
+                   std::memcmp(header,
+                               "\x7f"
+                               "ELF",
+                               4) == 0;
+  if (elf && n < sizeof(header)) {
+    TVM_FFI_THROW(ValueError) << file.path << " is truncated: " << n << " bytes, less than its ELF "
+                              << "header (" << sizeof(header) << "); copy or export it again";
+  }
+  if (!elf || header[4] != 2 || header[5] != 1) {
     TVM_FFI_THROW(ValueError) << file.path << " is not a tvm-partial artifact: not an ELF shared "
                               << "library (64-bit, little-endian)";
   }
@@ -319,12 +324,46 @@ void CheckComplete(const File& file) {
       TVM_FFI_THROW(ValueError) << file.path << " is truncated: its program headers run past "
                                 << "its end (" << file.size << " bytes); copy or export it again";
     }
-    if (ph.p_type == PT_LOAD &&
-        (ph.p_offset > file.size || ph.p_filesz > file.size - ph.p_offset)) {
+    if (ph.p_offset > file.size || ph.p_filesz > file.size - ph.p_offset) {
       TVM_FFI_THROW(ValueError) << file.path << " is truncated: its segments need "
                                 << (ph.p_offset + ph.p_filesz) << " bytes, the file has "
                                 << file.size << "; copy or export it again";
     }
+  }
+  // A cut that spares every segment still takes the section header table, which linkers write
+  // last (and the sections it lists): the system's loader would map what is left.
+  uint64_t shoff = 0;
+  uint16_t shentsize = 0, shnum = 0;
+  std::memcpy(&shoff, header + 0x28, 8);
+  std::memcpy(&shentsize, header + 0x3a, 2);
+  std::memcpy(&shnum, header + 0x3c, 2);
+  if (shoff == 0) return;  // no section table: the loader needs none
+  if (shentsize < sizeof(ElfW(Shdr))) {
+    TVM_FFI_THROW(ValueError) << file.path << " is damaged: section header entries of " << shentsize
+                              << " bytes (ELF64 needs " << sizeof(ElfW(Shdr)) << ")";
+  }
+  auto check = [&file](uint64_t offset, uint64_t size, const char* what) {
+    if (offset > file.size || size > file.size - offset) {
+      TVM_FFI_THROW(ValueError) << file.path << " is truncated or damaged: its " << what << " "
+                                << (size > UINT64_MAX - offset ? UINT64_MAX : offset + size)
+                                << " bytes, the file has " << file.size
+                                << "; copy or export it again";
+    }
+  };
+  auto section = [&file, shoff, shentsize](uint64_t i) {  // inside the file: checked first
+    ElfW(Shdr) sh;
+    if (!ReadAt(file, shoff + i * shentsize, sizeof(sh), reinterpret_cast<char*>(&sh))) {
+      TVM_FFI_THROW(ValueError) << file.path << " is truncated: it became shorter while read";
+    }
+    return sh;
+  };
+  if (shnum == 0) check(shoff, shentsize, "ELF section table needs");  // section 0 counts them
+  const uint64_t count = shnum != 0 ? shnum : section(0).sh_size;
+  check(shoff, count > UINT64_MAX / shentsize ? UINT64_MAX : count * shentsize,
+        "ELF section table needs");
+  for (uint64_t i = 0; i < count; ++i) {
+    const ElfW(Shdr) sh = section(i);
+    if (sh.sh_type != SHT_NOBITS) check(sh.sh_offset, sh.sh_size, "sections need");
   }
 }
 

@@ -54,10 +54,12 @@ LoadedLibrary OpenLoadedLibrary(const ffi::Module& library,
                                 const std::shared_ptr<File>& proven = nullptr);
 
 /*!
- * \brief Refuse `file` unless it is a 64-bit little-endian ELF file no shorter than its loadable
- *        segments say: the system's loader maps segments past the end of a file cut short, and
- *        the process dies of SIGBUS when they are touched. Every loader of ours checks it before
- *        the system's loader runs (Python's `load` asks it too).
+ * \brief Refuse `file` unless it is a 64-bit little-endian ELF file no shorter than its ELF
+ *        header says (its segments, its section header table and the sections it lists): the
+ *        system's loader maps segments past the end of a file cut short, and the process dies of
+ *        SIGBUS when they are touched; a cut that spares the segments is still not the file.
+ *        Every loader of ours checks it before the system's loader runs (Python's `load` asks it
+ *        too), and `inspect` and `verify` (tvm_partial.LibraryModules) before they read it.
  * \throws ValueError naming the file and what is wrong.
  */
 void CheckComplete(const File& file);

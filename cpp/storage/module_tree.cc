@@ -280,6 +280,7 @@ namespace {
  *         bytes (the first partial_apply module, the tree's root)}. */
 ffi::Map<ffi::String, ffi::Any> LibraryModulesOf(const ffi::String& path, int64_t fd) {
   const std::shared_ptr<File> file = FromDescriptor(static_cast<int>(fd), path, "artifact");
+  CheckComplete(*file);  // what the loaders refuse before the system's loader runs
   const LibraryModules found = ReadLibraryModules(*file);
   ffi::Array<ffi::Any> modules;
   std::string kinds;

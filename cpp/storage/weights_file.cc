@@ -231,6 +231,14 @@ WeightsFile Open(const std::string& path) {
   WeightsFile out;
   out.file = storage::OpenRegular(path, "weights file");
   const storage::File& file = *out.file;
+  if (IsOnnx(path)) {
+    TVM_FFI_THROW(ValueError)
+        << "weights file " << path << " is an ONNX model: weights are read from safetensors "
+        << "files (and *.safetensors.index.json), not ONNX; bind its initializers with "
+        << "tvm_partial.rebind(pm, **tvm_partial.open_weights(\"" << path << "\")), or write "
+        << "them once with tvm_partial.save_weights(that module, \"model.safetensors\") and load "
+        << "that file";
+  }
   uint64_t length = 0;
   if (file.size < 8 || !storage::ReadAt(file, 0, 8, reinterpret_cast<char*>(&length))) {
     Bad(path, "is truncated: " + std::to_string(file.size) +
@@ -238,7 +246,9 @@ WeightsFile Open(const std::string& path) {
   }
   if (length > kMaxHeader) {
     Bad(path, "its JSON header claims " + std::to_string(length) + " bytes, more than the " +
-                  std::to_string(kMaxHeader) + " read; it is not a safetensors file or is damaged");
+                  std::to_string(kMaxHeader) +
+                  " read; it is not a safetensors file or is damaged " +
+                  "(weights are read from safetensors files and *.safetensors.index.json)");
   }
   if (8 + length > file.size) {
     Bad(path, "is truncated: its JSON header needs " + std::to_string(8 + length) +

@@ -128,10 +128,15 @@ struct WeightsSet {
 
 /*! \brief Whether `path` names an index (it ends in `.json`) rather than a safetensors file. */
 bool IsIndex(const std::string& path);
+/*! \brief Whether `path` names an ONNX model (it ends in `.onnx`): its initializers are read in
+ *         Python (the onnx package), never by this reader. */
+bool IsOnnx(const std::string& path);
 
 /*!
  * \brief Open the safetensors file at `path` (a set of one), or the index at `path` and every
- *        file it names (each checked by `Open`). An index's names are resolved through its
+ *        file it names (each checked by `Open`), in the index's folder as `path` spells it (the
+ *        Hugging Face cache links each file of snapshots/REV/ to its own blob). An index with
+ *        no file (an empty weight_map) is refused. An index's names are resolved through its
  *        `weight_map`, which must name each tensor of each file it names, in that file: a tensor
  *        in two files, one a file lacks, a file that is missing, a file name that leaves the
  *        index's folder are refused, naming the index and the files.
@@ -208,10 +213,11 @@ struct Located {
  * \brief Which tensor of `set` supplies each of `wanted` (its file and offset there, in order).
  * Each key of the file is resolved to one bound tensor (a `FUNCTION/...` key in its function; a
  * bare name in the one tensor bound at a parameter of that name, in any function); every tensor
- * must be supplied exactly once (a tensor bound in several places by a key of any of them), with
- * its dtype and shape, and nothing else but what the model record (`model`) names: the tensors
- * the frontend compiled into the code, each holding exactly the compiled value, and the other
- * names of a tied tensor.
+ * must be supplied (a tensor bound in several places by a key of any of them; by several only
+ * when they hold one dtype, shape and payload, as a cloned state_dict saves a tie), with its
+ * dtype and shape, and nothing else but what the model record (`model`) names: the tensors the
+ * frontend compiled into the code, each holding exactly the compiled value, and the other names
+ * of a tied tensor.
  * \throws ValueError naming the file, the key and the binding otherwise (and the key scheme);
  *         for a compiled-in tensor whose value differs, why it cannot be taken.
  */

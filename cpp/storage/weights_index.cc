@@ -75,6 +75,11 @@ WeightsSet OpenIndex(const std::string& path) {
     BadIndex(path,
              "is not a safetensors index: it has no weight_map ({\"weight_map\": {tensor: file}})");
   }
+  if (weight_map->empty()) {
+    BadIndex(path,
+             "its weight_map is empty: it names no file, so it holds no tensors; give the "
+             "index a checkpoint writes ({\"weight_map\": {tensor: file}}) or a safetensors file");
+  }
   // tensor -> file name, sorted so the first problem named is stable; files in first-named order.
   std::map<std::string, std::string> wanted;
   std::map<std::string, size_t> file_index;
@@ -91,9 +96,10 @@ WeightsSet OpenIndex(const std::string& path) {
     wanted.emplace(std::string(*tensor), name);
     if (file_index.emplace(name, names.size()).second) names.push_back(name);
   }
-  const std::string folder = storage::RealPath(*index);
+  // Names resolve in the index's folder as the caller spelt it, not its real one: in the Hugging
+  // Face cache, snapshots/REV/ holds symlinks to blobs/SHA256, each file's own.
   for (const std::string& name : names) {
-    const std::string full = storage::Beside(folder, name);
+    const std::string full = storage::Beside(path, name);
     try {
       out.files.push_back(Open(full));
     } catch (const ffi::Error& err) {
@@ -135,6 +141,10 @@ WeightsSet OpenIndex(const std::string& path) {
 
 bool IsIndex(const std::string& path) {
   return path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+}
+
+bool IsOnnx(const std::string& path) {
+  return path.size() >= 5 && path.compare(path.size() - 5, 5, ".onnx") == 0;
 }
 
 WeightsSet OpenSet(const std::string& path) {

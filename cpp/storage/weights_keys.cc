@@ -36,6 +36,16 @@ std::optional<int64_t> AsPosition(const std::string& s) {
   return static_cast<int64_t>(std::stoull(s));
 }
 
+/*! \brief Whether two tensors of `set` have one dtype, shape and payload (the format's hash). */
+bool SameTensor(const WeightsSet& set, const SetEntry& a, const SetEntry& b) {
+  auto hash = [&set](const SetEntry& t) {
+    const WeightsFile& file = set.files[t.file];
+    return storage::HashRange(*file.file, file.data_start + t.entry.begin,
+                              t.entry.end - t.entry.begin);
+  };
+  return a.entry.dtype == b.entry.dtype && a.entry.shape == b.entry.shape && hash(a) == hash(b);
+}
+
 }  // namespace
 
 std::string QualifiedKey(const std::string& function, int64_t position,
@@ -205,9 +215,11 @@ std::vector<Located> Match(const WeightsSet& set, const std::vector<Wanted>& wan
                     ref.name);
     }
     auto [it, fresh] = supplied.emplace(targets[0].first, key);
-    if (!fresh) {
+    // Both names of a tied pair (a cloned state_dict): taken when they hold the same tensor.
+    if (!fresh && !SameTensor(set, set.tensors.at(it->second), found)) {
       Bad(path, "tensors '" + it->second + "' and '" + key + "' both supply " +
-                    named(targets[0].first) + "; keep one");
+                    named(targets[0].first) +
+                    " with different values (dtype, shape or bytes); keep one");
     }
   }
   std::vector<std::string> missing;

@@ -22,9 +22,11 @@ from .read import Located, file_kind, locate, mapped, not_an_artifact, rank_worl
 
 def inspect(path: PathLike) -> dict[str, Any]:
     """Describe what the file at ``path`` holds, without loading or running it: an exported library
-    (``"kind": "library"``), the bytes of ``save_to_bytes`` (``"save_to_bytes"``) or a safetensors
-    weights file (``"weights file"``, see ``weights.inspect_weights``). The kind is read from the
-    file's first bytes, not its name.
+    (``"kind": "library"``), the bytes of ``save_to_bytes`` (``"save_to_bytes"``), a safetensors
+    weights file (``"weights file"``, see ``weights.inspect_weights``) or an ONNX model's
+    initializers (``"onnx model"``, read with the onnx package: each with its ``file`` where it
+    lies in external data). The kind is read from the file's first bytes, except for the names
+    ``*.json`` (an index of weights files) and ``*.onnx`` (a protobuf has no magic).
 
     Returns ``{"path", "kind", "format_version", "total_bytes", "constant_bytes", "payloads",
     "region", "payload_hashes", "self_contained", "functions": [{"name", "param_names", "free",
@@ -47,7 +49,7 @@ def inspect(path: PathLike) -> dict[str, Any]:
     path = os.fspath(path)
     with mapped(path) as view:  # opened once: every read is of this file; nothing read in bulk
         kind = file_kind(view)
-        if kind not in ("weights file", "unknown"):
+        if kind not in ("weights file", "onnx model", "unknown"):
             where = locate(view, kind)
             described = where.inspect()
             _raise_problem(described)
@@ -61,6 +63,10 @@ def inspect(path: PathLike) -> dict[str, Any]:
             }
     if kind == "unknown":
         raise not_an_artifact(path)
+    if kind == "onnx model":
+        from ..weights.onnx import inspect_onnx
+
+        return inspect_onnx(path)
     info = _weights.inspect_weights(path)
     return {"path": info.pop("path"), "kind": kind, **info, "self_contained": None}
 
@@ -70,9 +76,11 @@ def verify(
 ) -> dict[str, Any]:
     """Read every tensor payload of an exported artifact, wherever it lies (inline in the embedded
     blob, in the region appended to the file, in its weights file), and check it against its
-    recorded hash. ``path`` may also be a ``save_to_bytes`` file or a weights file that
-    ``save_weights`` wrote. ``progress``, when given, is called as ``progress(done_bytes,
-    total_bytes)`` while the payloads are read (in 1 MiB chunks), e.g. a ``Progress``.
+    recorded hash. ``path`` may also be a ``save_to_bytes`` file, a weights file that
+    ``save_weights`` wrote, or an index of such files (an ONNX model, or a file another tool
+    wrote, records no hashes: it is read, then refused with a ``ValueError`` saying so).
+    ``progress``, when given, is called as ``progress(done_bytes, total_bytes)`` while the
+    payloads are read (in 1 MiB chunks), e.g. a ``Progress``.
 
     A tensor bound with ``shards=`` is checked whole and per rank (each rank's byte range has a
     hash of its own); with ``shard=(rank, world)`` only that rank's range of each sharded tensor
@@ -93,16 +101,21 @@ def verify(
     with mapped(path) as view:  # opened once: every read is of this file
         kind = file_kind(view)
         shard = rank_world_of(shard)
-        if kind not in ("weights file", "unknown"):
+        if kind not in ("weights file", "onnx model", "unknown"):
             checked = locate(view, kind).verify(progress, shard)
     if kind == "unknown":
         raise not_an_artifact(path)
-    if kind == "weights file":
+    if kind in ("weights file", "onnx model"):
         if shard is not None:
             raise ValueError(
-                f"verify: {path} is a weights file, which records no shards; verify the artifact "
+                f"verify: {path} is {'a weights file' if kind == 'weights file' else 'an ONNX model'}, "
+                "which records no shards; verify the artifact "
                 "that binds it with shard="
             )
+        if kind == "onnx model":
+            from ..weights.onnx import verify_onnx
+
+            verify_onnx(path)
         return _weights.verify_weights(path, progress=progress)
     payloads = [_payload_entry(dict(p), path) for p in checked["payloads"]]
     return report(path, payloads)

@@ -1,7 +1,7 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
 """The tvm-partial command: demo (the forum case end to end), inspect and verify (artifacts,
-save_to_bytes files, weights files).
+save_to_bytes files, weights files and their indexes, ONNX models' initializers).
 
 Exit codes: 0 success (verify: every payload matches its recorded hash); 1 verify found
 payloads that do not match (each is named on stdout); 2 the file cannot be read, is not a
@@ -77,8 +77,9 @@ def _parser() -> argparse.ArgumentParser:
         help="link tvm-partial's loader into the artifact and reload it without the extension",
     )
     what = (
-        "an exported library (.so), a file holding save_to_bytes output, or a safetensors weights "
-        "file (the kind is read from the file's first bytes)"
+        "an exported library (.so), a file holding save_to_bytes output, a safetensors weights "
+        "file (the kind is read from the file's first bytes), a checkpoint's index (*.json) or an "
+        "ONNX model (*.onnx)"
     )
     inspect = sub.add_parser(
         "inspect",

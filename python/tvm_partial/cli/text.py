@@ -48,7 +48,7 @@ LISTED = 20
 def format_inspect(info: dict, listed: int | None = LISTED) -> str:
     """Human-readable ``inspect`` output: at most ``listed`` bindings per function (None: all),
     the rest counted with their bytes."""
-    if info.get("kind") == "weights file":
+    if info.get("kind") in ("weights file", "onnx model"):
         return format_weights(info, listed)
     what = "save_to_bytes data" if info.get("kind") == "save_to_bytes" else "tvm-partial"
     lines = [
@@ -140,23 +140,33 @@ def _more(rest: list, what: str) -> list[str]:
 
 
 def format_weights(info: dict, listed: int | None = LISTED) -> str:
-    """Human-readable ``inspect`` output of a safetensors weights file (or index)."""
+    """Human-readable ``inspect`` output of a safetensors weights file (or index), or of an ONNX
+    model's initializers."""
     tensors = [b for fn in info["functions"] for b in fn["bindings"]]
     meta = dict(info.get("metadata") or {})
     version = meta.pop("tvm_partial.format", None)
     files = info.get("files")
-    kind = "safetensors weights file" if files is None else f"safetensors index of {len(files)} files"
-    lines = [
-        f"{info['path']}: {kind}, {len(tensors)} tensors, "
-        f"{format_size(info['constant_bytes'])} of tensors ({'files' if files else 'file'} "
-        f"{format_size(info['total_bytes'])})",
-        (
+    onnx = info.get("kind") == "onnx model"
+    if onnx:
+        kind = "ONNX model " + info["format_version"].partition(" ")[2]  # (ir_version N, opsets ...)
+        origin = (
+            "  initializers by name: bind them with tvm_partial.open_weights(path) (load(..., "
+            "weights_file=) reads safetensors files, not ONNX)"
+        )
+    else:
+        kind = "safetensors weights file" if files is None else f"safetensors index of {len(files)} files"
+        origin = (
             f"  written by tvm-partial (tvm_partial.format {version}): keys are parameter names "
             "(FUNCTION/PARAMETER where names repeat), each tensor's function and position and hash "
             "recorded"
             if version is not None
             else "  not written by tvm-partial (no tvm_partial metadata): tensors by key only"
-        ),
+        )
+    lines = [
+        f"{info['path']}: {kind}, {len(tensors)} tensors, "
+        f"{format_size(info['constant_bytes'])} of tensors ({'files' if files else 'file'} "
+        f"{format_size(info['total_bytes'])})",
+        origin,
         f"  payload hashes: {info['payload_hashes']}",
     ]
     lines += [f"  file {f['path']}: {format_size(f['bytes'])}" for f in files or []]
@@ -166,7 +176,10 @@ def format_weights(info: dict, listed: int | None = LISTED) -> str:
             where = (
                 f", function {fn['name']} position {t['position']}" if isinstance(t["position"], int) else ""
             )
-            aligned = "" if t["aligned"] else ", NOT 64-byte aligned (copied when loaded)"
+            at = "inside the model" if t["offset"] is None else f"at file offset {t['offset']}"
+            aligned = (
+                "" if t["aligned"] or t["offset"] is None else ", NOT 64-byte aligned (copied when loaded)"
+            )
             digest = f", hash {t['hash']}" if "hash" in t else ""
             digest += f", in {t['file']}" if "file" in t else ""
             also = "".join(
@@ -176,7 +189,7 @@ def format_weights(info: dict, listed: int | None = LISTED) -> str:
             )
             lines.append(
                 f"  tensor {t['key']}: {t['dtype']}[{_shape(t['shape'])}], {format_size(t['bytes'])} "
-                f"at file offset {t['offset']}{aligned}{where}{digest}{also}"
+                f"{at}{aligned}{where}{digest}{also}"
             )
         lines += [line[2:] for line in _more(fn["bindings"][len(shown) :], "tensors")]
     for key in ("tvm_partial.bindings", "tvm_partial.hashes", "tvm_partial.shared"):

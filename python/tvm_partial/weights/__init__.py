@@ -89,8 +89,11 @@ def open_weights(path: PathLike, function: str = "main") -> dict[Any, tvm_ffi.Te
     ``path`` may also be a checkpoint's index (``model.safetensors.index.json``, whose
     ``weight_map`` names the file of each tensor, as transformers writes it): every file is mapped,
     each tensor taken from the file the index names; a tensor in two files, or a file that is
-    missing, is refused naming both. Or an ONNX model (``model.onnx``): its initializers by name,
-    those in external data files mapped without copying where aligned (needs the onnx package).
+    missing, is refused naming both. Its file names resolve in the index's folder as ``path``
+    spells it (the Hugging Face cache's ``snapshots/REV/`` links each file to its own blob). Or
+    an ONNX model (``model.onnx``): its initializers by name, bitwise as
+    ``onnx.numpy_helper.to_array`` reads them, those inside the model copied, those in external
+    data files mapped without copying where aligned (needs the onnx package).
 
     Keys ``FUNCTION/NAME`` are taken for ``function`` (``main/weights`` -> ``weights``; a
     ``FUNCTION/POSITION`` key -> the int position: bind those through the mapping,
@@ -171,10 +174,11 @@ def inspect_weights(path: PathLike) -> dict[str, Any]:
 
 
 def verify_weights(path: PathLike, progress: ProgressCallback | None = None) -> dict[str, Any]:
-    """Check every payload of a weights file written by ``save_weights`` against the hash its
-    ``__metadata__`` records (reads the file in 1 MiB chunks; ``progress(done_bytes,
-    total_bytes)`` as they go by). The report has the keys of ``verify``'s. Raises
-    ``ValueError`` for a damaged header or a file without recorded hashes."""
+    """Check every payload of a weights file written by ``save_weights`` (or of each file of an
+    index) against the hash its ``__metadata__`` records (reads the files in 1 MiB chunks;
+    ``progress(done_bytes, total_bytes)`` as they go by). The report has the keys of
+    ``verify``'s (an index's tensors with their ``weights_file``). Raises ``ValueError`` for a
+    damaged header or a file without recorded hashes, naming it."""
     from ..artifact.read import report
 
     path = os.fspath(path)
@@ -193,5 +197,7 @@ def verify_weights(path: PathLike, progress: ProgressCallback | None = None) -> 
             "bytes": int(p["bytes"]),
             "intact": bool(p["intact"]),
         }
+        if "file" in p:  # a tensor of one of an index's files
+            entry["weights_file"] = str(p["file"])
         payloads.append(entry)
     return report(path, payloads)

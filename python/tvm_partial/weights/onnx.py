@@ -1,37 +1,60 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""An ONNX model's initializers as tensors to bind: ``open_weights("model.onnx")``.
+"""An ONNX model's initializers: ``open_weights("model.onnx")`` as tensors to bind,
+``inspect("model.onnx")`` as a description, ``verify`` refusing it (ONNX records no hashes).
 
 The model is read with the onnx package (imported only here) without its external data; each
 initializer kept in an external data file (``location``, ``offset``, ``length``, resolved in the
-model's folder) is mapped from that file by C++ (``tvm_partial.MapTensors``: a view where its
-data is 64-byte aligned, else an aligned copy), the others are copied out of the model.
+model's folder as the path spells it, as onnx resolves it) is mapped from that file by C++
+(``tvm_partial.MapTensors``: a view where its data is 64-byte aligned, else an aligned copy),
+the others are copied out of the model as ``onnx.numpy_helper.to_array`` reads them.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, NamedTuple, NoReturn
 
 import numpy as np
 import tvm_ffi
 
-from .. import _ffi_api
+from .. import _convert, _ffi_api
+
+_POSITION_LIMIT = 2**63  # what a call into C++ carries; no file reaches it
 
 
-def open_onnx(path: str) -> dict[str, tvm_ffi.Tensor]:
-    """``{initializer name: tvm Tensor}`` of the ONNX model at ``path``."""
+class _Initializer(NamedTuple):
+    proto: Any  # the onnx TensorProto (its data too, when it lies inside the model)
+    dtype: str
+    shape: list[int]
+    bytes: int
+    file: str | None  # the external data file, None inside the model
+    offset: int  # in ``file``
+
+
+def _initializers(path: str) -> tuple[Any, list[_Initializer]]:
+    """The model at ``path`` (without its external data) and each initializer, checked: names
+    are unique, an external location stays in the model's folder, its offset and length are
+    byte counts."""
     import onnx
-    from onnx import helper, numpy_helper
+    from onnx import helper
 
     model = onnx.load(path, load_external_data=False)
-    folder = os.path.dirname(os.path.realpath(path))
-    out: dict[str, tvm_ffi.Tensor] = {}
-    external: dict[str, list[list[Any]]] = {}
+    folder = os.path.dirname(path)
+    out = []
+    seen: set[str] = set()
     for tensor in model.graph.initializer:
+        if tensor.name in seen:
+            raise ValueError(
+                f"{path}: two initializers are named {tensor.name!r}; an ONNX graph names each once "
+                "(the model is damaged: export it again)"
+            )
+        seen.add(tensor.name)
+        dtype = str(np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)))
+        shape = [int(d) for d in tensor.dims]
+        nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
         if tensor.data_location != onnx.TensorProto.EXTERNAL:
-            array = np.ascontiguousarray(numpy_helper.to_array(tensor))
-            out[tensor.name] = _ffi_api.AlignedCopy(tvm_ffi.from_dlpack(array), tvm_ffi.device("cpu", 0))
+            out.append(_Initializer(tensor, dtype, shape, nbytes, None, 0))
             continue
         info = {e.key: e.value for e in tensor.external_data}
         location = info.get("location", "")
@@ -40,12 +63,102 @@ def open_onnx(path: str) -> dict[str, tvm_ffi.Tensor]:
                 f"{path}: initializer {tensor.name!r} keeps its data in {location!r}, which is not a "
                 "file beside the model (an external data location must be relative, inside its folder)"
             )
-        dtype = str(np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)))
-        shape = [int(d) for d in tensor.dims]
-        nbytes = int(info["length"]) if "length" in info else int(np.prod(shape)) * np.dtype(dtype).itemsize
-        external.setdefault(os.path.join(folder, location), []).append(
-            [tensor.name, int(info.get("offset", 0)), nbytes, dtype, shape]
+        offset = _position(path, tensor.name, info, "offset", 0)
+        nbytes = _position(path, tensor.name, info, "length", nbytes)
+        full = os.path.join(folder, location)
+        if not os.path.exists(full):
+            raise FileNotFoundError(
+                f"{path}: initializer {tensor.name!r} keeps its data in {location!r} ({full}), which "
+                "does not exist; keep the external data files beside the model"
+            )
+        out.append(_Initializer(tensor, dtype, shape, nbytes, full, offset))
+    return model, out
+
+
+def _position(path: str, name: str, info: dict[str, str], field: str, default: int) -> int:
+    """The external data field ``field`` (``offset``, ``length``) of initializer ``name``, a byte
+    count a file can hold, or ``default`` where it is not given."""
+    text = info.get(field)
+    if text is None:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value < _POSITION_LIMIT:
+        raise ValueError(
+            f"{path}: initializer {name!r} has external data {field} {text!r}, which is not a byte "
+            f"{'position' if field == 'offset' else 'count'} in a file (0 to 2**63 - 1); the model "
+            "is damaged: export it again"
         )
+    return value
+
+
+def open_onnx(path: str) -> dict[str, tvm_ffi.Tensor]:
+    """``{initializer name: tvm Tensor}`` of the ONNX model at ``path``."""
+    from onnx import numpy_helper
+
+    cpu = tvm_ffi.device("cpu", 0)
+    out: dict[str, tvm_ffi.Tensor] = {}
+    external: dict[str, list[list[Any]]] = {}
+    _, found = _initializers(path)
+    for t in found:
+        name = t.proto.name
+        if t.file is None:  # to_array's array may be read-only (the model's bytes): convert copies
+            out[name] = _convert.convert(
+                numpy_helper.to_array(t.proto), None, f"initializer {name!r} of {path}", cpu, "open"
+            )
+        else:
+            external.setdefault(t.file, []).append([name, t.offset, t.bytes, t.dtype, t.shape])
     for data_file, entries in external.items():
         out.update({str(k): v for k, v in _ffi_api.MapTensors(data_file, entries).items()})
-    return {t.name: out[t.name] for t in model.graph.initializer}
+    return {t.proto.name: out[t.proto.name] for t in found}
+
+
+def inspect_onnx(path: str) -> dict[str, Any]:
+    """``inspect`` of an ONNX model: the keys of ``inspect_weights``'s, each initializer with its
+    name (``key``), dtype, shape, bytes and where it lies (``file``: its external data file, with
+    ``offset``; else inside the model, ``offset`` None), read without the external data."""
+    model, found = _initializers(path)
+    files = sorted({t.file for t in found if t.file is not None})
+    tensors = [
+        {
+            "position": t.proto.name,
+            "name": t.proto.name,
+            "kind": "tensor",
+            "dtype": t.dtype,
+            "shape": t.shape,
+            "device": "cpu:0",
+            "bytes": t.bytes,
+            "offset": None if t.file is None else t.offset,
+            "key": t.proto.name,
+            "aligned": t.file is not None and t.offset % 64 == 0,
+            **({} if t.file is None else {"file": t.file}),
+        }
+        for t in found
+    ]
+    opsets = ", ".join(f"{o.domain or 'ai.onnx'} {o.version}" for o in model.opset_import)
+    return {
+        "path": path,
+        "kind": "onnx model",
+        "format_version": f"onnx (ir_version {model.ir_version}, opsets {opsets})",
+        "total_bytes": os.path.getsize(path) + sum(os.path.getsize(f) for f in files),
+        "constant_bytes": sum(t.bytes for t in found),
+        "payloads": "onnx model",
+        "region": None,
+        "payload_hashes": "none recorded (an ONNX model records none)",
+        "functions": [{"name": "main", "param_names": [], "free": [], "bindings": tensors}],
+        "metadata": {p.key: p.value for p in model.metadata_props},
+        "files": [{"path": f, "bytes": os.path.getsize(f)} for f in files],
+        "self_contained": None,
+    }
+
+
+def verify_onnx(path: str) -> NoReturn:
+    """``verify`` of an ONNX model: every initializer is read (its external data mapped and
+    checked against its dtype and shape), then refused: ONNX records no hashes to check."""
+    open_onnx(path)
+    raise ValueError(
+        f"{path} is an ONNX model, which records no payload hashes: its initializers are readable "
+        "(inspect lists them), their bytes cannot be checked"
+    )
