@@ -111,20 +111,15 @@ def machine_info() -> dict:
         except PackageNotFoundError:
             info[dist] = None
     git = ["git", "-C", str(HERE.parent)]
-    code = [
-        "cpp",
-        "python",
-        "benchmarks",
-        "CMakeLists.txt",
-        "pyproject.toml",
-    ]  # not the docs written meanwhile
-    commit = subprocess.run(
+    head = subprocess.run(
         [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True
     ).stdout.strip()
+    # A change to the code measured marks the commit, not the docs or results written meanwhile.
+    code = ["cpp", "python", "benchmarks", ":!benchmarks/results", "CMakeLists.txt", "pyproject.toml"]
     changed = subprocess.run(
         [*git, "status", "--porcelain", "-uno", "--", *code], capture_output=True, text=True
     )
-    info["commit"] = (commit + ("+changes" if changed.stdout.strip() else "")) or None
+    info["commit"] = (head + ("+changes" if changed.stdout.strip() else "")) or None
     return info
 
 
