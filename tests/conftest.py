@@ -40,6 +40,7 @@ def pytest_addoption(parser):
     )
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m selects
 def pytest_collection_modifyitems(config, items):
     for item in items:  # a test that takes `dev` is a device test
         if "dev" in getattr(item, "fixturenames", ()):
