@@ -1,11 +1,13 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Helpers shared by the benchmark scripts: the machine, medians, tables, sizes, and the JSON
-that ``--json PATH`` writes (``scripts/render_benchmarks.py`` turns it into docs/benchmarks.md)."""
+"""The benchmarks' harness: the machine, interleaved timing with medians, fresh processes, tables,
+and the JSON that ``--json PATH`` writes (scripts/render_benchmarks.py renders docs/benchmarks.md)."""
 
 from __future__ import annotations
 
+import argparse
 import datetime
+import gc
 import json
 import os
 import platform
@@ -15,74 +17,128 @@ import statistics
 import subprocess
 import sys
 import time
+from importlib.metadata import PackageNotFoundError, version
+from itertools import repeat
 from pathlib import Path
 
+median = statistics.median
+HERE = Path(__file__).resolve().parent
 
-def machine() -> str:
-    """'N cores, CPU model, Python x.y, tvm a.b, tvm-ffi c.d' for the header of every table."""
-    model = platform.processor() or "unknown CPU"
+
+def status(key: str, pid: int | str = "self") -> int:
+    """A /proc/PID/status field in bytes (VmRSS, VmHWM, RssAnon, RssFile), 0 where missing."""
+    with open(f"/proc/{pid}/status") as f:
+        return next((int(line.split()[1]) * 1024 for line in f if line.startswith(key + ":")), 0)
+
+
+def reset_peak(pid: int | str = "self") -> None:
+    """Restart VmHWM from the current RSS (Linux >= 4.0), so earlier peaks do not count."""
     try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
+        with open(f"/proc/{pid}/clear_refs", "w") as f:
+            f.write("5")
     except OSError:
         pass
-    versions = []
-    for dist in ("apache-tvm", "apache-tvm-ffi", "tvm-partial"):
-        try:
-            from importlib.metadata import version
 
-            versions.append(f"{dist} {version(dist)}")
-        except Exception:  # not installed: leave it out
-            pass
-    return f"{os.cpu_count()} cores, {model}, Python {platform.python_version()}, " + ", ".join(versions)
+
+def child(code: str, *argv, env: dict | None = None, fail_ok: bool = False) -> dict:
+    """The JSON `code` prints last, run in a fresh interpreter with json, sys, time, status and
+    reset_peak imported. A failure ends the run, or with `fail_ok` is {"error": its own line}."""
+    code = "import json, sys, time\nfrom _common import reset_peak, status\n" + code
+    path = os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path, **(env or {})}
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *map(str, argv)], capture_output=True, text=True, env=env
+    )
+    if proc.returncode == 0:
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    if not fail_ok:
+        raise SystemExit(f"a fresh process failed ({argv[:1]}):\n{proc.stderr[-3000:]}")
+    lines = [line.strip() for line in proc.stderr.splitlines() if line.strip()] or [f"exit {proc.returncode}"]
+    how = [line for line in lines if "relocation truncated" in line or "Error" in line][-1:] or lines[-1:]
+    return {"error": (f"killed by signal {-proc.returncode}: " if proc.returncode < 0 else "") + how[0][:300]}
+
+
+def _loop(arity: int):
+    """A timing loop that calls fn with `arity` fixed arguments and nothing else in between."""
+    names, scope = "".join(f"a{i}, " for i in range(arity)), {"repeat": repeat}
+    exec(f"def loop(fn, {names}n):\n    for _ in repeat(None, n):\n        fn({names[:-2]})\n", scope)
+    return scope["loop"]
+
+
+_LOOPS = [_loop(k) for k in range(5)]
+
+
+def interleaved(rows, calls: int, repeats: int) -> tuple[list[list[float]], float]:
+    """ns per call of each row (label, fn, args), `repeats` samples of `calls` calls: every row once a
+    repeat, in an order rotated (reversed every other repeat), gc off; and the empty loop's ns."""
+    samples: list[list[float]] = [[] for _ in rows]
+    empty = []
+    for _, fn, args in rows:  # warm-up
+        _LOOPS[len(args)](fn, *args, max(calls // 10, 1))
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for rep in range(repeats):
+            order = [*range(rep % len(rows), len(rows)), *range(rep % len(rows))]
+            for i in reversed(order) if rep % 2 else order:
+                _, fn, args = rows[i]
+                start = time.perf_counter_ns()
+                _LOOPS[len(args)](fn, *args, calls)
+                samples[i].append((time.perf_counter_ns() - start) / calls)
+            start = time.perf_counter_ns()
+            for _ in repeat(None, calls):
+                pass
+            empty.append((time.perf_counter_ns() - start) / calls)
+    finally:
+        if enabled:
+            gc.enable()
+    return samples, median(empty)
 
 
 def machine_info() -> dict:
-    """The machine and software of a run, as data: what docs/benchmarks.md says they ran on."""
-    info = {"cores": os.cpu_count(), "cpu": "unknown CPU", "memory_gib": None}
-    try:
-        with open("/proc/cpuinfo") as f:
-            info["cpu"] = next(
-                (line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), info["cpu"]
-            )
-        with open("/proc/meminfo") as f:
-            kib = next(int(line.split()[1]) for line in f if line.startswith("MemTotal:"))
-        info["memory_gib"] = round(kib / 2**20, 1)
-    except (OSError, StopIteration):
-        pass
-    info["system"] = f"{platform.system()} {platform.release()}"
-    info["python"] = platform.python_version()
-    from importlib.metadata import PackageNotFoundError, version
-
+    """The machine and software of a run, as docs/benchmarks.md lists them."""
+    proc = {}
+    for name in ("cpuinfo", "meminfo"):
+        with open(f"/proc/{name}") as f:
+            fields = [[v.strip() for v in line.split(":", 1)] for line in f if ":" in line]
+            proc.update(reversed(fields))  # the first of each: "model name" of CPU 0
+    info = {"cores": os.cpu_count(), "cpu": proc.get("model name", platform.processor() or "unknown CPU")}
+    info["memory_gib"] = round(int(proc["MemTotal"].split()[0]) / 2**20, 1)
+    info.update(system=f"{platform.system()} {platform.release()}", python=platform.python_version())
     for dist in ("apache-tvm", "apache-tvm-ffi", "tvm-partial"):
         try:
             info[dist] = version(dist)
         except PackageNotFoundError:
             info[dist] = None
-    root = Path(__file__).resolve().parent.parent
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-        ).stdout.strip()
-        # Changes to the code measured (not to the docs written meanwhile) mark the commit.
-        code = ["cpp", "python", "benchmarks", "CMakeLists.txt", "pyproject.toml"]
-        dirty = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--", *code],
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-        info["commit"] = (commit + ("+changes" if dirty else "")) or None
-    except OSError:
-        info["commit"] = None
+    git = ["git", "-C", str(HERE.parent)]
+    head = subprocess.run(
+        [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    # A change to the code measured marks the commit, not the docs or results written meanwhile.
+    code = ["cpp", "python", "benchmarks", ":!benchmarks/results", "CMakeLists.txt", "pyproject.toml"]
+    changed = subprocess.run(
+        [*git, "status", "--porcelain", "-uno", "--", *code], capture_output=True, text=True
+    )
+    info["commit"] = (head + ("+changes" if changed.stdout.strip() else "")) or None
     return info
 
 
+def machine() -> str:
+    """One line for the head of a run's output."""
+    m = machine_info()
+    return f"{m['cores']} cores, {m['cpu']}, Python {m['python']}, apache-tvm {m['apache-tvm']}"
+
+
+def parser(doc: str) -> argparse.ArgumentParser:
+    """The arguments every benchmark takes: --quick (a smoke run) and --json PATH."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="tiny sizes and counts: a smoke run, not figures")
+    p.add_argument("--json", metavar="PATH", help="also write the results as JSON (for render_benchmarks.py)")
+    return p
+
+
 class Report:
-    """What a benchmark prints, kept as data for ``--json PATH``: each table is printed as it is
-    added (so the printed output stays as it was) and recorded with the run's machine, date,
+    """What a benchmark prints, kept as data for ``--json PATH`` with the run's machine, date,
     command, wall time and load average."""
 
     def __init__(self, script: str, argv: list | None = None, command: str | None = None):
@@ -98,26 +154,21 @@ class Report:
             "notes": [],
         }
 
-    def table(self, name: str, title: str, header, rows, aligns=None, values=None) -> None:
-        """Print `title` and the table; record both. `values`: the raw numbers behind the cells
-        (medians in ns or s, ratios), for other tools."""
-        if title:
-            print(title)
-        print(table(header, rows, aligns))
-        self.data["tables"].append(
-            {
-                "name": name,
-                "title": title.strip(),
-                "header": list(header),
-                "rows": [[str(c) for c in r] for r in rows],
-                "aligns": list(aligns or ["<"] + [">"] * (len(header) - 1)),
-                **({"values": values} if values is not None else {}),
-            }
-        )
+    def table(self, name: str, title: str, header: str, rows, aligns=None, values=None) -> None:
+        """Print `title` and the table (`header`: its cells split by "|"); record both, and `values`,
+        the numbers behind the cells."""
+        cells = header.split("|")
+        aligns = list(aligns or ["<"] + [">"] * (len(cells) - 1))
+        rows = [[str(c) for c in r] for r in rows]
+        widths = [max(len(c) for c in col) for col in zip(cells, *rows)]
+        print(f"{title}\n" if title else "", end="")
+        for line in (cells, ["-" * w for w in widths], *rows):
+            print("  ".join(f"{c:{a}{w}}" for c, a, w in zip(line, aligns, widths)).rstrip())
+        table = {"name": name, "title": title.strip(), "header": cells, "rows": rows, "aligns": aligns}
+        self.data["tables"].append({**table, **({"values": values} if values is not None else {})})
 
     def text(self, name: str, text: str) -> None:
-        """Print a program's output as it is and record it (the C++ benchmarks print their own
-        tables): rendered as a text block."""
+        """Print a program's output as it is (the C++ benchmark prints its own tables); record it."""
         print(text, end="" if text.endswith("\n") else "\n")
         self.data["tables"].append({"name": name, "text": text.rstrip("\n")})
 
@@ -128,78 +179,31 @@ class Report:
 
     def write(self, path: str | None) -> None:
         """Write the JSON to `path` (nothing when None), with the wall time of the whole run."""
-        if path is None:
-            return
-        self.data["wall_s"] = round(time.monotonic() - self._start, 1)
-        self.data["load_average_end"] = [round(v, 2) for v in os.getloadavg()]
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(json.dumps(self.data, indent=1) + "\n")
+        if path is not None:
+            self.data["wall_s"] = round(time.monotonic() - self._start, 1)
+            self.data["load_average_end"] = [round(v, 2) for v in os.getloadavg()]
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text(json.dumps(self.data, indent=1) + "\n")
 
 
-def add_json_option(parser) -> None:
-    parser.add_argument(
-        "--json",
-        metavar="PATH",
-        help="also write the results as JSON (machine, date, command, tables) for scripts/render_benchmarks.py",
-    )
-
-
-def median(samples) -> float:
-    return statistics.median(samples)
-
-
-def table(header, rows, aligns=None) -> str:
-    """A plain-text table; `rows` are lists of already formatted cells."""
-    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
-    aligns = aligns or ["<"] + [">"] * (len(header) - 1)
-
-    def line(cells):
-        return "  ".join(f"{c!s:{a}{w}}" for c, a, w in zip(cells, aligns, widths)).rstrip()
-
-    out = [line(header), line(["-" * w for w in widths])]
-    out += [line(r) for r in rows]
-    return "\n".join(out)
-
-
-_UNITS = {
-    "": 1,
-    "B": 1,
-    "K": 1 << 10,
-    "KB": 1 << 10,
-    "KIB": 1 << 10,
-    "M": 1 << 20,
-    "MB": 1 << 20,
-    "MIB": 1 << 20,
-    "G": 1 << 30,
-    "GB": 1 << 30,
-    "GIB": 1 << 30,
-}
+def verdict(holds: bool) -> str:
+    return "holds" if holds else "does not hold"
 
 
 def parse_size(text: str) -> int:
     """'1KiB', '16M', '1GiB', '4096' -> bytes (binary units)."""
-    m = re.fullmatch(r"\s*(\d+)\s*([A-Za-z]*)\s*", text)
-    if not m or m.group(2).upper() not in _UNITS:
+    m = re.fullmatch(r"\s*(\d+)\s*([KMG]?)(I?B)?\s*", text.upper())
+    if not m:
         raise ValueError(f"not a size: {text!r} (use e.g. 1KiB, 16MiB, 1GiB)")
-    return int(m.group(1)) * _UNITS[m.group(2).upper()]
+    return int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[m.group(2)]
 
 
 def format_size(nbytes: float) -> str:
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if nbytes >= scale:
-            value = nbytes / scale
-            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
-    return f"{nbytes:.0f} B"
-
-
-def format_ns(ns: float) -> str:
-    if ns >= 1e9:
-        return f"{ns / 1e9:.2f} s"
-    if ns >= 1e6:
-        return f"{ns / 1e6:.1f} ms"
-    if ns >= 1e3:
-        return f"{ns / 1e3:.1f} us"
-    return f"{ns:.0f} ns"
+    unit, scale = next(
+        ((u, s) for u, s in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)) if nbytes >= s), ("B", 1)
+    )
+    value = nbytes / scale
+    return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
 
 
 if __name__ == "__main__":

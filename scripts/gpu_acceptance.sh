@@ -8,14 +8,14 @@
 #
 # 1. install: builds and installs this checkout into the Python found (PYTHON=..., default
 #    python3), offline: it needs apache-tvm (the CUDA-enabled wheel), apache-tvm-ffi, numpy,
-#    safetensors, psutil, pytest, scikit-build-core, cmake and a C++ compiler already there;
-#    torch with CUDA is optional (checks and benchmark rows that need it say they were skipped);
-# 2. checks: scripts/cuda_check.py, every feature on cuda:0, bitwise against numpy;
-# 3. tests: tests/test_device_copy.py, the chunked copy's tests (its CUDA ones run here);
-# 4. bench: benchmarks/bench_gpu_load.py at 1 GiB and 8 GiB (its JSON is written after each size).
+#    safetensors, pytest, pytest-xdist, scikit-build-core, cmake and a C++ compiler already there;
+#    torch with CUDA is optional (the tests and benchmark rows that need it say they were skipped);
+# 2. tests: the suite's device tests on cuda:0 (pytest --device cuda -m device): every feature on
+#    the device, bitwise against numpy or the CPU, the chunked copy, the C++ example on CUDA;
+# 3. bench: benchmarks/bench_gpu_load.py at 1 GiB and 8 GiB (its JSON is written after each size).
 #
-# Expected: about 6 minutes. Each step has a time limit (90 + 150 + 60 + 270 s: under 10 minutes
-# in all, whatever happens); a step that fails or runs out of time does not stop the next one.
+# Expected: about 6 minutes. Each step has a time limit (90 + 210 + 270 s: under 10 minutes in
+# all, whatever happens); a step that fails or runs out of time does not stop the next one.
 # Exit status 0 when every step passed.
 set -u
 OUT=${1:?usage: scripts/gpu_acceptance.sh OUT}
@@ -40,7 +40,7 @@ step() {  # step NAME LIMIT_S COMMAND...: runs it with its output in OUT/NAME.lo
     --format=csv; } >"$OUT/machine.txt" 2>&1
 nproc >>"$OUT/machine.txt"
 cat "$OUT/machine.txt"
-"$PY" -c "import tvm, tvm_ffi, numpy, safetensors, psutil; print('tvm', tvm.__version__, 'cuda:0', tvm.cuda(0).exist)" ||
+"$PY" -c "import tvm, tvm_ffi, numpy, safetensors, pytest, xdist; print('tvm', tvm.__version__, 'cuda:0', tvm.cuda(0).exist)" ||
   { echo "the Python at $PY lacks what the run needs (see the top of this script)"; exit 2; }
 # Without cuda:0 nothing here can pass: say why TVM has no CUDA (its CUDA runtime, a library of
 # its own, needs libcudart and the driver's libcuda) and stop before spending the device's time.
@@ -57,10 +57,9 @@ if not tvm.cuda(0).exist:
 PY
 
 step install 90 "$PY" -m pip install -q --no-deps --no-build-isolation -e .
-"$PY" -c "import tvm_partial, tvm_ffi; tvm_ffi.get_global_func('tvm_partial.CopyFileToDevice'); print('tvm_partial from', tvm_partial.__file__)" ||
+"$PY" -c "import tvm_partial; print('tvm_partial from', tvm_partial.__file__)" ||
   { echo "tvm_partial from this checkout is not importable: nothing to check"; exit 2; }
-step checks 150 "$PY" scripts/cuda_check.py --json "$OUT/cuda_check.json"
-step tests 60 "$PY" -m pytest -q -p no:cacheprovider tests/test_device_copy.py
+step tests 210 "$PY" -m pytest -q -rs -p no:cacheprovider --device cuda -m device --junitxml "$OUT/device_tests.xml"
 step bench 270 "$PY" benchmarks/bench_gpu_load.py --device cuda --sizes 1GiB 8GiB --json "$OUT/bench_gpu_load.json"
-echo "results in $OUT: cuda_check.json, bench_gpu_load.json, one log per step"
+echo "results in $OUT: device_tests.xml, bench_gpu_load.json, one log per step"
 exit $failed

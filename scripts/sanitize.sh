@@ -27,5 +27,5 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 LD_PRELOAD="$PRELOAD" "$VENV/bin/python" -m pytest -q -p no:cacheprovider \
   --ignore=tests/test_hygiene.py --ignore=tests/test_typing.py --ignore=tests/test_packaging.py \
   --ignore=tests/test_readme.py --ignore=tests/test_api_doc.py --ignore=tests/test_benchmarks.py \
-  --ignore=tests/test_cuda_check.py --ignore=tests/test_docs.py --ignore=tests/test_deploy.py \
+  --ignore=tests/test_docs.py --ignore=tests/test_deploy.py \
   --ignore=tests/test_cmake_config.py --ignore=tests/test_rpc.py --ignore=tests/test_disco.py "$@"

@@ -1,7 +1,10 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Session fixtures: kernels compile once (TVM's CPU LLVM target). And the interpreters the tests
-start (run_python, run_cases, the CLI, RPC servers, benchmarks) run without torch.
+"""Session fixtures: kernels compile once (TVM's CPU LLVM target). The device tests: those that take
+`dev` run on the device ``pytest --device`` names (cpu, the default; cuda: cuda:0, skipped where TVM
+sees none), marked ``device`` (``pytest --device cuda -m device`` runs them alone). And the
+interpreters the tests start (run_python, run_cases, the CLI, RPC servers, benchmarks) run without
+torch.
 
 tvm_ffi imports torch at its own import whenever torch is installed (a workaround for a symbol
 clash on Windows), and torch is in the test extra for the one test that binds torch tensors (in
@@ -12,21 +15,45 @@ torch is not installed) through PYTHONPATH. TVM_PARTIAL_TEST_TORCH=1 keeps the r
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
+import tvm
 from tvm import te
 
-from helpers import compile_te
+from helpers import Device, compile_te
 from tvm_partial import _fixtures as fixtures
 
 _HIDDEN_TORCH: list[str] = []
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--device",
+        choices=["cpu", "cuda"],
+        default="cpu",
+        help="where the tests marked device run: cpu (default), or cuda:0 (skipped where TVM sees none)",
+    )
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects
+def pytest_collection_modifyitems(config, items):
+    for item in items:  # a test that takes `dev` is a device test
+        if "dev" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.device)
+
+
 def pytest_configure(config):
+    if (
+        config.getoption("--device") == "cuda"
+        and importlib.util.find_spec("cuda") is None
+        and shutil.which("nvcc")
+    ):
+        os.environ.setdefault("TVM_CUDA_COMPILE_MODE", "nvcc")  # TVM's default, NVRTC, needs cuda-python
     if os.environ.get("TVM_PARTIAL_TEST_TORCH") == "1":
         return
     folder = tempfile.mkdtemp(prefix="tvm_partial_no_torch_")
@@ -60,3 +87,20 @@ def affine4():
     a, b, c = (te.placeholder((16,), "float32", name=n) for n in "abc")
     out = te.compute((16,), lambda i: a[i] * 2.0 + b[i] * 3.0 + c[i], name="out")
     return compile_te([a, b, c, out]), [a, b, c, out]
+
+
+@pytest.fixture(scope="session")
+def dev(request) -> Device:
+    """Where the device tests run: cpu:0 (llvm), or cuda:0 with --device cuda."""
+    kind = request.config.getoption("--device")
+    if kind == "cuda" and not tvm.cuda(0).exist:
+        pytest.skip("--device cuda: TVM sees no cuda:0 here (tvm.cuda(0).exist is False)")
+    return Device(kind)
+
+
+@pytest.fixture(scope="session")
+def affine_dev(dev):
+    """affine4's out = 2*a + 3*b + c over 256 float32, compiled for `dev`: (executable, TE tensors)."""
+    a, b, c = (te.placeholder((256,), "float32", name=n) for n in "abc")
+    out = te.compute((256,), lambda i: a[i] * 2.0 + b[i] * 3.0 + c[i], name="out")
+    return dev.compile([a, b, c, out]), [a, b, c, out]

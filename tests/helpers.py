@@ -28,6 +28,46 @@ def compile_te(tensors, name: str = "main"):
     return tvm.compile(tvm.IRModule({name: func}), target="llvm")
 
 
+@dataclass(frozen=True)
+class Device:
+    """Where a device test runs (conftest.py's `dev`, ``pytest --device``): cpu:0, or cuda:0."""
+
+    kind: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind}:0"
+
+    @property
+    def tvm(self):
+        return tvm.device(self.kind, 0)
+
+    @property
+    def target(self):
+        """llvm, or cuda:0's own CUDA target (where there is none, sm_90: code generation only)."""
+        if self.kind == "cpu":
+            return tvm.target.Target("llvm")
+        if tvm.cuda(0).exist:
+            return tvm.target.Target.from_device(tvm.cuda(0))
+        return tvm.target.Target({"kind": "cuda", "arch": "sm_90"})
+
+    def tensor(self, array):
+        return tvm.runtime.tensor(np.asarray(array), device=self.tvm)
+
+    def compile(self, tensors, name: str = "main"):
+        """tvm.compile of te.create_prim_func(tensors) for the device. On CUDA the output's loops are
+        fused and bound to GPU blocks and threads (elementwise kernels: no reduction)."""
+        func = te.create_prim_func(tensors).with_attr("global_symbol", name)
+        if self.kind == "cuda":
+            sch = tvm.s_tir.Schedule(func)
+            loops = sch.get_loops(sch.get_sblock(tensors[-1].op.name))
+            blocks, threads = sch.split(sch.fuse(*loops), factors=[None, 64])
+            sch.bind(blocks, "blockIdx.x")
+            sch.bind(threads, "threadIdx.x")
+            func = sch.mod["main"]
+        return tvm.compile(tvm.IRModule({name: func}), target=self.target)
+
+
 def affine4_ref(a, b, c):
     return (a * np.float32(2) + b * np.float32(3) + c).astype("float32")
 

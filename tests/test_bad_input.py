@@ -188,6 +188,7 @@ def _absent_cuda():
     return tvm.cuda(index)
 
 
+@pytest.mark.device  # on a GPU machine: the first ordinal past its last GPU
 @pytest.mark.parametrize("module", [False, True])
 @pytest.mark.parametrize("device", [_absent_cuda(), str(_absent_cuda()), tvm_ffi.device("cuda", 7)])
 def test_device_that_is_not_here(conv, device, module):

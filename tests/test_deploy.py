@@ -5,6 +5,7 @@ C++ example (examples/cpp_deploy/run.py). Whatever loads an artifact runs in a f
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -18,7 +19,7 @@ from tvm import te
 from tvm.support import cc
 
 import tvm_partial
-from helpers import run_json
+from helpers import Device, run_json, without_sanitizer
 from tvm_partial import _fixtures as fixtures
 from tvm_partial import config
 from tvm_partial.artifact import export
@@ -243,17 +244,15 @@ def test_cpp_deploy_example_configures_quietly_without_cuda(tmp_path):
 
 
 @pytest.mark.skipif(_missing_cpp_tools() is not None, reason=f"C++ example: {_missing_cpp_tools()}")
-def test_cpp_deploy_example(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "cpp_deploy" / "run.py"), "--build-dir", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+def test_cpp_deploy_example(dev, tmp_path):
+    """examples/cpp_deploy/run.py --device: every C++ program and mode, bound on the device."""
+    run = [sys.executable, str(ROOT / "examples" / "cpp_deploy" / "run.py"), "--device", dev.kind]
+    proc = subprocess.run([*run, "--build-dir", str(tmp_path)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
+    kernel = "the CUDA kernel" if dev.kind == "cuda" else "the parallel kernel"
     assert [line for line in lines if line.startswith("[")] == [
-        "[ok] Python: the parallel kernel == numpy (bitwise)",
+        f"[ok] Python: {kernel} == numpy (bitwise)",
         "[ok] Python: the Relax MLP partial == the direct VM call (bitwise)",
         "[ok] Python: a frontend.nn model's pm(x) == its direct forward call (bitwise)",
         "[ok] deploy: artifact, loader from libtvm_partial",
@@ -325,3 +324,42 @@ def test_getting_started_cpp_program(tmp_path):
         run.stdout
         == f"out: 1 x 8 x 30 x 30, out[0] = {expected.flat[0]:g}, out[last] = {expected.flat[-1]:g}\n"
     )
+
+
+def _cuda_sources(module) -> list[str]:
+    found = [m.inspect_source("cuda") for m in module.imports if m.kind == "cuda"]
+    return found + [s for m in module.imports for s in _cuda_sources(m)]
+
+
+@pytest.mark.device
+def test_the_cuda_kernels_compile_without_a_gpu(tmp_path):
+    """TVM's CUDA code generation needs no GPU: the kernels the device tests (tests/helpers.py's
+    Device) and the C++ example build for CUDA compile here, every loop bound to GPU threads (or the
+    build would refuse them), and export; where nvcc is installed it compiles one for sm_90. That
+    they run right is for `pytest --device cuda` on a GPU."""
+    if tvm.cuda(0).exist:
+        pytest.skip("a GPU is here: pytest --device cuda runs these kernels")
+    spec = importlib.util.spec_from_file_location(
+        "cpp_deploy_run", ROOT / "examples" / "cpp_deploy" / "run.py"
+    )
+    assert spec is not None and spec.loader is not None
+    run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run)
+    cuda = Device("cuda")
+    a, b = te.placeholder((256,), "float32", name="a"), te.placeholder((4, 16), "float32", name="b")
+    kernels = {
+        "elementwise": cuda.compile([a, te.compute((256,), lambda i: a[i] * 2.0, name="out")]),
+        "two dims": cuda.compile([b, te.compute((4, 16), lambda i, j: b[i, j] + 1.0, name="out")]),
+        "conv2d_bias": run.build_cuda_conv2d_bias(cuda.target)[0],
+    }
+    sources = {name: _cuda_sources(exe.mod) for name, exe in kernels.items()}
+    assert all(s and all("__global__" in k and "threadIdx.x" in k for k in s) for s in sources.values()), (
+        sources
+    )
+    kernels["elementwise"].export_library(str(tmp_path / "elementwise.so"))  # a CUDA module exports too
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH: the CUDA sources were generated, not compiled")
+    (tmp_path / "k.cu").write_text(sources["elementwise"][0])
+    nvcc = ["nvcc", "--fatbin", "-arch=sm_90", "-o", str(tmp_path / "k.fatbin"), str(tmp_path / "k.cu")]
+    proc = subprocess.run(nvcc, capture_output=True, text=True, timeout=300, env=without_sanitizer())
+    assert proc.returncode == 0, proc.stderr

@@ -326,3 +326,23 @@ def test_200_reloads_free_each_version(bound, tmp_path):
     (maps_20, rss_20), (maps_199, rss_199) = got["samples"]
     assert maps_199 <= maps_20 + 8, (maps_20, maps_199)  # not one per version
     assert rss_199 - rss_20 < 16 * 2**20, (rss_20, rss_199)  # 180 versions: far less than one each
+
+
+# -- on the device `pytest --device` names (conftest.py) -------------------------------------------------
+@pytest.mark.parametrize("placement", PLACEMENTS)
+def test_on_the_device_two_versions_of_one_artifact_keep_their_weights(dev, affine_dev, tmp_path, placement):
+    """version1/model.so and version2/model.so (other weights) loaded in one process, called
+    alternately: each computes with its own weights, on the device."""
+    exe, sig = affine_dev
+    a = ints(256, seed=0)
+    weights = [(ints(256, seed=2 * v + 1), ints(256, seed=2 * v + 2)) for v in range(2)]
+    modules = []
+    for v, (b, c) in enumerate(weights):
+        (tmp_path / f"version{v + 1}").mkdir()
+        path = tmp_path / f"version{v + 1}" / "model.so"
+        _export(tvm_partial.partial(exe, signature=sig, b=b, c=c, device=dev.name), path, placement)
+        modules.append(tvm_partial.load(path))
+    for v in (0, 1, 0):
+        out = dev.tensor(np.zeros(256, "float32"))
+        modules[v](dev.tensor(a), out)
+        assert out.numpy().tobytes() == affine4_ref(a, *weights[v]).tobytes(), v

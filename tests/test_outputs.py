@@ -481,3 +481,14 @@ def test_threads_share_a_returning_partial(sum_prod):
     for t in threads:
         t.join()
     assert failures == []
+
+
+# -- on the device `pytest --device` names (conftest.py) -------------------------------------------------
+def test_on_the_device_outputs_are_allocated_there_per_call(dev, affine_dev):
+    exe, sig = affine_dev
+    a, b, c = (ints(256, seed=s) for s in range(3))
+    g = tvm_partial.partial(exe, signature=sig, b=b, c=c, outputs="out", device=dev.name)
+    first, second = g(dev.tensor(a)), g(dev.tensor(a))
+    assert str(first.device) == str(second.device) == dev.name
+    assert first.data_ptr() != second.data_ptr() and first.data_ptr() % 64 == 0
+    assert first.numpy().tobytes() == second.numpy().tobytes() == (a * 2 + b * 3 + c).tobytes()

@@ -327,3 +327,43 @@ def test_prim_func_and_names_as_signature(conv):
         assert tvm_partial.param_names(g) == ["data", "weights", "bias", "result"]
     with pytest.raises(ValueError, match=r"parameter 'bias' \(position 2\): shape \(3,\)"):
         tvm_partial.partial(exe["main"], signature=prim_func, bias=np.zeros(3, "float32"))
+
+
+# -- on the device `pytest --device` names (conftest.py) -------------------------------------------------
+def test_on_the_device_host_arrays_are_bound_there_aligned(dev, affine_dev):
+    """numpy arrays bound with device= land there, 64-byte aligned, with their bytes; the partial's
+    result equals the direct call's and numpy's, bitwise."""
+    exe, _ = affine_dev
+    a, b, c = (ints(256, seed=s) for s in range(3))
+    g = tvm_partial.partial(exe["main"], {1: b, 2: c}, device=dev.name)
+    held = tvm_partial.bindings(g)
+    assert [str(held[i].device) for i in (1, 2)] == [dev.name] * 2
+    assert all(held[i].data_ptr() % 64 == 0 for i in (1, 2))
+    assert held[1].numpy().tobytes() == b.tobytes() and held[2].numpy().tobytes() == c.tobytes()
+    out, direct = dev.tensor(np.zeros(256, "float32")), dev.tensor(np.zeros(256, "float32"))
+    g(dev.tensor(a), out)
+    exe["main"](dev.tensor(a), dev.tensor(b), dev.tensor(c), direct)
+    assert out.numpy().tobytes() == direct.numpy().tobytes() == affine4_ref(a, b, c).tobytes()
+
+
+def test_on_the_device_a_dlpack_view_binds_by_reference(dev, affine_dev):
+    """A torch tensor on the device seen through tvm_ffi.from_dlpack is bound as it is (the kernel
+    sees later changes to it); passed itself, it is copied once."""
+    torch = pytest.importorskip("torch")
+    if dev.kind == "cuda" and not torch.cuda.is_available():
+        pytest.skip(f"torch {torch.__version__} has no CUDA here")
+    exe, _ = affine_dev
+    a, b, c = (ints(256, seed=s) for s in range(3))
+    tb = torch.tensor(b, device=dev.kind)  # torch's own allocation, 64-byte aligned
+    by_reference = tvm_partial.partial(exe["main"], {1: tvm_ffi.from_dlpack(tb), 2: dev.tensor(c)})
+    copied = tvm_partial.partial(exe["main"], {1: tb, 2: dev.tensor(c)})
+    assert tvm_partial.bindings(by_reference)[1].data_ptr() == tb.data_ptr()
+    assert tvm_partial.bindings(copied)[1].data_ptr() != tb.data_ptr()
+    tb.mul_(2)
+    if dev.kind == "cuda":
+        torch.cuda.synchronize()
+    out = dev.tensor(np.zeros(256, "float32"))
+    by_reference(dev.tensor(a), out)
+    assert out.numpy().tobytes() == affine4_ref(a, b * 2, c).tobytes()
+    copied(dev.tensor(a), out)
+    assert out.numpy().tobytes() == affine4_ref(a, b, c).tobytes()

@@ -424,3 +424,24 @@ def test_bound_but_not_wrapping_anything(affine4):
     alone = tvm_partial.load_from_bytes(tvm_partial.save_to_bytes(tvm_partial.partial(exe, {1: 1.0})))
     with pytest.raises(RuntimeError, match=r"function 'main' is bound but the module wraps no compiled code"):
         alone["main"]
+
+
+# -- on the device `pytest --device` names (conftest.py) -------------------------------------------------
+def test_on_the_device_a_module_binds_by_name_and_its_bytes_round_trip(dev, affine_dev):
+    """Bound by name on the device: pm(...) and pm["main"](...) equal numpy's; save_to_bytes records
+    the device, load_from_bytes puts the tensors back there, and saving again gives the same bytes."""
+    exe, sig = affine_dev
+    a, b, c = (ints(256, seed=s) for s in range(3))
+    pm = tvm_partial.partial(exe, signature=sig, b=b, c=c, device=dev.name)
+    blob = tvm_partial.save_to_bytes(pm)
+    loaded = tvm_partial.load_from_bytes(blob, exe.mod)
+    held = tvm_partial.bindings(loaded)["main"]
+    assert [(str(held[i].device), held[i].numpy().tobytes()) for i in (1, 2)] == [
+        (dev.name, b.tobytes()),
+        (dev.name, c.tobytes()),
+    ]
+    for call in (pm, pm["main"], loaded):
+        out = dev.tensor(np.zeros(256, "float32"))
+        call(dev.tensor(a), out)
+        assert out.numpy().tobytes() == affine4_ref(a, b, c).tobytes()
+    assert tvm_partial.save_to_bytes(loaded) == blob

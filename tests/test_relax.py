@@ -440,3 +440,51 @@ def test_dtype_and_shape_checked_without_signature(mlp, nn_model, tmp_path):
     unchecked = tvm_partial.partial(nn_exe, function="forward", **transposed)
     with pytest.raises(ValueError, match=r"fc1.weight"):
         unchecked["forward"](tvm.runtime.tensor(X))
+
+
+# -- on the device `pytest --device` names (conftest.py) -------------------------------------------------
+@pytest.fixture(scope="module")
+def nn_mlp_dev(dev):
+    """A frontend.nn MLP (forward, dotted parameter names) compiled for `dev`: (executable, weights,
+    x, numpy's y)."""
+    from tvm.relax.frontend import nn
+
+    class NNMLP(nn.Module):
+        def __init__(self):
+            self.fc1 = nn.Linear(8, 16)
+            self.fc2 = nn.Linear(16, 4, bias=False)
+
+        def forward(self, x):
+            return self.fc2(nn.relu(self.fc1(x)))
+
+    mod, _ = NNMLP().export_tvm(spec={"forward": {"x": nn.spec.Tensor((2, 8), "float32")}})
+    params = {
+        "fc1.weight": ints((16, 8), seed=1),
+        "fc1.bias": ints(16, seed=2),
+        "fc2.weight": ints((4, 16), seed=3),
+    }
+    y = np.maximum(X @ params["fc1.weight"].T + params["fc1.bias"], 0) @ params["fc2.weight"].T
+    return tvm.compile(mod, target=dev.target), params, X, y.astype("float32")
+
+
+def test_on_the_device_a_relax_model_runs_there_exported_and_loaded(dev, nn_mlp_dev, tmp_path):
+    """Bound with device=, the model equals the direct VM call and numpy; exported and loaded, its
+    VirtualMachine runs on the device and gives the same result."""
+    exe, params, x, y = nn_mlp_dev
+    direct = relax.VirtualMachine(exe, dev.tvm)["forward"](dev.tensor(x), *map(dev.tensor, params.values()))
+    pm = tvm_partial.partial(exe, function="forward", device=dev.tvm, **params)
+    got = pm["forward"](dev.tensor(x))
+    assert str(got.device) == dev.name
+    assert got.numpy().tobytes() == direct.numpy().tobytes() == y.tobytes()
+    tvm_partial.export_library(pm, tmp_path / "mlp.so")
+    again = tvm_partial.load(tmp_path / "mlp.so")["forward"](dev.tensor(x))
+    assert str(again.device) == dev.name and again.numpy().tobytes() == y.tobytes()
+
+
+def test_on_the_device_a_device_that_is_not_here_is_named(dev, nn_mlp_dev):
+    """Binding a model onto an ordinal of the device's kind that this machine lacks (cpu:7; on a GPU
+    machine the first ordinal past its last GPU) is refused, naming it."""
+    exe, params, _, _ = nn_mlp_dev
+    missing = 7 if dev.kind == "cpu" else next(i for i in range(1, 1024) if not tvm.cuda(i).exist)
+    with pytest.raises(ValueError, match=rf"{dev.kind}:{missing}"):
+        tvm_partial.partial(exe, function="forward", device=tvm.device(dev.kind, missing), **params)

@@ -679,3 +679,34 @@ def test_a_dim_counts_from_the_end_and_huge_numbers_are_refused_by_name():
     ):
         with pytest.raises(ValueError, match=message):
             tvm_partial.partial(exe, signature=sig, w=ints((N, K)), shards={"w": spec}, world=world)
+
+
+# -- on the device `pytest --device` names (conftest.py) -------------------------------------------------
+@pytest.mark.parametrize("placement", ["zero_copy", "weights_file"])
+def test_on_the_device_each_rank_loads_its_shard_there(dev, tmp_path, placement):
+    """Row shards bound on the device: each rank's load holds its rows of the weight there (a copy
+    of its range of the file on a GPU, a view on the CPU) and computes its rows of the result."""
+    w = te.placeholder((N // WORLD, K), "float32", name="w")
+    b = te.placeholder((K,), "float32", name="b")
+    out = te.compute(w.shape, lambda i, j: w[i, j] * 2.0 + b[j], name="out")
+    W, B = ints((N, K), seed=1), ints(K, seed=2)
+    pm = tvm_partial.partial(
+        dev.compile([w, b, out]),
+        signature=[w, b, out],
+        w=W,
+        b=B,
+        shards={"w": 0},
+        world=WORLD,
+        device=dev.name,
+    )
+    options = (
+        {"weights_file": tmp_path / "tp.safetensors"} if placement == "weights_file" else {"zero_copy": True}
+    )
+    tvm_partial.export_library(pm, tmp_path / "tp.so", **options)
+    for rank in range(WORLD):
+        m = tvm_partial.load(tmp_path / "tp.so", shard=(rank, WORLD))
+        view = tvm_partial.bindings(m)["main"][0]
+        assert str(view.device) == dev.name and view.numpy().tobytes() == np.split(W, WORLD)[rank].tobytes()
+        result = dev.tensor(np.zeros((N // WORLD, K), "float32"))
+        m["main"](result)
+        assert result.numpy().tobytes() == _expected(W, B, rank).tobytes()

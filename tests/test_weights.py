@@ -809,3 +809,23 @@ print(sorted(os.listdir(sys.argv[1])))
     lines = proc.stdout.splitlines()
     assert lines[0] == "True True", proc.stdout
     assert lines[1] == "[]", proc.stdout
+
+
+# -- on the device `pytest --device` names (conftest.py) -------------------------------------------------
+def test_on_the_device_a_weights_file_and_another_swapped_in_load_there(dev, affine_dev, tmp_path):
+    """export_library(weights_file=) of device-bound weights, then load(path, weights_file=other)
+    with another set saved by save_weights: each load's tensors are on the device and compute with
+    their own weights."""
+    exe, sig = affine_dev
+    a, b, c = (ints(256, seed=s) for s in range(3))
+    b2, c2 = ints(256, seed=3), ints(256, seed=4)
+    pm = tvm_partial.partial(exe, signature=sig, b=b, c=c, device=dev.name)
+    tvm_partial.export_library(pm, tmp_path / "m.so", weights_file=tmp_path / "w.safetensors")
+    tvm_partial.save_weights(tvm_partial.rebind(pm, b=b2, c=c2), tmp_path / "v2.safetensors")
+    assert tvm_partial.verify(tmp_path / "m.so")["intact"]
+    for weights, (wb, wc) in ((None, (b, c)), (tmp_path / "v2.safetensors", (b2, c2))):
+        loaded = tvm_partial.load(tmp_path / "m.so", **({"weights_file": weights} if weights else {}))
+        assert {str(t.device) for t in tvm_partial.bindings(loaded)["main"].values()} == {dev.name}
+        out = dev.tensor(np.zeros(256, "float32"))
+        loaded(dev.tensor(a), out)
+        assert out.numpy().tobytes() == affine4_ref(a, wb, wc).tobytes()

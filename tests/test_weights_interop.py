@@ -490,3 +490,23 @@ def test_outputs_of_each_dtype_after_load(tmp_path, name):
     for module in (pm, tvm_partial.load(lib)):
         result = module(tvm.runtime.empty((40,), name))
         assert str(result.dtype) == name and raw_bytes(result) == values.tobytes()
+
+
+# -- on the device `pytest --device` names (conftest.py) -------------------------------------------------
+@pytest.mark.parametrize("placement", PLACEMENTS)
+def test_on_the_device_tied_weights_load_as_one_tensor(dev, affine_dev, tmp_path, placement):
+    """One tensor bound at two positions on the device is one tensor after the load too (the same
+    memory at both positions), with the exported bytes."""
+    exe, sig = affine_dev
+    a, w = ints(256, seed=0), ints(256, seed=1)
+    pm = tvm_partial.partial(exe, signature=sig, b=w, c=w, device=dev.name)
+    options = dict(PLACEMENTS[placement])
+    if "weights_file" in options:
+        options["weights_file"] = tmp_path / options["weights_file"]
+    tvm_partial.export_library(pm, tmp_path / "tied.so", **options)
+    held = tvm_partial.bindings(tvm_partial.load(tmp_path / "tied.so"))["main"]
+    assert held[1].data_ptr() == held[2].data_ptr() and str(held[1].device) == dev.name
+    assert held[1].numpy().tobytes() == w.tobytes()
+    out = dev.tensor(np.zeros(256, "float32"))
+    tvm_partial.load(tmp_path / "tied.so")(dev.tensor(a), out)
+    assert out.numpy().tobytes() == (a * 2 + w * 3 + w).tobytes()

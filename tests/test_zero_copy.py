@@ -698,3 +698,28 @@ def test_zero_copy_needs_a_shared_library(affine4, tmp_path):
     ):
         tvm_partial.export_library(pm, tmp_path / "x.tar", zero_copy=True)
     assert list(tmp_path.iterdir()) == []
+
+
+# -- on the device `pytest --device` names (conftest.py) -------------------------------------------------
+@pytest.mark.parametrize("zero_copy", [False, True])
+def test_on_the_device_an_export_loads_back_there(dev, affine_dev, tmp_path, zero_copy):
+    """Inline and zero-copy exports of device-bound weights: verify says intact, inspect names the
+    device, and a load puts the exported bytes back on it and computes numpy's result."""
+    exe, sig = affine_dev
+    a, b, c = (ints(256, seed=s) for s in range(3))
+    pm = tvm_partial.partial(exe, signature=sig, b=b, c=c, device=dev.name)
+    tvm_partial.export_library(pm, tmp_path / "m.so", zero_copy=zero_copy)
+    assert tvm_partial.verify(tmp_path / "m.so")["intact"]
+    devices = {
+        str(b["device"]) for f in tvm_partial.inspect(tmp_path / "m.so")["functions"] for b in f["bindings"]
+    }
+    assert devices == {dev.name}
+    loaded = tvm_partial.load(tmp_path / "m.so")
+    held = tvm_partial.bindings(loaded)["main"]
+    assert [(str(held[i].device), held[i].numpy().tobytes()) for i in (1, 2)] == [
+        (dev.name, b.tobytes()),
+        (dev.name, c.tobytes()),
+    ]
+    out = dev.tensor(np.zeros(256, "float32"))
+    loaded(dev.tensor(a), out)
+    assert out.numpy().tobytes() == affine4_ref(a, b, c).tobytes()

@@ -3,8 +3,7 @@
 /*!
  * \file storage/device_copy.cc
  * \brief Copying a payload into a device tensor in pieces, through pinned staging buffers where
- *        the runtime offers them (storage/device_copy.h; the global tests and benchmarks drive it
- *        with: device_copy_file.cc).
+ *        the runtime offers them (storage/device_copy.h).
  */
 #include "storage/device_copy.h"
 
