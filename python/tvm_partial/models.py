@@ -218,7 +218,9 @@ def _rewrite(
     }
     bb = relax.BlockBuilder()
     with bb.function(RECORD_FUNCTION, []):
-        bb.emit_func_output(relax.Tuple([tvm.ir.StringImm(json.dumps(record)), *constants.values()]))
+        # apache-tvm 0.27 moved the string literal from relax to tvm.ir
+        string = tvm.ir.StringImm if hasattr(tvm.ir, "StringImm") else relax.StringImm
+        bb.emit_func_output(relax.Tuple([string(json.dumps(record)), *constants.values()]))
     mod[RECORD_FUNCTION] = bb.get()[RECORD_FUNCTION]
     return mod
 
