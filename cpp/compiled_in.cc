@@ -13,10 +13,13 @@
 #include <tvm/ffi/function.h>
 #include <tvm_partial/partial_apply.h>
 
+#include <algorithm>
 #include <cstring>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -82,53 +85,58 @@ struct Cursor {
   }
 };
 
-/*! \brief TVM's tensor record (runtime::SaveDLTensor): this magic, then u64 reserved, i32 device
- *         type, i32 device id, i32 ndim, u8 code, u8 bits, u16 lanes, i64 shape[ndim], i64 byte
- *         size, the bytes. */
-constexpr uint64_t kTensorMagic = 0xDD5E40F096B4A13FULL;
-
-/*! \brief (dtype code, bits, lanes, byte size, hash) of each tensor record in `data`. */
-std::set<std::tuple<int, int, int, uint64_t, uint64_t>> TensorRecords(const char* data,
-                                                                      size_t size) {
-  std::set<std::tuple<int, int, int, uint64_t, uint64_t>> out;
-  auto u32 = [&](size_t at) {
-    uint32_t v;
-    std::memcpy(&v, data + at, 4);
-    return v;
-  };
-  auto u64 = [&](size_t at) {
-    uint64_t v;
-    std::memcpy(&v, data + at, 8);
-    return v;
-  };
-  for (size_t at = 0; at + 32 <= size; ++at) {
-    if (u64(at) != kTensorMagic) continue;
-    const uint32_t ndim = u32(at + 24);
-    if (ndim > kMaxNdim || at + 32 + 8ull * ndim + 8 > size) continue;
-    const auto* dtype = reinterpret_cast<const unsigned char*>(data + at + 28);
-    const uint64_t nbytes = u64(at + 32 + 8ull * ndim);
-    const size_t begin = at + 40 + 8 * static_cast<size_t>(ndim);
-    if (nbytes > size - begin) continue;
-    out.emplace(dtype[0], dtype[1], dtype[2] | (dtype[3] << 8), nbytes,
-                hash::Hash(data + begin, static_cast<size_t>(nbytes)));
-  }
-  return out;
-}
+/* TVM's tensor record (runtime::SaveDLTensor): magic 0xDD5E40F096B4A13F (little-endian), u64
+ * reserved, i32 device type, i32 device id, i32 ndim, u8 code, u8 bits, u16 lanes, i64 shape[ndim],
+ * i64 byte size, the bytes. */
 
 }  // namespace
 
 bool BytesHoldTensor(const ffi::Bytes& executable_bytes, const std::vector<CompiledIn>& wanted,
                      std::string* missing) {
-  const auto held = TensorRecords(executable_bytes.data(), executable_bytes.size());
+  using Key = std::tuple<int, int, int, uint64_t>;  // dtype code, bits, lanes, byte size
+  std::map<Key, std::vector<const CompiledIn*>> pending;
   for (const CompiledIn& c : wanted) {
     uint64_t nbytes = 0;
     format::ShapeProblem(c.shape.data(), c.shape.size(), c.dtype, &nbytes);
-    if (!held.count({c.dtype.code, c.dtype.bits, c.dtype.lanes, nbytes, c.hash})) {
-      *missing = c.name;
-      return false;
-    }
+    pending[{c.dtype.code, c.dtype.bits, c.dtype.lanes, nbytes}].push_back(&c);
   }
-  return true;
+  const char* data = executable_bytes.data();
+  const size_t size = executable_bytes.size();
+  auto u64 = [data](size_t at) {
+    uint64_t v;
+    std::memcpy(&v, data + at, 8);
+    return v;
+  };
+  const std::string_view bytes(data, size);
+  const std::string_view magic("\x3F\xA1\xB4\x96\xF0\x40\x5E\xDD", 8);
+  // Each record found is skipped whole (its payload may hold the magic); only those of a wanted
+  // dtype and size are hashed.
+  for (size_t at = 0; !pending.empty();) {
+    at = bytes.find(magic, at);
+    if (at == std::string_view::npos || size - at < 40) break;
+    uint32_t ndim;
+    std::memcpy(&ndim, data + at + 24, 4);
+    const size_t begin = at + 40 + 8 * static_cast<size_t>(ndim);
+    if (ndim > kMaxNdim || begin > size || u64(begin - 8) > size - begin) {
+      at += 1;
+      continue;
+    }
+    const uint64_t nbytes = u64(begin - 8);
+    const auto* dtype = reinterpret_cast<const unsigned char*>(data + at + 28);
+    auto it = pending.find(Key{dtype[0], dtype[1], dtype[2] | (dtype[3] << 8), nbytes});
+    if (it != pending.end()) {
+      const uint64_t hash = hash::Hash(data + begin, static_cast<size_t>(nbytes));
+      auto& list = it->second;
+      list.erase(std::remove_if(list.begin(), list.end(),
+                                [hash](const CompiledIn* c) { return c->hash == hash; }),
+                 list.end());
+      if (list.empty()) pending.erase(it);
+    }
+    at = begin + static_cast<size_t>(nbytes);
+  }
+  if (pending.empty()) return true;
+  *missing = pending.begin()->second.front()->name;
+  return false;
 }
 
 CompiledIn RecordCompiledIn(const std::string& name, const ffi::Tensor& tensor) {
@@ -195,6 +203,19 @@ CompiledIn RecordGiven(const std::string& name, const ffi::Any& value) {
   return RecordCompiledIn(name, *tensor);
 }
 
+/*! \brief Whether two tensors view the very same memory, alike. */
+bool SameMemory(const ffi::Any& value, const ffi::Tensor& source) {
+  auto tensor = value.try_cast<ffi::Tensor>();
+  if (!tensor.has_value()) return false;
+  const DLTensor& a = *tensor->GetDLTensorPtr();
+  const DLTensor& b = *source.GetDLTensorPtr();
+  return a.data == b.data && a.byte_offset == b.byte_offset && a.ndim == b.ndim &&
+         a.dtype.code == b.dtype.code && a.dtype.bits == b.dtype.bits &&
+         a.dtype.lanes == b.dtype.lanes && a.device.device_type == b.device.device_type &&
+         a.device.device_id == b.device.device_id && tensor->IsContiguous() &&
+         source.IsContiguous() && std::equal(a.shape, a.shape + a.ndim, b.shape);
+}
+
 bool SameRecord(const CompiledIn& a, const CompiledIn& b) {
   return a.dtype.code == b.dtype.code && a.dtype.bits == b.dtype.bits &&
          a.dtype.lanes == b.dtype.lanes && a.shape == b.shape && a.hash == b.hash;
@@ -204,11 +225,14 @@ bool SameRecord(const CompiledIn& a, const CompiledIn& b) {
 
 ffi::Map<ffi::String, ffi::String> SettleNames(const ModelRecord& record,
                                                const std::vector<std::string>& params,
-                                               const ffi::Map<ffi::String, ffi::Any>& given) {
+                                               const ffi::Map<ffi::String, ffi::Any>& given,
+                                               const ffi::Map<ffi::String, ffi::Tensor>& sources) {
   ffi::Map<ffi::String, ffi::String> out;
   for (const auto& [name, value] : given) {
     const CompiledIn* c = record.Find(name);
-    if (c != nullptr && c->kind != CompiledIn::kUnused) {
+    auto source = sources.Get(name);
+    if (c != nullptr && c->kind != CompiledIn::kUnused &&
+        !(source.has_value() && SameMemory(value, *source))) {
       const CompiledIn theirs = RecordGiven(name, value);
       const std::string problem = CompiledInProblem(*c, theirs.dtype, theirs.shape, theirs.hash);
       if (!problem.empty())

@@ -78,11 +78,14 @@ std::string CompiledInProblem(const CompiledIn& compiled, DLDataType dtype,
  *        Names the record does not know are kept as given.
  * \param params The bound function's parameter names (the model's names).
  * \param given Name -> value (tensors as views, not yet copied).
+ * \param sources The values the record was made from (a program's), by name: a given tensor
+ *        over the very same memory is that value, and is not hashed again.
  * \throws ValueError / TypeError "cannot bind 'NAME': ..." naming the tensor.
  */
-ffi::Map<ffi::String, ffi::String> SettleNames(const ModelRecord& record,
-                                               const std::vector<std::string>& params,
-                                               const ffi::Map<ffi::String, ffi::Any>& given);
+ffi::Map<ffi::String, ffi::String> SettleNames(
+    const ModelRecord& record, const std::vector<std::string>& params,
+    const ffi::Map<ffi::String, ffi::Any>& given,
+    const ffi::Map<ffi::String, ffi::Tensor>& sources = {});
 
 /*! \brief The tensor constants an executable's serialised bytes hold, each as (dtype code, bits,
  *         lanes, byte size, hash): what proves that a program's compiled-in value is the one the

@@ -306,17 +306,17 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
   ffi::Optional<ffi::Module> vm_;
 };
 
-/*! \brief tvm_partial.RelaxVMModule(executable, [[type, id, allocator], ...], program): a VM
- *         module over `executable`. `program` describes the program a user imported himself and
- *         gave as signature= (python/tvm_partial/programs.py): {"what": str, "compiled_in":
- *         {name: tensor}, "kinds": {name: CompiledIn::Kind}, "ties": [[name, ...]], "copy":
- *         bool}; its compiled-in tensors must be among the executable's constants, and with
- *         "copy" (TVM's torch frontend wraps the model's buffers without copying) the module runs
- *         and exports a copy of the executable made now, so nothing it holds moves with the
- *         model. Without a program, the record is the executable's own (kRecordFunction). */
+/*! \brief A VM module over `executable`, running on `devices` ([[type, id, allocator], ...]).
+ * `program` describes the program a user imported himself and gave as signature=
+ * (python/tvm_partial/programs.py): {"what": str, "compiled_in": {name: tensor}, "kinds": {name:
+ * CompiledIn::Kind}, "ties": [[name, ...]], "copy": bool}; its compiled-in tensors must be among
+ * the executable's constants, and with "copy" (TVM's torch frontend wraps the model's buffers
+ * without copying) the module runs and exports a copy of the executable made now, so nothing it
+ * holds moves with the model. Without a program, the record is the executable's own
+ * (kRecordFunction). */
 ffi::Module MakeRelaxVMModule(ffi::Module executable, ffi::Array<ffi::Array<int64_t>> devices,
                               ffi::Optional<ffi::Map<ffi::String, ffi::Any>> program) {
-  const char* who = "tvm_partial.RelaxVMModule";
+  const char* who = "tvm_partial.BindModel";
   if (!executable->GetFunction("vm_load_executable", false).has_value()) {
     TVM_FFI_THROW(TypeError) << who << ": expected a Relax VM executable (relax.VMExecutable), got "
                              << executable->kind();
@@ -373,6 +373,35 @@ ffi::Module MakeRelaxVMModule(ffi::Module executable, ffi::Array<ffi::Array<int6
   return ffi::Module(ffi::make_object<RelaxVMModuleObj>(std::move(record), executable));
 }
 
+/*!
+ * \brief tvm_partial.BindModel(target, devices, program, params, given): what binding a model by
+ *        name needs, in one call. `target` is a Relax executable (then made a VM module on
+ *        `devices`, recording `program` or the executable's own record: MakeRelaxVMModule) or a
+ *        module that runs one already (a VM module, a partial module over one). The values
+ *        `given` by name are settled against the record (SettleNames, `params` the bound
+ *        function's parameter names). -> {"module": the VM module or `target`, "names":
+ *        {parameter: the given name whose value it takes}}.
+ */
+ffi::Map<ffi::String, ffi::Any> BindModel(ffi::Module target,
+                                          ffi::Optional<ffi::Array<ffi::Array<int64_t>>> devices,
+                                          ffi::Optional<ffi::Map<ffi::String, ffi::Any>> program,
+                                          ffi::Array<ffi::String> params,
+                                          ffi::Map<ffi::String, ffi::Any> given) {
+  ffi::Module module = target;
+  if (devices.has_value()) module = MakeRelaxVMModule(target, *devices, program);
+  ffi::Map<ffi::String, ffi::Tensor> sources;
+  if (program.has_value()) {
+    sources = program.value()
+                  .Get("compiled_in")
+                  .value_or(ffi::Map<ffi::String, ffi::Tensor>())
+                  .cast<ffi::Map<ffi::String, ffi::Tensor>>();
+  }
+  ffi::Map<ffi::String, ffi::String> names =
+      SettleNames(ModelRecordOf(module), std::vector<std::string>(params.begin(), params.end()),
+                  given, sources);
+  return ffi::Map<ffi::String, ffi::Any>{{"module", module}, {"names", names}};
+}
+
 }  // namespace
 
 namespace detail {
@@ -402,17 +431,9 @@ ModelRecord ModelRecordOf(const ffi::Module& mod) {
 }
 
 TVM_FFI_STATIC_INIT_BLOCK() {
-  detail::RegisterGlobalOnce("tvm_partial.RelaxVMModule", MakeRelaxVMModule);
+  detail::RegisterGlobalOnce("tvm_partial.BindModel", BindModel);
   detail::RegisterGlobalOnce("ffi.Module.load_from_bytes.partial_apply_vm",
                              RelaxVMModuleObj::LoadFromBytes);
-  // Values given by name for the model `module` runs (a VM module, a partial module over one):
-  // which given name each of `params` takes (SettleNames); names as given for other modules.
-  detail::RegisterGlobalOnce(
-      "tvm_partial.SettleNames", [](ffi::Module module, ffi::Array<ffi::String> params,
-                                    ffi::Map<ffi::String, ffi::Any> given) {
-        return SettleNames(ModelRecordOf(module),
-                           std::vector<std::string>(params.begin(), params.end()), given);
-      });
   // What a record names, for inspect (which reads an artifact without loading it), checked as
   // the loader checks it: {"devices": [[device ("cuda:0"), allocator], ...], "what": str,
   // "compiled_in": [[name, dtype, shape, hash, kind], ...], "ties": [[name, ...], ...]}.

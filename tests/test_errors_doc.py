@@ -273,9 +273,9 @@ CASES = {
         tvm_partial.partial(__import__("tvm").relax.VirtualMachine(c["relax_exe"], __import__("tvm").cpu())),
         "never-written.so",
     ),
-    "a Relax model whose device is not present": lambda c: tvm_ffi.get_global_func(
-        "tvm_partial.RelaxVMModule"
-    )(c["relax_exe"].mod, [[2, 99, 2], [1, 0, 2]], None)["main"],
+    "a Relax model whose device is not present": lambda c: tvm_ffi.get_global_func("tvm_partial.BindModel")(
+        c["relax_exe"].mod, [[2, 99, 2], [1, 0, 2]], None, [], {}
+    )["module"]["main"],
     "a Relax executable compiled for another device": lambda c: tvm_partial.partial(
         c["relax_exe"], device=tvm_ffi.device("cuda", 0)
     ),

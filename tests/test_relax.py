@@ -116,8 +116,8 @@ def test_virtual_machine_partial_refuses_export_clearly(mlp, tmp_path):
 
 def test_missing_device_named_at_first_use(mlp):
     exe, _ = mlp
-    make = tvm_ffi.get_global_func("tvm_partial.RelaxVMModule")
-    mod = make(exe.mod, [[2, 99, 2], [1, 0, 2]], None)  # cuda:99 exists nowhere
+    make = tvm_ffi.get_global_func("tvm_partial.BindModel")
+    mod = make(exe.mod, [[2, 99, 2], [1, 0, 2]], None, [], {})["module"]  # cuda:99 exists nowhere
     with pytest.raises(RuntimeError, match=r"runs on cuda:99, which is not present here"):
         mod["main"]
 
@@ -366,7 +366,9 @@ def test_artifact_for_a_missing_device_loads_and_names_it_at_first_use(mlp, tmp_
     exe, _ = mlp
     from tvm_partial import _ffi_api
 
-    vm = tvm_ffi.get_global_func("tvm_partial.RelaxVMModule")(exe.mod, [[2, 99, 2], [1, 0, 2]], None)
+    vm = tvm_ffi.get_global_func("tvm_partial.BindModel")(exe.mod, [[2, 99, 2], [1, 0, 2]], None, [], {})[
+        "module"
+    ]
     path = tmp_path / "cuda99.so"
     tvm_partial.export_library(_ffi_api.PartialApplyModule(vm, {}), path)
     got = run_json(

@@ -32,20 +32,14 @@ class Target:
 
     ``kind`` is "function" or "module"; ``obj`` the ffi object bound; ``names(function)`` the
     parameters of a Relax function (None for targets that carry no names). A Relax executable
-    runs in a VirtualMachine made on ``device=``, known only after the options are checked:
-    ``place(device)`` makes it.
+    (``executable``) runs in a VirtualMachine made on ``device=``, known only after the options
+    are checked: ``relax_vm.bind_model`` makes it.
     """
 
     kind: str
     obj: Any
     names: Callable[[str], Signature | None] | None = None
     executable: tvm_ffi.Module | None = None
-
-    def place(self, device: Any, program: dict[str, Any] | None = None) -> None:
-        """Run a Relax executable on ``device`` (the CPU when None), recording what ``program``
-        (a description, programs.Program.description) or the executable knows by model names."""
-        if self.executable is not None:
-            self.obj = _relax.vm_module(self.executable, device or tvm_ffi.device("cpu", 0), program)
 
 
 def classify(target: Any) -> Target:

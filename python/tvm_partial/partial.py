@@ -128,13 +128,22 @@ def partial(
             "result), whose constants prove what the frontend compiled in; a relax.VirtualMachine "
             "does not keep it: bind the executable"
         )
-    # A Relax executable: its VM, on that device, with what the program or the executable records.
-    bound_target.place(place, None if program is None or view.sig is None else program.description(view.sig))
-    _target.check_available(place)
     keyed, named = _target.split_keys(bound, by_name)
+    described = None
     if program is not None and view.sig is not None:  # pinned values take effect, or are refused
+        described = program.description(view.sig)
         named = {**program.pinned_values(view.sig), **named}
-    named = _relax.settle(bound_target.obj, view.sig, named)
+    # A Relax executable: its VM, on that device, with what the program or the executable records;
+    # the values given by name settled against that record.
+    executable = bound_target.executable
+    bound_target.obj, named = _relax.bind_model(
+        executable if executable is not None else bound_target.obj,
+        view.sig,
+        named,
+        None if executable is None else place or tvm_ffi.device("cpu", 0),
+        described,
+    )
+    _target.check_available(place)
     targets = view.positions(keyed, named)
     split = _shards.positions(shards, world, bound_target, view, targets)
     obj = bound_target.obj
@@ -250,7 +259,7 @@ def rebind(
             "rebind: this partial module wraps no compiled code (it was restored from bytes alone); "
             "give it its code when loading: tvm_partial.load_from_bytes(data, wrapped=exe)"
         )
-    new = _target.full_positions(keyed, _relax.settle(module, sig, named), sig)
+    new = _target.full_positions(keyed, _relax.bind_model(module, sig, named)[1], sig)
     place = _target.as_device(None if device is _target.UNSET else device)
     _target.check_available(place)
     labels = [_target.label(i, sig) for i in new]

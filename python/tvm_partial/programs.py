@@ -9,9 +9,9 @@ with ``from_onnx(model, keep_params_in_input=True)``. The program says which mod
 Relax parameter stands for (never guessed from a spelling: ``p_conv1_weight`` is ``conv.weight``
 because the program's graph signature says so, in the form the frontend read), which names are
 one tensor (tied weights), and what the frontend compiled into the code or read at import. That
-is handed to C++ as one description (cpp/relax_vm.cc ``tvm_partial.RelaxVMModule``), which checks
+is handed to C++ as one description (cpp/relax_vm.cc ``tvm_partial.BindModel``), which checks
 the compiled values against the executable's constants and records them; C++ then settles the
-values given by name (``tvm_partial.SettleNames``). ``tvm_partial.from_exported_program`` and
+values given by name (``tvm_partial.BindModel``). ``tvm_partial.from_exported_program`` and
 ``from_onnx`` (models.py) make every tensor of the state a parameter instead, and need none of this.
 
 torch and onnx are not imported here: the program's own objects are read.
@@ -43,11 +43,11 @@ class Program:
     #: Names of the model's data inputs, in order (the Relax function's first parameters).
     inputs: tuple[str, ...]
     #: The model names of the Relax parameters after the inputs, in order, when the frontend kept
-    #: the model's parameters as inputs, as the frontend may have named them: (its names, the
-    #: model's names) for each form of the program it may have imported (torch: the program as
-    #: given, or as decomposed first, which orders parameters anew); {model name: value} of
-    #: everything the program holds.
-    forms: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]
+    #: the model's parameters as inputs, as the frontend names them: (its names, the model's
+    #: names) in the one form of the program it may have imported, or in each (``forms()``: a
+    #: torch program as given, and as decomposed first, which may number names that spell alike
+    #: anew); {model name: value} of everything the program holds.
+    form: tuple[tuple[str, ...], tuple[str, ...]]
     values: dict[str, Any]
     #: The names of the model's state (what a state_dict or the initializers hold).
     state: tuple[str, ...]
@@ -93,9 +93,12 @@ class Program:
             params.append(Param(model, "tensor", dtype, shape))
         return Signature(relax.name, tuple(params))
 
+    #: The other forms, made when asked (a decomposition takes seconds for a large model).
+    other_forms: Any = None
+
     @property
     def params(self) -> tuple[str, ...]:
-        return self.forms[0][1]
+        return self.form[1]
 
     def params_of(self, names: list[str]) -> list[str] | None:
         """The model's names of the Relax parameters ``names`` (after the inputs): by the
@@ -105,21 +108,30 @@ class Program:
         program's (never guessed: a wrong guess would bind a tensor to another parameter)."""
         if not names:
             return []
-        for frontend, model in (*self.forms, (self.params, self.params)):
-            if sorted(frontend) == sorted(names) and len(set(names)) == len(names):
-                return [model[frontend.index(name)] for name in names]
-        return list(self.params) if len(self.forms) == 1 and len(names) == len(self.params) else None
+        forms = [
+            self.form,
+            *(self.other_forms() if self.other_forms is not None else ()),
+            (self.params, self.params),
+        ]
+        found = {
+            tuple(model[frontend.index(name)] for name in names)
+            for frontend, model in forms
+            if sorted(frontend) == sorted(names) and len(set(names)) == len(names)
+        }
+        if len(found) == 1:
+            return list(found.pop())
+        if not found and self.other_forms is None and len(names) == len(self.params):
+            return list(self.params)
+        return None
 
     def description(self, relax: Signature) -> dict[str, Any]:
         """What C++ records and checks (cpp/relax_vm.cc ``MakeRelaxVMModule``), for the renamed
         signature ``relax``."""
         kinds = self.kinds if len(relax.params) > len(self.inputs) else self.kinds_without_params
-        cpu = tvm_ffi.device("cpu", 0)
         return {
             "what": self.what,
             "compiled_in": {
-                name: _convert.convert(_host(self.values[name]), None, f"{self.what}'s {name!r}", cpu)
-                for name in kinds
+                name: _convert.view(_host(self.values[name]), f"{self.what}'s {name!r}") for name in kinds
             },
             "kinds": kinds,
             "ties": [list(group) for group in self.ties],
@@ -163,13 +175,16 @@ def _from_exported_program(ep: Any) -> Program:
     state = dict(ep.state_dict)
     values: dict[str, Any] = dict(state)
     inputs, params = [], []
-    forms = tuple(
-        (
-            tuple(str(s.arg.name) for s in form.graph_signature.input_specs if s.kind.name == "PARAMETER"),
-            tuple(str(s.target) for s in form.graph_signature.input_specs if s.kind.name == "PARAMETER"),
-        )
-        for form in (ep, ep.run_decompositions())  # TVM's frontend decomposes first by default
-    )
+
+    def form_of(program: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        specs = [s for s in program.graph_signature.input_specs if s.kind.name == "PARAMETER"]
+        return tuple(str(s.arg.name) for s in specs), tuple(str(s.target) for s in specs)
+
+    form = form_of(ep)
+    spelled = [f"p_{target.replace('.', '_')}" for target in form[1]]
+    # Where names are spelled apart (no two alike), every form names each parameter alike; else
+    # the form the frontend read may number them anew: TVM's frontend decomposes first by default.
+    renumbered = list(form[0]) != spelled or len(set(spelled)) != len(spelled)
     kinds = {name: UNUSED for name in state}  # until a spec says otherwise
     for spec in ep.graph_signature.input_specs:
         kind, target = spec.kind.name, str(spec.target)
@@ -192,13 +207,14 @@ def _from_exported_program(ep: Any) -> Program:
         "the ExportedProgram",
         "from_exported_program(ep, keep_params_as_input=True)",
         tuple(inputs),
-        forms,
+        form,
         values,
         tuple(state),
         {n: k for n, k in kinds.items() if n not in params and n not in tied_to_param},
         kinds,
         ties,
         aliases_memory=True,
+        other_forms=(lambda: [form_of(ep.run_decompositions())]) if renumbered else None,
     )
 
 
@@ -225,7 +241,7 @@ def _from_onnx(model: Any) -> Program:
         "the ONNX model",
         "from_onnx(model, keep_params_in_input=True)",
         inputs,
-        ((tuple(n.removeprefix("onnx::") for n in initializers), initializers),),
+        (tuple(n.removeprefix("onnx::") for n in initializers), initializers),
         values,
         initializers,
         kinds,

@@ -68,32 +68,36 @@ def check_target(executable: tvm_ffi.Module, device: Any) -> None:
         )
 
 
-def vm_module(
-    executable: tvm_ffi.Module, device: Any, program: dict[str, Any] | None = None, memory: str = "pooled"
-) -> tvm_ffi.Module:
-    """A ``partial_apply_vm`` module running ``executable`` on ``device`` (plus the CPU, which the
-    VM needs for shape computations) with the ``memory`` allocator, recording what the executable
-    knows by the model's names: from ``program`` (programs.Program.description: a program the
-    user imported himself), else from the executable itself (models.py made it)."""
-    check_target(executable, device)
-    if memory not in ALLOCATORS:
-        raise ValueError(f"memory must be one of {', '.join(ALLOCATORS)}, got {memory!r}")
-    device_type, device_id = int(device.dlpack_device_type()), int(device.index)
-    devices = [[device_type, device_id, ALLOCATORS[memory]]]
-    if device_type != _CPU:
-        devices.append([_CPU, 0, ALLOCATORS[memory]])
-    return _ffi_api.RelaxVMModule(executable, devices, program)
-
-
-def settle(module: tvm_ffi.Module, sig: Signature | None, named: dict[str, Any]) -> dict[str, Any]:
-    """Values given by name for the model ``module`` runs, settled by C++ against its record
-    (``tvm_partial.SettleNames``): compiled-in ones checked and dropped, tied names one tensor
-    given to each of them that is a parameter. -> {parameter name: value}."""
-    if not named or not runs_relax(module):
-        return named
+def bind_model(
+    target: tvm_ffi.Module,
+    sig: Signature | None,
+    named: dict[str, Any],
+    device: Any = None,
+    program: dict[str, Any] | None = None,
+    memory: str = "pooled",
+) -> tuple[tvm_ffi.Module, dict[str, Any]]:
+    """A Relax model bound by name, in one call of C++ (``tvm_partial.BindModel``): with
+    ``device``, ``target`` is an executable, made a ``partial_apply_vm`` module running on that
+    device (plus the CPU, which the VM needs for shape computations) with the ``memory``
+    allocator and recording what the executable knows by the model's names (from ``program``,
+    programs.Program.description, else from the executable itself: models.py made it); else it
+    is a module that runs a model already. The values ``named`` are settled against that record:
+    compiled-in ones checked and dropped, tied names one tensor given to each of them that is a
+    parameter. -> (the module, {parameter name: value})."""
+    devices = None
+    if device is not None:
+        check_target(target, device)
+        if memory not in ALLOCATORS:
+            raise ValueError(f"memory must be one of {', '.join(ALLOCATORS)}, got {memory!r}")
+        device_type, device_id = int(device.dlpack_device_type()), int(device.index)
+        devices = [[device_type, device_id, ALLOCATORS[memory]]]
+        if device_type != _CPU:
+            devices.append([_CPU, 0, ALLOCATORS[memory]])
+    elif not named or not runs_relax(target):
+        return target, named
     views = {name: _convert.view(value, f"{name!r}") for name, value in named.items()}
-    chosen = _ffi_api.SettleNames(module, list(sig.names) if sig is not None else [], views)
-    return {str(param): named[str(given)] for param, given in chosen.items()}
+    found = _ffi_api.BindModel(target, devices, program, list(sig.names) if sig is not None else [], views)
+    return found["module"], {str(param): named[str(given)] for param, given in found["names"].items()}
 
 
 def names_of(executable: tvm_ffi.Module) -> Callable[[str], Signature]:
