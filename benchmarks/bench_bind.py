@@ -2,6 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Bind time against the constant's size, 1 KiB .. 1 GiB (docs/benchmarks.md): a tvm Tensor is held
 by reference; a numpy array is copied once (for contrast). Peak memory: about twice the largest size.
+With torch installed, also a torch model's whole state_dict (300 tensors, 100 MiB): bound through
+tvm_partial.from_exported_program, and through signature= with TVM's import compiling it all in.
 
     python benchmarks/bench_bind.py [--sizes 1KiB 64MiB ...] [--repeats N] [--quick] [--json PATH]
 """
@@ -83,8 +85,63 @@ def main(argv=None) -> int:
         flat = "flat: O(1)" if spread < 2 else "NOT flat"
         grew = f"while the size grew {growth:,.0f}x ({flat})"
         rep.note(f"tvm Tensor via {label}: slowest / fastest = {spread:.2f} {grew}")
+    model_bind(rep, 2 if args.quick else 150, 32 if args.quick else 416, repeats)
     rep.write(args.json)
     return 0
+
+
+def model_bind(rep, layers: int, width: int, repeats: int) -> None:
+    """A stack of `layers` Linear(width, width): 2 * layers tensors; the time to bind its
+    state_dict, against the time to copy its bytes once (torch's clone of each tensor)."""
+    try:
+        import torch
+    except ImportError:
+        rep.note("torch is not installed: no model bind times")
+        return
+    import tvm
+    from tvm.relax.frontend.torch import from_exported_program
+
+    import tvm_partial
+
+    class Stack(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = torch.nn.ModuleList(torch.nn.Linear(width, width) for _ in range(layers))
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return x
+
+    torch.manual_seed(0)
+    model = Stack().eval()
+    state = model.state_dict()
+    nbytes = sum(t.numel() * t.element_size() for t in state.values())
+    program = torch.export.export(model, (torch.ones(1, width),))
+    imported = tvm.compile(tvm_partial.from_exported_program(program), target="llvm")
+    compiled_in = tvm.compile(from_exported_program(program), target="llvm")  # every tensor a constant
+    rows = {
+        "copy its bytes (torch clone)": lambda: [t.clone() for t in state.values()],
+        "partial(exe, **state), from_exported_program": lambda: tvm_partial.partial(imported, **state),
+        "partial(exe, signature=ep, **state), all compiled in": lambda: tvm_partial.partial(
+            compiled_in, signature=program, **state
+        ),
+    }
+    seconds = {name: median(_timed(f) for _ in range(repeats)) for name, f in rows.items()}
+    copy = seconds["copy its bytes (torch clone)"]
+    table = [[name, f"{s * 1e3:.1f}", f"{s / copy:.2f}x"] for name, s in seconds.items()]
+    title = f"\na model's state_dict: {len(state)} tensors, {format_size(nbytes)}; medians of {repeats}"
+    rep.table("model", title, "bind|ms|of the copy", table, values=seconds)
+    imported_ratio = seconds["partial(exe, **state), from_exported_program"] / copy
+    rep.note(
+        f"through the import: {imported_ratio:.2f}x the copy (target <= 2x: {'holds' if imported_ratio <= 2 else 'MISSED'})"
+    )
+
+
+def _timed(f) -> float:
+    start = time.perf_counter()
+    f()
+    return time.perf_counter() - start
 
 
 if __name__ == "__main__":

@@ -34,10 +34,22 @@ def _table(result: dict, name: str) -> list:
 
 def _bind(out, r):
     assert [row[0] for row in _table(r, "bind")] == ["1 KiB", "64 KiB"]
+    # torch is hidden from the interpreters the tests start (conftest.py): no model table here
     assert [n.split(":")[0] for n in r["notes"]] == [
         "tvm Tensor via partial()",
         "tvm Tensor via runtime.PartialApply",
+        "torch is not installed",
     ]
+
+
+def _bind_model(out, r):
+    rows = _table(r, "model")
+    assert [row[0] for row in rows] == [
+        "copy its bytes (torch clone)",
+        "partial(exe, **state), from_exported_program",
+        "partial(exe, signature=ep, **state), all compiled in",
+    ]
+    assert r["notes"][-1].startswith("through the import: ")
 
 
 def _call(out, r):
@@ -109,6 +121,7 @@ def _gpu_load(out, r):
     "script,flags,check",
     [
         pytest.param("bench_bind.py", [], _bind, id="bind"),
+        pytest.param("bench_bind.py", [], _bind_model, id="bind-model", marks=SLOW),  # torch
         pytest.param("bench_call.py", [], _call, id="call"),
         pytest.param("bench_load.py", [], _load, id="load", marks=SLOW),  # 12 fresh processes
         pytest.param("bench_load.py", ["--read-all"], _read_all, id="load-read-all", marks=SLOW),
@@ -124,7 +137,9 @@ def _gpu_load(out, r):
 def test_benchmark_runs(script, flags, check, tmp_path):
     out = tmp_path / "result.json"
     env = dict(os.environ)
-    if script == "bench_models.py":
+    if check is _bind_model and not _torch_installed():
+        pytest.skip("torch is not installed")
+    if check in (_models, _bind_model):
         if _torch_installed():
             # The interpreters the tests start see no torch (conftest.py); this benchmark's do.
             kept = [
