@@ -398,3 +398,44 @@ def test_options_the_import_decides_are_refused(sliced, torch):
         )
     )
     assert record["compiled_in"] == ["starts", "ends", "axes", "shape", "pads"]
+
+
+@pytest.mark.slow  # each exporter traces and the model is compiled twice
+@pytest.mark.filterwarnings("ignore:Renaming name input.1:UserWarning")  # TVM's frontend: "input_1"
+@pytest.mark.parametrize("exporter", ["dynamo", "torchscript"])
+def test_onnx_as_torch_onnx_export_writes_it_with_its_batch_norm_folded(torch, exporter, tmp_path):
+    """torch.onnx.export folds a batch norm into the convolution before it (the default exporter
+    keeps the name conv.weight for the folded weight): the file's own initializers bind and
+    compute the model; the torch state_dict, whose conv.weight is the unfolded one, is refused
+    naming a tensor the graph does not have, never bound half-way (docs/torch.md's warning)."""
+    onnx = pytest.importorskip("onnx")
+    if exporter == "dynamo":
+        pytest.importorskip("onnxscript")  # torch's default exporter needs it
+    import warnings
+
+    torch.manual_seed(0)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv, self.bn = torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4)
+            self.fc = torch.nn.Linear(4 * 6 * 6, 5)
+
+        def forward(self, x):
+            return self.fc(torch.relu(self.bn(self.conv(x))).flatten(1))
+
+    model = Net().eval()
+    with torch.no_grad():
+        model.bn.running_var.copy_(torch.rand(4) + 0.5)
+    x = torch.randn(1, 3, 8, 8)
+    path = tmp_path / "net.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the TorchScript exporter is deprecated; torch says so
+        torch.onnx.export(model, (x,), str(path), dynamo=exporter == "dynamo")
+    exe = tvm.compile(tvm_partial.from_onnx(onnx.load(str(path))), target="llvm")
+    found = tvm_partial.open_weights(path)
+    got = _run(tvm_partial.partial(exe, **found), (x,))
+    np.testing.assert_allclose(got, model(x).detach().numpy(), rtol=1e-5, atol=1e-5)
+    assert not any(name.startswith("bn.") for name in _names(tvm_partial.partial(exe)))
+    with pytest.raises(TypeError, match=r"no parameter '(bn|conv)\.\w+'"):
+        tvm_partial.partial(exe, **model.state_dict())
