@@ -44,7 +44,7 @@ class Program:
     inputs: tuple[str, ...]
     #: The model names of the Relax parameters after the inputs, in order, when the frontend kept
     #: the model's parameters as inputs, as the frontend names them: (its names, the model's
-    #: names) in the one form of the program it may have imported, or in each (``forms()``: a
+    #: names) in the one form of the program it may have imported, or in each (``other_forms``: a
     #: torch program as given, and as decomposed first, which may number names that spell alike
     #: anew); {model name: value} of everything the program holds.
     form: tuple[tuple[str, ...], tuple[str, ...]]
