@@ -20,6 +20,7 @@
 #include <tvm/ffi/container/map.h>
 #include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/extra/module.h>
+#include <tvm/ffi/string.h>
 
 #include <cstdint>
 #include <string>
@@ -110,6 +111,14 @@ void WriteModelRecord(const ModelRecord& record, std::string* out);
  * \throws ValueError starting with `who` for anything else.
  */
 ModelRecord ReadModelRecord(const unsigned char* data, size_t size, size_t* at, const char* who);
+
+/*!
+ * \brief What a partial_apply_vm module's saved bytes record, for inspect (which reads an artifact
+ *        without loading it), checked as the loader checks them (relax_vm.cc): {"devices":
+ *        ["cpu:0"], "allocators": ["pooled"], "compiled_in": [{"name", "dtype", "shape", "hash",
+ *        "kind"}], "ties": [[name, ...]]}.
+ */
+ffi::Map<ffi::String, ffi::Any> DescribeVMRecord(const ffi::Bytes& bytes);
 
 }  // namespace tvm_partial
 

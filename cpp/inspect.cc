@@ -2,13 +2,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file inspect.cc
- * \brief What `tvm_partial.inspect` and `verify` ask of a file without loading it (open_weights:
- *        open_weights.cc): the same parser (format/) and the same placement rules
- * (storage/payload_source.h) the loader applies, so the three can never disagree.
+ * \brief `tvm_partial.inspect` and `verify`, one call each (the globals tvm_partial.Inspect and
+ *        tvm_partial.Verify): what kind of file it is, where its parts lie, and the description or
+ *        report Python returns as it is. The same parser (format/) and placement rules
+ *        (storage/payload_source.h) the loader applies, so the two can never disagree.
  *
  * An artifact is a shared library: where its embedded bytes lie in the file is found without
- * running any of it (tvm_partial.LibraryModules, storage/module_tree.h); everything after that
- * is here.
+ * running any of it (storage/module_tree.h). An ONNX model is Python's (a protobuf).
  */
 #include <tvm/ffi/container/array.h>
 #include <tvm/ffi/container/map.h>
@@ -23,14 +23,22 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "bind/bindings.h"
+#include "bind/outputs.h"
+#include "compiled_in.h"
 #include "format/common.h"
 #include "format/format.h"
+#include "format/hash.h"
 #include "registry.h"
 #include "storage/file.h"
+#include "storage/loaded_library.h"
+#include "storage/module_tree.h"
 #include "storage/payload_source.h"
 #include "storage/verify.h"
 #include "storage/weights_file.h"
@@ -58,13 +66,13 @@ struct FileArtifact {
   TVM_FFI_UNREACHABLE();
 }
 
-/*! \brief Read and parse the bytes at [blob_offset, + blob_size) of the file open at `fd` (named
- *         `path`; the caller opened it once, so every read is of that file) (size -1: the whole
+/*! \brief Read and parse the bytes at [blob_offset, + blob_size) of the file `opened` (named
+ *         `path`; opened once, so every read is of that file) (size -1: the whole
  *         file, save_to_bytes output, not a library). */
-FileArtifact ReadArtifact(const std::string& path, int64_t fd, int64_t blob_offset,
-                          int64_t blob_size) {
+FileArtifact ReadArtifact(const std::string& path, std::shared_ptr<storage::File> opened,
+                          int64_t blob_offset, int64_t blob_size) {
   FileArtifact out;
-  out.origin.blob_file = storage::FromDescriptor(static_cast<int>(fd), path, "artifact");
+  out.origin.blob_file = std::move(opened);
   const storage::File& file = *out.origin.blob_file;
   const bool library = blob_size >= 0;
   if (library) out.origin.library = out.origin.blob_file;
@@ -214,49 +222,6 @@ ffi::Array<ffi::Any> CheckEntries(const ffi::Array<ffi::Any>& entries, const sto
   return out;
 }
 
-/*! \brief inspect: the description, where the payloads lie, or why they cannot be found. */
-Dict InspectArtifact(const ffi::String& path, int64_t fd, int64_t blob_offset, int64_t blob_size) {
-  FileArtifact art = ReadArtifact(path, fd, blob_offset, blob_size);
-  Dict out = format::Describe(art.parsed);
-  out.Set("real_path", ffi::String(art.origin.library_path));
-  if (art.parsed.placement == format::Placement::kWeightsFile) {
-    out.Set("weights_file_path",
-            ffi::String(storage::Beside(art.origin.library_path, art.parsed.weights_file)));
-  }
-  if (art.bytes_only && art.parsed.external()) {
-    out.Set("placement", ffi::String("elsewhere"));  // described, not located: no library here
-    return out;
-  }
-  try {
-    const storage::PayloadSource source = storage::Locate(art.parsed, art.origin);
-    out.Set("placement", ffi::String(source.placement));
-    out.Set("payload_base", static_cast<int64_t>(source.base));
-    out.Set("payload_entries", PayloadEntries(art.parsed, source));
-  } catch (const ffi::Error& err) {
-    Dict problem;
-    problem.Set("kind", ffi::String(err.kind()));
-    problem.Set("message", ffi::String(err.message()));
-    out.Set("problem", problem);
-  }
-  return out;
-}
-
-/*! \brief verify: every payload hashed where Locate puts it; {"payloads": [..., "intact"]}. */
-Dict VerifyArtifact(const ffi::String& path, int64_t fd, int64_t blob_offset, int64_t blob_size,
-                    ffi::Optional<ffi::Function> progress, int64_t rank, int64_t world) {
-  FileArtifact art = ReadArtifact(path, fd, blob_offset, blob_size);
-  if (world > 0) CheckShardToVerify(path, art.parsed, rank, world);
-  if (art.bytes_only && art.parsed.external()) PayloadsElsewhere(path, art.parsed);
-  const storage::PayloadSource source = storage::Locate(art.parsed, art.origin);
-  const ffi::Array<ffi::Any> payloads = CheckEntries(
-      PayloadEntries(art.parsed, source, /*shards=*/true, world > 0 ? rank : -1), *source.file,
-      progress, [](const Dict& e) { return static_cast<uint64_t>(e.at("hash").cast<int64_t>()); });
-  Dict out;
-  out.Set("placement", ffi::String(source.placement));
-  out.Set("payloads", payloads);
-  return out;
-}
-
 /*! \brief The tensors of a weights file as entries (tensor keys only), by file offset. */
 ffi::Array<ffi::Any> WeightsEntries(const weights::WeightsFile& file) {
   const auto recorded = weights::RecordedBindings(file);
@@ -309,45 +274,321 @@ ffi::Array<ffi::Any> WeightsEntries(const weights::WeightsFile& file) {
   return out;
 }
 
-Dict InspectWeights(const ffi::String& path) {
-  if (weights::IsIndex(path)) {  // an index: each file named, each tensor with its file
-    const weights::WeightsSet set = weights::OpenSet(path);
-    Dict out;
-    ffi::Array<ffi::Any> files, tensors;
-    int64_t total = 0;
-    for (const weights::WeightsFile& file : set.files) {
-      total += static_cast<int64_t>(file.file->size);
-      files.push_back(Dict{{"path", ffi::String(file.file->path)},
-                           {"bytes", static_cast<int64_t>(file.file->size)}});
-      for (const ffi::Any& any : WeightsEntries(file)) {
-        Dict entry = any.cast<Dict>();
-        entry.Set("file", ffi::String(file.file->path));
-        tensors.push_back(entry);
-      }
-    }
-    out.Set("total_bytes", total);
-    out.Set("tensors", tensors);
-    out.Set("files", files);
-    out.Set("metadata", Dict());
-    return out;
+/*! \brief What the file `path` (open as `file`) is, from its first bytes: "library" (ELF),
+ *         "save_to_bytes" (the format's magic), "weights file" (a safetensors header: its u64
+ *         length, then JSON; or a path the weights reader takes for an index), else "unknown";
+ *         from its name alone, "onnx model" (a protobuf has no magic). */
+std::string KindOf(const ffi::String& path, const storage::File& file) {
+  if (weights::IsIndex(path)) return "weights file";
+  if (weights::IsOnnx(path)) return "onnx model";
+  char head[9] = {};
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(file.size, sizeof(head)));
+  if (!storage::ReadAt(file, 0, n, head)) {
+    TVM_FFI_THROW(RuntimeError) << "cannot read the artifact " << path;
   }
-  const weights::WeightsFile file = weights::Open(path);
-  Dict out;
-  out.Set("total_bytes", static_cast<int64_t>(file.file->size));
-  out.Set("data_offset", static_cast<int64_t>(file.data_start));
-  out.Set("tensors", WeightsEntries(file));
-  Dict metadata;
-  for (const auto& [k, v] : file.metadata) metadata.Set(ffi::String(k), ffi::String(v));
-  out.Set("metadata", metadata);
-  if (auto hashes = weights::RecordedHashes(file)) {
-    Dict h;
-    for (const auto& [k, v] : *hashes) h.Set(ffi::String(k), static_cast<int64_t>(v));
-    out.Set("hashes", h);
+  if (n >= sizeof(format::kMagic) && std::memcmp(head, format::kMagic, sizeof(format::kMagic)) == 0)
+    return "save_to_bytes";
+  if (n >= 4 && std::memcmp(head,
+                            "\x7f"
+                            "ELF",
+                            4) == 0)
+    return "library";
+  if (n == sizeof(head) && head[8] == '{') return "weights file";
+  TVM_FFI_THROW(ValueError) << path << " is not a tvm-partial artifact: not an ELF shared library "
+                            << "(nor save_to_bytes output, nor a safetensors weights file)";
+  TVM_FFI_UNREACHABLE();
+}
+
+/*! \brief An artifact's partial module found in its file: where its bytes lie and, for a
+ *         library, what TVM embedded beside it. */
+struct Found {
+  std::shared_ptr<storage::File> file;
+  std::string kind;  // "library" or "save_to_bytes"
+  int64_t blob_offset = 0;
+  int64_t blob_size = -1;  // -1: the whole file (save_to_bytes)
+  std::optional<storage::LibraryModules> library;
+};
+
+Found Find(const ffi::String& path, std::shared_ptr<storage::File> file, std::string kind) {
+  Found out{std::move(file), std::move(kind)};
+  if (out.kind != "library") return out;
+  storage::CheckComplete(*out.file);  // what the loaders refuse before the system's loader runs
+  out.library = storage::ReadLibraryModules(*out.file);
+  std::string kinds;
+  for (const storage::EmbeddedModule& m : out.library->modules) {
+    if (m.kind == "partial_apply") {
+      out.blob_offset = static_cast<int64_t>(m.offset);
+      out.blob_size = static_cast<int64_t>(m.size);
+      return out;
+    }
+    kinds += (kinds.empty() ? "" : ", ") + m.kind;
+  }
+  TVM_FFI_THROW(ValueError) << path << " is not a tvm-partial artifact: it embeds no "
+                            << "partial_apply module (embedded modules: "
+                            << (kinds.empty() ? "none" : kinds) << ")";
+  TVM_FFI_UNREACHABLE();
+}
+
+/*! \brief An output's extent as inspect shows it: a static extent, else the axis of the argument
+ *         it is read from ("data.shape[0]"; "arg3" where no name is known). */
+ffi::Any DimText(const OutputDim& dim, const ffi::Array<ffi::String>& names) {
+  if (dim.arg < 0) return dim.value;
+  const bool named = dim.arg < static_cast<int64_t>(names.size()) && !names[dim.arg].empty();
+  return ffi::String((named ? std::string(names[dim.arg]) : "arg" + std::to_string(dim.arg)) +
+                     ".shape[" + std::to_string(dim.value) + "]");
+}
+
+/*! \brief inspect's functions: each binding and output with the name of its parameter, and the
+ *         free parameters by name. */
+ffi::Array<ffi::Any> Functions(const format::Parsed& parsed, const Dict& described) {
+  ffi::Array<ffi::Any> out;
+  const ffi::Array<ffi::Any> fns = described.at("functions").cast<ffi::Array<ffi::Any>>();
+  for (size_t f = 0; f < parsed.functions.size(); ++f) {
+    const format::ParsedFunction& fn = parsed.functions[f];
+    const ffi::Array<ffi::String>& names = fn.param_names;
+    const int64_t count = static_cast<int64_t>(names.size());
+    std::vector<int64_t> taken;
+    ffi::Array<ffi::Any> bindings;
+    for (const ffi::Any& any : fns[f].cast<Dict>().at("bindings").cast<ffi::Array<ffi::Any>>()) {
+      Dict b;
+      for (const auto& [k, v] : any.cast<Dict>()) {
+        if (k == "hash") {
+          b.Set(k, ffi::String(hash::HashHex(static_cast<uint64_t>(v.cast<int64_t>()))));
+        } else if (k != "offset" && k != "payload") {
+          b.Set(k, v);
+        }
+      }
+      const int64_t position = b.at("position").cast<int64_t>();
+      if (position < count) {
+        b.Set("name", names[position]);
+        taken.push_back(position);
+      }
+      bindings.push_back(b);
+    }
+    ffi::Array<ffi::Any> outputs;
+    for (const Output& o : fn.outputs) {
+      ffi::Array<ffi::Any> shape;
+      for (const OutputDim& dim : o.shape) shape.push_back(DimText(dim, names));
+      Dict entry{
+          {"position", o.position}, {"dtype", ffi::DLDataTypeToString(o.dtype)}, {"shape", shape}};
+      if (o.position < count) {
+        entry.Set("name", names[o.position]);
+        taken.push_back(o.position);
+      }
+      outputs.push_back(entry);
+    }
+    std::sort(taken.begin(), taken.end());
+    taken.erase(std::unique(taken.begin(), taken.end()), taken.end());
+    ffi::Array<ffi::String> free;
+    for (int64_t p : detail::FreePositions(taken, count)) free.push_back(names[p]);
+    out.push_back(Dict{{"name", fn.name},
+                       {"param_names", names},
+                       {"free", free},
+                       {"bindings", bindings},
+                       {"outputs", outputs}});
   }
   return out;
 }
 
-Dict VerifyWeights(const ffi::String& path, ffi::Optional<ffi::Function> progress) {
+/*! \brief Whether a library carries tvm-partial's loader for every module kind of tvm-partial it
+ *         embeds (export_library(..., self_contained=True) links them in): then it loads with TVM
+ *         alone. The loaders' registered names are looked for outside TVM's embedded blob (a
+ *         bound string could spell one). */
+bool EmbedsLoaders(const storage::File& file, const storage::LibraryModules& library) {
+  const storage::Mapping map = storage::MapPrivate(file, 0, file.size);
+  const std::string_view all(static_cast<const char*>(map.data), file.size);
+  const uint64_t end = library.at + 8 + library.length;
+  const std::string_view spans[] = {all.substr(0, library.at), all.substr(end)};
+  for (const storage::EmbeddedModule& m : library.modules) {
+    if (m.kind.rfind("partial_apply", 0) != 0) continue;
+    const std::string needle = "ffi.Module.load_from_bytes." + m.kind + std::string(1, '\0');
+    if (std::none_of(std::begin(spans), std::end(spans), [&](std::string_view span) {
+          return span.find(needle) != std::string_view::npos;
+        })) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/*! \brief The Relax VM's record of a Relax model in the library (its devices, what the frontend
+ *         compiled in), or None. */
+ffi::Any RelaxVM(const ffi::String& path, const storage::File& file,
+                 const storage::LibraryModules& library) {
+  for (const storage::EmbeddedModule& m : library.modules) {
+    if (m.kind != "partial_apply_vm") continue;
+    std::string bytes(m.size, '\0');
+    if (!storage::ReadAt(file, m.offset, m.size, bytes.data())) {
+      TVM_FFI_THROW(ValueError) << path << " is truncated inside its Relax VM record";
+    }
+    try {
+      return DescribeVMRecord(ffi::Bytes(bytes));
+    } catch (const ffi::Error& err) {
+      TVM_FFI_THROW(ValueError) << path << ": " << err.message();
+    }
+  }
+  return ffi::Any();
+}
+
+Dict InspectArtifact(const ffi::String& path, const Found& found) {
+  FileArtifact art = ReadArtifact(path, found.file, found.blob_offset, found.blob_size);
+  const format::Parsed& parsed = art.parsed;
+  const Dict described = format::Describe(parsed);
+  ffi::Any region;
+  if (parsed.external() && !art.bytes_only) {  // save_to_bytes: described, not located
+    const storage::PayloadSource source = storage::Locate(parsed, art.origin);  // the loader's rule
+    Dict r{{"symbol", ffi::String(parsed.symbol)},
+           {"placement", ffi::String(source.placement)},
+           {"file_offset", static_cast<int64_t>(source.base)},
+           {"bytes", static_cast<int64_t>(parsed.region_size)},
+           {"link", static_cast<int64_t>(parsed.link)}};
+    if (parsed.placement == format::Placement::kWeightsFile) {
+      r.Set("weights_file", Dict{{"name", ffi::String(parsed.weights_file)},
+                                 {"path", ffi::String(storage::Beside(art.origin.library_path,
+                                                                      parsed.weights_file))}});
+    }
+    region = r;
+  } else if (!parsed.external()) {
+    storage::Locate(parsed, art.origin);  // inline payloads inside the file: checked the same
+  }
+  Dict out{{"path", path},
+           {"kind", ffi::String(found.kind)},
+           {"format_version", static_cast<int64_t>(parsed.version)},
+           {"total_bytes", static_cast<int64_t>(parsed.total)},
+           {"constant_bytes", described.at("constant_bytes")},
+           {"payloads", described.at("payloads")},
+           {"payload_hashes", ffi::String("not checked (run tvm-partial verify)")},
+           {"weights_file",
+            parsed.weights_file.empty() ? ffi::Any() : ffi::Any(ffi::String(parsed.weights_file))},
+           {"functions", Functions(parsed, described)},
+           {"region", region}};
+  if (!found.library.has_value()) {
+    out.Set("self_contained", ffi::Any());
+    out.Set("relax_vm", ffi::Any());
+    out.Set("embedded", ffi::Any());
+    return out;
+  }
+  const storage::LibraryModules& library = *found.library;
+  out.Set("self_contained", EmbedsLoaders(*found.file, library));
+  out.Set("relax_vm", RelaxVM(path, *found.file, library));
+  ffi::Array<ffi::Any> modules;
+  for (const storage::EmbeddedModule& m : library.modules) {
+    modules.push_back(Dict{{"kind", ffi::String(m.kind)},
+                           {"file_offset", static_cast<int64_t>(m.offset)},
+                           {"bytes", static_cast<int64_t>(m.size)}});
+  }
+  out.Set("embedded", Dict{{"file_offset", static_cast<int64_t>(library.at)},
+                           {"bytes", static_cast<int64_t>(8 + library.length)},
+                           {"modules", modules}});
+  return out;
+}
+
+/*! \brief verify's report: {"path", "intact", "checked", "bytes", "payloads", "damaged"}. */
+Dict Report(const ffi::String& path, const ffi::Array<ffi::Any>& payloads) {
+  ffi::Array<ffi::Any> damaged;
+  int64_t bytes = 0;
+  for (const ffi::Any& any : payloads) {
+    const Dict p = any.cast<Dict>();
+    bytes += p.at("bytes").cast<int64_t>();
+    if (!p.at("intact").cast<bool>()) damaged.push_back(p);
+  }
+  return Dict{{"path", path},
+              {"intact", damaged.empty()},
+              {"checked", static_cast<int64_t>(payloads.size())},
+              {"bytes", bytes},
+              {"payloads", payloads},
+              {"damaged", damaged}};
+}
+
+Dict VerifyArtifact(const ffi::String& path, const Found& found,
+                    const ffi::Optional<ffi::Function>& progress, int64_t rank, int64_t world) {
+  FileArtifact art = ReadArtifact(path, found.file, found.blob_offset, found.blob_size);
+  if (world > 0) CheckShardToVerify(path, art.parsed, rank, world);
+  if (art.bytes_only && art.parsed.external()) PayloadsElsewhere(path, art.parsed);
+  const storage::PayloadSource source = storage::Locate(art.parsed, art.origin);
+  const ffi::Array<ffi::Any> checked = CheckEntries(
+      PayloadEntries(art.parsed, source, /*shards=*/true, world > 0 ? rank : -1), *source.file,
+      progress, [](const Dict& e) { return static_cast<uint64_t>(e.at("hash").cast<int64_t>()); });
+  ffi::Array<ffi::Any> payloads;
+  for (const ffi::Any& any : checked) {
+    Dict e;
+    for (const auto& [k, v] : any.cast<Dict>()) {
+      if (k == "file") {
+        if (v.cast<ffi::String>() != path) e.Set("weights_file", v);
+      } else if (k != "hash") {
+        e.Set(k, v);
+      }
+    }
+    payloads.push_back(e);
+  }
+  return Report(path, payloads);
+}
+
+Dict InspectWeights(const ffi::String& path) {
+  const weights::WeightsSet set = weights::OpenSet(path);  // an index: each file it names
+  std::vector<std::string> order;                          // functions, as first seen
+  std::map<std::string, ffi::Array<ffi::Any>> functions;
+  int64_t total = 0, constant = 0;
+  bool recorded = false;
+  ffi::Array<ffi::Any> files;
+  for (const weights::WeightsFile& file : set.files) {
+    total += static_cast<int64_t>(file.file->size);
+    files.push_back(Dict{{"path", ffi::String(file.file->path)},
+                         {"bytes", static_cast<int64_t>(file.file->size)}});
+    const auto hashes = weights::RecordedHashes(file);
+    recorded = recorded || hashes.has_value();
+    for (const ffi::Any& any : WeightsEntries(file)) {
+      const Dict t = any.cast<Dict>();
+      const std::string key(t.at("key").cast<ffi::String>());
+      Dict b{{"position", t.count("position") ? t.at("position") : t.at("key")},
+             {"name", t.at("name")},
+             {"kind", ffi::String("tensor")},
+             {"dtype", t.at("dtype")},
+             {"shape", t.at("shape")},
+             {"device", ffi::String("cpu:0")},
+             {"bytes", t.at("bytes")},
+             {"offset", t.at("file_offset")},
+             {"key", t.at("key")},
+             {"aligned", t.at("aligned")}};
+      if (set.indexed) b.Set("file", ffi::String(file.file->path));
+      if (t.count("shared_by")) b.Set("shared_by", t.at("shared_by"));
+      if (hashes.has_value() && hashes->count(key)) {
+        b.Set("hash", ffi::String(hash::HashHex(hashes->at(key))));
+      }
+      constant += t.at("bytes").cast<int64_t>();
+      const std::string function(t.at("function").cast<ffi::String>());
+      if (!functions.count(function)) order.push_back(function);
+      functions[function].push_back(b);
+    }
+  }
+  ffi::Array<ffi::Any> fns;
+  for (const std::string& name : order) {
+    fns.push_back(Dict{{"name", ffi::String(name)},
+                       {"param_names", ffi::Array<ffi::Any>()},
+                       {"free", ffi::Array<ffi::Any>()},
+                       {"bindings", functions[name]}});
+  }
+  Dict metadata;
+  if (!set.indexed) {
+    for (const auto& [k, v] : set.files[0].metadata) metadata.Set(ffi::String(k), ffi::String(v));
+  }
+  return Dict{{"path", path},
+              {"kind", ffi::String("weights file")},
+              {"format_version", ffi::String("safetensors")},
+              {"total_bytes", total},
+              {"constant_bytes", constant},
+              {"payloads", ffi::String("weights file")},
+              {"region", ffi::Any()},
+              {"payload_hashes",
+               ffi::String(recorded ? "recorded, not checked (run tvm-partial verify)"
+                                    : "none recorded (not written by tvm_partial.save_weights)")},
+              {"functions", fns},
+              {"metadata", metadata},
+              {"files", set.indexed ? ffi::Any(files) : ffi::Any()},
+              {"self_contained", ffi::Any()}};
+}
+
+Dict VerifyWeights(const ffi::String& path, const ffi::Optional<ffi::Function>& progress) {
   const weights::WeightsSet set = weights::OpenSet(path);  // an index: each file it names
   std::vector<ffi::Array<ffi::Any>> entries;
   std::vector<std::map<std::string, uint64_t>> hashes;
@@ -384,50 +625,61 @@ Dict VerifyWeights(const ffi::String& path, ffi::Optional<ffi::Function> progres
       return recorded.at(std::string(e.at("key").cast<ffi::String>()));
     };
     for (const ffi::Any& any : CheckEntries(entries[f], *set.files[f].file, step, expected)) {
-      Dict e = any.cast<Dict>();
-      base += e.at("bytes").cast<int64_t>();
-      if (set.indexed) e.Set("file", ffi::String(set.files[f].file->path));
+      const Dict p = any.cast<Dict>();
+      base += p.at("bytes").cast<int64_t>();
+      Dict e{{"key", p.at("key")},
+             {"function", p.at("function")},
+             {"position", p.count("position") ? p.at("position") : ffi::Any()},
+             {"name", p.at("name")},
+             {"placement", ffi::String("weights file")},
+             {"dtype", p.at("dtype")},
+             {"shape", p.at("shape")},
+             {"file_offset", p.at("file_offset")},
+             {"bytes", p.at("bytes")},
+             {"intact", p.at("intact")}};
+      if (set.indexed) e.Set("weights_file", ffi::String(set.files[f].file->path));
       payloads.push_back(e);
     }
   }
-  Dict out;
-  out.Set("payloads", payloads);
-  return out;
+  return Report(path, payloads);
 }
 
-/*! \brief What the file `path` (open at `fd`) is, from its first bytes: "library" (ELF),
- *         "save_to_bytes" (the format's magic), "weights file" (a safetensors header: its u64
- *         length, then JSON; or a path the weights reader takes for an index), else "unknown";
- *         from its name alone, "onnx model" (a protobuf has no magic). */
-ffi::String FileKind(const ffi::String& path, int64_t fd) {
-  if (weights::IsIndex(path)) return "weights file";
-  if (weights::IsOnnx(path)) return "onnx model";
-  const std::shared_ptr<storage::File> file =
-      storage::FromDescriptor(static_cast<int>(fd), path, "artifact");
-  char head[9] = {};
-  const size_t n = static_cast<size_t>(std::min<uint64_t>(file->size, sizeof(head)));
-  if (!storage::ReadAt(*file, 0, n, head)) {
-    TVM_FFI_THROW(RuntimeError) << "cannot read the artifact " << path;
+/*! \brief tvm_partial.inspect: what the file at `path` (open at `fd`: every read is of that
+ *         file) holds, without loading it; None for an ONNX model (its protobuf is read in
+ *         Python). `as_weights`: read it as a weights file whatever its first bytes say. */
+ffi::Any Inspect(const ffi::String& path, int64_t fd, bool as_weights) {
+  auto file = storage::FromDescriptor(static_cast<int>(fd), path, "artifact");
+  const std::string kind = as_weights ? "weights file" : KindOf(path, *file);
+  if (kind == "onnx model") return ffi::Any();
+  if (kind == "weights file") return InspectWeights(path);
+  return InspectArtifact(path, Find(path, std::move(file), kind));
+}
+
+/*! \brief tvm_partial.verify: every payload of the file at `path` (open at `fd`) hashed where the
+ *         loader would read it; with `world` > 0 only rank `rank`'s range of a sharded tensor.
+ *         None for an ONNX model (it records no hashes; Python reads and refuses it). */
+ffi::Any Verify(const ffi::String& path, int64_t fd, ffi::Optional<ffi::Function> progress,
+                int64_t rank, int64_t world, bool as_weights) {
+  auto file = storage::FromDescriptor(static_cast<int>(fd), path, "artifact");
+  const std::string kind = as_weights ? "weights file" : KindOf(path, *file);
+  if (kind == "onnx model" || kind == "weights file") {
+    if (world > 0) {
+      TVM_FFI_THROW(ValueError) << "verify: " << path << " is "
+                                << (kind == "onnx model" ? "an ONNX model" : "a weights file")
+                                << ", which records no shards; verify the artifact that binds it "
+                                << "with shard=";
+    }
+    if (kind == "onnx model") return ffi::Any();
+    return VerifyWeights(path, progress);
   }
-  if (n >= sizeof(format::kMagic) && std::memcmp(head, format::kMagic, sizeof(format::kMagic)) == 0)
-    return "save_to_bytes";
-  if (n >= 4 && std::memcmp(head,
-                            "\x7f"
-                            "ELF",
-                            4) == 0)
-    return "library";
-  if (n == sizeof(head) && head[8] == '{') return "weights file";
-  return "unknown";
+  return VerifyArtifact(path, Find(path, std::move(file), kind), progress, rank, world);
 }
 
 }  // namespace
 
 TVM_FFI_STATIC_INIT_BLOCK() {
-  detail::RegisterGlobalOnce("tvm_partial.InspectArtifact", InspectArtifact);
-  detail::RegisterGlobalOnce("tvm_partial.VerifyArtifact", VerifyArtifact);
-  detail::RegisterGlobalOnce("tvm_partial.InspectWeights", InspectWeights);
-  detail::RegisterGlobalOnce("tvm_partial.VerifyWeights", VerifyWeights);
-  detail::RegisterGlobalOnce("tvm_partial.FileKind", FileKind);
+  detail::RegisterGlobalOnce("tvm_partial.Inspect", Inspect);
+  detail::RegisterGlobalOnce("tvm_partial.Verify", Verify);
 }
 
 }  // namespace tvm_partial

@@ -39,6 +39,7 @@
 
 #include "compiled_in.h"
 #include "device.h"
+#include "format/hash.h"
 #include "registry.h"
 
 namespace tvm_partial {
@@ -434,32 +435,36 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   detail::RegisterGlobalOnce("tvm_partial.BindModel", BindModel);
   detail::RegisterGlobalOnce("ffi.Module.load_from_bytes.partial_apply_vm",
                              RelaxVMModuleObj::LoadFromBytes);
-  // What a record names, for inspect (which reads an artifact without loading it), checked as
-  // the loader checks it: {"devices": [[device ("cuda:0"), allocator], ...], "what": str,
-  // "compiled_in": [[name, dtype, shape, hash, kind], ...], "ties": [[name, ...], ...]}.
-  detail::RegisterGlobalOnce("tvm_partial.DescribeVMRecord", [](ffi::Bytes bytes) {
-    const VMRecord record = RelaxVMModuleObj::ParseRecord(bytes);
-    ffi::Array<ffi::Array<ffi::Any>> devices;
-    for (const VMDevice& d : record.devices) {
-      devices.push_back({ffi::String(detail::DeviceString(d.type, d.id)), d.allocator});
-    }
-    ffi::Array<ffi::Array<ffi::Any>> compiled;
-    for (const CompiledIn& c : record.model.compiled_in) {
-      compiled.push_back({ffi::String(c.name), ffi::String(ffi::DLDataTypeToString(c.dtype)),
-                          ffi::Shape(c.shape), static_cast<int64_t>(c.hash),
-                          static_cast<int64_t>(c.kind)});
-    }
-    ffi::Array<ffi::Array<ffi::String>> ties;
-    for (const auto& group : record.model.ties) {
-      ffi::Array<ffi::String> names;
-      for (const std::string& n : group) names.push_back(n);
-      ties.push_back(names);
-    }
-    return ffi::Map<ffi::String, ffi::Any>{{"devices", devices},
-                                           {"what", ffi::String(record.model.what)},
-                                           {"compiled_in", compiled},
-                                           {"ties", ties}};
-  });
+}
+
+ffi::Map<ffi::String, ffi::Any> DescribeVMRecord(const ffi::Bytes& bytes) {
+  static const char* kAllocators[] = {"allocator 0", "naive", "pooled"};
+  static const char* kKinds[] = {"compiled", "unused", "pinned", "read at import"};
+  const VMRecord record = RelaxVMModuleObj::ParseRecord(bytes);
+  ffi::Array<ffi::String> devices, allocators;
+  for (const VMDevice& d : record.devices) {
+    devices.push_back(detail::DeviceString(d.type, d.id));
+    allocators.push_back(d.allocator >= 0 && d.allocator <= 2
+                             ? ffi::String(kAllocators[d.allocator])
+                             : ffi::String("allocator " + std::to_string(d.allocator)));
+  }
+  ffi::Array<ffi::Any> compiled;
+  for (const CompiledIn& c : record.model.compiled_in) {
+    compiled.push_back(ffi::Map<ffi::String, ffi::Any>{
+        {"name", ffi::String(c.name)},
+        {"dtype", ffi::DLDataTypeToString(c.dtype)},
+        {"shape", ffi::Array<int64_t>(c.shape.begin(), c.shape.end())},
+        {"hash", ffi::String(hash::HashHex(c.hash))},
+        {"kind", ffi::String(kKinds[c.kind])}});
+  }
+  ffi::Array<ffi::Array<ffi::String>> ties;
+  for (const auto& group : record.model.ties) {
+    ffi::Array<ffi::String> names;
+    for (const std::string& n : group) names.push_back(n);
+    ties.push_back(names);
+  }
+  return {
+      {"devices", devices}, {"allocators", allocators}, {"compiled_in", compiled}, {"ties", ties}};
 }
 
 }  // namespace tvm_partial

@@ -130,7 +130,7 @@ class Embedded:
 
 @dataclass(frozen=True)
 class LibraryModules:
-    """What C++'s reader (``tvm_partial.LibraryModules``) finds in a library's file."""
+    """What TVM embedded in a library's file, as ``inspect`` reads it."""
 
     blob_at: int  # TVM's embedded blob: its u64 length here, then the module tree
     blob_end: int
@@ -139,17 +139,13 @@ class LibraryModules:
 
 
 def library_modules(path) -> LibraryModules:
-    from tvm_partial import _ffi_api
+    import tvm_partial
 
-    fd = os.open(os.fspath(path), os.O_RDONLY)
-    try:
-        found = _ffi_api.LibraryModules(os.fspath(path), fd)
-    finally:
-        os.close(fd)
-    modules = [Embedded(str(m["kind"]), int(m["offset"]), int(m["size"])) for m in found["modules"]]
-    at, end = (int(v) for v in found["library_bin"])
-    partial = Embedded("partial_apply", int(found["blob_offset"]), int(found["blob_size"]))
-    return LibraryModules(at, end, modules, partial)
+    embedded = tvm_partial.inspect(path)["embedded"]
+    modules = [Embedded(m["kind"], m["file_offset"], m["bytes"]) for m in embedded["modules"]]
+    partial = next(m for m in modules if m.kind == "partial_apply")
+    at = embedded["file_offset"]
+    return LibraryModules(at, at + embedded["bytes"], modules, partial)
 
 
 def mapped_file(address: int) -> str | None:

@@ -26,7 +26,6 @@ from helpers import (
 from tvm_partial import _facts, _ffi_api
 from tvm_partial import _fixtures as fixtures
 from tvm_partial._progress import format_size
-from tvm_partial.artifact import read as _read
 from tvm_partial.artifact import zero_copy
 
 
@@ -64,10 +63,9 @@ def test_each_export_draws_its_own_region_symbol_and_link(affine4, tmp_path):
     seen = []
     for name in ("a.so", "b.so"):
         tvm_partial.export_library(pm, tmp_path / name, zero_copy=True)
-        with _read.mapped(str(tmp_path / name)) as mapped:
-            info = _read.locate(mapped).inspect()
-        assert str(info["region_symbol"]).startswith("__tvm_partial_payload_")
-        seen.append((str(info["region_symbol"]), int(info["region_link"])))
+        region = tvm_partial.inspect(tmp_path / name)["region"]
+        assert region["symbol"].startswith("__tvm_partial_payload_")
+        seen.append((region["symbol"], region["link"]))
     assert seen[0][0] != seen[1][0] and seen[0][1] != seen[1][1], seen
     with pytest.raises(ValueError, match="the symbol must start with __tvm_partial_payload_"):
         zero_copy.with_appended_payloads(pm, "payload", 1)
@@ -270,8 +268,7 @@ def test_appended_region_layout(affine4, tmp_path):
         "<8sIIQQQQ", data, len(data) - 64
     )
     assert (magic, version, zero, offset, nbytes) == (b"TVMPTRLR", 1, 0, start, size)
-    with _read.mapped(str(lib)) as mapped:
-        assert link == int(_read.locate(mapped).inspect()["region_link"]) & (2**64 - 1)
+    assert link == tvm_partial.inspect(lib)["region"]["link"] & (2**64 - 1)
     assert recorded == trailer_hash(data[-64:-24]) and data[-16:] == bytes(16)
     assert tvm_partial.verify(lib)["intact"]
 

@@ -7,6 +7,8 @@
 #include "format/hash.h"
 
 #include <algorithm>
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
 
 namespace tvm_partial {
@@ -70,6 +72,12 @@ uint64_t Hash(const void* data, size_t size) {
   Hasher h;
   h.Update(data, size);
   return h.Final();
+}
+
+std::string HashHex(uint64_t h) {
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016" PRIx64, h);
+  return text;
 }
 
 }  // namespace hash

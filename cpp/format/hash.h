@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace tvm_partial {
 namespace hash {
@@ -37,6 +38,9 @@ class Hasher {
 
 /*! \brief The hash of one contiguous range of bytes. */
 uint64_t Hash(const void* data, size_t size);
+
+/*! \brief A hash as it is written and shown: 16 lowercase hex digits. */
+std::string HashHex(uint64_t h);
 
 }  // namespace hash
 }  // namespace tvm_partial

@@ -59,7 +59,7 @@ LoadedLibrary OpenLoadedLibrary(const ffi::Module& library,
  *        system's loader maps segments past the end of a file cut short, and the process dies of
  *        SIGBUS when they are touched; a cut that spares the segments is still not the file.
  *        Every loader of ours checks it before the system's loader runs (Python's `load` asks it
- *        too), and `inspect` and `verify` (tvm_partial.LibraryModules) before they read it.
+ *        too), and `inspect` and `verify` (inspect.cc) before they read it.
  * \throws ValueError naming the file and what is wrong.
  */
 void CheckComplete(const File& file);

@@ -4,8 +4,7 @@
  * \file storage/module_tree.cc
  * \brief TVM's embedded module blob, one parser for both readers (storage/module_tree.h): the
  *        loaders' check in memory (CheckModuleTree) and an artifact's file read without loading
- *        it, with the global `tvm_partial.LibraryModules` that inspect, verify and the update of
- *        a loaded artifact ask; and the one module a zero-copy export rewrites in place.
+ *        it (inspect, verify); and the one module a zero-copy export rewrites in place.
  */
 #include "storage/module_tree.h"
 
@@ -270,48 +269,6 @@ void ReplaceEmbeddedModule(const std::string& path, const std::string& kind, con
   if (!WriteAt(file.fd.get(), now.data(), now.size(), found[0])) {
     TVM_FFI_THROW(RuntimeError) << "writing " << path << " failed: " << std::strerror(errno);
   }
-}
-
-namespace {
-
-/*! \brief tvm_partial.LibraryModules(path, fd): the library open at `fd` read without loading
- *         it: {"library_bin": [offset, end] of TVM's embedded blob, "modules": [{"kind",
- *         "offset", "size"}] (the root first), "blob_offset", "blob_size": the partial module's
- *         bytes (the first partial_apply module, the tree's root)}. */
-ffi::Map<ffi::String, ffi::Any> LibraryModulesOf(const ffi::String& path, int64_t fd) {
-  const std::shared_ptr<File> file = FromDescriptor(static_cast<int>(fd), path, "artifact");
-  CheckComplete(*file);  // what the loaders refuse before the system's loader runs
-  const LibraryModules found = ReadLibraryModules(*file);
-  ffi::Array<ffi::Any> modules;
-  std::string kinds;
-  const EmbeddedModule* partial = nullptr;
-  for (const EmbeddedModule& m : found.modules) {
-    ffi::Map<ffi::String, ffi::Any> entry;
-    entry.Set("kind", ffi::String(m.kind));
-    entry.Set("offset", static_cast<int64_t>(m.offset));
-    entry.Set("size", static_cast<int64_t>(m.size));
-    modules.push_back(entry);
-    kinds += (kinds.empty() ? "" : ", ") + m.kind;
-    if (partial == nullptr && m.kind == "partial_apply") partial = &m;
-  }
-  if (partial == nullptr) {
-    TVM_FFI_THROW(ValueError) << path << " is not a tvm-partial artifact: it embeds no "
-                              << "partial_apply module (embedded modules: "
-                              << (kinds.empty() ? "none" : kinds) << ")";
-  }
-  ffi::Map<ffi::String, ffi::Any> out;
-  out.Set("library_bin", ffi::Array<int64_t>{static_cast<int64_t>(found.at),
-                                             static_cast<int64_t>(found.at + 8 + found.length)});
-  out.Set("modules", modules);
-  out.Set("blob_offset", static_cast<int64_t>(partial->offset));
-  out.Set("blob_size", static_cast<int64_t>(partial->size));
-  return out;
-}
-
-}  // namespace
-
-TVM_FFI_STATIC_INIT_BLOCK() {
-  detail::RegisterGlobalOnce("tvm_partial.LibraryModules", LibraryModulesOf);
 }
 
 }  // namespace storage

@@ -120,12 +120,6 @@ std::string EncodeHeader(std::vector<OutEntry> entries,
 
 namespace {
 
-std::string Hex(uint64_t h) {
-  char text[17];
-  std::snprintf(text, sizeof(text), "%016" PRIx64, h);
-  return text;
-}
-
 /*! \brief A file's tensors, described for its header: each distinct tensor (its entry, and the
  *         function and position of its first place), the keys of its other places. */
 struct Layout {
@@ -160,7 +154,7 @@ std::map<std::string, std::string> Metadata(const Layout& layout,
     shared += (shared.size() > 1 ? "," : "") + quote(alias) + ":" + quote(stored);
   }
   for (const auto& [key, h] : hashes) {
-    recorded += (recorded.size() > 1 ? "," : "") + quote(key) + ":\"" + Hex(h) + "\"";
+    recorded += (recorded.size() > 1 ? "," : "") + quote(key) + ":\"" + hash::HashHex(h) + "\"";
   }
   std::map<std::string, std::string> out{{kMetadataFormat, "1"},
                                          {kMetadataBindings, bindings + "}"},

@@ -188,35 +188,3 @@ def check_signature_matches(sig: Signature, names: Signature) -> None:
             f"{names.name}() has ({', '.join(names.names)}): pass that function's signature "
             f"(irmodule[{names.name!r}]), or pick the function with function="
         )
-
-
-_ALLOCATOR_NAMES = {v: k for k, v in ALLOCATORS.items()}
-#: CompiledIn::Kind (cpp/compiled_in.h) by name.
-_KINDS = ("compiled", "unused", "pinned", "read at import")
-
-
-def describe_record(data: bytes) -> dict[str, Any]:
-    """What a ``partial_apply_vm`` record (its saved bytes) names, for ``inspect``, as the C++
-    loader reads the record (``ValueError`` when malformed): ``{"devices": ["cpu:0"],
-    "allocators": ["pooled"], "compiled_in": [{"name", "dtype", "shape", "hash", "kind"}, ...],
-    "ties": [[name, ...]]}``: what the frontend compiled into the executable (hash: 16 hex digits;
-    kind: ``compiled``, ``unused`` (the model holds it, the code never reads it), ``pinned`` (a
-    parameter whose value the frontend also read at import) or ``read at import``) and the names
-    that are one tensor."""
-    record = _ffi_api.DescribeVMRecord(bytes(data))
-    devices, allocators = [], []
-    for device, allocator in record["devices"]:
-        devices.append(str(device))
-        allocators.append(_ALLOCATOR_NAMES.get(allocator, f"allocator {allocator}"))
-    compiled = [
-        {
-            "name": str(n),
-            "dtype": str(d),
-            "shape": [int(x) for x in s],
-            "hash": f"{int(h) & (2**64 - 1):016x}",
-            "kind": _KINDS[int(k)],
-        }
-        for n, d, s, h, k in record["compiled_in"]
-    ]
-    ties = [[str(n) for n in group] for group in record["ties"]]
-    return {"devices": devices, "allocators": allocators, "compiled_in": compiled, "ties": ties}

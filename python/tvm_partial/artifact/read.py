@@ -1,21 +1,20 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Reading a file without loading it: what kind of file it is, and where an artifact's parts lie.
-
-An artifact is a shared library; loading it runs its code, so inspecting it must not. C++ reads
-the file: where TVM's embedded modules and the partial module's bytes lie
-(``tvm_partial.LibraryModules``, the parser the loaders check the module tree with), then
-(``tvm_partial.InspectArtifact``, ``VerifyArtifact``) exactly the rules the loader applies: the
-same format parser, the same decision of where the payloads lie (cpp/storage/payload_source.h).
+"""Reading a file without loading it. An artifact is a shared library; loading it runs its code,
+so inspecting it must not. C++ reads the file (``tvm_partial.Inspect``, ``tvm_partial.Verify``)
+with exactly the rules the loader applies; here the file is opened once (never blocking on a FIFO)
+and C++'s answer made plain Python.
 """
 
 from __future__ import annotations
 
 import errno
-import mmap
 import os
 import stat
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import Any
+
+import tvm_ffi
 
 from .. import _ffi_api
 
@@ -48,45 +47,25 @@ def open_regular(path: str, what: str = "artifact") -> int:
     return fd
 
 
-class mapped:
-    """``with mapped(path) as view``: the regular file at ``path``, open (``view.fd``) and mapped
-    read-only (``view.data``; an empty file: b""). Anything else (a FIFO, a device, a folder) is
-    refused before it is opened for reading, so opening never blocks."""
-
-    def __init__(self, path: str, what: str = "artifact") -> None:
-        self.path = path
-        self.what = what
-        self._map: mmap.mmap | None = None
-
-    def __enter__(self) -> mapped:
-        self.fd = open_regular(self.path, self.what)
-        try:
-            size = os.fstat(self.fd).st_size
-            self._map = mmap.mmap(self.fd, 0, access=mmap.ACCESS_READ) if size else None
-        except BaseException:
-            os.close(self.fd)
-            raise
-        self.data: bytes | mmap.mmap = self._map if self._map is not None else b""
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._map is not None:
-            self._map.close()
-        os.close(self.fd)
+def read_file(ask: Callable[..., Any], path: str, *args: Any, what: str = "artifact") -> Any:
+    """``ask(path, fd, *args)`` (a C++ global) with the regular file at ``path`` open once as
+    ``fd`` (every read is of that file), its answer as plain lists, dicts, ints and strs."""
+    fd = open_regular(path, what)
+    try:
+        return plain(ask(path, fd, *args))
+    finally:
+        os.close(fd)
 
 
-def file_kind(view: mapped) -> str:
-    """The kind of the file ``view`` (``mapped``), from its first bytes as C++ tells it
-    (``FileKind``): ``library`` (an ELF file), ``save_to_bytes`` or ``weights file`` (a path the
-    weights reader takes for an index of several files too); anything else is ``unknown``."""
-    return str(_ffi_api.FileKind(view.path, view.fd))
-
-
-def not_an_artifact(path: str) -> ValueError:
-    return ValueError(
-        f"{path} is not a tvm-partial artifact: not an ELF shared library (nor save_to_bytes "
-        "output, nor a safetensors weights file)"
-    )
+def plain(value: Any) -> Any:
+    """ffi containers -> Python lists, dicts, ints, strs (for JSON)."""
+    if isinstance(value, (tvm_ffi.Array, list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, (tvm_ffi.Map, dict)):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, str):
+        return str(value)
+    return value
 
 
 def rank_world_of(shard: object) -> tuple[int, int] | None:
@@ -109,58 +88,3 @@ def rank_world_of(shard: object) -> tuple[int, int] | None:
     if problem:
         raise ValueError(f"shard=({rank}, {world}): {problem}")
     return rank, world
-
-
-class Located(NamedTuple):
-    """Where a partial module's bytes lie in a file; for a library, what TVM embedded in it.
-    Read through ``fd`` (the ``mapped`` view's, open while it is)."""
-
-    path: str
-    fd: int
-    kind: str  # "library" or "save_to_bytes"
-    blob_offset: int
-    blob_size: int
-    modules: list[dict[str, Any]]  # {"kind", "offset", "size"} of each embedded module
-    library_bin: tuple[int, int] | None  # [offset, end) of TVM's embedded blob
-
-    def inspect(self) -> dict[str, Any]:
-        """The C++ reader's description (InspectArtifact): the format's description, where the
-        payloads lie (``payload_entries``) or why they cannot be found (``problem``)."""
-        return dict(_ffi_api.InspectArtifact(self.path, self.fd, self.blob_offset, self.blob_size))
-
-    def verify(self, progress: Any = None, shard: tuple[int, int] | None = None) -> dict[str, Any]:
-        """Every payload hashed where the loader would read it (VerifyArtifact); with ``shard``
-        (rank, world), a sharded tensor's range of that rank only."""
-        rank, world = shard if shard is not None else (-1, 0)
-        return dict(
-            _ffi_api.VerifyArtifact(
-                self.path, self.fd, self.blob_offset, self.blob_size, progress, rank, world
-            )
-        )
-
-
-def locate(view: mapped, kind: str = "library") -> Located:
-    """Where the partial module's bytes lie in the file ``view`` (``mapped``) of ``kind``
-    (``file_kind``): a library (its embedded partial_apply module, found by C++'s reader,
-    ``LibraryModules``) or ``save_to_bytes`` output."""
-    if kind == "save_to_bytes":
-        return Located(view.path, view.fd, "save_to_bytes", 0, -1, [], None)
-    found = _ffi_api.LibraryModules(view.path, view.fd)
-    modules = [{str(k): v for k, v in m.items()} for m in found["modules"]]
-    at, end = found["library_bin"]
-    return Located(
-        view.path, view.fd, "library", int(found["blob_offset"]), int(found["blob_size"]), modules, (at, end)
-    )
-
-
-def report(path: str, payloads: list[dict[str, Any]]) -> dict[str, Any]:
-    """What ``verify`` returns, from the payloads it checked (each with ``intact`` and ``bytes``)."""
-    damaged = [p for p in payloads if not p["intact"]]
-    return {
-        "path": path,
-        "intact": not damaged,
-        "checked": len(payloads),
-        "bytes": sum(p["bytes"] for p in payloads),
-        "payloads": payloads,
-        "damaged": damaged,
-    }

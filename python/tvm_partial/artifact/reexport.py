@@ -18,7 +18,7 @@ import tvm_ffi
 from .. import _facts, _ffi_api
 from . import zero_copy as _zero_copy
 from .files import new_file, relax_loaded
-from .read import locate, mapped
+from .inspect import inspect
 
 
 def _library_of(module: tvm_ffi.Module) -> tvm_ffi.Module:
@@ -65,30 +65,26 @@ def export_loaded(
             f"export_library: {path} is the file this module was loaded from; write the "
             "updated artifact to a new path (a loaded artifact is never changed in place)"
         )
-    with mapped(source) as view:
-        try:
-            where = locate(view)
-            described = where.inspect()
-            if "problem" in described:
-                raise ValueError(str(described["problem"]["message"]))
-        except ValueError as err:
-            raise ValueError(
-                f"export_library: this module's code was loaded from {name}, which TVM cannot "
-                f"export again, and it is not an intact tvm-partial artifact to update ({err}); bind "
-                "the compiled module (what tvm.compile returned) and export that"
-            ) from err
-    if "weights_file" in described:
+    try:
+        described = inspect(source)  # the loader's rules: an artifact it would refuse is refused
+    except (ValueError, FileNotFoundError) as err:
+        raise ValueError(
+            f"export_library: this module's code was loaded from {name}, which TVM cannot "
+            f"export again, and it is not an intact tvm-partial artifact to update ({err}); bind "
+            "the compiled module (what tvm.compile returned) and export that"
+        ) from err
+    if described["weights_file"] is not None:
         raise ValueError(
             f"export_library: {name} keeps its weights in the file {described['weights_file']}; to "
             "ship new weights for it, write them with tvm_partial.save_weights(module, path) and "
             "load it with tvm_partial.load(artifact, weights_file=path)"
         )
+    region = described["region"]
+    part = next(m for m in described["embedded"]["modules"] if m["kind"] == "partial_apply")
     external = None
-    appended = "region_appended" in described
+    appended = region is not None and region["placement"] == "appended"
     if appended:
-        external = _zero_copy.with_appended_payloads(
-            module, str(described["region_symbol"]), int(described["region_link"])
-        )
+        external = _zero_copy.with_appended_payloads(module, region["symbol"], region["link"])
     if zero_copy is not None and bool(zero_copy) != appended:
         raise ValueError(
             f"export_library: zero_copy={zero_copy} differs from {name}, whose payloads are "
@@ -96,10 +92,10 @@ def export_loaded(
             "placement (bind the compiled module again with tvm_partial.partial() to change it)"
         )
     blob = bytes(_ffi_api.SaveToBytes(external if external is not None else module))
-    if len(blob) != where.blob_size:
+    if len(blob) != part["bytes"]:
         raise ValueError(
             f"export_library: the updated bindings take {len(blob)} bytes, the artifact {name} "
-            f"has room for {where.blob_size}: a loaded artifact is updated in a copy of its file, "
+            f"has room for {part['bytes']}: a loaded artifact is updated in a copy of its file, "
             "which needs values of the same dtypes and shapes and strings of the same lengths; "
             "bind the compiled module again with tvm_partial.partial() and export that"
         )
@@ -109,7 +105,7 @@ def export_loaded(
         else:
             # The new region goes straight into place (one write of the weights); the code before
             # it and the trailer after it are copied around it.
-            region_at, region_bytes = int(described["payload_base"]), int(described["region_size"])
+            region_at, region_bytes = region["file_offset"], region["bytes"]
             _zero_copy.write_payload_region(external, staged, lead=region_at)
             if os.path.getsize(staged) - region_at != region_bytes:
                 raise ValueError(
@@ -123,7 +119,7 @@ def export_loaded(
                 out.seek(region_at + region_bytes)
                 shutil.copyfileobj(src, out, 1 << 20)
         with open(staged, "r+b") as out:
-            out.seek(where.blob_offset)
+            out.seek(part["file_offset"])
             out.write(blob)
         shutil.copymode(source, staged)
         _check_copy(staged, name)
@@ -132,13 +128,13 @@ def export_loaded(
 def _check_copy(staged: str, name: str) -> None:
     """The updated copy (of the artifact ``name``) must load as its source would (the same rules
     as load)."""
-    with mapped(staged) as view:
-        described = locate(view).inspect()
-    if "problem" in described:
+    try:
+        inspect(staged)
+    except (ValueError, FileNotFoundError) as err:
         raise ValueError(
-            f"export_library: the updated copy of {name} does not read back "
-            f"({described['problem']['message']}); {name} changed while it was copied"
-        )
+            f"export_library: the updated copy of {name} does not read back ({err}); {name} "
+            "changed while it was copied"
+        ) from err
 
 
 def _copy_range(src: BinaryIO, out: BinaryIO, start: int, size: int) -> None:

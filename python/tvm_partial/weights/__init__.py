@@ -26,8 +26,7 @@ import tvm_ffi
 from .. import _facts, _ffi_api
 from .._progress import ProgressCallback
 from .._typing import PathLike
-
-_U64 = (1 << 64) - 1
+from ..artifact.read import read_file
 
 
 def save_weights(module: tvm_ffi.Module | tvm_ffi.Function, path: PathLike, program: Any = None) -> None:
@@ -123,54 +122,7 @@ def inspect_weights(path: PathLike) -> dict[str, Any]:
     ``save_weights`` recorded one), and the file's ``__metadata__`` as ``metadata``. For an index,
     ``files`` lists each file it names (``{"path", "bytes"}``) and each tensor has its ``file``;
     else ``files`` is None."""
-    path = os.fspath(path)
-    info = _ffi_api.InspectWeights(path)
-    hashes = info.get("hashes")
-    files = info.get("files")
-    functions: dict[str, list[dict[str, Any]]] = {}
-    for t in info["tensors"]:
-        entry: dict[str, Any] = {
-            "position": int(t["position"]) if "position" in t else str(t["key"]),
-            "name": str(t["name"]),
-            "kind": "tensor",
-            "dtype": str(t["dtype"]),
-            "shape": [int(d) for d in t["shape"]],
-            "device": "cpu:0",
-            "bytes": int(t["bytes"]),
-            "offset": int(t["file_offset"]),
-            "key": str(t["key"]),
-            "aligned": bool(t["aligned"]),
-        }
-        if "file" in t:  # a tensor of one of an index's files
-            entry["file"] = str(t["file"])
-        if "shared_by" in t:  # the other places of a tensor stored once
-            entry["shared_by"] = [
-                {str(k): (int(v) if k == "position" else str(v)) for k, v in place.items()}
-                for place in t["shared_by"]
-            ]
-        if hashes is not None and str(t["key"]) in hashes:
-            entry["hash"] = f"{int(hashes[str(t['key'])]) & _U64:016x}"
-        functions.setdefault(str(t["function"]), []).append(entry)
-    return {
-        "path": path,
-        "format_version": "safetensors",
-        "total_bytes": int(info["total_bytes"]),
-        "constant_bytes": sum(b["bytes"] for fn in functions.values() for b in fn),
-        "payloads": "weights file",
-        "region": None,
-        "payload_hashes": (
-            "recorded, not checked (run tvm-partial verify)"
-            if hashes is not None
-            else "none recorded (not written by tvm_partial.save_weights)"
-        ),
-        "functions": [
-            {"name": f, "param_names": [], "free": [], "bindings": b} for f, b in functions.items()
-        ],
-        "metadata": {str(k): str(v) for k, v in info["metadata"].items()},
-        "files": None
-        if files is None
-        else [{"path": str(f["path"]), "bytes": int(f["bytes"])} for f in files],
-    }
+    return read_file(_ffi_api.Inspect, os.fspath(path), True, what="weights file")
 
 
 def verify_weights(path: PathLike, progress: ProgressCallback | None = None) -> dict[str, Any]:
@@ -179,25 +131,4 @@ def verify_weights(path: PathLike, progress: ProgressCallback | None = None) -> 
     ``progress(done_bytes, total_bytes)`` as they go by). The report has the keys of
     ``verify``'s (an index's tensors with their ``weights_file``). Raises ``ValueError`` for a
     damaged header or a file without recorded hashes, naming it."""
-    from ..artifact.read import report
-
-    path = os.fspath(path)
-    checked = _ffi_api.VerifyWeights(path, progress)
-    payloads = []
-    for p in checked["payloads"]:
-        entry: dict[str, Any] = {
-            "key": str(p["key"]),
-            "function": str(p["function"]),
-            "position": int(p["position"]) if "position" in p else None,
-            "name": str(p["name"]),
-            "placement": "weights file",
-            "dtype": str(p["dtype"]),
-            "shape": [int(d) for d in p["shape"]],
-            "file_offset": int(p["file_offset"]),
-            "bytes": int(p["bytes"]),
-            "intact": bool(p["intact"]),
-        }
-        if "file" in p:  # a tensor of one of an index's files
-            entry["weights_file"] = str(p["file"])
-        payloads.append(entry)
-    return report(path, payloads)
+    return read_file(_ffi_api.Verify, os.fspath(path), progress, -1, 0, True, what="weights file")
