@@ -9,8 +9,6 @@
 #include <sstream>
 #include <string>
 
-#include "registry.h"
-
 namespace tvm_partial {
 namespace detail {
 
@@ -58,13 +56,4 @@ std::string DeviceString(int32_t device_type, int32_t device_id) {
 }
 
 }  // namespace detail
-
-// How messages name a device ("cuda:0"), for Python's messages and inspect.
-TVM_FFI_STATIC_INIT_BLOCK() {
-  detail::RegisterGlobalOnce(
-      "tvm_partial.DeviceString", [](int32_t device_type, int32_t device_id) -> tvm::ffi::String {
-        return tvm::ffi::String(detail::DeviceString(device_type, device_id));
-      });
-}
-
 }  // namespace tvm_partial

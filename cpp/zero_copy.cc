@@ -2,10 +2,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file zero_copy.cc
- * \brief The zero-copy export's globals (python/tvm_partial/artifact/zero_copy.py calls them): a
- *        copy of a partial_apply module whose bytes leave its payloads to a region appended to
- *        the library file, or to a safetensors weights file beside it, and the writers of that
- *        region.
+ * \brief The export of payloads outside TVM's embedded bytes, two globals (export.py and
+ *        reexport.py call them around TVM's export_library): ExternalPayloads, a copy of a
+ *        partial_apply module whose bytes leave its payloads to a region appended to the library
+ *        file, or to a safetensors weights file beside it; WritePayloads, the one writer of them.
  */
 #include <tvm/ffi/container/array.h>
 #include <tvm/ffi/container/map.h>
@@ -26,6 +26,7 @@
 #include "registry.h"
 #include "storage/appended_region.h"
 #include "storage/module_tree.h"
+#include "storage/weights_file.h"
 
 namespace tvm_partial {
 
@@ -65,74 +66,63 @@ ffi::Module WithRegion(const char* who, const ffi::Module& mod,
   return detail::WithExternalRegion(mod, std::move(region));
 }
 
-/*! \brief The region of a module from WithAppendedPayloads; TypeError for any other module. */
-const format::ExternalRegion* AppendedRegion(const char* who, const ffi::Module& mod) {
-  const format::ExternalRegion* region = detail::PartialModuleRegion(mod);
-  if (region == nullptr || !region->appended)
-    TVM_FFI_THROW(TypeError) << who << ": needs a module from WithAppendedPayloads";
-  return region;
-}
-
 }  // namespace
 
 TVM_FFI_STATIC_INIT_BLOCK() {
-  // A copy of `mod` whose payloads go to a safetensors weights file beside the library (flag 2);
-  // `weights_file` is relative to the library's folder.
-  detail::RegisterGlobalOnce("tvm_partial.WithExternalWeights",
-
-                             [](ffi::Module mod, ffi::Optional<ffi::String> symbol,
-                                ffi::Optional<int64_t> link, ffi::String weights_file) {
-                               return WithRegion("WithExternalWeights", mod, symbol, link,
-                                                 std::string(weights_file));
+  // A copy of `mod` whose payloads go to the safetensors file `weights_file` names (relative to
+  // the library's folder; flag 2), else to a region appended to the library once it is linked
+  // (flag 4): its bytes are linked with zeros for the payload hashes, which WritePayloads records
+  // as it writes the region.
+  detail::RegisterGlobalOnce("tvm_partial.ExternalPayloads",
+                             [](ffi::Module mod, ffi::Optional<ffi::String> weights_file,
+                                ffi::Optional<ffi::String> symbol, ffi::Optional<int64_t> link) {
+                               if (weights_file.has_value()) {
+                                 return WithRegion("export_library", mod, symbol, link,
+                                                   std::string(*weights_file));
+                               }
+                               format::ExternalRegion region = *detail::PartialModuleRegion(
+                                   WithRegion("export_library", mod, symbol, link, std::nullopt));
+                               region.appended = true;
+                               region.hashes_given = true;  // zeros, until WritePayloads knows them
+                               return detail::WithExternalRegion(mod, std::move(region));
                              });
-  // The default zero-copy export (flag 4): AppendPayloadRegion appends the region to the linked
-  // library file and records its payload hashes in the partial module's bytes there (linked with
-  // zeros).
+  // Write the payloads of a module from ExternalPayloads to `path`: its weights file; or its
+  // region appended to the linked library there (lead < 0), hashed as it is written, the hashes
+  // then written over the zeros of the module's bytes in that library (the same length); or its
+  // region after `lead` bytes (the update of a loaded artifact, which copies the library around
+  // it), returning the module's bytes with their hashes.
   detail::RegisterGlobalOnce(
-      "tvm_partial.WithAppendedPayloads",
-      [](ffi::Module mod, ffi::Optional<ffi::String> symbol, ffi::Optional<int64_t> link) {
-        ffi::Module out = WithRegion("WithAppendedPayloads", mod, symbol, link, std::nullopt);
-        format::ExternalRegion region = *detail::PartialModuleRegion(out);
-        region.appended = true;
-        return detail::WithExternalRegion(mod, std::move(region));
-      });
-  detail::RegisterGlobalOnce(
-      "tvm_partial.AppendPayloadRegion",
-
-      [](ffi::Module mod, ffi::String path, ffi::Optional<ffi::Function> progress) {
-        const format::ExternalRegion* region = AppendedRegion("AppendPayloadRegion", mod);
-        const std::vector<format::FunctionRecord>& records = *detail::PartialModuleRecords(mod);
-        const ffi::Bytes linked = mod->SaveToBytes();
+      "tvm_partial.WritePayloads",
+      [](ffi::Module mod, ffi::String path, ffi::Optional<ffi::Function> progress,
+         int64_t lead) -> ffi::Optional<ffi::Bytes> {
+        const format::ExternalRegion* region = detail::PartialModuleRegion(mod);
+        const std::vector<format::FunctionRecord>* records = detail::PartialModuleRecords(mod);
+        if (region == nullptr || records == nullptr) {
+          TVM_FFI_THROW(TypeError) << "WritePayloads: needs a module from ExternalPayloads";
+        }
+        if (!region->appended) {
+          weights::WriteRegionFile(mod, path);
+          return std::nullopt;
+        }
         format::ExternalRegion hashed = *region;
-        hashed.hashes = storage::AppendRegion(records, *region, std::string(path), progress);
+        if (lead >= 0) {
+          if (lead % static_cast<int64_t>(format::kPayloadAlignment) != 0) {
+            TVM_FFI_THROW(ValueError)
+                << "WritePayloads: lead must be a multiple of 64, got " << lead;
+          }
+          storage::WriteRegion(*records, *region, std::string(path), static_cast<uint64_t>(lead));
+          hashed.hashes_given = false;  // each payload hashed where it is, in memory
+          hashed.hashes.clear();
+          const std::string bytes = format::Encode(*records, &hashed);
+          return ffi::Bytes(bytes.data(), bytes.size());
+        }
+        const ffi::Bytes linked = mod->SaveToBytes();
+        hashed.hashes = storage::AppendRegion(*records, *region, std::string(path), progress);
         hashed.hashes_given = !hashed.hashes.empty();
         storage::ReplaceEmbeddedModule(std::string(path), "partial_apply",
                                        std::string(linked.data(), linked.size()),
-                                       format::Encode(records, &hashed));
-      });
-  // A copy of a module from WithAppendedPayloads that records zeros for its payload hashes: the
-  // export links these bytes, and AppendPayloadRegion appends the region (hashing it as it is
-  // written) and then writes the real hashes over them (the same length).
-  detail::RegisterGlobalOnce("tvm_partial.WithZeroPayloadHashes", [](ffi::Module mod) {
-    format::ExternalRegion region = *AppendedRegion("WithZeroPayloadHashes", mod);
-    region.hashes_given = true;
-    region.hashes.clear();
-    return detail::WithExternalRegion(mod, std::move(region));
-  });
-  detail::RegisterGlobalOnce(
-      "tvm_partial.WritePayloadRegion", [](ffi::Module mod, ffi::String path, int64_t lead) {
-        const format::ExternalRegion* region = detail::PartialModuleRegion(mod);
-        if (region == nullptr) {
-          TVM_FFI_THROW(TypeError)
-              << "WritePayloadRegion: needs a module from WithAppendedPayloads "
-                 "or WithExternalWeights";
-        }
-        if (lead < 0 || lead % static_cast<int64_t>(format::kPayloadAlignment) != 0) {
-          TVM_FFI_THROW(ValueError)
-              << "WritePayloadRegion: lead must be a multiple of 64, got " << lead;
-        }
-        storage::WriteRegion(*detail::PartialModuleRecords(mod), *region, std::string(path),
-                             static_cast<uint64_t>(lead));
+                                       format::Encode(*records, &hashed));
+        return std::nullopt;
       });
 }
 

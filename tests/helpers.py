@@ -370,8 +370,8 @@ def export_recording(module, lib, weights, recorded: str, symbol: str = FIXED_SY
     the ones given. Returns the module as exported (its bytes are what the library embeds)."""
     from tvm_partial import _ffi_api
 
-    external = _ffi_api.WithExternalWeights(module, symbol, link, recorded)
-    _ffi_api.WriteWeightsRegionFile(external, os.fspath(weights))
+    external = _ffi_api.ExternalPayloads(module, recorded, symbol, link)
+    _ffi_api.WritePayloads(external, os.fspath(weights), None, -1)
     external.export_library(os.fspath(lib))
     return external
 

@@ -574,9 +574,9 @@ def ctx(conv, tmp_path_factory):
     # The payloads are appended after the library's code: cut them off, as strip does (it keeps
     # only what the ELF sections cover).
     (folder / "cut_appended.so").write_bytes(data[:region])
-    from tvm_partial.artifact import zero_copy
+    from tvm_partial import _ffi_api
 
-    external_blob = tvm_partial.save_to_bytes(zero_copy.prepare(pm))
+    external_blob = tvm_partial.save_to_bytes(_ffi_api.ExternalPayloads(pm, None, None, None))
     # A zero-copy artifact relabelled as the retired layout (flags 1 | 4 -> 1, resealed).
     blob = found.partial
     old = bytearray(data)

@@ -68,7 +68,7 @@ def test_each_export_draws_its_own_region_symbol_and_link(affine4, tmp_path):
         seen.append((region["symbol"], region["link"]))
     assert seen[0][0] != seen[1][0] and seen[0][1] != seen[1][1], seen
     with pytest.raises(ValueError, match="the symbol must start with __tvm_partial_payload_"):
-        zero_copy.with_appended_payloads(pm, "payload", 1)
+        _ffi_api.ExternalPayloads(pm, None, "payload", 1)
 
 
 def test_zero_copy_and_copying_artifacts_agree(exported):
@@ -233,7 +233,7 @@ def _export_appended(exe, tmp_path, name="a.so", count=4096):
 
 
 def test_hashes_are_recorded_only_in_the_partial_module_that_was_linked(affine4, tmp_path):
-    """AppendPayloadRegion appends the payloads, then writes their hashes over the very bytes
+    """WritePayloads appends the payloads, then writes their hashes over the very bytes
     that were linked (found through TVM's module tree): a library embedding other bytes is
     refused naming it, not patched elsewhere; the export's own library verifies."""
     exe, _ = affine4
@@ -242,9 +242,11 @@ def test_hashes_are_recorded_only_in_the_partial_module_that_was_linked(affine4,
     other = tmp_path / "inline.so"
     tvm_partial.export_library(tvm_partial.partial(exe, {1: np.ones(8, "float32")}), other, zero_copy=False)
     before = other.read_bytes()
-    external = zero_copy.prepare(tvm_partial.partial(exe, {1: np.zeros(8, "float32")}))
+    external = _ffi_api.ExternalPayloads(
+        tvm_partial.partial(exe, {1: np.zeros(8, "float32")}), None, None, None
+    )
     with pytest.raises(RuntimeError, match=f"cannot find the partial module's bytes in {other}"):
-        _ffi_api.AppendPayloadRegion(external, str(other), None)
+        _ffi_api.WritePayloads(external, str(other), None, -1)
     data = other.read_bytes()
     assert data[: len(before)] == before  # the embedded bytes untouched (the region was appended)
 
@@ -399,7 +401,7 @@ def test_altered_region_header_refused(affine4, tmp_path):
 def test_metadata_without_its_library(affine4, tmp_path):
     exe, _ = affine4
     pm = tvm_partial.partial(exe, {1: np.arange(16, dtype="float32")})
-    ext = zero_copy.prepare(pm)
+    ext = _ffi_api.ExternalPayloads(pm, None, None, None)
     blob = tvm_partial.save_to_bytes(ext)
     with pytest.raises(
         ValueError,

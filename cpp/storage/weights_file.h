@@ -28,6 +28,7 @@
 
 #include <tvm/ffi/container/array.h>
 #include <tvm/ffi/extra/json.h>
+#include <tvm/ffi/extra/module.h>
 #include <tvm/ffi/string.h>
 
 #include <cstddef>
@@ -257,6 +258,13 @@ struct OutEntry {
  */
 std::string EncodeHeader(std::vector<OutEntry> entries,
                          const std::map<std::string, std::string>& metadata, uint64_t data_size);
+
+/*!
+ * \brief Write the safetensors file at `path` holding the payloads of `external`, a partial
+ *        module whose bytes leave them to a weights file (tvm_partial.ExternalPayloads).
+ * \throws TypeError for another module; RuntimeError naming the file and the system's error.
+ */
+void WriteRegionFile(const ffi::Module& external, const std::string& path);
 
 }  // namespace weights
 }  // namespace tvm_partial

@@ -341,11 +341,13 @@ void SaveWeights(const ffi::Any& obj, const std::string& path,
   WriteHeaderAt(path, header);
 }
 
+}  // namespace
+
 void WriteRegionFile(const ffi::Module& external, const std::string& path) {
   const auto* records = detail::PartialModuleRecords(external);
   const format::ExternalRegion* region = detail::PartialModuleRegion(external);
   if (records == nullptr || region == nullptr || region->weights_file.empty()) {
-    TVM_FFI_THROW(TypeError) << "WriteWeightsRegionFile: needs a module from WithExternalWeights";
+    TVM_FFI_THROW(TypeError) << "WritePayloads: needs a module from ExternalPayloads";
   }
   const std::string blob = format::Encode(*records, region);
   const format::Parsed parsed = format::Parse(blob.data(), blob.size());
@@ -367,8 +369,6 @@ void WriteRegionFile(const ffi::Module& external, const std::string& path) {
   WriteHeaderAt(path, header);
 }
 
-}  // namespace
-
 }  // namespace weights
 
 TVM_FFI_STATIC_INIT_BLOCK() {
@@ -377,9 +377,6 @@ TVM_FFI_STATIC_INIT_BLOCK() {
       [](ffi::Any obj, ffi::String path, ffi::Map<ffi::String, ffi::Tensor> compiled) {
         weights::SaveWeights(obj, path, compiled);
       });
-  detail::RegisterGlobalOnce(
-      "tvm_partial.WriteWeightsRegionFile",
-      [](ffi::Module external, ffi::String path) { weights::WriteRegionFile(external, path); });
 }
 
 }  // namespace tvm_partial

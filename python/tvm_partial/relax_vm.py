@@ -54,7 +54,7 @@ def check_target(executable: tvm_ffi.Module, device: Any) -> None:
     """Refuse a device the executable has no code for (compiled for another target)."""
     device_type = int(device.dlpack_device_type())
     kinds = _device_code_kinds(executable)
-    name = _ffi_api.DeviceString(device_type, int(device.index))
+    name = str(device)  # "cuda:0"
     if device_type == _CPU and kinds:
         raise ValueError(
             f"the Relax executable holds device code for {', '.join(sorted(kinds))}, but device= is {name}: "

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import tvm_ffi
 
-from .. import _facts
+from .. import _facts, _ffi_api
 from .. import remote as _remote
 from .._progress import ProgressCallback
 from .._typing import PathLike
@@ -137,11 +137,11 @@ def export_library(
                 f"export_library: a zero-copy export appends the payloads to a shared library; "
                 f"{path} is not one (export to a .so, or pass zero_copy=False)"
             )
-        module = appended = _zero_copy.prepare(pm)
+        module = appended = _ffi_api.ExternalPayloads(pm, None, None, None)
     with new_file(path) as staged:
         module.export_library(staged, **kwargs)
         if appended is not None:  # the linked library, then the payloads in one write
-            _zero_copy.append_payload_region(appended, staged, progress)
+            _ffi_api.WritePayloads(appended, staged, progress, -1)
 
 
 def _loaded(code: tvm_ffi.Module | None, module: tvm_ffi.Module) -> bool:
@@ -156,7 +156,8 @@ def _export_with_weights_file(module: Any, path: str, weights_file: str, **kwarg
     # own path, symlinks resolved): a folder reached through a symlink is resolved here too.
     name = os.path.relpath(real_path(weights_file), os.path.dirname(real_path(path)))
     with new_file(path) as staged, new_file(weights_file) as staged_weights:
-        module = _zero_copy.prepare_weights_file(module, Path(staged_weights), name)
+        module = _ffi_api.ExternalPayloads(module, name, None, None)
+        _ffi_api.WritePayloads(module, staged_weights, None, -1)
         module.export_library(staged, **kwargs)
 
 

@@ -16,7 +16,6 @@ from typing import Any, BinaryIO
 import tvm_ffi
 
 from .. import _facts, _ffi_api
-from . import zero_copy as _zero_copy
 from .files import new_file, relax_loaded
 from .inspect import inspect
 
@@ -84,7 +83,7 @@ def export_loaded(
     external = None
     appended = region is not None and region["placement"] == "appended"
     if appended:
-        external = _zero_copy.with_appended_payloads(module, region["symbol"], region["link"])
+        external = _ffi_api.ExternalPayloads(module, None, region["symbol"], region["link"])
     if zero_copy is not None and bool(zero_copy) != appended:
         raise ValueError(
             f"export_library: zero_copy={zero_copy} differs from {name}, whose payloads are "
@@ -106,7 +105,9 @@ def export_loaded(
             # The new region goes straight into place (one write of the weights); the code before
             # it and the trailer after it are copied around it.
             region_at, region_bytes = region["file_offset"], region["bytes"]
-            _zero_copy.write_payload_region(external, staged, lead=region_at)
+            hashed = _ffi_api.WritePayloads(external, staged, None, region_at)
+            assert hashed is not None  # an appended region written after `region_at` bytes
+            blob = bytes(hashed)
             if os.path.getsize(staged) - region_at != region_bytes:
                 raise ValueError(
                     f"export_library: the updated payload region takes "
