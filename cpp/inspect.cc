@@ -158,12 +158,7 @@ ffi::Array<ffi::Any> PayloadEntries(const format::Parsed& parsed,
 }
 
 /*! \brief verify(path, shard=(rank, world)): the artifact must record shards of that world. */
-void CheckShardToVerify(const ffi::String& path, const format::Parsed& parsed, int64_t rank,
-                        int64_t world) {
-  const std::string problem = format::RankProblem(rank, world);
-  if (!problem.empty()) {
-    TVM_FFI_THROW(ValueError) << "verify: shard=(" << rank << ", " << world << "): " << problem;
-  }
+void CheckShardToVerify(const ffi::String& path, const format::Parsed& parsed, int64_t world) {
   if (!parsed.Sharded()) {
     TVM_FFI_THROW(ValueError) << path << " binds no sharded tensors (it was exported without "
                               << "shards=): verify it whole, without shard=";
@@ -503,7 +498,7 @@ Dict Report(const ffi::String& path, const ffi::Array<ffi::Any>& payloads) {
 Dict VerifyArtifact(const ffi::String& path, const Found& found,
                     const ffi::Optional<ffi::Function>& progress, int64_t rank, int64_t world) {
   FileArtifact art = ReadArtifact(path, found.file, found.blob_offset, found.blob_size);
-  if (world > 0) CheckShardToVerify(path, art.parsed, rank, world);
+  if (world > 0) CheckShardToVerify(path, art.parsed, world);
   if (art.bytes_only && art.parsed.external()) PayloadsElsewhere(path, art.parsed);
   const storage::PayloadSource source = storage::Locate(art.parsed, art.origin);
   const ffi::Array<ffi::Any> checked = CheckEntries(
@@ -656,10 +651,13 @@ ffi::Any Inspect(const ffi::String& path, int64_t fd, bool as_weights) {
 }
 
 /*! \brief tvm_partial.verify: every payload of the file at `path` (open at `fd`) hashed where the
- *         loader would read it; with `world` > 0 only rank `rank`'s range of a sharded tensor.
+ *         loader would read it; with `shard` = (rank, world) only that rank's range of each
+ *         sharded tensor.
  *         None for an ONNX model (it records no hashes; Python reads and refuses it). */
 ffi::Any Verify(const ffi::String& path, int64_t fd, ffi::Optional<ffi::Function> progress,
-                int64_t rank, int64_t world, bool as_weights) {
+                ffi::Optional<ffi::Array<int64_t>> shard, bool as_weights) {
+  const auto [rank, world] =
+      shard.has_value() ? format::RankWorld("verify", *shard) : std::pair<int64_t, int64_t>{-1, 0};
   auto file = storage::FromDescriptor(static_cast<int>(fd), path, "artifact");
   const std::string kind = as_weights ? "weights file" : KindOf(path, *file);
   if (kind == "onnx model" || kind == "weights file") {

@@ -6,8 +6,8 @@
  *        the loaders: `tvm_partial::LoadWithWeights`, `LoadShard` and `tvm_partial.LoadArtifact`
  *        (what `tvm_partial.load` calls) load what the path holds now (a replaced file as a new
  *        object, storage::LoadArtifactFile), read the payloads from the file they opened, and build
- *        every record at load so errors show there; `tvm_partial.ResolveLoaded` does the last for
- *        load_from_bytes.
+ *        every record at load so errors show there; `tvm_partial.LoadFromBytes` does the last for
+ *        load_from_bytes, after importing the code the bytes bind.
  *
  * A module loaded from bytes is parsed at once (malformed bytes are refused by the loader) and
  * builds its values on first use: only then has the library loader attached its imports, and the
@@ -252,11 +252,12 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   });
   // tvm_partial.load(path, weights_file=, shard=): the artifact the file open at `fd` holds (the
   // descriptor Python checked it through; the path names it in messages and for the loader),
-  // whole (world 0) or rank `rank`'s view; "": its own weights.
+  // whole (no shard) or the view of rank `shard` = (rank, world); "": its own weights.
   detail::RegisterGlobalOnce(
-      "tvm_partial.LoadArtifact",
-      [](ffi::String path, int64_t fd, ffi::String weights_file, int64_t rank, int64_t world) {
-        if (world == 0) return LoadWhole(path, weights_file, fd);
+      "tvm_partial.LoadArtifact", [](ffi::String path, int64_t fd, ffi::String weights_file,
+                                     ffi::Optional<ffi::Array<int64_t>> shard) {
+        if (!shard.has_value()) return LoadWhole(path, weights_file, fd);
+        const auto [rank, world] = format::RankWorld("load", *shard);
         return LoadRank(path, rank, world, weights_file, DLDevice{kDLCPU, 0}, fd);
       });
   // {"path", "name"}: the file the library `library` of the loaded partial module `module` was
@@ -281,10 +282,18 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   detail::RegisterGlobalOnce(
       "tvm_partial.InheritLibraryFile",
       [](ffi::Module to, ffi::Module from) { detail::InheritLibraryFile(to, from); });
-  // Build the records of every partial module in a loaded tree now (each builds them on first
-  // use otherwise), so that a missing or damaged payload is reported by the load itself.
-  detail::RegisterGlobalOnce("tvm_partial.ResolveLoaded",
-                             [](ffi::Module mod) { return detail::ResolveTree(mod); });
+  // load_from_bytes: the partial module the bytes describe, over `wrapped` (the compiled code it
+  // binds) when given, its records built now (each builds them on first use otherwise), so that
+  // a missing or damaged payload is reported by the load itself.
+  detail::RegisterGlobalOnce(
+      "tvm_partial.LoadFromBytes", [](ffi::Bytes bytes, ffi::Optional<ffi::Module> wrapped) {
+        static const ffi::Function load =
+            ffi::Function::GetGlobalRequired("ffi.Module.load_from_bytes.partial_apply");
+        ffi::Module mod = load(bytes).cast<ffi::Module>();
+        if (wrapped.has_value()) mod->ImportModule(*wrapped);
+        detail::ResolveTree(mod);
+        return mod;
+      });
 }
 
 }  // namespace tvm_partial

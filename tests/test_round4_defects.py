@@ -195,7 +195,7 @@ def test_the_cpp_loaders_refuse_a_library_cut_short(affine4, tmp_path):
         import json, sys, tvm_ffi, tvm_partial
         load = tvm_ffi.get_global_func("tvm_partial.LoadArtifact")
         try:
-            load(sys.argv[1], -1, "", -1, 0)  # by name, as LoadWithWeights and LoadShard open it
+            load(sys.argv[1], -1, "", None)  # by name, as LoadWithWeights and LoadShard open it
             print(json.dumps("loaded"))
         except ValueError as err:
             print(json.dumps(str(err)))

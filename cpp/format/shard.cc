@@ -70,6 +70,18 @@ std::string RankProblem(int64_t rank, int64_t world) {
   return "";
 }
 
+std::pair<int64_t, int64_t> RankWorld(const char* who, const ffi::Array<int64_t>& shard) {
+  if (shard.size() != 2) {
+    TVM_FFI_THROW(TypeError) << who << ": shard= must be (rank, world), two ints";
+  }
+  const std::string problem = RankProblem(shard[0], shard[1]);
+  if (!problem.empty()) {
+    TVM_FFI_THROW(ValueError) << who << ": shard=(" << shard[0] << ", " << shard[1]
+                              << "): " << problem;
+  }
+  return {shard[0], shard[1]};
+}
+
 std::string ShardProblem(const std::vector<int64_t>& shape, DLDataType dtype, int64_t dim,
                          int64_t world, int64_t segments) {
   const int64_t ndim = static_cast<int64_t>(shape.size());
@@ -181,9 +193,6 @@ TVM_FFI_STATIC_INIT_BLOCK() {
         return ffi::Map<ffi::String, ffi::Any>{{"problem", ffi::String(problem)}, {"shard", shard}};
       });
   // Why shard=(rank, world) names no rank, or "".
-  detail::RegisterGlobalOnce("tvm_partial.RankProblem", [](int64_t rank, int64_t world) {
-    return ffi::String(format::RankProblem(rank, world));
-  });
 }
 
 }  // namespace tvm_partial

@@ -5,15 +5,17 @@
  * \brief The home of the shard rules: which splits of a tensor bound with shards= are allowed,
  *        the layout its payload is stored in, one rank's shape and bytes, and which rank a
  *        (rank, world) names. Binding, the format's writer and reader, the loaders, verify and
- *        Python (the globals tvm_partial.ShardSplit and tvm_partial.RankProblem) ask here.
+ *        Python (the global tvm_partial.ShardSplit) ask here.
  */
 #ifndef TVM_PARTIAL_FORMAT_SHARD_H_
 #define TVM_PARTIAL_FORMAT_SHARD_H_
 
 #include <dlpack/dlpack.h>
+#include <tvm/ffi/container/array.h>
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tvm_partial {
@@ -60,6 +62,10 @@ std::string ShardProblem(const std::vector<int64_t>& shape, DLDataType dtype, in
 /*! \brief Why (`rank`, `world`) names no rank to load or verify, or "" when 0 <= rank < world
  *         (the loaders, verify and Python's shard= share it). */
 std::string RankProblem(int64_t rank, int64_t world);
+
+/*! \brief `shard` = (rank, world) as a user gave it to `who` (load, verify): the pair, or a
+ *         ValueError in their words ("load: shard=(2, 2): the rank must be 0 to 1"). */
+std::pair<int64_t, int64_t> RankWorld(const char* who, const ::tvm::ffi::Array<int64_t>& shard);
 
 /*! \brief The layout a split stores: rows when one segment and the dims before `dim` are all 1,
  *         else shard-major. */

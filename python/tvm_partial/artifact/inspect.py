@@ -76,8 +76,7 @@ def verify(
     the file), as ``load`` would; ``FileNotFoundError`` when a recorded weights file is missing.
     """
     path = os.fspath(path)
-    rank, world = rank_world_of(shard) or (-1, 0)
-    checked = read_file(_ffi_api.Verify, path, progress, rank, world, False)
+    checked = read_file(_ffi_api.Verify, path, progress, rank_world_of(shard), False)
     if checked is None:  # an ONNX model: it records no hashes
         from ..weights.onnx import verify_onnx
 

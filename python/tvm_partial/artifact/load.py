@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import tvm_ffi
 
@@ -30,11 +30,8 @@ def load_from_bytes(data: bytes, wrapped: tvm_ffi.Module | ExecutableLike | None
     binds (a module, or an ``Executable``), imported so its functions can be called. Bytes whose
     payloads lie in an artifact's file (a zero-copy export) rebuild only with that artifact's
     loaded library as ``wrapped``: the file is the one that library was loaded from."""
-    module = _ffi_api.LoadFromBytes(bytes(data))
-    if wrapped is not None:
-        module.import_module(getattr(wrapped, "mod", wrapped))  # type: ignore[arg-type]  # a Module
-    _ffi_api.ResolveLoaded(module)
-    return module
+    code: Any = None if wrapped is None else getattr(wrapped, "mod", wrapped)  # an Executable's Module
+    return _ffi_api.LoadFromBytes(bytes(data), code)
 
 
 def load(
@@ -68,7 +65,7 @@ def load(
     import tvm.runtime  # noqa: F401  (TVM's Tensor and Module classes for what is returned)
 
     path = os.fspath(path)
-    rank, world = rank_world_of(shard) or (-1, 0)
+    shard = rank_world_of(shard)
     weights = "" if weights_file is None else os.fspath(weights_file)
     if weights_file is not None and not weights:
         raise ValueError("weights_file is empty: name a safetensors file or index (or leave it out)")
@@ -77,6 +74,6 @@ def load(
     real = os.path.realpath(path)
     fd = open_regular(path)
     try:
-        return _ffi_api.LoadArtifact(real, fd, weights, rank, world)
+        return _ffi_api.LoadArtifact(real, fd, weights, shard)
     finally:
         os.close(fd)

@@ -16,8 +16,6 @@ from typing import Any
 
 import tvm_ffi
 
-from .. import _ffi_api
-
 
 def _refuse_non_regular(path: str, mode: int, what: str) -> None:
     kinds = [
@@ -69,7 +67,8 @@ def plain(value: Any) -> Any:
 
 
 def rank_world_of(shard: object) -> tuple[int, int] | None:
-    """``shard=`` checked: (rank, world) with 0 <= rank < world, or None."""
+    """``shard=`` as C++ can take it: (rank, world), two ints of 64 bits, or None. Which ranks a
+    world has is C++'s rule (``load`` and ``verify`` say it in the user's words)."""
     if shard is None:
         return None
     if (
@@ -83,8 +82,6 @@ def rank_world_of(shard: object) -> tuple[int, int] | None:
         raise ValueError(
             f"shard=({rank}, {world}): the world is past 2**63 - 1 ranks; give the world the artifact records"
         )
-    # The rule is C++'s; values past int64 are clamped to ones it refuses alike.
-    problem = _ffi_api.RankProblem(min(max(rank, -1), 2**63 - 1), max(world, 0))
-    if problem:
-        raise ValueError(f"shard=({rank}, {world}): {problem}")
+    if not (-(2**63) <= world and -(2**63) <= rank <= 2**63 - 1):
+        raise ValueError(f"shard=({rank}, {world}): past what 64 bits hold; give the rank and world")
     return rank, world

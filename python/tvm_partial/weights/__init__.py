@@ -131,4 +131,4 @@ def verify_weights(path: PathLike, progress: ProgressCallback | None = None) -> 
     ``progress(done_bytes, total_bytes)`` as they go by). The report has the keys of
     ``verify``'s (an index's tensors with their ``weights_file``). Raises ``ValueError`` for a
     damaged header or a file without recorded hashes, naming it."""
-    return read_file(_ffi_api.Verify, os.fspath(path), progress, -1, 0, True, what="weights file")
+    return read_file(_ffi_api.Verify, os.fspath(path), progress, None, True, what="weights file")
