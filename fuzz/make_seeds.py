@@ -36,7 +36,7 @@ def main(folder: str) -> None:
     (out / "named.bin").write_bytes(tvm_partial.save_to_bytes(named))
     two = tvm_partial.partial(tvm_partial.partial(exe, {1: 1.0}), {2: np.ones(2, "float32")}, function="main")
     (out / "merged.bin").write_bytes(tvm_partial.save_to_bytes(two))
-    # Format version 2: outputs with a static and a symbolic dimension.
+    # Outputs with a static and a symbolic dimension.
     n = te.var("n", "int64")
     xs = te.placeholder((n, 4), "float32", name="xs")
     c = te.placeholder((4,), "float32", name="c")
@@ -45,7 +45,7 @@ def main(folder: str) -> None:
     sym = tvm.compile(te.create_prim_func([xs, c, ys, zs]), target="llvm")
     returning = tvm_partial.partial(sym, signature=[xs, c, ys, zs], c=np.ones(4, "float32"), outputs=["zs", "ys"])
     (out / "outputs.bin").write_bytes(tvm_partial.save_to_bytes(returning))
-    # Format version 3: a row shard (w bound whole, [8, 4] float32 over 2 ranks).
+    # A row shard (w bound whole, [8, 4] float32 over 2 ranks).
     ws = te.placeholder((4, 4), "float32", name="ws")
     tp = tvm.compile(te.create_prim_func([ws, te.compute((4, 4), lambda i, j: ws[i, j] * 2.0, name="o")]),
                      target="llvm")

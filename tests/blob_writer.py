@@ -32,7 +32,7 @@ def tensor_entry(index, dtype="float32", shape=(4,), nbytes=None, offset=None, d
 
 
 def shared_entry(index, payload):
-    """A binding of the tensor whose payload is number ``payload`` (kind 6, version 3)."""
+    """A binding of the tensor whose payload is number ``payload`` (kind 6)."""
     return struct.pack("<qBQ", index, 6, payload)
 
 
@@ -42,7 +42,7 @@ def int_entry(position, value=7):
 
 
 def output_entry(position, dtype="float32", dims=((-1, 16),)):
-    """An output (version 2 and on). dims: (source, value): source -1 for a static extent, else
+    """An output. dims: (source, value): source -1 for a static extent, else
     (argument position, axis)."""
     return (
         struct.pack("<q", position)
@@ -52,29 +52,28 @@ def output_entry(position, dtype="float32", dims=((-1, 16),)):
     )
 
 
-def make_blob(functions, version=1, flags=0, payload=b"", meta_extra=b"", count=None, output_count=None):
+def make_blob(functions, version=3, flags=0, payload=b"", meta_extra=b"", count=None, output_count=None):
     """functions: [(name, [param names], [binding entries][, [output entries]])], resealed so the
-    hash is valid. Versions 2 and 3 carry each function's outputs (``output_count`` overrides
-    their count), version 3 a shard count (0: no shards)."""
+    hash is valid. Each function carries its outputs (``output_count`` overrides their count) and
+    a shard count of 0 (no shards). ``version`` only changes the header's field (the layout is the
+    one version 3 has: a test of refusal sets another)."""
     parts = [struct.pack("<I", len(functions) if count is None else count)]
     for name, names, entries, *rest in functions:
         outputs = rest[0] if rest else []
         parts += [_s(name), struct.pack("<I", len(names)), *(_s(n) for n in names)]
         parts += [struct.pack("<I", len(entries)), *entries]
-        if version >= 2:
-            parts.append(struct.pack("<I", len(outputs) if output_count is None else output_count))
-            parts += outputs
-        if version == 3:
-            parts.append(struct.pack("<I", 0))
+        parts.append(struct.pack("<I", len(outputs) if output_count is None else output_count))
+        parts += outputs
+        parts.append(struct.pack("<I", 0))
     meta = b"".join(parts) + meta_extra
     body = meta + payload
     header = b"TVMPARTL" + struct.pack("<IIQQQ", version, flags, 40 + len(body), len(meta), 0)
     return bytes(reseal(header + body))
 
 
-def blob_with_payload(functions, payload: bytes, version=1) -> bytes:
+def blob_with_payload(functions, payload: bytes) -> bytes:
     """``functions(offset)`` -> the functions whose one tensor payload lies at ``offset``: a blob
     with ``payload`` at the first multiple of 64 after the metadata (the canonical layout)."""
-    probe = make_blob(functions(0), version=version)
+    probe = make_blob(functions(0))
     offset = len(probe) + (-len(probe)) % 64
-    return make_blob(functions(offset), version=version, payload=b"\0" * (offset - len(probe)) + payload)
+    return make_blob(functions(offset), payload=b"\0" * (offset - len(probe)) + payload)

@@ -222,7 +222,7 @@ def test_inspect_text(demo_run):
     _, out = demo_run
     proc = cli("inspect", str(out / "conv2d_bias.so"))
     assert proc.returncode == 0, proc.stderr
-    assert "tvm-partial format version 1, 896 B of constants (inline)" in proc.stdout
+    assert "tvm-partial format version 3, 896 B of constants (inline)" in proc.stdout
     assert "function main(data, result)" in proc.stdout
     assert "bound 1 weights: tensor float32[8x3x3x3] on cpu:0, 864 B" in proc.stdout
     assert "bound 2 bias: tensor float32[8] on cpu:0, 32 B" in proc.stdout
@@ -233,7 +233,7 @@ def test_inspect_json(demo_run):
     proc = cli("inspect", str(out / "conv2d_bias.so"), "--json")
     assert proc.returncode == 0, proc.stderr
     info = json.loads(proc.stdout)
-    assert info["format_version"] == 1 and info["constant_bytes"] == 896 and info["payloads"] == "inline"
+    assert info["format_version"] == 3 and info["constant_bytes"] == 896 and info["payloads"] == "inline"
     (fn,) = info["functions"]
     assert fn["name"] == "main" and fn["free"] == ["data", "result"]
     assert fn["param_names"] == ["data", "weights", "bias", "result"]
@@ -253,7 +253,7 @@ def test_inspect_shows_outputs(tmp_path):
     )
     tvm_partial.export_library(pm, tmp_path / "o.so")
     proc = cli("inspect", str(tmp_path / "o.so"))
-    assert "tvm-partial format version 2" in proc.stdout and "function main(x)" in proc.stdout
+    assert "tvm-partial format version 3" in proc.stdout and "function main(x)" in proc.stdout
     assert "output 1 y: tensor float32[x.shape[0]x4], allocated per call and returned" in proc.stdout
     info = json.loads(cli("inspect", str(tmp_path / "o.so"), "--json").stdout)
     assert info["functions"][0]["outputs"] == [
@@ -562,7 +562,7 @@ def test_inspect_reads_save_to_bytes_output(kinds):
     assert info["functions"] == lib["functions"] and info["constant_bytes"] == lib["constant_bytes"] == 128
     assert info["total_bytes"] == (kinds / "blob.so").stat().st_size
     text = cli("inspect", str(kinds / "blob.so")).stdout.splitlines()
-    assert text[0] == f"{kinds / 'blob.so'}: save_to_bytes data format version 1, 128 B of constants (inline)"
+    assert text[0] == f"{kinds / 'blob.so'}: save_to_bytes data format version 3, 128 B of constants (inline)"
     assert "  function main(a, out)" in text and "    bound 1 b: tensor float32[16] on cpu:0, 64 B" in text
     # verify reads its payloads too: a flipped payload byte is named.
     report = tvm_partial.verify(kinds / "blob.so")

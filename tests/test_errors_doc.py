@@ -156,6 +156,9 @@ CASES = {
     "data from a newer tvm-partial": lambda c: load_from_bytes(
         _blob(c)[:8] + struct.pack("<I", 4) + _blob(c)[12:]
     ),
+    "data from a development build (format version 1 or 2)": lambda c: load_from_bytes(
+        _blob(c)[:8] + struct.pack("<I", 1) + _blob(c)[12:]
+    ),
     "a sharded artifact loaded for another world": lambda c: tvm_partial.load(c["sharded"], shard=(0, 2)),
     "`shard=` for an artifact without shards": lambda c: tvm_partial.load(c["artifact"], shard=(0, 2)),
     "a tensor's device is missing": lambda c: _in_subprocess(
@@ -176,9 +179,6 @@ CASES = {
     "zero-copy metadata without its library": lambda c: tvm_partial.load_from_bytes(c["external_blob"]),
     "`tvm.runtime.load_module` of a file replaced at its path after this process loaded it": lambda c: (
         _replaced(c)
-    ),
-    "an artifact of the retired zero-copy layout (format flag 1 alone)": lambda c: tvm_partial.load(
-        c["section_layout"]
     ),
     "a FIFO (or a device, a socket) where a file is expected": lambda c: tvm_partial.load(_fifo(c)),
     "a file that is not an artifact": lambda c: tvm_partial.load(c["text"]),
@@ -577,12 +577,6 @@ def ctx(conv, tmp_path_factory):
     from tvm_partial import _ffi_api
 
     external_blob = tvm_partial.save_to_bytes(_ffi_api.ExternalPayloads(pm, None, None, None))
-    # A zero-copy artifact relabelled as the retired layout (flags 1 | 4 -> 1, resealed).
-    blob = found.partial
-    old = bytearray(data)
-    old[blob.offset + 12] = 1
-    old[blob.offset : blob.offset + blob.size] = reseal(bytes(old[blob.offset : blob.offset + blob.size]))
-    (folder / "section_layout.so").write_bytes(bytes(old))
     blob_at = found.blob_at
     tree = data[: blob_at + 8] + (2**62).to_bytes(8, "little") + data[blob_at + 16 :]  # a count past its end
     (folder / "bad_tree.so").write_bytes(tree)
@@ -604,7 +598,6 @@ def ctx(conv, tmp_path_factory):
         "pm": pm,
         "truncated": str(folder / "truncated.so"),
         "altered": str(folder / "altered.so"),
-        "section_layout": str(folder / "section_layout.so"),
         "colliding_weights": str(folder / "colliding.safetensors"),
         "deep_weights": str(folder / "deep.safetensors"),
         "cut_appended": str(folder / "cut_appended.so"),

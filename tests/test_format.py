@@ -57,16 +57,16 @@ def test_python_writer_matches_cpp_encoder(affine4):
 
 
 def test_python_writer_matches_cpp_encoder_for_a_shared_tensor(affine4):
-    """One tensor bound at positions 1 and 2: version 3, the tensor (kind 5) and a binding of its
+    """One tensor bound at positions 1 and 2: the tensor (kind 5) and a binding of its
     payload (kind 6, payload 0), the payload once: the layout written from its description."""
     exe, _ = affine4
     w = tvm.runtime.tensor(np.arange(4, dtype="float32"))
     pm = tvm_partial.partial(exe, {1: w, 2: w}, signature=["a", "b", "c", "out"])
     names = ["a", "b", "c", "out"]
-    meta_len = len(make_blob([("main", names, [tensor_entry(1), shared_entry(2, 0)])], version=3)) - 40
+    meta_len = len(make_blob([("main", names, [tensor_entry(1), shared_entry(2, 0)])])) - 40
     offset = 40 + meta_len + (-(40 + meta_len)) % 64
     entries = [tensor_entry(1, offset=offset, hash_=format_hash(w.numpy().tobytes())), shared_entry(2, 0)]
-    blob = make_blob([("main", names, entries)], version=3)
+    blob = make_blob([("main", names, entries)])
     expected = reseal(
         blob[:16]
         + struct.pack("<Q", offset + 16)
@@ -119,7 +119,7 @@ def small_blob():
 
 @pytest.fixture(scope="module")
 def small_shared_blob():
-    """Version 3: one tensor bound at positions 1, 2 and 4, stored once, beside a scalar."""
+    """One tensor bound at positions 1, 2 and 4, stored once, beside a scalar."""
     from tvm import te
 
     x = tvm.runtime.tensor(np.arange(4, dtype="float32"))
@@ -173,43 +173,41 @@ CRAFTED = [
         lambda: make_blob([], version=4),
         r"format version 4, newer than this tvm-partial reads \(3\); upgrade",
     ),
+    # Development builds wrote versions 1 and 2; one version is read, the others refused.
     (
-        "version 3 without a shared tensor",
-        lambda: make_blob([("main", [], [])], version=3),
-        r"format version 3 without shared tensors or shards \(such data is written as version 1 or 2\)",
+        "version 1",
+        lambda: make_blob([("main", [], [])], version=1),
+        r"format version 1, older than this tvm-partial reads \(3\); export the model again",
     ),
     (
-        "shared tensor in version 1",
-        lambda: make_blob([("main", [], [shared_entry(0, 0)])], version=1),
-        r"position 0: unknown value kind 6",
-    ),
-    (
-        "shared tensor in version 2",
-        lambda: make_blob([("main", [], [shared_entry(0, 0)])], version=2),
-        r"position 0: unknown value kind 6",
+        "version 2",
+        lambda: make_blob([("main", [], [])], version=2),
+        r"format version 2, older than this tvm-partial reads \(3\); export the model again",
     ),
     (
         "shared tensor before any tensor",
-        lambda: make_blob([("main", [], [shared_entry(0, 0)])], version=3),
+        lambda: make_blob([("main", [], [shared_entry(0, 0)])]),
         r"position 0: shares payload 0, but only 0 tensor payloads come before it",
     ),
     (
         "shared tensor past the payloads",
         lambda: blob_with_payload(
-            lambda at: [("main", [], [tensor_entry(0, offset=at), shared_entry(1, 1)])], b"\0" * 16, 3
+            lambda at: [("main", [], [tensor_entry(0, offset=at), shared_entry(1, 1)])], b"\0" * 16
         ),
         r"position 1: shares payload 1, but only 1 tensor payloads come before it",
     ),
     (
         "shared payload number truncated",
         lambda: blob_with_payload(
-            lambda at: [("main", [], [tensor_entry(0, offset=at), struct.pack("<qB", 1, 6)])], b"\0" * 16, 3
+            lambda at: [("main", [], [tensor_entry(0, offset=at), struct.pack("<qB", 1, 6)])], b"\0" * 16
         ),
         # the two counts after it (outputs, shards: 8 bytes) read as its number, then nothing is left
         r"output count at byte \d+ needs 4 bytes, 0 left",
     ),
-    ("version zero", lambda: make_blob([], version=0), r"format version 0 is invalid"),
+    ("version zero", lambda: make_blob([], version=0), r"format version 0, older than"),
     ("unknown flags", lambda: make_blob([], flags=4), r"unknown flags 4"),
+    # Flag 1 goes with flag 4 or flag 2 (where the region is), never alone.
+    ("external without a place", lambda: make_blob([], flags=1), r"unknown flags 1"),
     # Flag 4 (region appended to the library) goes with flag 1 only, never with flag 2.
     ("appended with a weights file", lambda: make_blob([], flags=7), r"unknown flags 7"),
     ("appended without a region", lambda: make_blob([], flags=6), r"unknown flags 6"),
@@ -315,8 +313,8 @@ CRAFTED = [
     ),
     (
         "payload past the end",
-        lambda: make_blob([("main", [], [tensor_entry(0, offset=128)])]),
-        r"payload of 16 bytes at offset 128 runs past the end",
+        lambda: make_blob([("main", [], [tensor_entry(0, offset=192)])]),
+        r"payload of 16 bytes at offset 192 runs past the end",
     ),
     (
         "trailing metadata",
@@ -531,7 +529,6 @@ def _shared_across_functions() -> bytes:
             ("b", [], [shared_entry(0, 0)]),
         ],
         payload,
-        version=3,
     )
 
 

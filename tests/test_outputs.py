@@ -234,7 +234,7 @@ def test_zero_copy_export_with_outputs(conv, tmp_path):
         """,
         str(tmp_path),
     )
-    assert result["version"] == 2
+    assert result["version"] == 3
     assert np.array_equal(np.asarray(result["out"], "float32"), expected.ravel())
 
 

@@ -1,29 +1,24 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Format version 2: the outputs of each function (cpp/format.h), written only when some function
-has outputs. Crafted corruption of every new field is refused; loading runs in a subprocess."""
+"""The outputs of each function in the format (cpp/format/format.h): an output count (0 when the
+function has none) and the outputs. Crafted corruption of every field is refused; loading runs in a
+subprocess."""
 
 from __future__ import annotations
 
 import re
 import struct
 
-import blob_writer
 import numpy as np
 import pytest
 import tvm_ffi
-from blob_writer import _s, int_entry, output_entry
+from blob_writer import _s, int_entry, make_blob, output_entry
 from tvm import te
 
 import tvm_partial
 from helpers import compile_te, ints, run_json, tensor
 
 F32 = "float32"
-
-
-def make_blob(functions, version=2, **kwargs):
-    """blob_writer.make_blob, of version 2 unless told."""
-    return blob_writer.make_blob(functions, version=version, **kwargs)
 
 
 ABCO = ["a", "b", "c", "out"]
@@ -49,14 +44,14 @@ def test_python_writer_matches_cpp_encoder(affine4, scale_n):
     assert tvm_partial.save_to_bytes(pm2) == expected
 
 
-def test_without_outputs_the_blob_stays_version_1(affine4):
+def test_without_outputs_the_blob_records_an_output_count_of_0(affine4):
     exe, _tensors = affine4
     data = tvm_partial.save_to_bytes(tvm_partial.partial(exe, {1: 2}))
-    assert struct.unpack_from("<I", data, 8)[0] == 1
-    assert data == make_blob([("main", [], [int_entry(1, 2)], [])], version=1)
+    assert struct.unpack_from("<I", data, 8)[0] == 3
+    assert data == make_blob([("main", [], [int_entry(1, 2)], [])])
 
 
-def test_version_2_round_trips_and_calls(affine4):
+def test_outputs_round_trip_and_call(affine4):
     exe, _ = affine4
     blob = make_blob([("main", ABCO, [], [output_entry(3)])])
     pm = tvm_partial.load_from_bytes(blob, exe)
@@ -71,7 +66,7 @@ def test_describe_lists_outputs(scale_n):
     exe, tensors = scale_n
     data = tvm_partial.save_to_bytes(tvm_partial.partial(exe, signature=tensors, outputs="y"))
     info = tvm_ffi.get_global_func("tvm_partial.DescribeBytes")(data)
-    assert int(info["version"]) == 2
+    assert int(info["version"]) == 3
     (out,) = info["functions"][0]["outputs"]
     assert int(out["position"]) == 2 and str(out["dtype"]) == F32
     assert [list(d) if not isinstance(d, int) else d for d in out["shape"]] == [[0, 0], 3]
@@ -159,17 +154,13 @@ CRAFTED = [
     ),
     (
         "dimension cut short",
-        make_blob(
-            _main(outputs=[]),
-            output_count=1,
-            meta_extra=struct.pack("<q", 3) + _s(F32) + struct.pack("<Iq", 1, -1),
-        ),
-        r"output dimension value at byte \d+ needs 8 bytes, 0 left",
+        make_blob(_main(outputs=[struct.pack("<q", 3) + _s(F32) + struct.pack("<Iq", 1, -1)])),
+        # the value would run over the 4-byte shard count after it, the last bytes of the metadata
+        r"output dimension value at byte \d+ needs 8 bytes, 4 left",
     ),
-    ("version 2 without outputs", make_blob(_main()), r"format version 2 without outputs"),
     (
-        "outputs in a version 1 blob",
-        make_blob(_main(), version=1, meta_extra=struct.pack("<I", 1) + output_entry(3)),
+        "outputs past the count",
+        make_blob(_main(), meta_extra=output_entry(3)),
         r"unread bytes at the end of the metadata",
     ),
 ]
@@ -198,7 +189,7 @@ def test_crafted_corruption_refused():
         assert re.search(match, message), f"{name}: {message}"
 
 
-def test_every_prefix_and_flipped_byte_of_a_version_2_blob_refused(scale_n):
+def test_every_prefix_and_flipped_byte_of_a_blob_with_outputs_refused(scale_n):
     exe, tensors = scale_n
     blob = tvm_partial.save_to_bytes(
         tvm_partial.partial(exe, signature=tensors, c=np.ones(3, F32), outputs="y")

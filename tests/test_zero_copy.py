@@ -15,8 +15,6 @@ import tvm_partial
 from helpers import (
     affine4_ref,
     ints,
-    library_modules,
-    reseal,
     run_cases,
     run_cli,
     run_json,
@@ -366,23 +364,6 @@ def test_strip_drops_the_region_and_says_so(affine4, tmp_path):
     assert stripped.stat().st_size < lib.stat().st_size
     message = all_refuse(stripped, "is truncated or was rewritten: its payload region")
     assert "tools such as strip drop data appended to a library" in message
-
-
-def test_section_layout_is_retired_with_a_clear_error(affine4, tmp_path):
-    """The zero-copy layout of development builds (the whole region in a data section, format
-    flag 1 alone) is no longer read: load, inspect and verify refuse it naming the format (its
-    loads shared pages across every load of the file, so copy-on-write did not hold per load)."""
-    exe, _ = affine4
-    lib, _ = _export_appended(exe, tmp_path)
-    data = bytearray(lib.read_bytes())
-    blob = library_modules(lib).partial
-    assert int.from_bytes(data[blob.offset + 12 : blob.offset + 16], "little") == 5  # flags 1 | 4
-    data[blob.offset + 12] = 1
-    data[blob.offset : blob.offset + blob.size] = reseal(bytes(data[blob.offset : blob.offset + blob.size]))
-    old = tmp_path / "old.so"
-    old.write_bytes(bytes(data))
-    text = all_refuse(old, "keeps its payloads in a data section of the library (format flag 1 alone)")
-    assert "no longer reads; export the model again" in text
 
 
 def test_altered_region_header_refused(affine4, tmp_path):

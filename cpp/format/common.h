@@ -40,7 +40,7 @@ enum ValueKind : uint8_t {
   kBool = 3,
   kStr = 4,
   kTensor = 5,
-  kSharedTensor = 6,  // version 3: the tensor of an earlier kind-5 binding, stored once
+  kSharedTensor = 6,  // the tensor of an earlier kind-5 binding, stored once
 };
 
 /*! \brief The hash the header records: over its first kHashedHeader bytes and the metadata. */

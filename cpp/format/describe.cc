@@ -87,7 +87,6 @@ ffi::Map<ffi::String, ffi::Any> Describe(const Parsed& parsed) {
   out.Set("payloads", ffi::String(parsed.external() ? "region " + parsed.symbol : "inline"));
   if (!parsed.weights_file.empty()) out.Set("weights_file", ffi::String(parsed.weights_file));
   if (parsed.placement == Placement::kAppended) out.Set("region_appended", true);
-  if (parsed.placement == Placement::kSection) out.Set("region_in_section", true);
   if (parsed.external()) {
     out.Set("region_symbol", ffi::String(parsed.symbol));
     out.Set("region_link", static_cast<int64_t>(parsed.link));

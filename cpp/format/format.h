@@ -7,14 +7,12 @@
  *        bytes it is given and nothing else: where the payloads of external placements live is
  *        decided by storage/payload_source.h, which sits on top of it.
  *
- * Layout (versions 1 to 3, little-endian). Flags: 0, the payloads follow the metadata inside
- * the blob; 1 | 4, they are appended to the library file after the linked code, located by a
- * trailer at the file's end (storage/appended_region.h); 1 | 2, they are the data of a safetensors
- * weights file beside the library (storage/weights_file.h), whose first 64 bytes are that
- * header. Flag 1 alone (the whole region in a data section of the library) was written by
- * development builds only and is no longer read. With flag 1 the metadata starts with
- * str symbol | u64 link | u64 region size, then (flag 2) str weights file, a path relative to
- * the library's folder.
+ * Layout (version 3, the only one; little-endian). Flags: 0, the payloads follow the metadata
+ * inside the blob; 1 | 4, they are appended to the library file after the linked code, located by
+ * a trailer at the file's end (storage/appended_region.h); 1 | 2, they are the data of a
+ * safetensors weights file beside the library (storage/weights_file.h), whose first 64 bytes are
+ * that header. Other flags are refused. With flag 1 the metadata starts with str symbol | u64 link
+ * | u64 region size, then (flag 2) str weights file, a path relative to the library's folder.
  *
  *   header   magic "TVMPARTL" | u32 version | u32 flags | u64 total size | u64 metadata size
  *            | u64 metadata hash (over the header before it and the metadata)      = 40 bytes
@@ -24,17 +22,14 @@
  *                kind 0 None; 1 int: i64; 2 float: f64; 3 bool: u8; 4 str: str;
  *                kind 5 tensor: str dtype | i32 device type | i32 device id | u32 ndim
  *                               | i64 shape[ndim] | u64 byte length | u64 payload offset | u64 hash
- *                version 3 only: kind 6 shared tensor: u64 payload, the number of an earlier
- *                               kind-5 binding (0 for the first in the blob): the very tensor
- *                               bound there, its payload stored once
- *              versions 2 and 3 (3: written when some tensor is shared or some function binds
- *              shards; 2: when some function has outputs; else version 1):
- *              u32 output count (may be 0 in version 3), per output (in the order the call
- *              returns them):
+ *                kind 6 shared tensor: u64 payload, the number of an earlier kind-5 binding
+ *                               (0 for the first in the blob): the very tensor bound there, its
+ *                               payload stored once
+ *              u32 output count (may be 0), per output (in the order the call returns them):
  *                i64 position | str dtype | u32 ndim | per dimension: i64 source | i64 value
  *                  source -1: value is a static extent (>= 0); source >= 0: the extent of axis
  *                  `value` of the call's argument at position `source` (a free input)
- *              version 3 only: u32 shard count, per shard (positions increasing, each a kind-5
+ *              u32 shard count (may be 0), per shard (positions increasing, each a kind-5
  *              tensor binding of this function):
  *                i64 position | u32 dim | u32 world | u8 layout (0 rows, 1 shard-major)
  *                | layout 1 only: u32 segments | u64 hash[world] (of each rank's byte range
@@ -65,16 +60,10 @@
 namespace tvm_partial {
 namespace format {
 
-/*! \brief The newest version, read and written for blobs where one tensor is bound in several
- *         places (kind 6) or some function binds shards. */
+/*! \brief The one version of the layout: always written, the only one read. */
 constexpr uint32_t kVersion = 3;
-/*! \brief Blobs with outputs and neither shared tensors nor shards are version 2
- *         (byte-identical to before version 3 existed). */
-constexpr uint32_t kVersionOutputs = 2;
-/*! \brief Blobs without outputs, shared tensors or shards are written as version 1
- *         (byte-identical to before versions 2 and 3 existed, so older readers read them);
- *         payload regions are always version 1. */
-constexpr uint32_t kVersionNoOutputs = 1;
+/*! \brief The version of a payload region's header (a header of its own). */
+constexpr uint32_t kRegionVersion = 1;
 constexpr size_t kPayloadAlignment = 64;
 /*! \brief A payload region starts with "TVMPREGN" | u32 version | u32 0 | u64 size | u64 link,
  *         padded to 64 bytes; payloads follow as in a blob, offsets from its start. */
@@ -108,8 +97,8 @@ struct FunctionRecord {
   ffi::String name;
   ffi::Array<ffi::String> param_names;  // empty when unknown
   detail::BoundList bound;
-  Outputs outputs;                 // version 2: allocated per call and returned (outputs.h)
-  std::vector<Shard> shards = {};  // version 3: tensor-parallel bindings, by position
+  Outputs outputs;                 // allocated per call and returned (outputs.h)
+  std::vector<Shard> shards = {};  // tensor-parallel bindings, by position
 };
 
 /*!
@@ -160,7 +149,6 @@ enum class Placement {
   kInline,       // flags 0: after the metadata, inside the blob
   kAppended,     // flags 1 | 4: appended to the library file
   kWeightsFile,  // flags 1 | 2: the data of a safetensors file beside the library
-  kSection,      // flag 1 alone: a data section of the library (no longer read)
 };
 
 /*! \brief A tensor binding as recorded: no payload read. A shared tensor (kind 6) has the
@@ -187,8 +175,8 @@ struct ParsedFunction {
   ffi::String name;
   ffi::Array<ffi::String> param_names;
   std::vector<ParsedValue> values;
-  Outputs outputs;            // version 2
-  std::vector<Shard> shards;  // version 3
+  Outputs outputs;
+  std::vector<Shard> shards;
 };
 
 struct Parsed {

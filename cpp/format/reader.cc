@@ -12,7 +12,6 @@
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/function.h>
 
-#include <algorithm>
 #include <cstring>
 #include <string>
 #include <unordered_set>
@@ -98,7 +97,7 @@ uint64_t CheckedByteSize(const std::vector<int64_t>& shape, DLDataType dtype,
   return bytes;
 }
 
-/*! \brief Version 2: the outputs of one function, bounds-checked and checked for consistency. */
+/*! \brief The outputs of one function, bounds-checked and checked for consistency. */
 void ReadOutputs(Reader* r, ParsedFunction* fn, uint32_t num_names) {
   const std::string who = "function '" + std::string(fn->name) + "'";
   uint32_t count = r->GetCount("output count", 16);
@@ -133,7 +132,7 @@ void ReadOutputs(Reader* r, ParsedFunction* fn, uint32_t num_names) {
   }
 }
 
-/*! \brief Version 3: the shards of one function, each on a tensor binding of it that can be
+/*! \brief The shards of one function, each on a tensor binding of it that can be
  *         split as recorded (format::ShardProblem, the rule binding applies). */
 void ReadShards(Reader* r, ParsedFunction* fn) {
   const uint32_t count = r->GetCount("shard count", 17 + 2 * 8);
@@ -198,10 +197,13 @@ uint32_t ReadHeader(const char* data, size_t size, Parsed* out, size_t* meta_end
                               << ", newer than this tvm-partial reads (" << kVersion
                               << "); upgrade tvm-partial";
   }
-  if (out->version == 0) Corrupt("format version 0 is invalid");
+  if (out->version < kVersion) {  // development builds wrote 1 and 2; 0 was never written
+    TVM_FFI_THROW(ValueError) << "partial_apply data has format version " << out->version
+                              << ", older than this tvm-partial reads (" << kVersion
+                              << "); export the model again with this tvm-partial";
+  }
   const uint32_t flags = header.Get<uint32_t>("flags");
-  if (flags != 0 && flags != kFlagExternalPayloads &&
-      flags != (kFlagExternalPayloads | kFlagWeightsFile) &&
+  if (flags != 0 && flags != (kFlagExternalPayloads | kFlagWeightsFile) &&
       flags != (kFlagExternalPayloads | kFlagAppended)) {
     Corrupt("unknown flags " + std::to_string(flags));
   }
@@ -223,11 +225,9 @@ uint32_t ReadHeader(const char* data, size_t size, Parsed* out, size_t* meta_end
   return flags;
 }
 
-/*! \brief Flags 1: the region record (symbol, link, size; flag 2: the weights file's name). */
+/*! \brief Flag 1: the region record (symbol, link, size; flag 2: the weights file's name). */
 void ReadPlacement(Reader* r, uint32_t flags, Parsed* out) {
-  out->placement = (flags & kFlagAppended)      ? Placement::kAppended
-                   : (flags & kFlagWeightsFile) ? Placement::kWeightsFile
-                                                : Placement::kSection;
+  out->placement = (flags & kFlagAppended) ? Placement::kAppended : Placement::kWeightsFile;
   out->symbol = r->GetStr("payload region symbol");
   out->link = r->Get<uint64_t>("payload region link");
   out->region_size = r->Get<uint64_t>("payload region size");
@@ -304,7 +304,7 @@ void ReadTensor(Reader* r, const std::string& where, Layout* layout, TensorMeta*
 }
 
 /*! \brief One binding: position (checked), kind, value. A tensor (kind 5) becomes the next of
- *         `out->payloads`; a shared tensor (kind 6, version 3) refers to one of them. */
+ *         `out->payloads`; a shared tensor (kind 6) refers to one of them. */
 ParsedValue ReadBinding(Reader* r, const ParsedFunction& fn, size_t num_names, int64_t last_index,
                         Layout* layout, Parsed* out) {
   ParsedValue v;
@@ -345,7 +345,6 @@ ParsedValue ReadBinding(Reader* r, const ParsedFunction& fn, size_t num_names, i
       out->payloads.emplace_back(out->functions.size(), fn.values.size());
       break;
     case kSharedTensor: {
-      if (out->version < 3) Corrupt(where + ": unknown value kind " + std::to_string(v.kind));
       v.payload = r->Get<uint64_t>("shared tensor payload");
       if (v.payload >= out->payloads.size()) {
         Corrupt(where + ": shares payload " + std::to_string(v.payload) + ", but only " +
@@ -362,7 +361,7 @@ ParsedValue ReadBinding(Reader* r, const ParsedFunction& fn, size_t num_names, i
   return v;
 }
 
-/*! \brief One function: name, parameter names, bindings, outputs (versions 2 and 3). */
+/*! \brief One function: name, parameter names, bindings, outputs, shards. */
 ParsedFunction ReadFunction(Reader* r, Layout* layout, Parsed* out) {
   ParsedFunction fn;
   fn.name = r->GetStr("function name");
@@ -374,8 +373,8 @@ ParsedFunction ReadFunction(Reader* r, Layout* layout, Parsed* out) {
     fn.values.push_back(ReadBinding(r, fn, num_names, last_index, layout, out));
     last_index = fn.values.back().index;
   }
-  if (out->version >= 2) ReadOutputs(r, &fn, num_names);
-  if (out->version >= 3) ReadShards(r, &fn);
+  ReadOutputs(r, &fn, num_names);
+  ReadShards(r, &fn);
   return fn;
 }
 
@@ -417,21 +416,6 @@ Parsed Parse(const char* data, size_t size) {
         }
       }
     }
-  }
-  const bool shared =
-      std::any_of(out.functions.begin(), out.functions.end(), [](const ParsedFunction& fn) {
-        return std::any_of(fn.values.begin(), fn.values.end(),
-                           [](const ParsedValue& v) { return v.kind == kSharedTensor; });
-      });
-  if (out.version == 3 && !shared && !out.Sharded()) {
-    Corrupt(
-        "format version 3 without shared tensors or shards (such data is written as version 1 or "
-        "2)");
-  }
-  if (out.version == 2 &&
-      std::all_of(out.functions.begin(), out.functions.end(),
-                  [](const ParsedFunction& fn) { return fn.outputs.empty(); })) {
-    Corrupt("format version 2 without outputs (such data is written as version 1)");
   }
   if (r.left() != 0) Corrupt(std::to_string(r.left()) + " unread bytes at the end of the metadata");
   if (layout.end != layout.limit) {

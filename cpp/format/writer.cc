@@ -105,7 +105,7 @@ const Shard* StoredShard(const FunctionRecord& fn, int64_t position) {
   return nullptr;
 }
 
-/*! \brief Version 3: the shards of one function (checked when they were bound), each with
+/*! \brief The shards of one function (checked when they were bound), each with
  *         the hash of every rank's byte range of its tensor. */
 void WriteShards(Writer* w, const FunctionRecord& fn) {
   w->Put<uint32_t>(static_cast<uint32_t>(fn.shards.size()));
@@ -162,28 +162,9 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
   std::vector<Pending> tensors;
   const std::vector<std::vector<int64_t>> numbers = TensorNumbers(functions);
   CheckShardsUntied(functions, numbers);
-  bool shared = false;  // some tensor is bound in several places: version 3
-  {
-    int64_t distinct = 0;
-    for (const std::vector<int64_t>& fn : numbers) {
-      for (int64_t n : fn) {
-        if (n >= distinct)
-          distinct = n + 1;
-        else if (n >= 0)
-          shared = true;
-      }
-    }
-  }
   Writer w;
   w.str().append(kMagic, sizeof(kMagic));
-  const bool with_outputs =
-      std::any_of(functions.begin(), functions.end(),
-                  [](const FunctionRecord& fn) { return !fn.outputs.empty(); });
-  const bool with_shards = std::any_of(functions.begin(), functions.end(),
-                                       [](const FunctionRecord& fn) { return !fn.shards.empty(); });
-  w.Put<uint32_t>(shared || with_shards ? kVersion
-                  : with_outputs        ? kVersionOutputs
-                                        : kVersionNoOutputs);
+  w.Put<uint32_t>(kVersion);
   w.Put<uint32_t>(region ? (kFlagExternalPayloads |
                             (region->weights_file.empty() ? 0 : kFlagWeightsFile) |
                             (region->appended ? kFlagAppended : 0))
@@ -287,8 +268,8 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
               << " cannot be serialised (only tensors, int, float, bool, str and None can)";
       }
     }
-    if (with_outputs || shared || with_shards) WriteOutputs(&w, fn.outputs);
-    if (shared || with_shards) WriteShards(&w, fn);
+    WriteOutputs(&w, fn.outputs);
+    WriteShards(&w, fn);
   }
   const size_t meta_size = w.size() - kHeaderSize;
   if (region) {
@@ -429,7 +410,7 @@ uint64_t RegionSize(const std::vector<ffi::Tensor>& tensors) {
 
 std::string EncodeRegionHeader(uint64_t size, uint64_t link) {
   std::string header(kRegionHeaderSize, '\0');
-  const uint32_t version = kVersionNoOutputs;
+  const uint32_t version = kRegionVersion;
   std::memcpy(&header[0], kRegionMagic, 8);
   std::memcpy(&header[8], &version, 4);
   std::memcpy(&header[16], &size, 8);

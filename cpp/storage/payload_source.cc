@@ -172,15 +172,7 @@ PayloadSource Locate(const format::Parsed& parsed, const Origin& origin) {
       return FromAppended(parsed, origin);
     case format::Placement::kWeightsFile:
       return FromWeightsFile(parsed, origin);
-    case format::Placement::kSection:
-      break;
   }
-  TVM_FFI_THROW(ValueError) << (origin.library ? origin.library->path
-                                               : std::string("this artifact"))
-                            << " keeps its payloads in a data section of the "
-                            << "library (format flag 1 alone), a zero-copy layout that only "
-                            << "development builds of tvm-partial wrote and this version no "
-                            << "longer reads; export the model again";
   TVM_FFI_UNREACHABLE();
 }
 
