@@ -89,7 +89,7 @@ def test_inspect_and_verify_read_the_file_they_opened(bound, tmp_path, placement
         first = hashes(_ffi_api.Inspect(str(path), fd, False))
         os.replace(update, path)
         after = hashes(_ffi_api.Inspect(str(path), fd, False))
-        checked = _ffi_api.Verify(str(path), fd, None, -1, 0, False)
+        checked = _ffi_api.Verify(str(path), fd, None, None, False)
     finally:
         os.close(fd)
     assert first != of_update and after == first
