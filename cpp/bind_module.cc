@@ -252,9 +252,13 @@ namespace {
  *        segments]]}, "shard_rank": the rank whose view it holds (load(path, shard=)) or -1,
  *        "payloads": {function: {position: n}} (n numbers the distinct tensors, each stored once:
  *        format::TensorNumbers), "constant_bytes": their bytes as the format stores them (what
- *        decides a zero-copy export)}.
+ *        decides a zero-copy export)}. Given bytes (save_to_bytes), the format's own
+ *        description of them (format::Describe), checked as the loader parses them.
  */
 ffi::Optional<ffi::Map<ffi::String, ffi::Any>> Describe(const ffi::Any& obj) {
+  if (std::optional<ffi::Bytes> bytes = obj.try_cast<ffi::Bytes>()) {
+    return format::Describe(format::Parse(bytes->data(), bytes->size()));
+  }
   std::optional<std::vector<format::FunctionRecord>> records = RecordsOf(obj);
   if (!records.has_value()) return std::nullopt;
   ffi::Map<ffi::String, ffi::Array<ffi::String>> names;

@@ -4,7 +4,7 @@
  * \file partial_module.cc
  * \brief The `partial_apply` module kind: a module with bindings for some of its functions,
  *        its loader `ffi.Module.load_from_bytes.partial_apply`, and the globals of a made module
- *        (`tvm_partial.IsPartial`, `ShardRank`, `SaveToBytes`, `DescribeBytes`).
+ *        (`tvm_partial.SaveToBytes`).
  */
 #include "partial_module.h"
 
@@ -430,9 +430,6 @@ TVM_FFI_STATIC_INIT_BLOCK() {
                              PartialModuleObj::LoadFromBytes);
   detail::RegisterGlobalOnce("tvm_partial.SaveToBytes",
                              [](ffi::Module m) { return m->SaveToBytes(); });
-  detail::RegisterGlobalOnce("tvm_partial.DescribeBytes", [](ffi::Bytes b) {
-    return format::Describe(format::Parse(b.data(), b.size()));
-  });
 }
 
 }  // namespace tvm_partial

@@ -3,7 +3,7 @@
 /*!
  * \file fuzz_loader.cc
  * \brief libFuzzer target: arbitrary bytes through the registered loader
- *        `ffi.Module.load_from_bytes.partial_apply` and `tvm_partial.DescribeBytes`.
+ *        `ffi.Module.load_from_bytes.partial_apply` and `tvm_partial.Describe` of bytes.
  *
  * Built with -DTVM_PARTIAL_FUZZING (checksums not enforced, so mutations reach the structural
  * checks behind them). Oracle: no crash, hang or sanitizer report; every refusal is an ffi::Error;
@@ -25,7 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const ffi::Function load =
       *ffi::Function::GetGlobal("ffi.Module.load_from_bytes.partial_apply");
   static const ffi::Function save = *ffi::Function::GetGlobal("tvm_partial.SaveToBytes");
-  static const ffi::Function describe = *ffi::Function::GetGlobal("tvm_partial.DescribeBytes");
+  static const ffi::Function describe = *ffi::Function::GetGlobal("tvm_partial.Describe");
   ffi::Bytes input(reinterpret_cast<const char*>(data), size);
   try {
     describe(input);

@@ -178,7 +178,7 @@ sys.path.insert(0, sys.argv[1])
 import tvm_ffi, tvm_partial
 from blob_writer import make_blob
 load = tvm_ffi.get_global_func("ffi.Module.load_from_bytes.partial_apply")
-describe = tvm_ffi.get_global_func("tvm_partial.DescribeBytes")
+describe = tvm_ffi.get_global_func("tvm_partial.Describe")
 save = tvm_ffi.get_global_func("tvm_partial.SaveToBytes")
 apply_module = tvm_ffi.get_global_func("runtime.PartialApplyModule")
 bindings = tvm_ffi.get_global_func("runtime.PartialApplyBindings")

@@ -496,7 +496,7 @@ def test_crafted_shard_records_are_refused(tp, kind):
         def run_case(case):
             name, data, _ = case
             out = []
-            for reader in (tvm_partial.load_from_bytes, lambda b: _ffi_api.DescribeBytes(b)):
+            for reader in (tvm_partial.load_from_bytes, lambda b: _ffi_api.Describe(b)):
                 try:
                     reader(bytes.fromhex(data))
                     out.append("accepted")
@@ -631,7 +631,7 @@ def test_stored_order_matches_numpys_rank_shards_property(tp):
         W = np.random.default_rng(seed).integers(-100, 100, shape).astype(dtype)
         pm = bind(exe.mod, {"main": {0: tensor(W)}}, {}, {}, {}, {"main": [[0, dim, world, segments]]})
         blob = tvm_partial.save_to_bytes(pm)
-        binding = _ffi_api.DescribeBytes(blob)["functions"][0]["bindings"][0]
+        binding = _ffi_api.Describe(blob)["functions"][0]["bindings"][0]
         rows = segments == 1 and all(d == 1 for d in shape[:dim])
         assert binding["shard"]["layout"] == ("rows" if rows else "shard-major")
         payload = blob[binding["offset"] : binding["offset"] + binding["bytes"]]
