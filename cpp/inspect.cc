@@ -10,6 +10,8 @@
  * An artifact is a shared library: where its embedded bytes lie in the file is found without
  * running any of it (storage/module_tree.h). An ONNX model is Python's (a protobuf).
  */
+#include "inspect.h"
+
 #include <tvm/ffi/container/array.h>
 #include <tvm/ffi/container/map.h>
 #include <tvm/ffi/dtype.h>
@@ -47,7 +49,70 @@ namespace tvm_partial {
 
 namespace {
 
-using Dict = ffi::Map<ffi::String, ffi::Any>;
+/*! \brief Hash each payload of `entries` (from `file`), calling progress(done, total). */
+std::vector<uint64_t> HashAll(const std::vector<std::pair<uint64_t, uint64_t>>& ranges,
+                              const storage::File& file,
+                              const ffi::Optional<ffi::Function>& progress) {
+  uint64_t total = 0;
+  for (const auto& r : ranges) total += r.second;
+  std::vector<uint64_t> out;
+  uint64_t base = 0;
+  std::function<void(uint64_t)> report;
+  for (const auto& [offset, size] : ranges) {
+    if (progress.has_value()) {
+      report = [&](uint64_t done) {
+        (*progress)(static_cast<int64_t>(base + done), static_cast<int64_t>(total));
+      };
+    }
+    out.push_back(storage::HashRange(file, offset, size, report));
+    base += size;
+  }
+  if (progress.has_value()) (*progress)(static_cast<int64_t>(total), static_cast<int64_t>(total));
+  return out;
+}
+
+}  // namespace
+
+/*! \brief Each entry ({"file_offset", "bytes", ...}) hashed where it lies in `file` and marked
+ *         "intact" when the hash is `expected(entry)`. */
+ffi::Array<ffi::Any> CheckEntries(const ffi::Array<ffi::Any>& entries, const storage::File& file,
+                                  const ffi::Optional<ffi::Function>& progress,
+                                  const std::function<uint64_t(const Dict&)>& expected) {
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (const ffi::Any& any : entries) {
+    const Dict e = any.cast<Dict>();
+    ranges.emplace_back(static_cast<uint64_t>(e.at("file_offset").cast<int64_t>()),
+                        static_cast<uint64_t>(e.at("bytes").cast<int64_t>()));
+  }
+  const std::vector<uint64_t> got = HashAll(ranges, file, progress);
+  ffi::Array<ffi::Any> out;
+  for (size_t i = 0; i < got.size(); ++i) {
+    Dict e = entries[i].cast<Dict>();
+    if (!e.count("placement")) e.Set("placement", ffi::String("weights file"));
+    e.Set("intact", got[i] == expected(e));
+    out.push_back(e);
+  }
+  return out;
+}
+
+/*! \brief verify's report: {"path", "intact", "checked", "bytes", "payloads", "damaged"}. */
+Dict Report(const ffi::String& path, const ffi::Array<ffi::Any>& payloads) {
+  ffi::Array<ffi::Any> damaged;
+  int64_t bytes = 0;
+  for (const ffi::Any& any : payloads) {
+    const Dict p = any.cast<Dict>();
+    bytes += p.at("bytes").cast<int64_t>();
+    if (!p.at("intact").cast<bool>()) damaged.push_back(p);
+  }
+  return Dict{{"path", path},
+              {"intact", damaged.empty()},
+              {"checked", static_cast<int64_t>(payloads.size())},
+              {"bytes", bytes},
+              {"payloads", payloads},
+              {"damaged", damaged}};
+}
+
+namespace {
 
 /*! \brief A partial module's bytes as they lie in a file, parsed, and what Locate needs. */
 struct FileArtifact {
@@ -171,102 +236,6 @@ void CheckShardToVerify(const ffi::String& path, const format::Parsed& parsed, i
       }
     }
   }
-}
-
-/*! \brief Hash each payload of `entries` (from `file`), calling progress(done, total). */
-std::vector<uint64_t> HashAll(const std::vector<std::pair<uint64_t, uint64_t>>& ranges,
-                              const storage::File& file,
-                              const ffi::Optional<ffi::Function>& progress) {
-  uint64_t total = 0;
-  for (const auto& r : ranges) total += r.second;
-  std::vector<uint64_t> out;
-  uint64_t base = 0;
-  std::function<void(uint64_t)> report;
-  for (const auto& [offset, size] : ranges) {
-    if (progress.has_value()) {
-      report = [&](uint64_t done) {
-        (*progress)(static_cast<int64_t>(base + done), static_cast<int64_t>(total));
-      };
-    }
-    out.push_back(storage::HashRange(file, offset, size, report));
-    base += size;
-  }
-  if (progress.has_value()) (*progress)(static_cast<int64_t>(total), static_cast<int64_t>(total));
-  return out;
-}
-
-/*! \brief Each entry ({"file_offset", "bytes", ...}) hashed where it lies in `file` and marked
- *         "intact" when the hash is `expected(entry)`. */
-ffi::Array<ffi::Any> CheckEntries(const ffi::Array<ffi::Any>& entries, const storage::File& file,
-                                  const ffi::Optional<ffi::Function>& progress,
-                                  const std::function<uint64_t(const Dict&)>& expected) {
-  std::vector<std::pair<uint64_t, uint64_t>> ranges;
-  for (const ffi::Any& any : entries) {
-    const Dict e = any.cast<Dict>();
-    ranges.emplace_back(static_cast<uint64_t>(e.at("file_offset").cast<int64_t>()),
-                        static_cast<uint64_t>(e.at("bytes").cast<int64_t>()));
-  }
-  const std::vector<uint64_t> got = HashAll(ranges, file, progress);
-  ffi::Array<ffi::Any> out;
-  for (size_t i = 0; i < got.size(); ++i) {
-    Dict e = entries[i].cast<Dict>();
-    if (!e.count("placement")) e.Set("placement", ffi::String("weights file"));
-    e.Set("intact", got[i] == expected(e));
-    out.push_back(e);
-  }
-  return out;
-}
-
-/*! \brief The tensors of a weights file as entries (tensor keys only), by file offset. */
-ffi::Array<ffi::Any> WeightsEntries(const weights::WeightsFile& file) {
-  const auto recorded = weights::RecordedBindings(file);
-  std::map<std::string, std::vector<std::string>> aliases;  // stored key -> its other places' keys
-  for (const auto& [alias, stored] : weights::RecordedShared(file))
-    aliases[stored].push_back(alias);
-  std::vector<std::pair<uint64_t, std::string>> order;
-  for (const auto& [key, e] : file.entries) {
-    if (weights::WeightsFile::IsTensorKey(key)) order.emplace_back(e.begin, key);
-  }
-  std::sort(order.begin(), order.end());
-  ffi::Array<ffi::Any> out;
-  for (const auto& [begin, key] : order) {
-    const weights::Entry& e = file.entries.at(key);
-    Dict d;
-    d.Set("key", ffi::String(key));
-    d.Set("dtype", ffi::String(e.dtype->tvm));
-    d.Set("shape", ffi::Array<int64_t>(e.shape.begin(), e.shape.end()));
-    d.Set("file_offset", static_cast<int64_t>(file.data_start + e.begin));
-    d.Set("bytes", static_cast<int64_t>(e.end - e.begin));
-    // Whether open_weights can hand the tensor out as a view of the mapping (else a copy).
-    d.Set("aligned", (file.data_start + e.begin) % format::kPayloadAlignment == 0);
-    const weights::KeyRef ref = weights::ParseKey(file.file->path, key);
-    auto where = recorded.find(key);
-    if (where != recorded.end()) {
-      d.Set("function", ffi::String(where->second.first));
-      d.Set("position", where->second.second);
-    } else {
-      d.Set("function", ffi::String(ref.function));
-      if (ref.name.empty()) d.Set("position", ref.position);
-    }
-    d.Set("name", ffi::String(ref.name.empty() ? std::to_string(ref.position) : ref.name));
-    auto others = aliases.find(key);
-    if (others != aliases.end()) {
-      ffi::Array<ffi::Any> places;
-      for (const std::string& alias : others->second) {
-        Dict place;
-        place.Set("key", ffi::String(alias));
-        auto at = recorded.find(alias);
-        if (at != recorded.end()) {
-          place.Set("function", ffi::String(at->second.first));
-          place.Set("position", at->second.second);
-        }
-        places.push_back(place);
-      }
-      d.Set("shared_by", places);
-    }
-    out.push_back(d);
-  }
-  return out;
 }
 
 /*! \brief What the file `path` (open as `file`) is, from its first bytes: "library" (ELF),
@@ -478,23 +447,6 @@ Dict InspectArtifact(const ffi::String& path, const Found& found) {
   return out;
 }
 
-/*! \brief verify's report: {"path", "intact", "checked", "bytes", "payloads", "damaged"}. */
-Dict Report(const ffi::String& path, const ffi::Array<ffi::Any>& payloads) {
-  ffi::Array<ffi::Any> damaged;
-  int64_t bytes = 0;
-  for (const ffi::Any& any : payloads) {
-    const Dict p = any.cast<Dict>();
-    bytes += p.at("bytes").cast<int64_t>();
-    if (!p.at("intact").cast<bool>()) damaged.push_back(p);
-  }
-  return Dict{{"path", path},
-              {"intact", damaged.empty()},
-              {"checked", static_cast<int64_t>(payloads.size())},
-              {"bytes", bytes},
-              {"payloads", payloads},
-              {"damaged", damaged}};
-}
-
 Dict VerifyArtifact(const ffi::String& path, const Found& found,
                     const ffi::Optional<ffi::Function>& progress, int64_t rank, int64_t world) {
   FileArtifact art = ReadArtifact(path, found.file, found.blob_offset, found.blob_size);
@@ -515,126 +467,6 @@ Dict VerifyArtifact(const ffi::String& path, const Found& found,
       }
     }
     payloads.push_back(e);
-  }
-  return Report(path, payloads);
-}
-
-Dict InspectWeights(const ffi::String& path) {
-  const weights::WeightsSet set = weights::OpenSet(path);  // an index: each file it names
-  std::vector<std::string> order;                          // functions, as first seen
-  std::map<std::string, ffi::Array<ffi::Any>> functions;
-  int64_t total = 0, constant = 0;
-  bool recorded = false;
-  ffi::Array<ffi::Any> files;
-  for (const weights::WeightsFile& file : set.files) {
-    total += static_cast<int64_t>(file.file->size);
-    files.push_back(Dict{{"path", ffi::String(file.file->path)},
-                         {"bytes", static_cast<int64_t>(file.file->size)}});
-    const auto hashes = weights::RecordedHashes(file);
-    recorded = recorded || hashes.has_value();
-    for (const ffi::Any& any : WeightsEntries(file)) {
-      const Dict t = any.cast<Dict>();
-      const std::string key(t.at("key").cast<ffi::String>());
-      Dict b{{"position", t.count("position") ? t.at("position") : t.at("key")},
-             {"name", t.at("name")},
-             {"kind", ffi::String("tensor")},
-             {"dtype", t.at("dtype")},
-             {"shape", t.at("shape")},
-             {"device", ffi::String("cpu:0")},
-             {"bytes", t.at("bytes")},
-             {"offset", t.at("file_offset")},
-             {"key", t.at("key")},
-             {"aligned", t.at("aligned")}};
-      if (set.indexed) b.Set("file", ffi::String(file.file->path));
-      if (t.count("shared_by")) b.Set("shared_by", t.at("shared_by"));
-      if (hashes.has_value() && hashes->count(key)) {
-        b.Set("hash", ffi::String(hash::HashHex(hashes->at(key))));
-      }
-      constant += t.at("bytes").cast<int64_t>();
-      const std::string function(t.at("function").cast<ffi::String>());
-      if (!functions.count(function)) order.push_back(function);
-      functions[function].push_back(b);
-    }
-  }
-  ffi::Array<ffi::Any> fns;
-  for (const std::string& name : order) {
-    fns.push_back(Dict{{"name", ffi::String(name)},
-                       {"param_names", ffi::Array<ffi::Any>()},
-                       {"free", ffi::Array<ffi::Any>()},
-                       {"bindings", functions[name]}});
-  }
-  Dict metadata;
-  if (!set.indexed) {
-    for (const auto& [k, v] : set.files[0].metadata) metadata.Set(ffi::String(k), ffi::String(v));
-  }
-  return Dict{{"path", path},
-              {"kind", ffi::String("weights file")},
-              {"format_version", ffi::String("safetensors")},
-              {"total_bytes", total},
-              {"constant_bytes", constant},
-              {"payloads", ffi::String("weights file")},
-              {"region", ffi::Any()},
-              {"payload_hashes",
-               ffi::String(recorded ? "recorded, not checked (run tvm-partial verify)"
-                                    : "none recorded (not written by tvm_partial.save_weights)")},
-              {"functions", fns},
-              {"metadata", metadata},
-              {"files", set.indexed ? ffi::Any(files) : ffi::Any()},
-              {"self_contained", ffi::Any()}};
-}
-
-Dict VerifyWeights(const ffi::String& path, const ffi::Optional<ffi::Function>& progress) {
-  const weights::WeightsSet set = weights::OpenSet(path);  // an index: each file it names
-  std::vector<ffi::Array<ffi::Any>> entries;
-  std::vector<std::map<std::string, uint64_t>> hashes;
-  int64_t total = 0;
-  for (const weights::WeightsFile& file : set.files) {
-    const std::string& name = file.file->path;
-    const std::string of_index = set.indexed ? ", a file of the index " + set.path + "," : "";
-    auto recorded = weights::RecordedHashes(file);
-    if (!recorded.has_value()) {
-      TVM_FFI_THROW(ValueError) << "weights file " << name << of_index << " records no payload "
-                                << "hashes (it was not written by tvm_partial.save_weights): its "
-                                << "header is consistent, its bytes cannot be checked";
-    }
-    entries.push_back(WeightsEntries(file));
-    for (const ffi::Any& any : entries.back()) {
-      const Dict e = any.cast<Dict>();
-      if (!recorded->count(std::string(e.at("key").cast<ffi::String>()))) {
-        TVM_FFI_THROW(ValueError) << "weights file " << name << of_index << ": tensor '"
-                                  << e.at("key").cast<ffi::String>() << "' has no recorded hash";
-      }
-      total += e.at("bytes").cast<int64_t>();
-    }
-    hashes.push_back(*std::move(recorded));
-  }
-  ffi::Array<ffi::Any> payloads;
-  int64_t base = 0;  // bytes of the files before this one, for one progress over them all
-  for (size_t f = 0; f < set.files.size(); ++f) {
-    ffi::Optional<ffi::Function> step;
-    if (progress.has_value()) {
-      step =
-          ffi::Function::FromTyped([&](int64_t done, int64_t) { (*progress)(base + done, total); });
-    }
-    auto expected = [&recorded = hashes[f]](const Dict& e) {
-      return recorded.at(std::string(e.at("key").cast<ffi::String>()));
-    };
-    for (const ffi::Any& any : CheckEntries(entries[f], *set.files[f].file, step, expected)) {
-      const Dict p = any.cast<Dict>();
-      base += p.at("bytes").cast<int64_t>();
-      Dict e{{"key", p.at("key")},
-             {"function", p.at("function")},
-             {"position", p.count("position") ? p.at("position") : ffi::Any()},
-             {"name", p.at("name")},
-             {"placement", ffi::String("weights file")},
-             {"dtype", p.at("dtype")},
-             {"shape", p.at("shape")},
-             {"file_offset", p.at("file_offset")},
-             {"bytes", p.at("bytes")},
-             {"intact", p.at("intact")}};
-      if (set.indexed) e.Set("weights_file", ffi::String(set.files[f].file->path));
-      payloads.push_back(e);
-    }
   }
   return Report(path, payloads);
 }
