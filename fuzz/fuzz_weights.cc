@@ -11,8 +11,9 @@
  *   - `weights::Match` against a small fixed set of wanted bindings (a name bound in two
  *     functions, a position without a name), and `weights::CheckRegionFile` against the
  *     partial module of a fixed artifact exported with `weights_file=`;
- *   - the globals behind `inspect`, `verify` and `open_weights` (`tvm_partial.InspectWeights`,
- *     `VerifyWeights`, `OpenWeights`), every tensor they return read to its last byte;
+ *   - the globals behind `inspect`, `verify` and `open_weights` (`tvm_partial.Inspect`,
+ *     `Verify`, both as of a weights file and as of a file of any kind, and `OpenWeights`),
+ *     every tensor they return read to its last byte;
  *   - `storage::Locate` and `MakeTensors` as the loader runs them for that artifact: with the
  *     input as the weights file it records (`tvm_partial.load(model.so)`) and as the file given
  *     to `load(model.so, weights_file=...)`, every tensor read to its last byte.
@@ -31,6 +32,7 @@
  */
 #include <fcntl.h>
 #include <stdlib.h>
+#include <tvm/ffi/container/array.h>
 #include <tvm/ffi/container/map.h>
 #include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/error.h>
@@ -120,8 +122,8 @@ Fixture* Make() {
                {{{"main", 2, &f->main_names}, {"other", 7, &f->other_names}}, "float16", {3}},
                {{{"other", 1, &f->other_names}}, "float32", {4, 3}},
                {{{"other", 5, &f->other_names}}, "int8", {0}}};
-  f->inspect = *ffi::Function::GetGlobal("tvm_partial.InspectWeights");
-  f->verify = *ffi::Function::GetGlobal("tvm_partial.VerifyWeights");
+  f->inspect = *ffi::Function::GetGlobal("tvm_partial.Inspect");
+  f->verify = *ffi::Function::GetGlobal("tvm_partial.Verify");
   f->open = *ffi::Function::GetGlobal("tvm_partial.OpenWeights");
   return f;
 }
@@ -258,9 +260,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     });
     Refusable("CheckRegionFile", [&] { weights::CheckRegionFile(file, f.parsed); });
   });
-  Refusable("InspectWeights", [&] { f.inspect(ffi::String(f.input)); });
-  Refusable("VerifyWeights",
-            [&] { f.verify(ffi::String(f.input), ffi::Optional<ffi::Function>()); });
+  const int fd = open(f.input.c_str(), O_RDONLY | O_CLOEXEC);  // as Python opens it, once
+  if (fd < 0) Fail("cannot open the input");
+  for (bool as_weights : {true, false}) {
+    Refusable("Inspect", [&] { f.inspect(ffi::String(f.input), fd, as_weights); });
+    Refusable("Verify", [&] {
+      f.verify(ffi::String(f.input), fd, ffi::Optional<ffi::Function>(),
+               ffi::Optional<ffi::Array<int64_t>>(), as_weights);
+    });
+  }
+  close(fd);
   for (const char* function : {"main", "other"}) {
     Refusable("OpenWeights", [&] {
       auto tensors = f.open(ffi::String(f.input), ffi::String(function));
