@@ -2,7 +2,7 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
 # Fuzz with libFuzzer (+ AddressSanitizer, UndefinedBehaviorSanitizer) one of two targets:
-#   loader   the partial_apply loader and DescribeBytes (fuzz/fuzz_loader.cc)
+#   loader   the partial_apply loader and Describe of bytes (fuzz/fuzz_loader.cc)
 #   weights  the safetensors weights-file reader and what trusts it (fuzz/fuzz_weights.cc)
 #   scripts/fuzz.sh [SECONDS] [PYTHON] [TARGET]   default: 60 seconds, python3 with tvm-partial
 #                                                 installed, loader

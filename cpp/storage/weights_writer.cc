@@ -5,7 +5,7 @@
  * \brief Writing safetensors weights files: `save_weights` (the bound tensors of a partial, each
  *        at a multiple of 64), and the weights file of an export with `weights_file=` (whose
  *        data is the payload region the metadata refers to). Globals
- *        `tvm_partial.SaveWeights` and `tvm_partial.WriteWeightsRegionFile`; Python stages the
+ *        `tvm_partial.SaveWeights` and `tvm_partial.WritePayloads`; Python stages the
  *        file under a new name and renames it into place.
  */
 #include <fcntl.h>
