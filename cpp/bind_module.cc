@@ -337,6 +337,100 @@ void PartialApplyModulePacked(ffi::PackedArgs args, ffi::Any* rv) {
       detail::OptionalArg<ffi::Map<ffi::String, ffi::Array<ffi::String>>>(args, 4));
 }
 
+/*! \brief "[0, 2]": the positions of `r` that hold a value. */
+std::string BoundPositions(const format::FunctionRecord& r) {
+  std::string out = "[";
+  for (const auto& [position, _] : r.bound) {
+    out += (out.size() > 1 ? ", " : "") + std::to_string(position);
+  }
+  return out + "]";
+}
+
+/*!
+ * \brief tvm_partial.rebind: a partial module over the code of `mod` (a partial module of this
+ *        copy, not a rank's view of shards) whose values at `values`' positions of `function` are
+ *        replaced, every other record kept (names, outputs, shards, and the file a loader of ours
+ *        loaded the code from). A tensor bound in several places is one tensor: each place that
+ *        held it gets its replacement, unless `values` gives that place its own. A replacement
+ *        is of the kind it replaces: a tensor of the same dtype and shape (Python converts values
+ *        to that), or a scalar; None where Python found no value bound (refused here).
+ */
+ffi::Module Rebind(ffi::Module mod, ffi::String function, ffi::Map<int64_t, ffi::Any> values) {
+  const std::vector<format::FunctionRecord>* held = detail::PartialModuleRecords(mod);
+  if (held == nullptr) {
+    TVM_FFI_THROW(TypeError) << "rebind needs a partial module, got a module of kind "
+                             << mod->kind();
+  }
+  if (const int64_t rank = detail::ShardRankOf(mod); rank >= 0) {
+    TVM_FFI_THROW(ValueError)
+        << "rebind: this partial module is rank " << rank << "'s view of sharded tensors (loaded "
+        << "with shard=); rebind the whole module (load(path) without shard=, or the one "
+        << "partial() made), export it, and load the rank again";
+  }
+  ffi::Optional<ffi::Module> code = detail::PartialModuleCode(mod);
+  if (!code.has_value()) {
+    TVM_FFI_THROW(ValueError)
+        << "rebind: this partial module wraps no compiled code (it was restored from bytes "
+        << "alone); give it its code when loading: tvm_partial.load_from_bytes(data, wrapped=exe)";
+  }
+  std::vector<format::FunctionRecord> records = *held;
+  auto fn = std::find_if(records.begin(), records.end(),
+                         [&](const format::FunctionRecord& r) { return r.name == function; });
+  if (fn == records.end() || fn->bound.empty()) {
+    std::string names;
+    for (const format::FunctionRecord& r : records) {
+      if (!r.bound.empty()) names += (names.empty() ? "" : ", ") + std::string(r.name);
+    }
+    TVM_FFI_THROW(KeyError) << "rebind: function '" << function
+                            << "' has no bindings (bound: " << (names.empty() ? "none" : names)
+                            << ")";
+  }
+  const size_t f = fn - records.begin();
+  const std::vector<std::vector<int64_t>> numbers = format::TensorNumbers(records);
+  std::vector<std::pair<size_t, size_t>> places;  // (function, binding) of each value given
+  for (const auto& [position, value] : values) {
+    auto at = std::find_if(fn->bound.begin(), fn->bound.end(),
+                           [position = position](const auto& b) { return b.first == position; });
+    if (at == fn->bound.end() || value.type_index() == ffi::TypeIndex::kTVMFFINone) {
+      TVM_FFI_THROW(IndexError) << "rebind: position " << position << " of " << function
+                                << "() is not bound (bound: " << BoundPositions(*fn)
+                                << "); rebind replaces bound values";
+    }
+    const auto old = at->second.try_cast<ffi::Tensor>();
+    const auto now = value.try_cast<ffi::Tensor>();
+    auto same = [](const DLTensor& a, const DLTensor& b) {
+      return a.dtype == b.dtype && a.ndim == b.ndim &&
+             std::equal(a.shape, a.shape + a.ndim, b.shape);
+    };
+    if (old.has_value() != now.has_value() ||
+        (old.has_value() && !same(*old->GetDLTensorPtr(), *now->GetDLTensorPtr()))) {
+      TVM_FFI_THROW(TypeError) << "rebind: " << Label(*fn, position)
+                               << " takes a value of the kind bound there (a tensor of the same "
+                               << "dtype and shape, or a scalar)";
+    }
+    places.emplace_back(f, at - fn->bound.begin());
+  }
+  auto given = [&](size_t g, size_t b) {
+    return std::find(places.begin(), places.end(), std::make_pair(g, b)) != places.end();
+  };
+  for (const auto& [g, b] : places) {  // tied places first, so a given value wins over a tie
+    const int64_t number = numbers[g][b];
+    for (size_t h = 0; number >= 0 && h < records.size(); ++h) {
+      for (size_t c = 0; c < records[h].bound.size(); ++c) {
+        if (numbers[h][c] == number && !given(h, c)) {
+          records[h].bound[c].second = values.at(records[g].bound[b].first);
+        }
+      }
+    }
+  }
+  for (const auto& [g, b] : places) {
+    records[g].bound[b].second = values.at(records[g].bound[b].first);
+  }
+  ffi::Module out = detail::NewPartialModule(std::move(records), code);
+  detail::InheritLibraryFile(out, mod);
+  return out;
+}
+
 }  // namespace
 
 TVM_FFI_STATIC_INIT_BLOCK() {
@@ -344,6 +438,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
                                                 &PartialApplyModulePacked);
   detail::RegisterGlobalOnce("runtime.PartialApplyBindings", PartialApplyBindings);
   detail::RegisterGlobalOnce("tvm_partial.Describe", Describe);
+  detail::RegisterGlobalOnce("tvm_partial.Rebind", Rebind);
 }
 
 }  // namespace tvm_partial

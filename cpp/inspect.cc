@@ -471,6 +471,8 @@ Dict VerifyArtifact(const ffi::String& path, const Found& found,
   return Report(path, payloads);
 }
 
+}  // namespace
+
 /*! \brief tvm_partial.inspect: what the file at `path` (open at `fd`: every read is of that
  *         file) holds, without loading it; None for an ONNX model (its protobuf is read in
  *         Python). `as_weights`: read it as a weights file whatever its first bytes say. */
@@ -486,8 +488,8 @@ ffi::Any Inspect(const ffi::String& path, int64_t fd, bool as_weights) {
  *         loader would read it; with `shard` = (rank, world) only that rank's range of each
  *         sharded tensor.
  *         None for an ONNX model (it records no hashes; Python reads and refuses it). */
-ffi::Any Verify(const ffi::String& path, int64_t fd, ffi::Optional<ffi::Function> progress,
-                ffi::Optional<ffi::Array<int64_t>> shard, bool as_weights) {
+static ffi::Any Verify(const ffi::String& path, int64_t fd, ffi::Optional<ffi::Function> progress,
+                       ffi::Optional<ffi::Array<int64_t>> shard, bool as_weights) {
   const auto [rank, world] =
       shard.has_value() ? format::RankWorld("verify", *shard) : std::pair<int64_t, int64_t>{-1, 0};
   auto file = storage::FromDescriptor(static_cast<int>(fd), path, "artifact");
@@ -504,8 +506,6 @@ ffi::Any Verify(const ffi::String& path, int64_t fd, ffi::Optional<ffi::Function
   }
   return VerifyArtifact(path, Find(path, std::move(file), kind), progress, rank, world);
 }
-
-}  // namespace
 
 TVM_FFI_STATIC_INIT_BLOCK() {
   detail::RegisterGlobalOnce("tvm_partial.Inspect", Inspect);

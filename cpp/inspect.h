@@ -43,6 +43,10 @@ Dict InspectWeights(const ffi::String& path);
  *         payload against the hash its header records. */
 Dict VerifyWeights(const ffi::String& path, const ffi::Optional<ffi::Function>& progress);
 
+/*! \brief tvm_partial.inspect: what the file at `path` (open at `fd`) holds, without loading
+ *         it; None for an ONNX model. `as_weights`: read it as a weights file whatever it is. */
+ffi::Any Inspect(const ffi::String& path, int64_t fd, bool as_weights);
+
 }  // namespace tvm_partial
 
 #endif  // TVM_PARTIAL_INSPECT_H_

@@ -35,18 +35,6 @@ namespace tvm_partial {
 
 namespace {
 
-/*! \brief The first module of kind "library" among `imports` and theirs (depth first, in
- *         import order): the code the library loader attached to a module it loaded. */
-ffi::Optional<ffi::Module> FindLibrary(const ffi::Array<ffi::Any>& imports, int depth = 0) {
-  if (depth > 64) return std::nullopt;
-  for (const ffi::Any& any : imports) {
-    ffi::Module m = any.cast<ffi::Module>();
-    if (std::strcmp(m->kind(), "library") == 0) return m;
-    if (auto found = FindLibrary(m->imports(), depth + 1)) return found;
-  }
-  return std::nullopt;
-}
-
 /*! \brief `mod` and every module it imports, each once, depth first. */
 void Collect(const ffi::Module& mod, std::vector<ffi::Module>* out, int depth = 0) {
   if (depth > 64) return;
@@ -60,6 +48,16 @@ void Collect(const ffi::Module& mod, std::vector<ffi::Module>* out, int depth = 
 }  // namespace
 
 namespace detail {
+
+ffi::Optional<ffi::Module> FindLibrary(const ffi::Array<ffi::Any>& imports, int depth) {
+  if (depth > 64) return std::nullopt;
+  for (const ffi::Any& any : imports) {
+    ffi::Module m = any.cast<ffi::Module>();
+    if (std::strcmp(m->kind(), "library") == 0) return m;
+    if (auto found = FindLibrary(m->imports(), depth + 1)) return found;
+  }
+  return std::nullopt;
+}
 
 std::vector<format::FunctionRecord> DecodeRecords(const char* blob, const format::Parsed& parsed,
                                                   const std::string& override_weights,
@@ -260,28 +258,6 @@ TVM_FFI_STATIC_INIT_BLOCK() {
         const auto [rank, world] = format::RankWorld("load", *shard);
         return LoadRank(path, rank, world, weights_file, DLDevice{kDLCPU, 0}, fd);
       });
-  // {"path", "name"}: the file the library `library` of the loaded partial module `module` was
-  // mapped from, what its re-export copies: "path" reaches that very file (the descriptor our
-  // loader kept, /proc/self/fd/N, when it loaded it; else the file at the name the system's
-  // loader mapped, proven as OpenLoadedLibrary proves it), "name" is its path for messages.
-  detail::RegisterGlobalOnce(
-      "tvm_partial.LoadedLibraryFile", [](ffi::Module module, ffi::Module library) {
-        std::shared_ptr<storage::File> kept = detail::LibraryFile(module);
-        ffi::Map<ffi::String, ffi::Any> out;
-        if (kept != nullptr && storage::LoadedFrom(library, *kept)) {
-          out.Set("path", ffi::String("/proc/self/fd/" + std::to_string(kept->fd.get())));
-          out.Set("name", ffi::String(storage::RealPath(*kept)));
-          return out;
-        }
-        const std::string real = storage::OpenLoadedLibrary(library).real_path;
-        out.Set("path", ffi::String(real));
-        out.Set("name", ffi::String(real));
-        return out;
-      });
-  // rebind(module, ...) -> `to`: over the same loaded code, it keeps the file its load kept.
-  detail::RegisterGlobalOnce(
-      "tvm_partial.InheritLibraryFile",
-      [](ffi::Module to, ffi::Module from) { detail::InheritLibraryFile(to, from); });
   // load_from_bytes: the partial module the bytes describe, over `wrapped` (the compiled code it
   // binds) when given, its records built now (each builds them on first use otherwise), so that
   // a missing or damaged payload is reported by the load itself.

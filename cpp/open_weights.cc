@@ -111,32 +111,7 @@ ffi::Map<ffi::Any, ffi::Any> OpenFileWeights(const weights::WeightsFile& file,
   return out;
 }
 
-/*! \brief tvm_partial.OpenWeights(path, function): a safetensors file's tensors, or those of
- *         every file an index names (each tensor in one of them: weights::OpenSet). */
-ffi::Map<ffi::Any, ffi::Any> OpenWeights(const ffi::String& path, const ffi::String& function) {
-  if (!weights::IsIndex(path)) return OpenFileWeights(weights::Open(path), function, false);
-  const weights::WeightsSet set = weights::OpenSet(path);
-  ffi::Map<ffi::Any, ffi::Any> out;
-  for (const weights::WeightsFile& file : set.files) {
-    for (const auto& [key, tensor] : OpenFileWeights(file, function, true)) {
-      if (out.count(key)) {
-        auto name = key.try_cast<ffi::String>();
-        weights::Bad(std::string(path),
-                     "two of its files give " +
-                         (name.has_value() ? "parameter '" + std::string(*name) + "'"
-                                           : "position " + std::to_string(key.cast<int64_t>())) +
-                         " of function '" + std::string(function) + "'; keep one");
-      }
-      out.Set(key, tensor);
-    }
-  }
-  if (out.empty()) {
-    TVM_FFI_THROW(ValueError) << path << ": no weights for function '" << function << "'";
-  }
-  return out;
-}
-
-/*! \brief tvm_partial.MapTensors(path, [[name, offset, bytes, dtype, shape], ...]): tensors
+/*! \brief OpenWeights(path, "", [[name, offset, bytes, dtype, shape], ...]): tensors
  *         whose payloads lie in a file another format describes (ONNX external data), each a
  *         view of one private mapping where 64-byte aligned, else an aligned copy; every range
  *         checked against the file and against its dtype and shape. */
@@ -152,7 +127,7 @@ ffi::Map<ffi::String, ffi::Tensor> MapTensors(const ffi::String& path,
   std::vector<Range> ranges;
   uint64_t lo = UINT64_MAX, hi = 0;
   for (const ffi::Array<ffi::Any>& e : entries) {
-    if (e.size() != 5) TVM_FFI_THROW(ValueError) << "MapTensors: each entry has 5 fields";
+    if (e.size() != 5) TVM_FFI_THROW(ValueError) << "OpenWeights: each entry has 5 fields";
     Range r{std::string(e[0].cast<ffi::String>()),
             static_cast<uint64_t>(e[1].cast<int64_t>()),
             static_cast<uint64_t>(e[2].cast<int64_t>()),
@@ -185,6 +160,39 @@ ffi::Map<ffi::String, ffi::Tensor> MapTensors(const ffi::String& path,
     out.Set(ffi::String(r.name),
             storage::HostPayloadTensor(mapping.data + (r.offset - lo), mapping.keepalive, r.dtype,
                                        r.shape, r.bytes));
+  }
+  return out;
+}
+
+/*! \brief tvm_partial.OpenWeights(path, function, entries=None): a safetensors file's tensors
+ *         for `function` ({position or name: tensor}), or those of every file an index names
+ *         (each tensor in one of them: weights::OpenSet); given `entries`, the ranges of `path`
+ *         another format describes (ONNX external data: MapTensors), {name: tensor}. */
+ffi::Map<ffi::Any, ffi::Any> OpenWeights(const ffi::String& path, const ffi::String& function,
+                                         ffi::Optional<ffi::Array<ffi::Array<ffi::Any>>> entries) {
+  if (entries.has_value()) {
+    ffi::Map<ffi::Any, ffi::Any> out;
+    for (const auto& [name, tensor] : MapTensors(path, *entries)) out.Set(name, tensor);
+    return out;
+  }
+  if (!weights::IsIndex(path)) return OpenFileWeights(weights::Open(path), function, false);
+  const weights::WeightsSet set = weights::OpenSet(path);
+  ffi::Map<ffi::Any, ffi::Any> out;
+  for (const weights::WeightsFile& file : set.files) {
+    for (const auto& [key, tensor] : OpenFileWeights(file, function, true)) {
+      if (out.count(key)) {
+        auto name = key.try_cast<ffi::String>();
+        weights::Bad(std::string(path),
+                     "two of its files give " +
+                         (name.has_value() ? "parameter '" + std::string(*name) + "'"
+                                           : "position " + std::to_string(key.cast<int64_t>())) +
+                         " of function '" + std::string(function) + "'; keep one");
+      }
+      out.Set(key, tensor);
+    }
+  }
+  if (out.empty()) {
+    TVM_FFI_THROW(ValueError) << path << ": no weights for function '" << function << "'";
   }
   return out;
 }
@@ -363,9 +371,6 @@ Dict VerifyWeights(const ffi::String& path, const ffi::Optional<ffi::Function>& 
   return Report(path, payloads);
 }
 
-TVM_FFI_STATIC_INIT_BLOCK() {
-  detail::RegisterGlobalOnce("tvm_partial.OpenWeights", OpenWeights);
-  detail::RegisterGlobalOnce("tvm_partial.MapTensors", MapTensors);
-}
+TVM_FFI_STATIC_INIT_BLOCK() { detail::RegisterGlobalOnce("tvm_partial.OpenWeights", OpenWeights); }
 
 }  // namespace tvm_partial

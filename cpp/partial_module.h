@@ -85,6 +85,11 @@ int SetShard(const ffi::Module& mod, int64_t rank, int64_t world,
  *         devices of `device`'s type become `device` (a disco rank's GPU). CPU: nothing. */
 void RetargetRelaxVM(const ffi::Module& mod, DLDevice device);
 
+/*! \brief The first module of kind "library" among `imports` and theirs (depth first, in
+ *         import order): the code the library loader attached to a module it loaded (for a
+ *         Relax model, its executable's). */
+ffi::Optional<ffi::Module> FindLibrary(const ffi::Array<ffi::Any>& imports, int depth = 0);
+
 /*!
  * \brief The records of parsed bytes with their values (load.cc): where the payloads lie is
  *        decided by storage::Locate from what the module offers (its bytes `blob`, the library

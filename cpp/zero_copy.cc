@@ -7,6 +7,8 @@
  *        partial_apply module whose bytes leave its payloads to a region appended to the library
  *        file, or to a safetensors weights file beside it; WritePayloads, the one writer of them.
  */
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <tvm/ffi/container/array.h>
 #include <tvm/ffi/container/map.h>
 #include <tvm/ffi/error.h>
@@ -22,9 +24,11 @@
 #include <vector>
 
 #include "format/format.h"
+#include "inspect.h"
 #include "partial_module.h"
 #include "registry.h"
 #include "storage/appended_region.h"
+#include "storage/loaded_library.h"
 #include "storage/module_tree.h"
 #include "storage/weights_file.h"
 
@@ -66,6 +70,156 @@ ffi::Module WithRegion(const char* who, const ffi::Module& mod,
   return detail::WithExternalRegion(mod, std::move(region));
 }
 
+/*! \brief The file the code of the loaded partial module `module` was mapped from (the one a
+ *         loader of ours kept, when it is that very file; else the file at the name the system's
+ *         loader mapped, proven to be it), what its update copies. */
+storage::LoadedLibrary SourceOf(const ffi::Module& module, const ffi::Module& library) {
+  std::shared_ptr<storage::File> kept = detail::LibraryFile(module);
+  if (kept != nullptr && storage::LoadedFrom(library, *kept)) {
+    return storage::LoadedLibrary{kept, storage::RealPath(*kept)};
+  }
+  try {
+    return storage::OpenLoadedLibrary(library);
+  } catch (const ffi::Error& err) {
+    TVM_FFI_THROW(ValueError) << "export_library: " << err.message() << "; or bind the compiled "
+                              << "module again with tvm_partial.partial() and export that";
+  }
+  TVM_FFI_UNREACHABLE();
+}
+
+/*!
+ * \brief The export of a partial module whose code was loaded from an artifact (then perhaps
+ *        rebound): TVM cannot export loaded code again, so `staged` (a new file, which Python
+ *        moves onto `path`) becomes a copy of the artifact the code was loaded from, with this
+ *        module's bytes in TVM's embedded blob and, for a zero-copy artifact, its payload region
+ *        written anew (the bytes must keep their length: rebind keeps dtypes and shapes). The
+ *        artifact is read by inspect's rules first and the copy after; `options`: the export
+ *        options Python was given, which cannot apply to a copy.
+ */
+void ExportLoaded(ffi::Module module, ffi::String path, ffi::String staged,
+                  ffi::Optional<bool> zero_copy, ffi::Array<ffi::String> options) {
+  ffi::Optional<ffi::Module> library = detail::FindLibrary(module->imports());
+  if (!library.has_value() || !(*library)->ImplementsFunction("_library_bin")) {
+    TVM_FFI_THROW(ValueError)
+        << "export_library: this module's code was loaded from a library which TVM cannot "
+        << "export again, and it is not a tvm-partial artifact to update (it embeds no "
+        << "partial_apply module); bind the compiled module (what tvm.compile returned) and "
+        << "export that";
+  }
+  const storage::LoadedLibrary source = SourceOf(module, *library);
+  const std::string& name = source.real_path;
+  if (!options.empty()) {
+    std::string given;
+    for (const ffi::String& o : options) given += (given.empty() ? "" : ", ") + std::string(o);
+    TVM_FFI_THROW(ValueError)
+        << "export_library: " << given << " cannot apply to a module loaded from " << name
+        << ": its export copies that library, code and link options as they are; bind the "
+        << "compiled module again with tvm_partial.partial() to export with other options";
+  }
+  struct stat at_path, of_source;
+  if (stat(std::string(path).c_str(), &at_path) == 0 &&
+      fstat(source.file->fd.get(), &of_source) == 0 && at_path.st_dev == of_source.st_dev &&
+      at_path.st_ino == of_source.st_ino) {
+    TVM_FFI_THROW(ValueError) << "export_library: " << path << " is the file this module was "
+                              << "loaded from; write the updated artifact to a new path (a "
+                              << "loaded artifact is never changed in place)";
+  }
+  Dict described;
+  try {  // the loader's rules: an artifact it would refuse is refused
+    described = Inspect(name, source.file->fd.get(), false).cast<Dict>();
+  } catch (const ffi::Error& err) {
+    TVM_FFI_THROW(ValueError) << "export_library: this module's code was loaded from " << name
+                              << ", which TVM cannot export again, and it is not an intact "
+                              << "tvm-partial artifact to update (" << err.message() << "); "
+                              << "bind the compiled module (what tvm.compile returned) and "
+                              << "export that";
+  }
+  if (auto weights = described.at("weights_file").try_cast<ffi::String>()) {
+    TVM_FFI_THROW(ValueError)
+        << "export_library: " << name << " keeps its weights in the file " << *weights
+        << "; to ship new weights for it, write them with tvm_partial.save_weights(module, "
+        << "path) and load it with tvm_partial.load(artifact, weights_file=path)";
+  }
+  const auto region = described.at("region").try_cast<Dict>();
+  const bool appended =
+      region.has_value() && region->at("placement").cast<ffi::String>() == "appended";
+  if (zero_copy.has_value() && *zero_copy != appended) {
+    TVM_FFI_THROW(ValueError)
+        << "export_library: zero_copy=" << (*zero_copy ? "True" : "False") << " differs from "
+        << name << ", whose payloads are " << (appended ? "appended to the file" : "inline")
+        << "; the updated artifact keeps that placement (bind the compiled module again with "
+        << "tvm_partial.partial() to change it)";
+  }
+  Dict part;
+  for (const ffi::Any& m :
+       described.at("embedded").cast<Dict>().at("modules").cast<ffi::Array<ffi::Any>>()) {
+    if (m.cast<Dict>().at("kind").cast<ffi::String>() == "partial_apply") {
+      part = m.cast<Dict>();
+      break;
+    }
+  }
+  const int64_t part_at = part.at("file_offset").cast<int64_t>();
+  const int64_t part_bytes = part.at("bytes").cast<int64_t>();
+  ffi::Module external = module;
+  if (appended) {
+    format::ExternalRegion recorded{std::string(region->at("symbol").cast<ffi::String>()),
+                                    static_cast<uint64_t>(region->at("link").cast<int64_t>())};
+    recorded.appended = true;
+    recorded.hashes_given = true;  // zeros: the bytes' length (the hashes are computed below)
+    external = detail::WithExternalRegion(module, std::move(recorded));
+  }
+  std::string blob = [&] {
+    const ffi::Bytes b = external->SaveToBytes();
+    return std::string(b.data(), b.size());
+  }();
+  if (static_cast<int64_t>(blob.size()) != part_bytes) {
+    TVM_FFI_THROW(ValueError)
+        << "export_library: the updated bindings take " << blob.size() << " bytes, the artifact "
+        << name << " has room for " << part_bytes << ": a loaded artifact is updated in a copy of "
+        << "its file, which needs values of the same dtypes and shapes and strings of the same "
+        << "lengths; bind the compiled module again with tvm_partial.partial() and export that";
+  }
+  std::string was(static_cast<size_t>(part_bytes), '\0');
+  if (!storage::ReadAt(*source.file, static_cast<uint64_t>(part_at), was.size(), &was[0])) {
+    TVM_FFI_THROW(ValueError) << "export_library: " << name
+                              << " is shorter than it was when loaded";
+  }
+  const std::string out(staged);
+  if (appended) {
+    // The new region goes straight into place (one write of the weights); the code before it
+    // and the trailer after it are copied around it.
+    const auto region_at = static_cast<uint64_t>(region->at("file_offset").cast<int64_t>());
+    const auto region_bytes = static_cast<uint64_t>(region->at("bytes").cast<int64_t>());
+    const std::vector<format::FunctionRecord>& records = *detail::PartialModuleRecords(external);
+    format::ExternalRegion hashed = *detail::PartialModuleRegion(external);
+    storage::WriteRegion(records, hashed, out, region_at);
+    struct stat written;
+    if (stat(out.c_str(), &written) != 0 ||
+        static_cast<uint64_t>(written.st_size) - region_at != region_bytes) {
+      TVM_FFI_THROW(ValueError) << "export_library: the updated payload region takes "
+                                << static_cast<uint64_t>(written.st_size) - region_at << " bytes, "
+                                << name << " has " << region_bytes
+                                << "; rebind keeps dtypes and shapes, or export from the "
+                                << "compiled module";
+    }
+    storage::CopyAround(*source.file, out, region_at, region_bytes);
+    hashed.hashes_given = false;  // each payload hashed where it is, in memory
+    blob = format::Encode(records, &hashed);
+  } else {
+    storage::CopyAround(*source.file, out, source.file->size, 0);
+  }
+  storage::ReplaceEmbeddedModule(out, "partial_apply", was, blob);
+  if (fstat(source.file->fd.get(), &of_source) == 0) chmod(out.c_str(), of_source.st_mode & 07777);
+  try {  // the copy must read back as its source does
+    storage::UniqueFd fd(open(out.c_str(), O_RDONLY | O_CLOEXEC));
+    Inspect(name, fd.get(), false);
+  } catch (const ffi::Error& err) {
+    TVM_FFI_THROW(ValueError) << "export_library: the updated copy of " << name
+                              << " does not read back (" << err.message() << "); " << name
+                              << " changed while it was copied";
+  }
+}
+
 }  // namespace
 
 TVM_FFI_STATIC_INIT_BLOCK() {
@@ -86,15 +240,13 @@ TVM_FFI_STATIC_INIT_BLOCK() {
                                region.hashes_given = true;  // zeros, until WritePayloads knows them
                                return detail::WithExternalRegion(mod, std::move(region));
                              });
+  detail::RegisterGlobalOnce("tvm_partial.ExportLoaded", ExportLoaded);
   // Write the payloads of a module from ExternalPayloads to `path`: its weights file; or its
-  // region appended to the linked library there (lead < 0), hashed as it is written, the hashes
-  // then written over the zeros of the module's bytes in that library (the same length); or its
-  // region after `lead` bytes (the update of a loaded artifact, which copies the library around
-  // it), returning the module's bytes with their hashes.
+  // region appended to the linked library there, hashed as it is written, the hashes then written
+  // over the zeros of the module's bytes in that library (the same length).
   detail::RegisterGlobalOnce(
       "tvm_partial.WritePayloads",
-      [](ffi::Module mod, ffi::String path, ffi::Optional<ffi::Function> progress,
-         int64_t lead) -> ffi::Optional<ffi::Bytes> {
+      [](ffi::Module mod, ffi::String path, ffi::Optional<ffi::Function> progress) {
         const format::ExternalRegion* region = detail::PartialModuleRegion(mod);
         const std::vector<format::FunctionRecord>* records = detail::PartialModuleRecords(mod);
         if (region == nullptr || records == nullptr) {
@@ -102,27 +254,15 @@ TVM_FFI_STATIC_INIT_BLOCK() {
         }
         if (!region->appended) {
           weights::WriteRegionFile(mod, path);
-          return std::nullopt;
+          return;
         }
         format::ExternalRegion hashed = *region;
-        if (lead >= 0) {
-          if (lead % static_cast<int64_t>(format::kPayloadAlignment) != 0) {
-            TVM_FFI_THROW(ValueError)
-                << "WritePayloads: lead must be a multiple of 64, got " << lead;
-          }
-          storage::WriteRegion(*records, *region, std::string(path), static_cast<uint64_t>(lead));
-          hashed.hashes_given = false;  // each payload hashed where it is, in memory
-          hashed.hashes.clear();
-          const std::string bytes = format::Encode(*records, &hashed);
-          return ffi::Bytes(bytes.data(), bytes.size());
-        }
         const ffi::Bytes linked = mod->SaveToBytes();
         hashed.hashes = storage::AppendRegion(*records, *region, std::string(path), progress);
         hashed.hashes_given = !hashed.hashes.empty();
         storage::ReplaceEmbeddedModule(std::string(path), "partial_apply",
                                        std::string(linked.data(), linked.size()),
                                        format::Encode(*records, &hashed));
-        return std::nullopt;
       });
 }
 

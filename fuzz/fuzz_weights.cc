@@ -272,7 +272,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   close(fd);
   for (const char* function : {"main", "other"}) {
     Refusable("OpenWeights", [&] {
-      auto tensors = f.open(ffi::String(f.input), ffi::String(function));
+      auto tensors = f.open(ffi::String(f.input), ffi::String(function), ffi::Any());
       for (const auto& kv : tensors.cast<ffi::Map<ffi::Any, ffi::Any>>()) {
         Touch(kv.second.cast<ffi::Tensor>());
       }

@@ -371,7 +371,7 @@ def export_recording(module, lib, weights, recorded: str, symbol: str = FIXED_SY
     from tvm_partial import _ffi_api
 
     external = _ffi_api.ExternalPayloads(module, recorded, symbol, link)
-    _ffi_api.WritePayloads(external, os.fspath(weights), None, -1)
+    _ffi_api.WritePayloads(external, os.fspath(weights), None)
     external.export_library(os.fspath(lib))
     return external
 

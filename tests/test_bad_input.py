@@ -240,3 +240,33 @@ def test_rebind_refuses_a_device_that_is_not_here(conv):
         tvm_partial.rebind(pm, {1: W}, device="cpu:3")
     with pytest.raises(TypeError, match=r"device= must be a device"):
         tvm_partial.rebind(pm, {1: W}, device=3)
+
+
+def test_the_rebind_global_decides_alone(conv):
+    """``tvm_partial.Rebind`` as a C++ caller reaches it, with no Python checks before it: a
+    position not bound (None: what Python passes where it found no value), a function without
+    bindings, and a value of another kind, dtype or shape are refused; the module is unchanged."""
+    pm = tvm_partial.partial(conv[0], {1: W, 2: B})
+    rebind = tvm_ffi.get_global_func("tvm_partial.Rebind")
+    with pytest.raises(IndexError, match=r"rebind: position 0 of main\(\) is not bound \(bound: \[1, 2\]\)"):
+        rebind(pm, "main", {0: None})
+    with pytest.raises(KeyError, match=r"rebind: function 'other' has no bindings \(bound: main\)"):
+        rebind(pm, "other", {1: tensor(W)})
+    for wrong in (tensor(np.zeros(3, "float32")), tensor(W.astype("float64")), 1.5):
+        with pytest.raises(TypeError, match=r"position 1\)? takes a value of the kind bound there"):
+            rebind(pm, "main", {1: wrong})
+    assert tvm_partial.bindings(pm)["main"][1].numpy().tobytes() == W.tobytes()
+    new = rebind(pm, "main", {1: tensor(W + 1)})
+    assert tvm_partial.bindings(new)["main"][1].numpy().tobytes() == (W + 1).tobytes()
+    assert tvm_partial.bindings(new)["main"][2].same_as(tvm_partial.bindings(pm)["main"][2])
+
+
+def test_the_export_loaded_global_refuses_code_not_loaded(conv, tmp_path):
+    """``tvm_partial.ExportLoaded`` (the update of a loaded artifact) given a partial whose code
+    was compiled in this process, not loaded: refused, nothing written."""
+    pm = tvm_partial.partial(conv[0], {1: W, 2: B})
+    export_loaded = tvm_ffi.get_global_func("tvm_partial.ExportLoaded")
+    staged = tmp_path / "staged.so"
+    with pytest.raises(ValueError, match=r"not a tvm-partial artifact to update"):
+        export_loaded(pm, str(tmp_path / "out.so"), str(staged), None, [])
+    assert not staged.exists()

@@ -244,7 +244,7 @@ def test_hashes_are_recorded_only_in_the_partial_module_that_was_linked(affine4,
         tvm_partial.partial(exe, {1: np.zeros(8, "float32")}), None, None, None
     )
     with pytest.raises(RuntimeError, match=f"cannot find the partial module's bytes in {other}"):
-        _ffi_api.WritePayloads(external, str(other), None, -1)
+        _ffi_api.WritePayloads(external, str(other), None)
     data = other.read_bytes()
     assert data[: len(before)] == before  # the embedded bytes untouched (the region was appended)
 

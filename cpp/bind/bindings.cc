@@ -141,19 +141,6 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   detail::RegisterGlobalOnce("tvm_partial.CheckPosition", [](int64_t index, ffi::String shown) {
     detail::CheckPosition(index, "", std::string(shown));
   });
-  detail::RegisterGlobalOnce(
-      "tvm_partial.FreePositions", [](ffi::Array<int64_t> taken, int64_t count) {
-        std::vector<int64_t> sorted(taken.begin(), taken.end());
-        std::sort(sorted.begin(), sorted.end());
-        sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
-        for (int64_t t : sorted) {
-          if (t < 0 || t >= count) {
-            TVM_FFI_THROW(IndexError)
-                << "FreePositions: taken position " << t << " is not below the count " << count;
-          }
-        }
-        return ffi::Array<int64_t>(detail::FreePositions(sorted, count));
-      });
 }
 
 }  // namespace tvm_partial

@@ -72,7 +72,7 @@ int64_t ToCaller(const std::vector<int64_t>& taken, int64_t position);
 
 /*! \brief The wrapped positions of the free arguments of a partial of a function of `count`
  *         parameters that takes `taken` (sorted, each below `count`), in order: ToWrapped of
- *         0, 1, ... (the global tvm_partial.FreePositions, which partial() resolves names by). */
+ *         0, 1, ... (inspect names the free parameters by it). */
 std::vector<int64_t> FreePositions(const std::vector<int64_t>& taken, int64_t count);
 
 /*! \brief "'w' (position 1)" when `names` names the position, else "position 1" (messages). */

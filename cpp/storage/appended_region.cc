@@ -193,5 +193,23 @@ void WriteRegion(const std::vector<format::FunctionRecord>& functions,
   out.Close();
 }
 
+void CopyAround(const File& source, const std::string& path, uint64_t hole, uint64_t hole_size) {
+  FileWriter out(path, O_WRONLY | O_CREAT, "copying the library");
+  std::string chunk(std::min<uint64_t>(source.size, uint64_t{1} << 20), '\0');
+  auto copy = [&](uint64_t from, uint64_t to) {
+    out.Seek(from);
+    for (uint64_t at = from; at < to; at += chunk.size()) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk.size(), to - at));
+      if (!ReadAt(source, at, n, &chunk[0])) {
+        TVM_FFI_THROW(ValueError) << source.path << " is shorter than it was when it was opened";
+      }
+      out.Put(chunk.data(), n);
+    }
+  };
+  copy(0, std::min(hole, source.size));
+  if (hole + hole_size < source.size) copy(hole + hole_size, source.size);
+  out.Close();
+}
+
 }  // namespace storage
 }  // namespace tvm_partial

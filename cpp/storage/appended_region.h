@@ -77,6 +77,15 @@ std::vector<uint64_t> AppendRegion(const std::vector<format::FunctionRecord>& fu
 void WriteRegion(const std::vector<format::FunctionRecord>& functions,
                  const format::ExternalRegion& region, const std::string& path, uint64_t lead);
 
+/*!
+ * \brief Copy `source` into the file at `path` (created when missing, not truncated) at the same
+ *        offsets, except the `hole_size` bytes at `hole` (what the caller writes there: the new
+ *        payload region of a loaded artifact's update).
+ * \throws ValueError when `source` ends before its size when opened; RuntimeError naming the
+ *         file and the system's error when a write fails.
+ */
+void CopyAround(const File& source, const std::string& path, uint64_t hole, uint64_t hole_size);
+
 }  // namespace storage
 }  // namespace tvm_partial
 

@@ -62,21 +62,6 @@ def outputs(obj: tvm_ffi.Function | tvm_ffi.Module) -> list[dict[str, Any]] | di
     return result.get("", []) if isinstance(obj, tvm_ffi.Function) else result
 
 
-def raw(obj: tvm_ffi.Function | tvm_ffi.Module) -> dict[str, list[list[Any]]]:
-    """``{function: specs}`` of a partial, in the form ``runtime.PartialApply*`` take."""
-    return {
-        str(f): [
-            [
-                int(s["position"]),
-                str(s["dtype"]),
-                [[-1, int(d)] if isinstance(d, int) else [int(d[0]), int(d[1])] for d in s["shape"]],
-            ]
-            for s in specs
-        ]
-        for f, specs in _facts_of(obj).outputs.items()
-    }
-
-
 def taken_positions(obj: Any, key: str) -> list[int]:
     """Positions a partial already fills (bound values and outputs), sorted; [] otherwise."""
     facts = _facts.of(obj)
@@ -89,8 +74,9 @@ def taken_positions(obj: Any, key: str) -> list[int]:
 
 def free_positions(taken: Iterable[int], count: int) -> list[int]:
     """The original positions of the free arguments of a partial of a function of ``count``
-    parameters that fills ``taken``, in order: C++'s rule (``ToWrapped``), asked."""
-    return [int(p) for p in _ffi_api.FreePositions(sorted(taken), count)]
+    parameters that fills ``taken``, in order (the positions C++'s ``ToWrapped`` maps to)."""
+    filled = set(taken)
+    return [p for p in range(count) if p not in filled]
 
 
 def resolve(spec: Any, sig: Signature | None, taken: list[int]) -> list[list[Any]]:

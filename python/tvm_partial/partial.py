@@ -237,73 +237,34 @@ def rebind(
     _target.refuse_option_clashes(sig, _given(device=device, function=function), entry="rebind")
     if function is not _target.UNSET and not isinstance(function, str):
         raise TypeError(f"function= must be the name of a function (str), got {type(function).__name__}")
-    facts = _facts.of(module)
-    assert facts is not None  # bindings() refused anything else
-    shards = facts.shards
-    if shards and facts.shard_rank >= 0:
-        raise ValueError(
-            f"rebind: this partial module is rank {facts.shard_rank}'s view of sharded "
-            "tensors (loaded with shard=); rebind the whole module (load(path) without shard=, or "
-            "the one partial() made), export it, and load the rank again"
-        )
-    if fname not in current:
-        raise KeyError(f"rebind: function {fname!r} has no bindings (bound: {', '.join(current) or 'none'})")
     keyed, named = _target.split_keys(bound, by_name)
     if named and sig is None:
         raise TypeError(
             f"rebind by name ({', '.join(named)}) needs recorded parameter names; "
             f"{fname}() has none: rebind by position, or pass signature="
         )
-    if not module.imports:
-        raise ValueError(
-            "rebind: this partial module wraps no compiled code (it was restored from bytes alone); "
-            "give it its code when loading: tvm_partial.load_from_bytes(data, wrapped=exe)"
-        )
     new = _target.full_positions(keyed, _relax.bind_model(module, sig, named)[1], sig)
     place = _target.as_device(None if device is _target.UNSET else device)
     _target.check_available(place)
     labels = [_target.label(i, sig) for i in new]
     place = _remote.placement(module, place, list(new.values()), labels) or tvm_ffi.device("cpu", 0)
-    replaced = dict(current[fname])
-    copies = _convert.Copies()
-    for index, value in new.items():
-        if index not in replaced:
-            raise IndexError(
-                f"rebind: position {index} of {fname}() is not bound "
-                f"(bound: {sorted(replaced)}); rebind replaces bound values"
-            )
-        param = _target.param_at(index, sig) or Param(f"position {index}")
-        replaced[index] = _convert.rebound(
-            replaced[index], value, param, _target.label(index, sig), place, copies=copies
+    # Each value converted to the kind of the one it replaces; C++ decides the rest (a position
+    # not bound, None here; a rank's view; tied places; the code and file the module keeps).
+    held, copies = current.get(fname, {}), _convert.Copies()
+    values = {
+        index: None
+        if index not in held
+        else _convert.rebound(
+            held[index],
+            value,
+            _target.param_at(index, sig) or Param(f"position {index}"),
+            _target.label(index, sig),
+            place,
+            copies=copies,
         )
-    current[fname] = replaced
-    _replace_shared(facts.payloads, current, fname, new)
-    code = facts.code
-    if code is None:
-        raise ValueError(
-            "rebind: this partial module has no compiled code imported (load_from_bytes without "
-            "wrapped=); pass the compiled module as wrapped="
-        )
-    new_module = _ffi_api.PartialApplyModule(code, current, facts.names, _outputs.raw(module), {}, shards)
-    _ffi_api.InheritLibraryFile(new_module, module)  # a loaded artifact's update copies its file
-    return new_module
-
-
-def _replace_shared(
-    numbers: dict[str, dict[int, int]], current: dict[str, dict[int, Any]], fname: str, new: dict
-) -> None:
-    """Where ``rebind`` replaced a tensor that is bound in other places too (one tensor, by the
-    format's rule: ``Facts.payloads``), put the new value there as well, except where the call
-    gave a value of its own."""
-    given = {(fname, index) for index in new}
-    for index in new:
-        number = numbers.get(fname, {}).get(index)
-        if number is None:
-            continue
-        for function, places in numbers.items():
-            for position, n in places.items():
-                if n == number and (function, position) not in given:
-                    current[function][position] = current[fname][index]
+        for index, value in new.items()
+    }
+    return _ffi_api.Rebind(module, fname, values)
 
 
 def _given(**options: Any) -> list[str]:

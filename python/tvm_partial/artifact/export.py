@@ -19,7 +19,6 @@ from .._progress import ProgressCallback
 from .._typing import PathLike
 from . import zero_copy as _zero_copy
 from .files import new_file, real_path, relax_loaded
-from .reexport import export_loaded
 
 if TYPE_CHECKING:
     from .._typing import ExecutableLike
@@ -113,7 +112,11 @@ def export_library(
                 "supported: bind the compiled module with tvm_partial.partial() and export that"
             )
     if pm is not None and _loaded(code, pm):
-        return export_loaded(pm, path, zero_copy=zero_copy, self_contained=self_contained, **kwargs)
+        # TVM cannot export loaded code again: C++ writes an updated copy of the artifact it came
+        # from (cpp/zero_copy.cc ExportLoaded); options other than zero_copy cannot apply to a copy.
+        with new_file(path) as staged:
+            given = sorted(kwargs) + (["self_contained"] if self_contained else [])
+            return _ffi_api.ExportLoaded(pm, path, staged, zero_copy, given)
     if kwargs.get("addons"):
         kwargs["addons"] = list(kwargs["addons"])  # TVM appends to the list: keep the caller's
     if self_contained:
@@ -141,7 +144,7 @@ def export_library(
     with new_file(path) as staged:
         module.export_library(staged, **kwargs)
         if appended is not None:  # the linked library, then the payloads in one write
-            _ffi_api.WritePayloads(appended, staged, progress, -1)
+            _ffi_api.WritePayloads(appended, staged, progress)
 
 
 def _loaded(code: tvm_ffi.Module | None, module: tvm_ffi.Module) -> bool:
@@ -157,7 +160,7 @@ def _export_with_weights_file(module: Any, path: str, weights_file: str, **kwarg
     name = os.path.relpath(real_path(weights_file), os.path.dirname(real_path(path)))
     with new_file(path) as staged, new_file(weights_file) as staged_weights:
         module = _ffi_api.ExternalPayloads(module, name, None, None)
-        _ffi_api.WritePayloads(module, staged_weights, None, -1)
+        _ffi_api.WritePayloads(module, staged_weights, None)
         module.export_library(staged, **kwargs)
 
 

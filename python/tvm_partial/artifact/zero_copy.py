@@ -14,7 +14,7 @@ go to private copy-on-write pages: the file never changes.
 C++ does it in two calls around TVM's ``export_library``: ``tvm_partial.ExternalPayloads``, the
 module whose bytes leave the payloads out (linked with zeros for their hashes), and
 ``tvm_partial.WritePayloads``, which appends the region, hashing it as it is written, and writes
-the hashes over those zeros (or writes a weights file, or a loaded artifact's updated region).
+the hashes over those zeros (or writes a weights file).
 """
 
 from __future__ import annotations

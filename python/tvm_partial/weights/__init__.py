@@ -111,7 +111,7 @@ def open_weights(path: PathLike, function: str = "main") -> dict[Any, tvm_ffi.Te
         from .onnx import open_onnx
 
         return open_onnx(os.fspath(path))
-    found = _ffi_api.OpenWeights(os.fspath(path), function)
+    found = _ffi_api.OpenWeights(os.fspath(path), function, None)
     return {(k if isinstance(k, int) else str(k)): v for k, v in found.items()}
 
 

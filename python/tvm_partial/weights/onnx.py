@@ -6,7 +6,7 @@
 The model is read with the onnx package (imported only here) without its external data; each
 initializer kept in an external data file (``location``, ``offset``, ``length``, resolved in the
 model's folder as the path spells it, as onnx resolves it) is mapped from that file by C++
-(``tvm_partial.MapTensors``: a view where its data is 64-byte aligned, else an aligned copy),
+(``tvm_partial.OpenWeights`` given the ranges: a view where its data is 64-byte aligned, else an aligned copy),
 the others are copied out of the model as ``onnx.numpy_helper.to_array`` reads them.
 """
 
@@ -111,7 +111,7 @@ def open_onnx(path: str) -> dict[str, tvm_ffi.Tensor]:
         else:
             external.setdefault(t.file, []).append([name, t.offset, t.bytes, t.dtype, t.shape])
     for data_file, entries in external.items():
-        out.update({str(k): v for k, v in _ffi_api.MapTensors(data_file, entries).items()})
+        out.update({str(k): v for k, v in _ffi_api.OpenWeights(data_file, "", entries).items()})
     return {t.proto.name: out[t.proto.name] for t in found}
 
 
