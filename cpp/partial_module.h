@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file partial_module.h
- * \brief Internal: what other files (loading, load.cc; the zero-copy export, zero_copy.cc) use of
+ * \brief Internal: what other files (loading, load.cc; the export, export.cc) use of
  *        a partial_apply module made by this copy of the code.
  */
 #ifndef TVM_PARTIAL_PARTIAL_MODULE_H_

@@ -370,10 +370,15 @@ def export_recording(module, lib, weights, recorded: str, symbol: str = FIXED_SY
     the ones given. Returns the module as exported (its bytes are what the library embeds)."""
     from tvm_partial import _ffi_api
 
-    external = _ffi_api.ExternalPayloads(module, recorded, symbol, link)
-    _ffi_api.WritePayloads(external, os.fspath(weights), None)
-    external.export_library(os.fspath(lib))
-    return external
+    linked = []
+
+    def link_it(external, file):
+        linked.append(external)
+        external.export_library(file)
+
+    options = {"weights_file": recorded, "weights_path": os.fspath(weights), "symbol": symbol, "link": link}
+    _ffi_api.Export(module, os.fspath(lib), os.fspath(lib), link_it, options)
+    return linked[0]
 
 
 def weights_fuzz_artifact(folder) -> dict:

@@ -261,12 +261,16 @@ def test_the_rebind_global_decides_alone(conv):
     assert tvm_partial.bindings(new)["main"][2].same_as(tvm_partial.bindings(pm)["main"][2])
 
 
-def test_the_export_loaded_global_refuses_code_not_loaded(conv, tmp_path):
-    """``tvm_partial.ExportLoaded`` (the update of a loaded artifact) given a partial whose code
-    was compiled in this process, not loaded: refused, nothing written."""
-    pm = tvm_partial.partial(conv[0], {1: W, 2: B})
-    export_loaded = tvm_ffi.get_global_func("tvm_partial.ExportLoaded")
-    staged = tmp_path / "staged.so"
-    with pytest.raises(ValueError, match=r"not a tvm-partial artifact to update"):
-        export_loaded(pm, str(tmp_path / "out.so"), str(staged), None, [])
-    assert not staged.exists()
+def test_the_export_of_loaded_code_that_is_no_artifact_is_refused(conv, tmp_path):
+    """A partial over code TVM exported and loaded back (a library, but no tvm-partial artifact:
+    it embeds no partial module) cannot be exported, since TVM cannot export loaded code and
+    there is no artifact to update: refused naming why, nothing written."""
+    plain = tmp_path / "plain.so"
+    conv[0].export_library(str(plain))
+    pm = tvm_partial.partial(tvm.runtime.load_module(str(plain)), {1: W, 2: B})
+    out = tmp_path / "out.so"
+    with pytest.raises(
+        ValueError, match=r"not a tvm-partial artifact to update \(it embeds no partial_apply"
+    ):
+        tvm_partial.export_library(pm, out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.so"]

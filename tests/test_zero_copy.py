@@ -24,7 +24,9 @@ from helpers import (
 from tvm_partial import _facts, _ffi_api
 from tvm_partial import _fixtures as fixtures
 from tvm_partial._progress import format_size
-from tvm_partial.artifact import zero_copy
+
+# export_library's default: constants of 16 MiB and more go zero-copy (format::kZeroCopyBytes).
+ZERO_COPY_BYTES = 16 * 2**20
 
 
 def sha256(path) -> str:
@@ -65,8 +67,16 @@ def test_each_export_draws_its_own_region_symbol_and_link(affine4, tmp_path):
         assert region["symbol"].startswith("__tvm_partial_payload_")
         seen.append((region["symbol"], region["link"]))
     assert seen[0][0] != seen[1][0] and seen[0][1] != seen[1][1], seen
+    fixed = str(tmp_path / "c.so")
     with pytest.raises(ValueError, match="the symbol must start with __tvm_partial_payload_"):
-        _ffi_api.ExternalPayloads(pm, None, "payload", 1)
+        _ffi_api.Export(pm, fixed, fixed, _link, {"zero_copy": True, "symbol": "payload", "link": 1})
+    with pytest.raises(ValueError, match="Export: unknown option 'zero-copy'"):
+        _ffi_api.Export(pm, fixed, fixed, _link, {"zero-copy": True})
+
+
+def _link(module, file):
+    """TVM's link, as export_library passes it to tvm_partial.Export."""
+    module.export_library(file)
 
 
 def test_zero_copy_and_copying_artifacts_agree(exported):
@@ -93,12 +103,10 @@ def test_auto_path_by_size(affine4, tmp_path):
     assert _facts.of(small).constant_bytes == 64
     tvm_partial.export_library(small, tmp_path / "small.so")
     assert tvm_partial.inspect(tmp_path / "small.so")["payloads"] == "inline"
-    big = tvm_partial.partial(
-        exe, {1: np.ones(16, "float32"), 2: np.ones(zero_copy.THRESHOLD_BYTES // 4, "float32")}
-    )
+    big = tvm_partial.partial(exe, {1: np.ones(16, "float32"), 2: np.ones(ZERO_COPY_BYTES // 4, "float32")})
     tvm_partial.export_library(big, tmp_path / "big.so")
     info = tvm_partial.inspect(tmp_path / "big.so")
-    assert info["payloads"].startswith("region ") and info["constant_bytes"] == 64 + zero_copy.THRESHOLD_BYTES
+    assert info["payloads"].startswith("region ") and info["constant_bytes"] == 64 + ZERO_COPY_BYTES
     # The artifact holds the weights once: at most 1% over their size (plus the code).
     plain = tmp_path / "plain.so"
     exe.export_library(str(plain))
@@ -231,7 +239,7 @@ def _export_appended(exe, tmp_path, name="a.so", count=4096):
 
 
 def test_hashes_are_recorded_only_in_the_partial_module_that_was_linked(affine4, tmp_path):
-    """WritePayloads appends the payloads, then writes their hashes over the very bytes
+    """An export appends the payloads, then writes their hashes over the very bytes
     that were linked (found through TVM's module tree): a library embedding other bytes is
     refused naming it, not patched elsewhere; the export's own library verifies."""
     exe, _ = affine4
@@ -240,12 +248,20 @@ def test_hashes_are_recorded_only_in_the_partial_module_that_was_linked(affine4,
     other = tmp_path / "inline.so"
     tvm_partial.export_library(tvm_partial.partial(exe, {1: np.ones(8, "float32")}), other, zero_copy=False)
     before = other.read_bytes()
-    external = _ffi_api.ExternalPayloads(
-        tvm_partial.partial(exe, {1: np.zeros(8, "float32")}), None, None, None
-    )
-    with pytest.raises(RuntimeError, match=f"cannot find the partial module's bytes in {other}"):
-        _ffi_api.WritePayloads(external, str(other), None)
-    data = other.read_bytes()
+
+    def link_other(module, file):  # a library that embeds other bytes than the module's
+        Path(file).write_bytes(before)
+
+    staged = tmp_path / "staged.so"
+    with pytest.raises(RuntimeError, match=f"cannot find the partial module's bytes in {staged}"):
+        _ffi_api.Export(
+            tvm_partial.partial(exe, {1: np.zeros(8, "float32")}),
+            str(staged),
+            str(staged),
+            link_other,
+            {"zero_copy": True},
+        )
+    data = staged.read_bytes()
     assert data[: len(before)] == before  # the embedded bytes untouched (the region was appended)
 
 
@@ -382,8 +398,14 @@ def test_altered_region_header_refused(affine4, tmp_path):
 def test_metadata_without_its_library(affine4, tmp_path):
     exe, _ = affine4
     pm = tvm_partial.partial(exe, {1: np.arange(16, dtype="float32")})
-    ext = _ffi_api.ExternalPayloads(pm, None, None, None)
-    blob = tvm_partial.save_to_bytes(ext)
+    linked = []
+
+    def link(module, file):  # the bytes the library embeds
+        linked.append(tvm_partial.save_to_bytes(module))
+        module.export_library(file)
+
+    _ffi_api.Export(pm, str(tmp_path / "a.so"), str(tmp_path / "a.so"), link, {"zero_copy": True})
+    blob = linked[0]
     with pytest.raises(
         ValueError,
         match=r"lie in the file of the library it was exported in \(region __tvm_partial_payload_\w+\), "

@@ -73,6 +73,9 @@ constexpr size_t kRegionHeaderSize = 64;
  *         before 0.1.0 also defined a symbol of that name in the library, holding a copy of the
  *         region header, which nothing reads any more. */
 constexpr const char* kRegionSymbolPrefix = "__tvm_partial_payload_";
+/*! \brief An export whose bound tensors reach this many bytes (as stored) appends them to the
+ *         library (zero-copy) unless told otherwise (export_library's zero_copy=). */
+constexpr uint64_t kZeroCopyBytes = uint64_t{16} << 20;
 
 /*! \brief Where a zero-copy export puts the payloads: a region with a name, and a number that
  *         the region and the metadata both record so a mismatch is caught. */

@@ -261,7 +261,7 @@ std::string EncodeHeader(std::vector<OutEntry> entries,
 
 /*!
  * \brief Write the safetensors file at `path` holding the payloads of `external`, a partial
- *        module whose bytes leave them to a weights file (tvm_partial.ExternalPayloads).
+ *        module whose bytes leave them to a weights file (an export with weights_file=).
  * \throws TypeError for another module; RuntimeError naming the file and the system's error.
  */
 void WriteRegionFile(const ffi::Module& external, const std::string& path);

@@ -5,8 +5,8 @@
  * \brief Writing safetensors weights files: `save_weights` (the bound tensors of a partial, each
  *        at a multiple of 64), and the weights file of an export with `weights_file=` (whose
  *        data is the payload region the metadata refers to). Globals
- *        `tvm_partial.SaveWeights` and `tvm_partial.WritePayloads`; Python stages the
- *        file under a new name and renames it into place.
+ *        `tvm_partial.SaveWeights` and `tvm_partial.Export`; Python stages the file under a
+ *        new name and renames it into place.
  */
 #include <fcntl.h>
 #include <tvm/ffi/container/tensor.h>
@@ -347,7 +347,8 @@ void WriteRegionFile(const ffi::Module& external, const std::string& path) {
   const auto* records = detail::PartialModuleRecords(external);
   const format::ExternalRegion* region = detail::PartialModuleRegion(external);
   if (records == nullptr || region == nullptr || region->weights_file.empty()) {
-    TVM_FFI_THROW(TypeError) << "WritePayloads: needs a module from ExternalPayloads";
+    TVM_FFI_THROW(TypeError)
+        << "WriteRegionFile: needs a module whose payloads go to a weights file";
   }
   const std::string blob = format::Encode(*records, region);
   const format::Parsed parsed = format::Parse(blob.data(), blob.size());

@@ -17,8 +17,7 @@ from .. import _facts, _ffi_api
 from .. import remote as _remote
 from .._progress import ProgressCallback
 from .._typing import PathLike
-from . import zero_copy as _zero_copy
-from .files import new_file, real_path, relax_loaded
+from .files import new_file, real_path
 
 if TYPE_CHECKING:
     from .._typing import ExecutableLike
@@ -46,7 +45,7 @@ def export_library(
     wheel's carries its own libstdc++; docs/deploy.md). The default artifact holds only the
     compiled code and the constants, and needs tvm-partial where it is loaded.
 
-    With ``zero_copy`` (default: when the constants reach ``zero_copy.THRESHOLD_BYTES``, 16 MiB)
+    With ``zero_copy`` (default: when the constants reach 16 MiB)
     the tensor payloads are appended to the library file (one write, after the linked code)
     instead of going into the bytes TVM embeds: loading maps them without copying, pages are read
     when first touched, and writes to bound tensors are private (copy-on-write). ``False`` keeps
@@ -70,53 +69,12 @@ def export_library(
     if not hasattr(module, "export_library"):
         raise TypeError(f"export_library needs a tvm.runtime.Module, got {type(module).__name__}")
     _remote.refuse_export(module)
-    # The partial module being exported, or None (asked of C++ once).
-    facts = _facts.of(module) if isinstance(module, tvm_ffi.Module) else None
-    pm = module if facts is not None and isinstance(module, tvm_ffi.Module) else None
-    code = facts.code if facts is not None else None
-    if code is not None and code.kind == "relax.VirtualMachine":
-        raise TypeError(
-            "export_library: this partial module binds a relax.VirtualMachine, which cannot be saved; "
-            "bind the executable instead: tvm_partial.partial(exe, device=dev, ...) (what "
-            "tvm.compile returned), which records the device and creates the VM when loaded"
-        )
+    pm = module if isinstance(module, tvm_ffi.Module) and _facts.of(module) is not None else None
     if weights_file is not None:
         if pm is None:
             raise TypeError("export_library: weights_file= needs a partial module (tvm_partial.partial(...))")
-        if zero_copy is False:
-            raise ValueError(
-                "export_library: weights_file= places the payloads in that file; zero_copy=False "
-                "(payloads inside the library) contradicts it"
-            )
-        weights_path = real_path(weights_file)
-        if weights_path == real_path(path) or (
-            os.path.exists(path) and os.path.exists(weights_path) and os.path.samefile(path, weights_path)
-        ):
-            raise ValueError(
-                f"export_library: weights_file={os.fspath(weights_file)!r} is the library's own "
-                "path; give the weights file a name of its own (e.g. model.safetensors)"
-            )
-        if os.path.isdir(weights_path):
-            raise ValueError(
-                f"export_library: weights_file={os.fspath(weights_file)!r} is a folder; name the "
-                "file to write (e.g. model.safetensors)"
-            )
-        if not os.path.isdir(os.path.dirname(weights_path)):
-            raise FileNotFoundError(
-                f"export_library: the folder of weights_file={os.fspath(weights_file)!r} "
-                "does not exist; create it first"
-            )
-        if _loaded(code, pm):
-            raise ValueError(
-                "export_library: weights_file= with a module loaded from an artifact is not "
-                "supported: bind the compiled module with tvm_partial.partial() and export that"
-            )
-    if pm is not None and _loaded(code, pm):
-        # TVM cannot export loaded code again: C++ writes an updated copy of the artifact it came
-        # from (cpp/zero_copy.cc ExportLoaded); options other than zero_copy cannot apply to a copy.
-        with new_file(path) as staged:
-            given = sorted(kwargs) + (["self_contained"] if self_contained else [])
-            return _ffi_api.ExportLoaded(pm, path, staged, zero_copy, given)
+        _check_weights_path(path, os.fspath(weights_file))
+    given = sorted(kwargs) + (["self_contained"] if self_contained else [])
     if kwargs.get("addons"):
         kwargs["addons"] = list(kwargs["addons"])  # TVM appends to the list: keep the caller's
     if self_contained:
@@ -127,41 +85,47 @@ def export_library(
         # The embedded code registers global functions that point into the artifact: it must
         # never be unloaded, or a program that closes the library crashes at exit.
         kwargs["options"] = [*([options] if isinstance(options, str) else options), "-Wl,-z,nodelete"]
-    if weights_file is not None:
-        return _export_with_weights_file(module, path, os.fspath(weights_file), **kwargs)
-    appended = None
-    if (
-        pm is not None
-        and facts is not None
-        and (zero_copy or (zero_copy is None and facts.constant_bytes >= _zero_copy.THRESHOLD_BYTES))
-    ):
-        if path.endswith((".tar", ".wasm")):
-            raise ValueError(
-                f"export_library: a zero-copy export appends the payloads to a shared library; "
-                f"{path} is not one (export to a .so, or pass zero_copy=False)"
-            )
-        module = appended = _ffi_api.ExternalPayloads(pm, None, None, None)
+
+    def link(linked: Any, file: str) -> None:  # TVM links the code, C++ the rest
+        linked.export_library(file, **kwargs)
+
+    if pm is None:
+        with new_file(path) as staged:
+            link(module, staged)
+        return
+    # C++ decides the rest (cpp/export.cc): where the payloads go, a loaded module's copy.
+    chosen: dict[str, Any] = {"zero_copy": None if zero_copy is None else bool(zero_copy), "given": given}
+    chosen["progress"] = progress
     with new_file(path) as staged:
-        module.export_library(staged, **kwargs)
-        if appended is not None:  # the linked library, then the payloads in one write
-            _ffi_api.WritePayloads(appended, staged, progress)
+        if weights_file is None:
+            return _ffi_api.Export(pm, path, staged, link, chosen)
+        # Recorded relative to the library's real folder, where every reader looks (the loaded
+        # file's own path, symlinks resolved): a folder reached through a symlink is resolved too.
+        chosen["weights_file"] = os.path.relpath(real_path(weights_file), os.path.dirname(real_path(path)))
+        with new_file(os.fspath(weights_file)) as staged_weights:
+            chosen["weights_path"] = staged_weights
+            _ffi_api.Export(pm, path, staged, link, chosen)
 
 
-def _loaded(code: tvm_ffi.Module | None, module: tvm_ffi.Module) -> bool:
-    """A partial module whose code was loaded from an artifact (TVM cannot export it again)."""
-    return code is not None and (code.kind == "library" or relax_loaded(module))
-
-
-def _export_with_weights_file(module: Any, path: str, weights_file: str, **kwargs: Any) -> None:
-    """The library (code and metadata) and the weights file, each written under a new name and
-    renamed into place (the weights file first: the library names it)."""
-    # Recorded relative to the library's real folder, where every reader looks (the loaded file's
-    # own path, symlinks resolved): a folder reached through a symlink is resolved here too.
-    name = os.path.relpath(real_path(weights_file), os.path.dirname(real_path(path)))
-    with new_file(path) as staged, new_file(weights_file) as staged_weights:
-        module = _ffi_api.ExternalPayloads(module, name, None, None)
-        _ffi_api.WritePayloads(module, staged_weights, None)
-        module.export_library(staged, **kwargs)
+def _check_weights_path(path: str, weights_file: str) -> None:
+    """``weights_file=`` names a file of its own, in a folder that exists."""
+    weights_path = real_path(weights_file)
+    if weights_path == real_path(path) or (
+        os.path.exists(path) and os.path.exists(weights_path) and os.path.samefile(path, weights_path)
+    ):
+        raise ValueError(
+            f"export_library: weights_file={weights_file!r} is the library's own "
+            "path; give the weights file a name of its own (e.g. model.safetensors)"
+        )
+    if os.path.isdir(weights_path):
+        raise ValueError(
+            f"export_library: weights_file={weights_file!r} is a folder; name the "
+            "file to write (e.g. model.safetensors)"
+        )
+    if not os.path.isdir(os.path.dirname(weights_path)):
+        raise FileNotFoundError(
+            f"export_library: the folder of weights_file={weights_file!r} does not exist; create it first"
+        )
 
 
 def embed_object() -> Path:

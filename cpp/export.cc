@@ -1,11 +1,12 @@
 // Copyright 2026 The tvm-partial Authors
 // SPDX-License-Identifier: Apache-2.0
 /*!
- * \file zero_copy.cc
- * \brief The export of payloads outside TVM's embedded bytes, two globals (export.py and
- *        reexport.py call them around TVM's export_library): ExternalPayloads, a copy of a
- *        partial_apply module whose bytes leave its payloads to a region appended to the library
- *        file, or to a safetensors weights file beside it; WritePayloads, the one writer of them.
+ * \file export.cc
+ * \brief `tvm_partial.export_library` of a partial module, one call (tvm_partial.Export): the
+ *        payloads inline in the bytes TVM embeds, appended to the library once it is linked
+ *        (zero-copy), or in a safetensors weights file beside it; or, for a module whose code was
+ *        loaded from an artifact (which TVM cannot export again), an updated copy of that file.
+ *        TVM's export_library, which links the code, is Python's: Export calls it back.
  */
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -15,8 +16,11 @@
 #include <tvm/ffi/function.h>
 #include <tvm/ffi/string.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <iterator>
 #include <optional>
 #include <random>
 #include <string>
@@ -220,50 +224,106 @@ void ExportLoaded(ffi::Module module, ffi::String path, ffi::String staged,
   }
 }
 
+/*! \brief `options[key]` as a T, or `fallback` when absent or None. */
+template <typename T>
+T Option(const ffi::Map<ffi::String, ffi::Any>& options, const char* key, T fallback) {
+  auto found = options.Get(key);
+  if (!found.has_value() || found->type_index() == ffi::TypeIndex::kTVMFFINone) return fallback;
+  return found->cast<T>();
+}
+
+/*!
+ * \brief tvm_partial.Export(module, path, staged, link, options): export the partial module
+ *        `module` to `staged` (a new file in `path`'s folder, which Python moves onto `path`),
+ *        linking through `link(module, file)` (TVM's export_library, with the user's options).
+ *        `options`: "zero_copy" (bool; absent: by the constants' size), "weights_file" (the name
+ *        the library records) with "weights_path" (the staged file it is written to), "progress"
+ *        (progress(done, total) while an appended region is written), "given" (TVM's options
+ *        by name: a copy of a loaded artifact refuses them), "symbol" and "link" (the region's,
+ *        drawn at random when absent: fixed ones make reproducible files).
+ */
+void Export(ffi::Module module, ffi::String path, ffi::String staged, ffi::Function link,
+            ffi::Map<ffi::String, ffi::Any> options) {
+  static const char* const kKnown[] = {"zero_copy", "weights_file", "weights_path", "progress",
+                                       "given",     "symbol",       "link"};
+  for (const auto& [key, _] : options) {
+    if (std::none_of(std::begin(kKnown), std::end(kKnown),
+                     [&key = key](const char* k) { return key == k; })) {
+      TVM_FFI_THROW(ValueError) << "Export: unknown option '" << key << "'";
+    }
+  }
+  const std::vector<format::FunctionRecord>* records = detail::PartialModuleRecords(module);
+  if (records == nullptr) TVM_FFI_THROW(TypeError) << "export_library: not a partial_apply module";
+  const ffi::Optional<ffi::Module> code = detail::PartialModuleCode(module);
+  if (code.has_value() && std::string((*code)->kind()) == "relax.VirtualMachine") {
+    TVM_FFI_THROW(TypeError)
+        << "export_library: this partial module binds a relax.VirtualMachine, which cannot be "
+        << "saved; bind the executable instead: tvm_partial.partial(exe, device=dev, ...) (what "
+        << "tvm.compile returned), which records the device and creates the VM when loaded";
+  }
+  const auto zero_copy = Option<ffi::Optional<bool>>(options, "zero_copy", std::nullopt);
+  const auto weights_file =
+      Option<ffi::Optional<ffi::String>>(options, "weights_file", std::nullopt);
+  const auto symbol = Option<ffi::Optional<ffi::String>>(options, "symbol", std::nullopt);
+  const auto link_number = Option<ffi::Optional<int64_t>>(options, "link", std::nullopt);
+  if (weights_file.has_value() && zero_copy.has_value() && !*zero_copy) {
+    TVM_FFI_THROW(ValueError) << "export_library: weights_file= places the payloads in that file; "
+                              << "zero_copy=False (payloads inside the library) contradicts it";
+  }
+  if (detail::FindLibrary(module->imports()).has_value()) {  // the code was loaded
+    if (weights_file.has_value()) {
+      TVM_FFI_THROW(ValueError)
+          << "export_library: weights_file= with a module loaded from an artifact is not "
+          << "supported: bind the compiled module with tvm_partial.partial() and export that";
+    }
+    ExportLoaded(module, path, staged, zero_copy,
+                 Option<ffi::Array<ffi::String>>(options, "given", {}));
+    return;
+  }
+  if (weights_file.has_value()) {  // the weights file first: the library names it
+    const ffi::Module external =
+        WithRegion("export_library", module, symbol, link_number, std::string(*weights_file));
+    weights::WriteRegionFile(external, options.at("weights_path").cast<ffi::String>());
+    link(external, staged);
+    return;
+  }
+  uint64_t bytes = 0;
+  for (const ffi::Tensor& t : format::PayloadTensors(*records)) {
+    bytes += format::PayloadBytes(*t.GetDLTensorPtr());
+  }
+  if (!zero_copy.value_or(bytes >= format::kZeroCopyBytes)) {
+    link(module, staged);
+    return;
+  }
+  const std::string file(path);
+  for (const char* suffix : {".tar", ".wasm"}) {
+    if (file.size() >= std::strlen(suffix) &&
+        file.compare(file.size() - std::strlen(suffix), std::string::npos, suffix) == 0) {
+      TVM_FFI_THROW(ValueError) << "export_library: a zero-copy export appends the payloads to a "
+                                << "shared library; " << file << " is not one (export to a .so, "
+                                << "or pass zero_copy=False)";
+    }
+  }
+  // Linked with zeros for the payload hashes; the region is appended in one write, hashed as it
+  // is written, and the hashes go over those zeros (the same length).
+  format::ExternalRegion region = *detail::PartialModuleRegion(
+      WithRegion("export_library", module, symbol, link_number, std::nullopt));
+  region.appended = true;
+  region.hashes_given = true;
+  const ffi::Module external = detail::WithExternalRegion(module, region);
+  const ffi::Bytes linked = external->SaveToBytes();
+  link(external, staged);
+  region.hashes = storage::AppendRegion(
+      *records, region, std::string(staged),
+      Option<ffi::Optional<ffi::Function>>(options, "progress", std::nullopt));
+  region.hashes_given = !region.hashes.empty();
+  storage::ReplaceEmbeddedModule(std::string(staged), "partial_apply",
+                                 std::string(linked.data(), linked.size()),
+                                 format::Encode(*records, &region));
+}
+
 }  // namespace
 
-TVM_FFI_STATIC_INIT_BLOCK() {
-  // A copy of `mod` whose payloads go to the safetensors file `weights_file` names (relative to
-  // the library's folder; flag 2), else to a region appended to the library once it is linked
-  // (flag 4): its bytes are linked with zeros for the payload hashes, which WritePayloads records
-  // as it writes the region.
-  detail::RegisterGlobalOnce("tvm_partial.ExternalPayloads",
-                             [](ffi::Module mod, ffi::Optional<ffi::String> weights_file,
-                                ffi::Optional<ffi::String> symbol, ffi::Optional<int64_t> link) {
-                               if (weights_file.has_value()) {
-                                 return WithRegion("export_library", mod, symbol, link,
-                                                   std::string(*weights_file));
-                               }
-                               format::ExternalRegion region = *detail::PartialModuleRegion(
-                                   WithRegion("export_library", mod, symbol, link, std::nullopt));
-                               region.appended = true;
-                               region.hashes_given = true;  // zeros, until WritePayloads knows them
-                               return detail::WithExternalRegion(mod, std::move(region));
-                             });
-  detail::RegisterGlobalOnce("tvm_partial.ExportLoaded", ExportLoaded);
-  // Write the payloads of a module from ExternalPayloads to `path`: its weights file; or its
-  // region appended to the linked library there, hashed as it is written, the hashes then written
-  // over the zeros of the module's bytes in that library (the same length).
-  detail::RegisterGlobalOnce(
-      "tvm_partial.WritePayloads",
-      [](ffi::Module mod, ffi::String path, ffi::Optional<ffi::Function> progress) {
-        const format::ExternalRegion* region = detail::PartialModuleRegion(mod);
-        const std::vector<format::FunctionRecord>* records = detail::PartialModuleRecords(mod);
-        if (region == nullptr || records == nullptr) {
-          TVM_FFI_THROW(TypeError) << "WritePayloads: needs a module from ExternalPayloads";
-        }
-        if (!region->appended) {
-          weights::WriteRegionFile(mod, path);
-          return;
-        }
-        format::ExternalRegion hashed = *region;
-        const ffi::Bytes linked = mod->SaveToBytes();
-        hashed.hashes = storage::AppendRegion(*records, *region, std::string(path), progress);
-        hashed.hashes_given = !hashed.hashes.empty();
-        storage::ReplaceEmbeddedModule(std::string(path), "partial_apply",
-                                       std::string(linked.data(), linked.size()),
-                                       format::Encode(*records, &hashed));
-      });
-}
+TVM_FFI_STATIC_INIT_BLOCK() { detail::RegisterGlobalOnce("tvm_partial.Export", Export); }
 
 }  // namespace tvm_partial
