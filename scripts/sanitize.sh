@@ -9,8 +9,8 @@
 # the source and of the docs that run no C++ of ours (lint, types, packaging, the README, the API
 # reference, the benchmarks' and GPU script's smoke runs, which repeat paths the suite covers), the
 # tests that mostly orchestrate other processes and tools (the docs' snippets, the C++ example's
-# CMake builds, RPC servers, disco workers: the C++ paths they reach, loading, shards and remote
-# placement, run in-process in the tests kept), and the slow tests (they run once, in the plain
+# CMake builds, RPC servers, disco workers, the command line and its demo: the C++ paths they
+# reach, loading, shards, remote placement, inspect and verify, run in-process in the tests kept), and the slow tests (they run once, in the plain
 # build; the resident-memory test among them could not run here: ASan's quarantine holds 256 MiB
 # of freed memory by design).
 set -euo pipefail
@@ -28,4 +28,5 @@ LD_PRELOAD="$PRELOAD" "$VENV/bin/python" -m pytest -q -p no:cacheprovider \
   --ignore=tests/test_hygiene.py --ignore=tests/test_typing.py --ignore=tests/test_packaging.py \
   --ignore=tests/test_readme.py --ignore=tests/test_api_doc.py --ignore=tests/test_benchmarks.py \
   --ignore=tests/test_docs.py --ignore=tests/test_deploy.py \
-  --ignore=tests/test_cmake_config.py --ignore=tests/test_rpc.py --ignore=tests/test_disco.py "$@"
+  --ignore=tests/test_cmake_config.py --ignore=tests/test_rpc.py --ignore=tests/test_disco.py \
+  --ignore=tests/test_cli.py "$@"

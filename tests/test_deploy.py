@@ -223,6 +223,7 @@ def _missing_cpp_tools() -> str | None:
     return None
 
 
+@pytest.mark.slow  # a CMake configure and build of the C++ example
 @pytest.mark.skipif(_missing_cpp_tools() is not None, reason=f"C++ example: {_missing_cpp_tools()}")
 def test_cpp_deploy_example_configures_quietly_without_cuda(tmp_path):
     """A CPU-only configure of the example prints nothing about CUDA (tvm-ffi's CMake package
@@ -247,6 +248,7 @@ def test_cpp_deploy_example_configures_quietly_without_cuda(tmp_path):
     assert "Warning" not in proc.stdout + proc.stderr
 
 
+@pytest.mark.slow  # a CMake configure and build of the C++ example
 @pytest.mark.skipif(_missing_cpp_tools() is not None, reason=f"C++ example: {_missing_cpp_tools()}")
 def test_cpp_deploy_example(dev, tmp_path):
     """examples/cpp_deploy/run.py --device: every C++ program and mode, bound on the device."""
@@ -283,6 +285,7 @@ def test_cpp_deploy_example(dev, tmp_path):
     assert LOADER_MISSING in proc.stdout
 
 
+@pytest.mark.slow  # a CMake configure and build of the C++ example
 @pytest.mark.skipif(_missing_cpp_tools() is not None, reason=f"C++ example: {_missing_cpp_tools()}")
 def test_getting_started_cpp_program(tmp_path):
     """getting-started.md's C++ program, as printed, built with deploy.md's CMakeLists.txt and its

@@ -104,6 +104,7 @@ print(json.dumps(ran))
 """
 
 
+@pytest.mark.slow  # each page's snippets in a fresh interpreter: 47 s of the default run's 330 here
 @pytest.mark.parametrize("path", [p for p in FILES if _runnable(p)], ids=_name)
 def test_doc_snippets_run(path, tmp_path):
     todo = _runnable(path)
