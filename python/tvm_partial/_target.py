@@ -20,8 +20,6 @@ from . import relax_vm as _relax
 from . import remote as _remote
 from .signature import Param, Signature, resolve
 
-_CPU = 1  # DLDeviceType kDLCPU
-
 #: Tells "option not given" from any value, None included.
 UNSET = object()
 
@@ -357,7 +355,7 @@ def check_available(device: Any) -> None:
         return
     kind, index, name = int(device.dlpack_device_type()), int(device.index), str(device)
     where = f"device={name} is not available in this process"
-    if kind == _CPU:
+    if kind == tvm_ffi.DLDeviceType.kDLCPU:
         if index != 0:
             raise ValueError(f"{where}: the CPU is cpu:0; pass device='cpu' (or leave device= out)")
         return

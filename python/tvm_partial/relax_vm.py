@@ -19,7 +19,7 @@ from .signature import Param, Signature
 KIND = "partial_apply_vm"
 #: Allocators of the Relax VM (tvm.runtime.vm.VirtualMachine.NAIVE_ALLOCATOR / POOLED_ALLOCATOR).
 ALLOCATORS = {"naive": 1, "pooled": 2}
-_CPU = 1  # DLDeviceType kDLCPU
+_CPU = int(tvm_ffi.DLDeviceType.kDLCPU)
 
 
 def executable_module(target: Any) -> tvm_ffi.Module | None:
