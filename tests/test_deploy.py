@@ -25,8 +25,6 @@ from tvm_partial import config
 from tvm_partial.artifact import export
 
 ROOT = Path(__file__).resolve().parent.parent
-# One worker for this file in .ci/run's slow stage (--dist loadgroup): the exported artifacts are made once.
-pytestmark = pytest.mark.xdist_group("deploy")
 NO_AUTOLOAD = {"TVM_DEVICE_BACKEND_AUTOLOAD": "0"}
 LOADER_MISSING = (
     "Library binary was created using {partial_apply} but a loader of that name is not registered. "

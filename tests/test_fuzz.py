@@ -24,8 +24,6 @@ import pytest
 from helpers import Crash, run_cases
 
 ROOT = Path(__file__).resolve().parent.parent
-# One worker for this file in .ci/run's slow stage (--dist loadgroup): both fuzzers build into one folder.
-pytestmark = pytest.mark.xdist_group("fuzz")
 REGRESSIONS = sorted((ROOT / "tests" / "fuzz_regressions").glob("*.bin"))
 WEIGHTS_REGRESSIONS = sorted((ROOT / "tests" / "fuzz_regressions" / "weights").glob("*.bin"))
 

@@ -20,8 +20,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-# One worker for this file in .ci/run's slow stage (--dist loadgroup): the wheel is built once.
-pytestmark = pytest.mark.xdist_group("wheel")
 _VERSION = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M)
 assert _VERSION is not None, "pyproject.toml names no version"
 PYPROJECT_VERSION = _VERSION.group(1)

@@ -22,7 +22,6 @@ import tvm_partial
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.xdist_group("transformers"),  # .ci/run's slow stage: the models are built once
     pytest.mark.filterwarnings("ignore:`isinstance.treespec, LeafSpec.` is deprecated:FutureWarning"),
 ]
 torch = pytest.importorskip("torch")
