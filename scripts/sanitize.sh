@@ -10,9 +10,9 @@
 # reference, the benchmarks' and GPU script's smoke runs, which repeat paths the suite covers), the
 # tests that mostly orchestrate other processes and tools (the docs' snippets, the C++ example's
 # CMake builds, RPC servers, disco workers, the command line and its demo: the C++ paths they
-# reach, loading, shards, remote placement, inspect and verify, run in-process in the tests kept), and the slow tests (they run once, in the plain
-# build; the resident-memory test among them could not run here: ASan's quarantine holds 256 MiB
-# of freed memory by design).
+# reach, loading, shards, remote placement, inspect and verify, run in-process in the tests kept),
+# and the slow tests (they run once, in the plain build; the resident-memory test among them could
+# not run here: ASan's quarantine holds 256 MiB of freed memory by design).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=build/asan-venv
