@@ -116,8 +116,8 @@ std::string Label(const format::FunctionRecord& r, int64_t position) {
   return "position " + std::to_string(position);
 }
 
-/*! \brief Shards from Python ([[position, dim, world(, segments)]...]), checked against the bound
- * tensors of `r` (format::ShardProblem), sorted by position. */
+/*! \brief Shards from Python ([[position, dim, world(, segments)]...]; a negative dim counts from
+ * the end), checked against the bound tensors of `r` (format::ShardProblem), sorted by position. */
 std::vector<format::Shard> CheckShards(const format::FunctionRecord& r,
                                        const ffi::Array<ffi::Array<int64_t>>& raw,
                                        const std::string& who) {
@@ -145,10 +145,13 @@ std::vector<format::Shard> CheckShards(const format::FunctionRecord& r,
                                 << ": the bound tensor is not contiguous";
     }
     const std::vector<int64_t> shape(tensor->shape().begin(), tensor->shape().end());
+    const int64_t ndim = static_cast<int64_t>(shape.size());
+    if (s.dim < 0 && s.dim >= -ndim) s.dim += ndim;  // counted from the end, as numpy counts axes
     const std::string problem =
         format::ShardProblem(shape, tensor->dtype(), s.dim, s.world, s.segments);
     if (!problem.empty()) {
-      TVM_FFI_THROW(ValueError) << who << ": cannot shard " << label << ": " << problem;
+      TVM_FFI_THROW(ValueError) << who << ": cannot shard " << label << " over world " << s.world
+                                << ": " << problem;
     }
     s.layout = format::ShardLayout(shape, s.dim, s.segments);
     for (const format::Shard& seen : out) {
@@ -245,9 +248,11 @@ namespace {
 
 /*!
  * \brief tvm_partial.Describe: what a partial function (key "") or a partial module of this copy
- *        holds, beside its bindings (runtime.PartialApplyBindings), in one answer; None for
- *        anything else. {"code": the compiled module bound (a module's; None without one),
- *        "names": {function: [parameter names]} (where recorded), "outputs": {function:
+ *        holds, in one answer; for anything else None, or with `who` (the caller's name) a
+ *        TypeError that says what was given. {"code": the compiled module bound (a module's;
+ *        None without one), "bindings": {function: {position: value}}
+ * (runtime.PartialApplyBindings), "names": {function: [parameter names]} (where recorded),
+ * "outputs": {function:
  *        [{"position", "dtype", "shape"}]}, "shards": {function: [[position, dim, world,
  *        segments]]}, "shard_rank": the rank whose view it holds (load(path, shard=)) or -1,
  *        "payloads": {function: {position: n}} (n numbers the distinct tensors, each stored once:
@@ -255,12 +260,17 @@ namespace {
  *        decides a zero-copy export)}. Given bytes (save_to_bytes), the format's own
  *        description of them (format::Describe), checked as the loader parses them.
  */
-ffi::Optional<ffi::Map<ffi::String, ffi::Any>> Describe(const ffi::Any& obj) {
+ffi::Optional<ffi::Map<ffi::String, ffi::Any>> Describe(const ffi::Any& obj,
+                                                        const ffi::String& who) {
   if (std::optional<ffi::Bytes> bytes = obj.try_cast<ffi::Bytes>()) {
     return format::Describe(format::Parse(bytes->data(), bytes->size()));
   }
   std::optional<std::vector<format::FunctionRecord>> records = RecordsOf(obj);
-  if (!records.has_value()) return std::nullopt;
+  if (!records.has_value()) {
+    if (!who.empty()) detail::PartialRecords(obj, who.c_str());  // throws, naming what was given
+    return std::nullopt;
+  }
+  ffi::Map<ffi::String, Bindings> bindings;
   ffi::Map<ffi::String, ffi::Array<ffi::String>> names;
   ffi::Map<ffi::String, ffi::Array<ffi::Any>> outputs;
   ffi::Map<ffi::String, ffi::Array<ffi::Array<int64_t>>> shards;
@@ -268,6 +278,7 @@ ffi::Optional<ffi::Map<ffi::String, ffi::Any>> Describe(const ffi::Any& obj) {
   const std::vector<std::vector<int64_t>> numbers = format::TensorNumbers(*records);
   for (size_t f = 0; f < records->size(); ++f) {
     const format::FunctionRecord& r = (*records)[f];
+    bindings.Set(r.name, detail::ToBindings(r.bound));
     if (!r.param_names.empty()) names.Set(r.name, r.param_names);
     if (!r.outputs.empty()) outputs.Set(r.name, detail::OutputsToAny(r.outputs));
     ffi::Array<ffi::Array<int64_t>> split;
@@ -286,13 +297,11 @@ ffi::Optional<ffi::Map<ffi::String, ffi::Any>> Describe(const ffi::Any& obj) {
   }
   ffi::Optional<ffi::Module> code;
   if (auto m = obj.try_cast<ffi::Module>()) code = detail::PartialModuleCode(*m);
-  return ffi::Map<ffi::String, ffi::Any>{{"code", code},
-                                         {"names", names},
-                                         {"outputs", outputs},
-                                         {"shards", shards},
-                                         {"shard_rank", detail::ShardRankOf(obj)},
-                                         {"payloads", payloads},
-                                         {"constant_bytes", static_cast<int64_t>(bytes)}};
+  return ffi::Map<ffi::String, ffi::Any>{
+      {"code", code},         {"bindings", bindings},
+      {"names", names},       {"outputs", outputs},
+      {"shards", shards},     {"shard_rank", detail::ShardRankOf(obj)},
+      {"payloads", payloads}, {"constant_bytes", static_cast<int64_t>(bytes)}};
 }
 
 // runtime.PartialApplyModule(mod, {name: {position: value}}, param_names={}, outputs={},

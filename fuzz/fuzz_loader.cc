@@ -28,7 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const ffi::Function describe = *ffi::Function::GetGlobal("tvm_partial.Describe");
   ffi::Bytes input(reinterpret_cast<const char*>(data), size);
   try {
-    describe(input);
+    describe(input, ffi::String(""));
   } catch (const ffi::Error&) {
   }
   ffi::Any loaded;

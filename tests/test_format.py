@@ -81,7 +81,7 @@ def test_payload_is_64_byte_aligned(affine4):
     exe, _ = affine4
     w = np.arange(16, dtype="float32")
     data = tvm_partial.save_to_bytes(tvm_partial.partial(exe, {1: w, 2: w * 2}))
-    info = tvm_ffi.get_global_func("tvm_partial.Describe")(data)
+    info = tvm_ffi.get_global_func("tvm_partial.Describe")(data, "")
     assert info["constant_bytes"] == 128
     offsets = [data.find(w.tobytes()), data.find((w * 2).tobytes())]
     assert offsets[0] > 0 and offsets[1] > offsets[0]
@@ -96,7 +96,7 @@ def test_recorded_hashes_match_independent_hash(nbytes, affine4):
     exe, _ = affine4
     w = np.frombuffer(np.random.default_rng(nbytes).bytes(nbytes), dtype="uint8").copy()
     data = tvm_partial.save_to_bytes(tvm_partial.partial(exe, {1: w}))
-    info = tvm_ffi.get_global_func("tvm_partial.Describe")(data)
+    info = tvm_ffi.get_global_func("tvm_partial.Describe")(data, "")
     (binding,) = info["functions"][0]["bindings"]
     assert binding["hash"] & (2**64 - 1) == format_hash(w.tobytes())
     (meta_size, meta_hash) = struct.unpack_from("<QQ", data, 24)
@@ -580,7 +580,7 @@ def test_tensor_dtypes_round_trip(dtype, shape, affine4):
     assert (typed.dtype, tuple(typed.shape)) == (dtype, shape)
     pm = tvm_partial.partial(exe, {1: typed})
     data = tvm_partial.save_to_bytes(pm)
-    info = tvm_ffi.get_global_func("tvm_partial.Describe")(data)
+    info = tvm_ffi.get_global_func("tvm_partial.Describe")(data, "")
     binding = info["functions"][0]["bindings"][0]
     assert (binding["dtype"], tuple(binding["shape"]), binding["bytes"]) == (dtype, shape, nbytes)
     assert binding["hash"] & (2**64 - 1) == format_hash(source)  # the writer stored these bytes

@@ -65,7 +65,7 @@ def test_outputs_round_trip_and_call(affine4):
 def test_describe_lists_outputs(scale_n):
     exe, tensors = scale_n
     data = tvm_partial.save_to_bytes(tvm_partial.partial(exe, signature=tensors, outputs="y"))
-    info = tvm_ffi.get_global_func("tvm_partial.Describe")(data)
+    info = tvm_ffi.get_global_func("tvm_partial.Describe")(data, "")
     assert int(info["version"]) == 3
     (out,) = info["functions"][0]["outputs"]
     assert int(out["position"]) == 2 and str(out["dtype"]) == F32

@@ -202,14 +202,14 @@ for n in (25_000, 200_000):
     every = tvm_ffi.convert({f"f{i}": {1: 5} for i in range(n)})  # converted once, not timed
     seconds[n] = {
         "load": cpu_seconds(lambda: load(blob)),
-        "describe": cpu_seconds(lambda: describe(blob)),
+        "describe": cpu_seconds(lambda: describe(blob, "")),
         "save": cpu_seconds(lambda: save(module)),
         # Merging one function into a loaded module of that size looks it up once (no scan) ...
         "merge one": cpu_seconds(lambda: apply_module(module, {last: {1: 5}, "g": {0: 1}})),
         # ... and merging every function looks each up once.
         "merge every": cpu_seconds(lambda: apply_module(module, every)),
     }
-    info = describe(blob)
+    info = describe(blob, "")
     merged = bindings(apply_module(module, {last: {1: 5}, "g": {0: 1}}))
     checks[n] = {"functions": len(info["functions"]), "last": info["functions"][-1]["name"],
                  "resaved": bytes(save(module)) == blob,
@@ -361,7 +361,7 @@ print(json.dumps({
     "taken_over": [n for n in names if not after[n].same_as(before[n])],
     # both copies register with their type schema (tvm-ffi-stubgen reads it), the same one
     "typed": [schemas_before[n] is not None and schemas_before[n] == schemas_after[n] for n in names],
-    "is_partial": [after["tvm_partial.Describe"](p) is not None for p in (g, made, reloaded)],
+    "is_partial": [after["tvm_partial.Describe"](p, "") is not None for p in (g, made, reloaded)],
     "bindings": sorted(int(i) for i in tvm_partial.bindings(made)["main"]),
     "artifact": run(artifact),                     # the embedded copy's module still works
     "made": run(made),                             # and so does the installed library's

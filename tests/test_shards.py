@@ -99,11 +99,12 @@ def test_bind_refuses_a_shard_spec_that_is_not_a_dim_or_dim_and_segments(tp, bad
         ((1, 258), 1, 2),
     ],
 )
-def test_a_rank_of_packed_dtype_must_hold_whole_bytes(shape, dim, world):
-    from tvm_partial import _ffi_api
-
-    problem = _ffi_api.ShardSplit(list(shape), "int4", dim, world, 1)["problem"]
-    assert "is not a whole number of bytes (int4 packs several elements per byte)" in problem
+def test_a_rank_of_packed_dtype_must_hold_whole_bytes(tp, shape, dim, world):
+    exe, _ = tp
+    bind = tvm.get_global_func("runtime.PartialApplyModule")
+    packed = tvm.runtime.empty(shape, "int4")
+    with pytest.raises(ValueError, match=r"is not a whole number of bytes \(int4 packs several elements"):
+        bind(exe.mod, {"main": {0: packed}}, {}, {}, {}, {"main": [[0, dim, world, 1]]})
 
 
 def test_a_row_shard_of_packed_dtype_binds_whole_bytes_per_rank(tmp_path):
@@ -496,7 +497,7 @@ def test_crafted_shard_records_are_refused(tp, kind):
         def run_case(case):
             name, data, _ = case
             out = []
-            for reader in (tvm_partial.load_from_bytes, lambda b: _ffi_api.Describe(b)):
+            for reader in (tvm_partial.load_from_bytes, lambda b: _ffi_api.Describe(b, "")):
                 try:
                     reader(bytes.fromhex(data))
                     out.append("accepted")
@@ -627,11 +628,10 @@ def test_stored_order_matches_numpys_rank_shards_property(tp):
     @given(splits(), st.integers(0, 2**32 - 1))
     def check(split, seed):
         dtype, shape, dim, world, segments = split
-        assert _ffi_api.ShardSplit(list(shape), dtype, dim, world, segments)["problem"] == ""
         W = np.random.default_rng(seed).integers(-100, 100, shape).astype(dtype)
         pm = bind(exe.mod, {"main": {0: tensor(W)}}, {}, {}, {}, {"main": [[0, dim, world, segments]]})
         blob = tvm_partial.save_to_bytes(pm)
-        binding = _ffi_api.Describe(blob)["functions"][0]["bindings"][0]
+        binding = _ffi_api.Describe(blob, "")["functions"][0]["bindings"][0]
         rows = segments == 1 and all(d == 1 for d in shape[:dim])
         assert binding["shard"]["layout"] == ("rows" if rows else "shard-major")
         payload = blob[binding["offset"] : binding["offset"] + binding["bytes"]]
@@ -667,9 +667,11 @@ def test_a_dim_counts_from_the_end_and_huge_numbers_are_refused_by_name():
     for spec, world, message in (
         ((0, 2**63), 2, r"shards=\{'w': \(0, 9223372036854775808\)\}: out of range"),
         (2**63, 2, r"shards=\{'w': 9223372036854775808\}: out of range"),
-        ((0, 2**31), 2, "out of range"),
+        ((0, 2**31), 2, "segments 2147483648 is not 1 to 65536"),
         (1, 2**63, r"world=9223372036854775808: out of range"),
         (1, 2**31 - 1, "world 2147483647 is not 2 to 65536"),
+        (1, -1, "world -1 is not 2 to 65536"),
+        ((0, -(2**63)), 2, "segments -9223372036854775808 is not 1 to 65536"),
     ):
         with pytest.raises(ValueError, match=message):
             tvm_partial.partial(exe, signature=sig, w=ints((N, K)), shards={"w": spec}, world=world)

@@ -7,9 +7,8 @@
 #include "format/shard.h"
 
 #include <tvm/ffi/container/array.h>
-#include <tvm/ffi/container/map.h>
 #include <tvm/ffi/dtype.h>
-#include <tvm/ffi/function.h>
+#include <tvm/ffi/error.h>
 #include <tvm/ffi/string.h>
 
 #include <cstring>
@@ -19,7 +18,6 @@
 
 #include "format/common.h"
 #include "format/format.h"
-#include "registry.h"
 
 namespace tvm_partial {
 namespace format {
@@ -178,21 +176,4 @@ void ScatterRank(const char* in, char* rows, uint64_t nbytes, const std::vector<
 }
 
 }  // namespace format
-
-TVM_FFI_STATIC_INIT_BLOCK() {
-  // A split of a tensor of this shape and dtype, as binding checks it (format::ShardProblem):
-  // {"problem": why it cannot be split so, or "", "shard": one rank's shape when it can}.
-  detail::RegisterGlobalOnce(
-      "tvm_partial.ShardSplit", [](ffi::Array<int64_t> shape, ffi::String dtype, int64_t dim,
-                                   int64_t world, int64_t segments) {
-        const std::vector<int64_t> whole(shape.begin(), shape.end());
-        std::string problem =
-            format::ShardProblem(whole, ffi::StringToDLDataType(dtype), dim, world, segments);
-        ffi::Array<int64_t> shard;
-        if (problem.empty()) shard = ffi::Array<int64_t>(format::ShardShape(whole, dim, world));
-        return ffi::Map<ffi::String, ffi::Any>{{"problem", ffi::String(problem)}, {"shard", shard}};
-      });
-  // Why shard=(rank, world) names no rank, or "".
-}
-
 }  // namespace tvm_partial

@@ -4,8 +4,8 @@
  * \file format/shard.h
  * \brief The home of the shard rules: which splits of a tensor bound with shards= are allowed,
  *        the layout its payload is stored in, one rank's shape and bytes, and which rank a
- *        (rank, world) names. Binding, the format's writer and reader, the loaders, verify and
- *        Python (the global tvm_partial.ShardSplit) ask here.
+ *        (rank, world) names. Binding, the format's writer and reader, the loaders and verify
+ *        ask here.
  */
 #ifndef TVM_PARTIAL_FORMAT_SHARD_H_
 #define TVM_PARTIAL_FORMAT_SHARD_H_

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import tvm_ffi
 
@@ -14,10 +14,12 @@ from . import _ffi_api
 
 @dataclass(frozen=True)
 class Facts:
-    """A partial function's (key ``""``) or partial module's records, beside its bindings."""
+    """A partial function's (key ``""``) or partial module's records."""
 
     #: The compiled module a partial module binds (None for a function, or bytes alone).
     code: tvm_ffi.Module | None
+    #: {function: {position: value}}: the bound objects themselves (runtime.PartialApplyBindings).
+    bindings: dict[str, dict[int, Any]]
     #: {function: [every parameter name]} where recorded.
     names: dict[str, list[str]]
     #: {function: [{"position", "dtype", "shape"}]}: outputs allocated per call.
@@ -37,13 +39,22 @@ class Facts:
         return None if self.code is None else str(self.code.kind)
 
 
-def of(obj: Any) -> Facts | None:
-    """The facts of ``obj``, or None when it is no partial made by this copy of tvm-partial."""
-    found = _ffi_api.Describe(obj)
+@overload
+def of(obj: Any) -> Facts | None: ...
+@overload
+def of(obj: Any, who: str) -> Facts: ...
+def of(obj: Any, who: str = "") -> Facts | None:
+    """The facts of ``obj``; when it is no partial made by this copy of tvm-partial, None, or
+    with ``who`` (the caller's name) C++'s TypeError saying what it is."""
+    found = _ffi_api.Describe(obj, who)
     if found is None:
         return None
     return Facts(
         found["code"],
+        {
+            str(f): {int(i): str(v) if isinstance(v, str) else v for i, v in b.items()}
+            for f, b in found["bindings"].items()
+        },
         {str(f): [str(n) for n in ns] for f, ns in found["names"].items()},
         {str(f): list(specs) for f, specs in found["outputs"].items()},
         {str(f): [[int(v) for v in s] for s in ss] for f, ss in found["shards"].items()},

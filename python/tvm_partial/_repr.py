@@ -17,7 +17,7 @@ from typing import Any
 
 import tvm_ffi
 
-from . import _facts, _ffi_api
+from . import _facts
 from . import output_specs as _outputs
 
 #: The module kind of a partial module (cpp/partial_module.cc).
@@ -47,10 +47,8 @@ def describe(obj: tvm_ffi.Function | tvm_ffi.Module) -> str:
     A module loaded from a file builds its tensors here if no call has yet. A ``TypeError`` for
     anything that is not a partial of this library, as ``bindings()`` raises.
     """
-    held = _ffi_api.PartialApplyBindings(obj)
-    facts = _facts.of(obj)
-    assert facts is not None  # PartialApplyBindings refused anything else
-    names = facts.names
+    facts = _facts.of(obj, "describe")
+    held, names = facts.bindings, facts.names
     notes = _tied(facts.payloads)
     _add_shards(facts, notes)
     if isinstance(obj, tvm_ffi.Function):

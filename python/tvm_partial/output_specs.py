@@ -21,7 +21,7 @@ from typing import Any, overload
 
 import tvm_ffi
 
-from . import _facts, _ffi_api
+from . import _facts
 from .signature import Signature
 
 
@@ -67,7 +67,7 @@ def taken_positions(obj: Any, key: str) -> list[int]:
     facts = _facts.of(obj)
     if facts is None:
         return []
-    bound = {int(i) for i in _ffi_api.PartialApplyBindings(obj).get(key, {}).keys()}
+    bound = set(facts.bindings.get(key, {}))
     outs = {int(s["position"]) for s in facts.outputs.get(key, [])}
     return sorted(bound | outs)
 

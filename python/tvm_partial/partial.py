@@ -152,14 +152,13 @@ def partial(
             obj, place, [v for _, v in targets.values()], [view.label(p, o) for p, (o, _) in targets.items()]
         )
     place = place or tvm_ffi.device("cpu", 0)
-    values = {}
+    values, sharded = {}, {}
     copies = _convert.Copies()  # the same array in several places: one tensor
     for position, (original, value) in targets.items():
         param = _target.param_at(original, view.sig) if original is not None else None
         if position in split:
-            values[position], split[position] = _shards.value(
-                value, param, view.label(position, original), place, split[position]
-            )
+            sharded[position] = (param, view.label(position, original))
+            values[position] = _shards.value(value, sharded[position][1], place)
             continue
         values[position] = _convert.convert(
             value, param, view.label(position, original), place, copies=copies
@@ -170,7 +169,7 @@ def partial(
     full_names = view.original_names
     if kind == "function":
         return _ffi_api.PartialApply(obj, values, view.closure_name, names, specs, full_names)
-    return _ffi_api.PartialApplyModule(
+    module = _ffi_api.PartialApplyModule(
         obj,
         {fname: values},
         {fname: names} if names else {},
@@ -178,6 +177,8 @@ def partial(
         {fname: full_names} if full_names else {},
         {fname: [[p, d, w, n] for p, (d, n, w) in sorted(split.items())]} if split else {},
     )
+    _shards.check_params(values, split, sharded)
+    return module
 
 
 def rebind(
@@ -288,11 +289,8 @@ def bindings(obj: tvm_ffi.Function | tvm_ffi.Module) -> dict[int, Any] | dict[st
     ``param_names()`` follows the same rule (a list, or ``{function name: [names]}``).
     A ``TypeError`` for anything that is not a partial of this library.
     """
-    raw = _ffi_api.PartialApplyBindings(obj)
-    as_dict = {
-        str(f): {int(i): str(v) if isinstance(v, str) else v for i, v in b.items()} for f, b in raw.items()
-    }
-    return as_dict[""] if isinstance(obj, tvm_ffi.Function) else as_dict
+    held = _facts.of(obj, "bindings").bindings
+    return held[""] if isinstance(obj, tvm_ffi.Function) else held
 
 
 @overload

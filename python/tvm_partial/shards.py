@@ -1,8 +1,8 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
 """Tensor parallelism at bind time: ``partial(..., shards={name: dim}, world=W)`` checked, and each
-sharded tensor's split (the rule a split must meet is C++'s, ``tvm_partial.ShardSplit``, which
-the format's reader applies too)."""
+sharded tensor's parameter; the rule a split must meet is C++'s, applied at bind
+(``runtime.PartialApplyModule``) and by the format's reader."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import tvm_ffi
 
-from . import _convert, _ffi_api, _target
+from . import _convert, _target
 from . import relax_vm as _relax
 from .signature import Param, Signature
 
@@ -29,8 +29,8 @@ def positions(
         raise TypeError("shards= needs world=, the number of ranks the tensors are split over")
     if isinstance(world, bool) or not isinstance(world, int):
         raise TypeError(f"world= must be the number of ranks (an int), got {world!r}")
-    if not 0 <= world <= _MAX_SPLIT:  # what the call into C++ carries; ShardSplit says which are sane
-        raise ValueError(f"world={world}: out of range (the number of ranks is 32-bit)")
+    if not -(2**63) <= world < 2**63:  # what the call into C++ carries; C++ says which are sane
+        raise ValueError(f"world={world}: out of range")
     if target.kind != "module":
         raise TypeError(
             "shards= needs a compiled module as the target (partial(exe, ..., shards=..., world=...)): "
@@ -79,32 +79,31 @@ def _dim_segments(name: str, split: Any) -> tuple[int, int]:
             f"shards={{{name!r}: ...}}: give the dim (an int), or (dim, segments) for a dim that "
             f"holds several fused blocks split alike (QKV: (0, 3)); got {split!r}"
         )
-    if not -_MAX_SPLIT <= parts[0] <= _MAX_SPLIT or not 0 <= parts[1] <= _MAX_SPLIT:
-        raise ValueError(f"shards={{{name!r}: {split!r}}}: out of range (dim and segments are 32-bit)")
+    if any(not -(2**63) <= v < 2**63 for v in parts):
+        raise ValueError(f"shards={{{name!r}: {split!r}}}: out of range")
     return parts[0], parts[1]
 
 
-_MAX_SPLIT = 2**31 - 1  # the format records dim, world and segments as u32 (and few are sane)
-
-
-def value(
-    value: Any, param: Param | None, label: str, place: Any, split: tuple[int, int, int]
-) -> tuple[Any, tuple[int, int, int]]:
-    """The whole tensor of a sharded parameter, converted, and its split with a dim counted from
-    the end made positive; one rank's shard is checked against the parameter (the kernel takes
-    the shard)."""
-    dim, segments, world = split
+def value(value: Any, label: str, place: Any) -> Any:
+    """The whole tensor of a sharded parameter, converted: C++ checks its split at bind."""
     tensor = _convert.convert(value, None, label, place)
     if not isinstance(tensor, tvm_ffi.Tensor):
         raise TypeError(f"cannot shard {label}: it is a {type(value).__name__}, not a tensor")
-    shape = [int(s) for s in tensor.shape]
-    if -len(shape) <= dim < 0:  # counted from the end, as numpy counts axes
-        dim += len(shape)
-    checked = _ffi_api.ShardSplit(shape, str(tensor.dtype), dim, world, segments)
-    if checked["problem"]:
-        raise ValueError(f"cannot shard {label} over world {world}: {checked['problem']}")
-    shard = [int(s) for s in checked["shard"]]
-    _convert.check_tensor(
-        str(tensor.dtype), tuple(shard), param, f"{label} (one rank's shard of {tuple(shape)})", "bind"
-    )
-    return tensor, (dim, segments, world)
+    return tensor
+
+
+def check_params(
+    values: dict[int, Any],
+    split: dict[int, tuple[int, int, int]],
+    params: dict[int, tuple[Param | None, str]],
+) -> None:
+    """Each rank's shard against its parameter (the kernel takes the shard), once C++ has accepted
+    the split: ``params`` is {position: (Param or None, label)}."""
+    for position, (dim, _, world) in split.items():
+        param, label = params[position]
+        shape = tuple(int(s) for s in values[position].shape)
+        shard = list(shape)
+        shard[dim % len(shape)] //= world
+        _convert.check_tensor(
+            str(values[position].dtype), tuple(shard), param, f"{label} (one rank's shard of {shape})", "bind"
+        )

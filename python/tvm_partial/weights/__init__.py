@@ -63,10 +63,11 @@ def save_weights(module: tvm_ffi.Module | tvm_ffi.Function, path: PathLike, prog
                 f"program= is the torch ExportedProgram or ONNX model the module was imported from, "
                 f"got {type(program).__name__}"
             )
-        names = getattr(_facts.of(module), "names", {})
+        facts = _facts.of(module, "save_weights")
+        names = facts.names
         bound = {
             str(names[f][p])
-            for f, places in _ffi_api.PartialApplyBindings(module).items()
+            for f, places in facts.bindings.items()
             for p in places
             if f in names and p < len(names[f])
         }
