@@ -25,15 +25,6 @@ from . import _facts
 from .signature import Signature
 
 
-def _facts_of(obj: Any) -> _facts.Facts:
-    facts = _facts.of(obj)
-    if facts is None:
-        raise TypeError(
-            f"outputs: expected a partial function or a partial_apply module, got {type(obj).__name__}"
-        )
-    return facts
-
-
 @overload
 def outputs(obj: tvm_ffi.Function) -> list[dict[str, Any]]: ...
 @overload
@@ -42,7 +33,7 @@ def outputs(obj: tvm_ffi.Function | tvm_ffi.Module) -> list[dict[str, Any]] | di
     """The outputs a partial allocates and returns: a list for a partial function, ``{function:
     [...]}`` for a partial module. Each is ``{"position", "name" (when recorded), "dtype",
     "shape"}``, a dimension being an int or ``(argument position, axis)`` read from the call."""
-    facts = _facts_of(obj)
+    facts = _facts.of(obj, "outputs")
     names = facts.names
     result = {}
     for function, specs in facts.outputs.items():

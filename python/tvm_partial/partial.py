@@ -300,9 +300,5 @@ def param_names(obj: tvm_ffi.Module) -> dict[str, list[str]]: ...
 def param_names(obj: tvm_ffi.Function | tvm_ffi.Module) -> list[str] | dict[str, list[str]]:
     """Recorded parameter names (bound ones included): a list for a partial function (empty
     when unknown), ``{function: [names]}`` for a partial module."""
-    facts = _facts.of(obj)
-    if facts is None:
-        raise TypeError(
-            f"param_names: expected a partial function or a partial_apply module, got {type(obj).__name__}"
-        )
+    facts = _facts.of(obj, "param_names")
     return facts.names.get("", []) if isinstance(obj, tvm_ffi.Function) else facts.names
