@@ -22,15 +22,7 @@ FLAGS="-fsanitize=address,undefined -fno-sanitize=vptr -fno-omit-frame-pointer -
 # The test extra without what the tests run here never import (half the install's time): the
 # linters (test_hygiene.py and test_typing.py are left out) and what only torch's tests use
 # (torch is not installed here, so they skip).
-mapfile -t DEPS < <(python3 - <<'PY'
-import re
-import tomllib
-
-extra = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["test"]
-unused = {"ruff", "clang-format", "mypy", "transformers", "onnxscript"}
-print("\n".join(d for d in extra if re.split(r"[<>=!~\[ ]", d, maxsplit=1)[0] not in unused))
-PY
-)
+mapfile -t DEPS < <(python3 scripts/test_deps.py ruff clang-format mypy transformers onnxscript)
 python3 -m venv "$VENV"
 "$VENV/bin/pip" install -q . "${DEPS[@]}" -C build-dir=build/asan -C "cmake.define.CMAKE_CXX_FLAGS=$FLAGS" \
   -C "cmake.define.CMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG" -C "cmake.define.CMAKE_SHARED_LINKER_FLAGS=$FLAGS"
