@@ -198,9 +198,17 @@ std::string ForeignCopyHint(const ffi::Any& obj) {
 std::vector<format::FunctionRecord> detail::PartialRecords(const ffi::Any& obj, const char* who) {
   auto records = RecordsOf(obj);
   if (!records.has_value()) {
+    const int32_t type = obj.type_index();
+    const bool str = type == ffi::TypeIndex::kTVMFFIStr || type == ffi::TypeIndex::kTVMFFISmallStr;
+    const bool bytes =
+        type == ffi::TypeIndex::kTVMFFIBytes || type == ffi::TypeIndex::kTVMFFISmallBytes;
     TVM_FFI_THROW(TypeError) << who
                              << ": expected a partial function or a partial_apply module, got "
-                             << obj.GetTypeKey() << ForeignCopyHint(obj);
+                             << (str     ? "str"
+                                 : bytes ? "bytes"
+                                         : obj.GetTypeKey())
+                             << (bytes ? " (load saved bytes with load_from_bytes first)" : "")
+                             << ForeignCopyHint(obj);
   }
   return *std::move(records);
 }
@@ -257,12 +265,12 @@ namespace {
  *        segments]]}, "shard_rank": the rank whose view it holds (load(path, shard=)) or -1,
  *        "payloads": {function: {position: n}} (n numbers the distinct tensors, each stored once:
  *        format::TensorNumbers), "constant_bytes": their bytes as the format stores them (what
- *        decides a zero-copy export)}. Given bytes (save_to_bytes), the format's own
- *        description of them (format::Describe), checked as the loader parses them.
+ *        decides a zero-copy export)}. Given bytes (save_to_bytes) and no `who`, the format's
+ *        own description of them (format::Describe), checked as the loader parses them.
  */
 ffi::Optional<ffi::Map<ffi::String, ffi::Any>> Describe(const ffi::Any& obj,
                                                         const ffi::String& who) {
-  if (std::optional<ffi::Bytes> bytes = obj.try_cast<ffi::Bytes>()) {
+  if (std::optional<ffi::Bytes> bytes = obj.try_cast<ffi::Bytes>(); bytes && who.empty()) {
     return format::Describe(format::Parse(bytes->data(), bytes->size()));
   }
   std::optional<std::vector<format::FunctionRecord>> records = RecordsOf(obj);

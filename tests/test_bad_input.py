@@ -272,3 +272,25 @@ def test_the_export_of_loaded_code_that_is_no_artifact_is_refused(conv, tmp_path
     ):
         tvm_partial.export_library(pm, out)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.so"]
+
+
+@pytest.mark.parametrize("reader", ["bindings", "outputs", "param_names", "describe"])
+@pytest.mark.parametrize(("value", "shown"), [("x" * 40, "str"), (3, "int"), (None, "None")])
+def test_readers_of_a_partial_name_what_they_were_given(reader, value, shown):
+    with pytest.raises(
+        TypeError, match=rf"^{reader}: expected a partial function or a partial_apply module, got {shown}$"
+    ):
+        getattr(tvm_partial, reader)(value)
+
+
+@pytest.mark.parametrize("reader", ["bindings", "outputs", "param_names", "describe"])
+def test_saved_bytes_are_not_read_as_a_partial(conv, reader):
+    """Bytes, even of a partial module save_to_bytes wrote, are refused with the way to load them."""
+    saved = tvm_partial.save_to_bytes(tvm_partial.partial(conv[0], {1: W}))
+    for value in (saved, b"abc"):
+        with pytest.raises(TypeError, match=r"got bytes \(load saved bytes with load_from_bytes first\)"):
+            getattr(tvm_partial, reader)(value)
+    assert (
+        tvm_partial.bindings(tvm_partial.load_from_bytes(saved, conv[0]))["main"][1].numpy().tobytes()
+        == W.tobytes()
+    )
