@@ -258,15 +258,15 @@ namespace {
  * \brief tvm_partial.Describe: what a partial function (key "") or a partial module of this copy
  *        holds, in one answer; for anything else None, or with `who` (the caller's name) a
  *        TypeError that says what was given. {"code": the compiled module bound (a module's;
- *        None without one), "bindings": {function: {position: value}}
- * (runtime.PartialApplyBindings), "names": {function: [parameter names]} (where recorded),
- * "outputs": {function:
- *        [{"position", "dtype", "shape"}]}, "shards": {function: [[position, dim, world,
- *        segments]]}, "shard_rank": the rank whose view it holds (load(path, shard=)) or -1,
- *        "payloads": {function: {position: n}} (n numbers the distinct tensors, each stored once:
- *        format::TensorNumbers), "constant_bytes": their bytes as the format stores them (what
- *        decides a zero-copy export)}. Given bytes (save_to_bytes) and no `who`, the format's
- *        own description of them (format::Describe), checked as the loader parses them.
+ *        None without one), "bindings": {function: {position: value}} (as
+ *        runtime.PartialApplyBindings), "names": {function: [parameter names]} (where
+ *        recorded), "outputs": {function: [{"position", "dtype", "shape"}]}, "shards":
+ *        {function: [[position, dim, world, segments]]}, "shard_rank": the rank whose view it
+ *        holds (load(path, shard=)) or -1, "payloads": {function: {position: n}} (n numbers
+ *        the distinct tensors, each stored once: format::TensorNumbers), "constant_bytes":
+ *        their bytes as the format stores them (what decides a zero-copy export)}. Given bytes
+ *        (save_to_bytes) and no `who`, the format's own description of them
+ *        (format::Describe), checked as the loader parses them.
  */
 ffi::Optional<ffi::Map<ffi::String, ffi::Any>> Describe(const ffi::Any& obj,
                                                         const ffi::String& who) {

@@ -10,7 +10,8 @@
 # into an environment outside the checkout: its command runs there, and the suite runs from a copy
 # of the checkout without the package's source, so nothing can import the source by accident. The
 # checks of the source itself (lint, types, the wheel build, the fuzzers' build) are left to the
-# run from the checkout, so the test extra is installed without the linters and transformers. Without it, the checkout is built into the environment.
+# run from the checkout, so the test extra is installed without the linters and transformers.
+# Without it, the checkout is built into the environment.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -lt 1 ] || [ -z "$1" ]; then
