@@ -59,7 +59,7 @@ PY
 step install 90 "$PY" -m pip install -q --no-deps --no-build-isolation -e .
 "$PY" -c "import tvm_partial; print('tvm_partial from', tvm_partial.__file__)" ||
   { echo "tvm_partial from this checkout is not importable: nothing to check"; exit 2; }
-step tests 210 "$PY" -m pytest -q -rs -p no:cacheprovider --device cuda -m device --junitxml "$OUT/device_tests.xml"
+step tests 210 "$PY" -m pytest -q -rs -n 4 -p no:cacheprovider --device cuda -m device --junitxml "$OUT/device_tests.xml"
 step bench 270 "$PY" benchmarks/bench_gpu_load.py --device cuda --sizes 1GiB 8GiB --json "$OUT/bench_gpu_load.json"
 echo "results in $OUT: device_tests.xml, bench_gpu_load.json, one log per step"
 exit $failed

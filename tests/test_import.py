@@ -439,3 +439,47 @@ def test_onnx_as_torch_onnx_export_writes_it_with_its_batch_norm_folded(torch, e
     assert not any(name.startswith("bn.") for name in _names(tvm_partial.partial(exe)))
     with pytest.raises(TypeError, match=r"no parameter '(bn|conv)\.\w+'"):
         tvm_partial.partial(exe, **model.state_dict())
+
+
+def test_on_the_device_an_imported_torch_model_runs_there(dev, torch, tmp_path):
+    """A torch model with batch norm, imported with from_exported_program and compiled for `dev`,
+    bound there by its state's names: it equals the VirtualMachine called directly on the device
+    bit for bit (and torch within 1e-4: the device's arithmetic may round differently), exports and
+    loads back there, and one training step of the torch model moves nothing bound."""
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 4, 3)
+            self.bn = torch.nn.BatchNorm2d(4)
+            self.fc = torch.nn.Linear(4 * 6 * 6, 5)
+
+        def forward(self, x):
+            return self.fc(torch.relu(self.bn(self.conv(x))).flatten(1))
+
+    torch.manual_seed(0)
+    model = Net().eval()
+    with torch.no_grad():
+        model.bn.running_mean.copy_(torch.rand(4))
+        model.bn.running_var.copy_(torch.rand(4) + 0.5)
+    x = torch.randn(2, 3, 8, 8)
+    program = torch.export.export(model, (x,))
+    exe = tvm.compile(tvm_partial.from_exported_program(program), target=dev.target)
+    state = model.state_dict()
+    pm = tvm_partial.partial(exe, device=dev.tvm, **state)
+    got = _first(pm(dev.tensor(x.numpy())))
+    assert str(got.device) == dev.name
+    vm = relax.VirtualMachine(exe, dev.tvm)
+    direct = vm["main"](dev.tensor(x.numpy()), *(dev.tensor(_np(state[n])) for n in _names(pm)[1:]))
+    assert got.numpy().tobytes() == _first(direct).numpy().tobytes()
+    assert np.abs(got.numpy() - model(x).detach().numpy()).max() <= 1e-4
+    tvm_partial.export_library(pm, tmp_path / "net.so")
+    again = _first(tvm_partial.load(tmp_path / "net.so")(dev.tensor(x.numpy())))
+    assert str(again.device) == dev.name and again.numpy().tobytes() == got.numpy().tobytes()
+    mean = model.bn.running_mean.clone()
+    model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.randn(8, 3, 8, 8)).sum().backward()
+    opt.step()
+    assert not torch.equal(model.bn.running_mean, mean)  # the step moved the statistics
+    assert _first(pm(dev.tensor(x.numpy()))).numpy().tobytes() == got.numpy().tobytes()
