@@ -33,6 +33,7 @@
 #include "packed_args.h"
 #include "partial_function.h"
 #include "registry.h"
+#include "storage/loaded_library.h"
 #include "storage/payload_source.h"
 
 namespace tvm_partial {
@@ -51,6 +52,16 @@ constexpr const char kKind[] = "partial_apply";
 template <typename F>
 auto OutOfMemoryAsError(const char* what, F f) -> decltype(f()) {
   return detail::OutOfMemoryAsMemoryError(f, [what] { return std::string(what); });
+}
+
+/*! \brief Whether `mod` or a module it imports is `target`. */
+bool Reaches(const ffi::Module& mod, const ffi::ModuleObj* target, int depth = 0) {
+  if (mod.get() == target) return true;
+  if (depth > 64) return false;
+  for (const ffi::Any& any : mod->imports()) {
+    if (Reaches(any.cast<ffi::Module>(), target, depth + 1)) return true;
+  }
+  return false;
 }
 
 class PartialModuleObj final : public ffi::ModuleObj {
@@ -210,10 +221,20 @@ class PartialModuleObj final : public ffi::ModuleObj {
       shard_view_ = pending_->shard_world > 0;
       shard_rank_ = pending_->shard_rank;
       library_file_ = pending_->library_file;
+      loaded_object_ = ShareLoadedObjectOf(imports_);
       pending_.reset();
       resolved_ = true;
     }
     return functions_;
+  }
+
+  /*! \brief A share in the library modules made from the object the code among `imports` was
+   *         loaded from (none where that library imports this module: the share would keep
+   *         this module alive through it). */
+  std::shared_ptr<void> ShareLoadedObjectOf(const ffi::Array<ffi::Any>& imports) const {
+    ffi::Optional<ffi::Module> library = detail::FindLibrary(imports);
+    if (!library.has_value() || Reaches(*library, this)) return nullptr;
+    return storage::ShareLoadedObject(*library);
   }
 
   /*! \brief Read the payloads from `file`, which a loader of ours loaded the library from. Only
@@ -319,6 +340,9 @@ class PartialModuleObj final : public ffi::ModuleObj {
   /*! \brief The file a loader of ours loaded the library from (set once by Records()): what a
    *         re-export copies, whatever names it has now. */
   std::shared_ptr<storage::File> library_file_;
+  /*! \brief A share in the library modules made from the object this module's code was loaded
+   *         from (storage::ShareLoadedObject; set once by Records()). */
+  std::shared_ptr<void> loaded_object_;
   int64_t shard_rank_ = -1;
   /*! \brief Whether functions_ holds its values; guarded by resolve_mutex_. */
   bool resolved_;

@@ -277,6 +277,54 @@ def test_a_fifo_is_refused_not_waited_on(bound, tmp_path):
     ], proc.stdout
 
 
+def test_two_loads_of_one_file_outlive_each_other(tmp_path):
+    """The system's loader gives a second load of one file the same object, whose code caches each
+    function it looks up (a GPU kernel, a global) from the library module TVM's loader made last.
+    Freeing the first load must leave the second's calls valid, in either order of first calls;
+    the first function stays alive (a weak reference says so) and the second computes. On a GPU
+    the kernels are such functions: freeing one load crashed the other's calls."""
+    code = """
+import gc, json, sys, weakref
+import numpy as np, tvm, tvm_ffi
+from tvm import te
+import tvm_partial
+tir = getattr(tvm, "tirx", None) or tvm.tir
+b = te.placeholder((4,), "float32", name="b")
+out = te.extern((4,), [b], lambda i, o: tir.call_packed("tvm_partial_test.copy", i[0], o[0]),
+                name="out", dtype="float32")
+exe = tvm.compile(te.create_prim_func([b, out]), target="llvm")
+path = sys.argv[1]
+tvm_partial.export_library(tvm_partial.partial(exe, signature=[b, out], b=np.arange(4, dtype="float32")), path)
+def call(m):
+    o = tvm.runtime.empty((4,), "float32")
+    m(o)
+    return o.numpy().tolist()
+result = {}
+for first_call in ("first", "second"):
+    def copy(x, y):
+        y.copyfrom(x)
+    tvm_ffi.register_global_func("tvm_partial_test.copy", copy, override=True)
+    alive = weakref.ref(copy)
+    one = tvm_partial.load(path)
+    if first_call == "first":
+        call(one)  # the code looks the function up now and caches it
+    two = tvm_partial.load(path)
+    if first_call == "second":
+        call(two)
+    # Only the cache holds it now: a new global under its name, and no name of ours.
+    tvm_ffi.register_global_func("tvm_partial_test.copy", lambda x, y: None, override=True)
+    del copy
+    del one
+    gc.collect()
+    result[first_call] = [alive() is not None, call(two)]
+    del two
+    gc.collect()
+print(json.dumps(result))
+"""
+    got = run_json(code, str(tmp_path / "m.so"))
+    assert got == {k: [True, [0.0, 1.0, 2.0, 3.0]] for k in ("first", "second")}
+
+
 @pytest.mark.slow  # 200 loads in a fresh process: 20 s here
 def test_200_reloads_free_each_version(bound, tmp_path):
     """A server reloading in place: 200 versions exported onto one path (each a new file renamed

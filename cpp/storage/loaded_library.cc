@@ -25,7 +25,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -278,6 +280,32 @@ LoadedLibrary OpenLoadedLibrary(const ffi::Module& library, const std::shared_pt
   if (!IsMappedFile(*out.file, blob)) ThrowReplaced(path, blob);
   out.real_path = RealPath(*out.file);
   return out;
+}
+
+std::shared_ptr<void> ShareLoadedObject(const ffi::Module& library) {
+  Blob blob;
+  if (!FindBlob(library, &blob)) return nullptr;
+  // Keyed by the object's link map; an entry lives as long as a share in it does (an object is
+  // unloaded only after every library module made from it, each holding a reference, is freed).
+  static std::mutex mu;
+  static auto* objects = new std::map<const void*, std::weak_ptr<ffi::Module>>();
+  std::lock_guard<std::mutex> lock(mu);
+  std::weak_ptr<ffi::Module>& entry = (*objects)[blob.object.map];
+  std::shared_ptr<ffi::Module> first = entry.lock();
+  if (first == nullptr) {
+    for (auto it = objects->begin(); it != objects->end();) {  // drop entries that expired
+      it = it->second.expired() && it->first != blob.object.map ? objects->erase(it) : ++it;
+    }
+    first = std::make_shared<ffi::Module>(library);
+    entry = first;
+  }
+  // TVM's loader pointed the object's context at `library`; back to the first, which lives as
+  // long as any share does, so that every function the code caches is that module's.
+  if (auto** context =
+          static_cast<const void**>(dlsym(blob.object.handle, ffi::symbol::tvm_ffi_library_ctx))) {
+    *context = first->get();
+  }
+  return first;
 }
 
 bool WasReplaced(const ffi::Module& library) {

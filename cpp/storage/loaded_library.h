@@ -93,6 +93,19 @@ ffi::Module LoadArtifactFile(const std::shared_ptr<File>& file, const std::strin
  *         library without an embedded blob (no bindings of ours to prove). */
 bool LoadedFrom(const ffi::Module& library, const File& file);
 
+/*!
+ * \brief A share in the first library module made from `library`'s object, held by each partial
+ *        module over it. The object is one per file in a process (a second load of the file gets
+ *        it again) and its code is shared state: TVM's loader points the object's context at the
+ *        latest library module made from it, and the host code caches, in the object, each
+ *        function it looks up through that context (a device kernel, a global), owned by that
+ *        module. Were that module freed, the others' calls would reach a dangling function (a
+ *        GPU kernel: CUDA_ERROR_INVALID_HANDLE, or a crash). So the context is pointed back at
+ *        the first module, which lives while any share does. Null when the object cannot be
+ *        told (no embedded blob).
+ */
+std::shared_ptr<void> ShareLoadedObject(const ffi::Module& library);
+
 /*! \brief Whether the file `library` was mapped from now holds something else (proven: it is
  *         there, and differs where the embedded blob lies); false when it is the same, was
  *         removed, or cannot be told. */
