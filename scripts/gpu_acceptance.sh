@@ -61,8 +61,9 @@ PY
 step install 90 "$PY" -m pip install -q --no-deps --no-build-isolation -e .
 "$PY" -c "import tvm_partial; print('tvm_partial from', tvm_partial.__file__)" ||
   { echo "tvm_partial from this checkout is not importable: nothing to check"; exit 2; }
-# -p no:benchmark: a pytest-benchmark plugin there refuses xdist, and -W error makes that fatal
-step tests 210 "$PY" -m pytest -q -rs -n 4 -p no:cacheprovider -p no:benchmark --device cuda -m device \
+# -v: a line per test in tests.log, which a crashed worker does not cut short as it does the
+# junit file; -p no:benchmark: a pytest-benchmark plugin there refuses xdist, fatal under -W error
+step tests 210 "$PY" -m pytest -v -rs -n 4 -p no:cacheprovider -p no:benchmark --device cuda -m device \
   --junitxml "$OUT/device_tests.xml"
 step bench 270 "$PY" benchmarks/bench_gpu_load.py --device cuda --sizes 1GiB --json "$OUT/bench_gpu_load.json"
 echo "results in $OUT: device_tests.xml, bench_gpu_load.json, one log per step"
