@@ -281,7 +281,8 @@ def test_two_loads_of_one_file_outlive_each_other(tmp_path):
     """The system's loader gives a second load of one file the same object, whose code caches each
     function it looks up (a GPU kernel, a global) from the library module TVM's loader made last.
     Freeing the first load must leave the second's calls valid, in either order of first calls;
-    the first function stays alive (a weak reference says so) and the second computes. On a GPU
+    the first function stays alive (a weak reference says so) and the second computes; so does a
+    self-contained artifact's (never unloaded) loaded again after every load of it was freed. On a GPU
     the kernels are such functions: freeing one load crashed the other's calls. (Modules that
     tvm.runtime.load_module loads are kept for the life of the process: none is freed.)"""
     code = """
@@ -320,10 +321,24 @@ for first_call in ("first", "second"):
     result[first_call] = [alive() is not None, call(two)]
     del two
     gc.collect()
+# A self-contained artifact is never unloaded (-z nodelete): its code keeps what it cached after
+# every load of it is freed, and the next load of the file calls that.
+tvm_partial.export_library(tvm_partial.partial(exe, signature=[b, out], b=np.arange(4, dtype="float32")),
+                           path + ".sc.so", self_contained=True)
+def copy(x, y):
+    y.copyfrom(x)
+tvm_ffi.register_global_func("tvm_partial_test.copy", copy, override=True)
+alive = weakref.ref(copy)
+one = tvm_partial.load(path + ".sc.so")
+call(one)
+tvm_ffi.register_global_func("tvm_partial_test.copy", lambda x, y: None, override=True)
+del copy, one
+gc.collect()
+result["again"] = [alive() is not None, call(tvm_partial.load(path + ".sc.so"))]
 print(json.dumps(result))
 """
     got = run_json(code, str(tmp_path / "m.so"))
-    assert got == {k: [True, [0.0, 1.0, 2.0, 3.0]] for k in ("first", "second")}
+    assert got == {k: [True, [0.0, 1.0, 2.0, 3.0]] for k in ("first", "second", "again")}
 
 
 @pytest.mark.slow  # 200 loads in a fresh process: 20 s here

@@ -261,6 +261,15 @@ void CheckBlobOf(void* handle, const std::string& path) {
   CheckModuleTree(blob + 8, length, path);
 }
 
+/*! \brief Whether the loader never unloads the object of `map` (linked with -z nodelete, as
+ *         self-contained artifacts are). */
+bool NeverUnloaded(const struct link_map* map) {
+  for (const ElfW(Dyn)* d = map->l_ld; d != nullptr && d->d_tag != DT_NULL; ++d) {
+    if (d->d_tag == DT_FLAGS_1) return (d->d_un.d_val & DF_1_NODELETE) != 0;
+  }
+  return false;
+}
+
 }  // namespace
 
 LoadedLibrary OpenLoadedLibrary(const ffi::Module& library, const std::shared_ptr<File>& proven) {
@@ -298,6 +307,10 @@ std::shared_ptr<void> ShareLoadedObject(const ffi::Module& library) {
     }
     first = std::make_shared<ffi::Module>(library);
     entry = first;
+    // An object never unloaded keeps what its code cached after every load is freed (a later
+    // load of it would reach the freed functions): its first module is kept as long.
+    static auto* kept = new std::vector<std::shared_ptr<ffi::Module>>();
+    if (NeverUnloaded(blob.object.map)) kept->push_back(first);
   }
   // TVM's loader pointed the object's context at `library`; back to the first, which lives as
   // long as any share does, so that every function the code caches is that module's.

@@ -101,8 +101,9 @@ bool LoadedFrom(const ffi::Module& library, const File& file);
  *        function it looks up through that context (a device kernel, a global), owned by that
  *        module. Were that module freed, the others' calls would reach a dangling function (a
  *        GPU kernel: CUDA_ERROR_INVALID_HANDLE, or a crash). So the context is pointed back at
- *        the first module, which lives while any share does. Null when the object cannot be
- *        told (no embedded blob).
+ *        the first module, which lives while any share does (for an object never unloaded,
+ *        -z nodelete as self-contained artifacts are, as long as the process). Null when the
+ *        object cannot be told (no embedded blob).
  */
 std::shared_ptr<void> ShareLoadedObject(const ffi::Module& library);
 
