@@ -72,6 +72,22 @@ def affine4_ref(a, b, c):
     return (a * np.float32(2) + b * np.float32(3) + c).astype("float32")
 
 
+def convnet_class(torch):
+    """Convolution + batch norm + linear (torch passed in: the helpers never import it)."""
+
+    class ConvNet(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 4, 3)
+            self.bn = torch.nn.BatchNorm2d(4)
+            self.fc = torch.nn.Linear(4 * 6 * 6, 5)
+
+        def forward(self, x):
+            return self.fc(torch.relu(self.bn(self.conv(x))).flatten(1))
+
+    return ConvNet
+
+
 def raw_bytes(t) -> bytes:
     """The bytes of a contiguous host tvm tensor, whatever its dtype (bfloat16, bool, vectors;
     sub-byte dtypes packed as they are held)."""

@@ -21,7 +21,7 @@ import tvm
 from tvm import relax
 
 import tvm_partial
-from helpers import run_json, run_python, torch_env
+from helpers import convnet_class, run_json, run_python, torch_env
 
 TOLERANCE = 1e-5
 pytestmark = pytest.mark.filterwarnings("ignore:`isinstance.treespec, LeafSpec.` is deprecated:FutureWarning")
@@ -447,18 +447,8 @@ def test_on_the_device_an_imported_torch_model_runs_there(dev, torch, tmp_path):
     bit for bit (and torch within 1e-4: the device's arithmetic may round differently), exports and
     loads back there, and one training step of the torch model moves nothing bound."""
 
-    class Net(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.conv = torch.nn.Conv2d(3, 4, 3)
-            self.bn = torch.nn.BatchNorm2d(4)
-            self.fc = torch.nn.Linear(4 * 6 * 6, 5)
-
-        def forward(self, x):
-            return self.fc(torch.relu(self.bn(self.conv(x))).flatten(1))
-
     torch.manual_seed(0)
-    model = Net().eval()
+    model = convnet_class(torch)().eval()
     with torch.no_grad():
         model.bn.running_mean.copy_(torch.rand(4))
         model.bn.running_var.copy_(torch.rand(4) + 0.5)

@@ -19,7 +19,7 @@ import tvm
 from tvm import relax
 
 import tvm_partial
-from helpers import affine4_ref, raw_bytes, run_cli, run_json
+from helpers import affine4_ref, convnet_class, raw_bytes, run_cli, run_json
 
 TOLERANCE = 1e-5
 # torch.export's own internals warn about a deprecated pytree call (torch 2.13); not ours to fix.
@@ -50,7 +50,7 @@ def convnet(torch):
     from tvm.relax.frontend.torch import from_exported_program
 
     torch.manual_seed(0)
-    model = _convnet_class(torch)().eval()
+    model = convnet_class(torch)().eval()
     with torch.no_grad():
         model.bn.running_mean.copy_(torch.rand(4))
         model.bn.running_var.copy_(torch.rand(4) + 0.5)
@@ -158,7 +158,7 @@ def test_a_training_step_moves_nothing_bound(torch, tmp_path):
     from safetensors.torch import save_file
     from tvm.relax.frontend.torch import from_exported_program
 
-    model = _convnet_class(torch)().eval()
+    model = convnet_class(torch)().eval()
     x = torch.randn(1, 3, 8, 8)
     program = torch.export.export(model, (x,))
     exe = tvm.compile(from_exported_program(program, keep_params_as_input=True), target="llvm")
@@ -252,20 +252,6 @@ def test_what_the_program_holds_but_the_code_ignores_is_no_refusal(torch, strict
     assert tvm_partial.param_names(pm)["main"][:2] == ["x", "scale_input"]
     got = _first(pm(tvm.runtime.tensor(x.numpy()), tvm.runtime.tensor(scale.numpy()))).numpy()
     assert np.abs(got - model(x, scale).detach().numpy()).max() <= TOLERANCE
-
-
-def _convnet_class(torch):
-    class ConvNet(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.conv = torch.nn.Conv2d(3, 4, 3)
-            self.bn = torch.nn.BatchNorm2d(4)
-            self.fc = torch.nn.Linear(4 * 6 * 6, 5)
-
-        def forward(self, x):
-            return self.fc(torch.relu(self.bn(self.conv(x))).flatten(1))
-
-    return ConvNet
 
 
 @pytest.fixture(scope="module", params=["non-strict", "strict"])
