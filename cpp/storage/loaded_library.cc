@@ -313,11 +313,11 @@ std::shared_ptr<void> ShareLoadedObject(const ffi::Module& library) {
     if (NeverUnloaded(blob.object.map)) kept->push_back(first);
   }
   // TVM's loader pointed the object's context at `library`; back to the first, which lives as
-  // long as any share does, so that every function the code caches is that module's.
-  if (auto** context =
-          static_cast<const void**>(dlsym(blob.object.handle, ffi::symbol::tvm_ffi_library_ctx))) {
-    *context = first->get();
-  }
+  // long as any share does, so that every function the code caches is that module's. Written
+  // only when it differs: the write costs a first load about 250 KiB of resident memory.
+  auto** context =
+      static_cast<const void**>(dlsym(blob.object.handle, ffi::symbol::tvm_ffi_library_ctx));
+  if (context != nullptr && *context != first->get()) *context = first->get();
   return first;
 }
 
