@@ -15,6 +15,9 @@
 namespace tvm_partial {
 namespace detail {
 
+/*! \brief Device types from this one up belong to an RPC session (TVM's RPC_SESS_MASK). */
+constexpr int32_t kRPCSessMask = 128;
+
 /*! \brief TVM's name of a device type ("cpu", "cuda", ...; the suffix of its `device_api.`
  *         global), or null for a type without one. */
 const char* DeviceName(int32_t device_type);

@@ -27,6 +27,12 @@ namespace detail {
   TVM_FFI_UNREACHABLE();
 }
 
+/*! \brief Whether an allocator's error says it ran out of memory: AlignedEmpty's own kind, or
+ *         TVM's device allocators, which raise other kinds that say so in words. */
+inline bool IsOutOfMemory(const ::tvm::ffi::Error& err) {
+  return err.kind() == "MemoryError" || err.message().find("out of memory") != std::string::npos;
+}
+
 /*!
  * \brief `body()`, with a std::bad_alloc or std::length_error (a size past max_size) that escapes
  *        it turned into MemoryError from `who()` (called only then, so naming costs nothing).

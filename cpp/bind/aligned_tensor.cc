@@ -17,10 +17,15 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "device.h"
+#include "out_of_memory.h"
 #include "registry.h"
 
 namespace tvm_partial {
@@ -173,6 +178,105 @@ ffi::Tensor AlignedCopy(const ffi::Tensor& src, DLDevice device) {
   return dst;
 }
 
-TVM_FFI_STATIC_INIT_BLOCK() { detail::RegisterGlobalOnce("tvm_partial.AlignedCopy", AlignedCopy); }
+namespace {
+
+/*! \brief What makes two views one memory: address, dtype, shape, strides (none when contiguous)
+ *         and device. */
+using MemoryKey =
+    std::tuple<uintptr_t, uint32_t, std::vector<int64_t>, std::vector<int64_t>, int32_t, int32_t>;
+
+MemoryKey KeyOf(const ffi::Tensor& t) {
+  const DLTensor& d = *t.GetDLTensorPtr();
+  std::vector<int64_t> strides;
+  if (!t.IsContiguous()) strides.assign(t.strides().begin(), t.strides().end());
+  return {reinterpret_cast<uintptr_t>(d.data) + d.byte_offset,
+          uint32_t{d.dtype.code} << 24 | uint32_t{d.dtype.bits} << 16 | d.dtype.lanes,
+          std::vector<int64_t>(t.shape().begin(), t.shape().end()),
+          std::move(strides),
+          d.device.device_type,
+          d.device.device_id};
+}
+
+/*! \brief Refuse `t` where its dtype or shape differs from the parameter's (None: any). */
+void CheckAgainstParam(const ffi::Tensor& t, const ffi::Any& dtype, const ffi::Any& shape,
+                       const std::string& where, const std::string& param) {
+  const std::string got = ffi::DLDataTypeToString(t.dtype());
+  if (dtype != nullptr && got != dtype.cast<ffi::String>()) {
+    TVM_FFI_THROW(TypeError) << where << ": dtype " << got << " does not match " << param;
+  }
+  if (shape == nullptr) return;
+  const auto want = shape.cast<ffi::Array<ffi::Any>>();
+  bool same = want.size() == t.shape().size();
+  for (size_t i = 0; same && i < want.size(); ++i) {
+    same = want[i] == nullptr || want[i].cast<int64_t>() == t.shape()[i];
+  }
+  if (!same) {
+    TVM_FFI_THROW(ValueError) << where << ": shape " << ShapeString(ffi::Shape(t.shape()))
+                              << " does not match " << param;
+  }
+}
+
+/*!
+ * \brief The tensors a bind holds, made from views over the caller's memory (numpy, torch, any
+ *        DLPack tensor): all checked against their parameters first, then each copied once into
+ *        contiguous, 64-byte-aligned memory on `device`; the same memory given in several places
+ *        (tied weights) is copied once, so those places hold one tensor. A tvm Tensor the caller
+ *        gave (`keep`) is held as it is when already contiguous and aligned (or remote: its
+ *        server's allocator aligns it).
+ *
+ *        Each item: [view, keep, dtype or None, shape (ints or None) or None, the parameter as
+ *        the errors name it, the value's label]; errors read "cannot VERB LABEL: ...".
+ */
+ffi::Array<ffi::Tensor> Hold(const ffi::Array<ffi::Array<ffi::Any>>& items, DLDevice device,
+                             const ffi::String& verb) {
+  auto where = [&](const ffi::Array<ffi::Any>& item) {
+    return "cannot " + std::string(verb) + " " + std::string(item[5].cast<ffi::String>());
+  };
+  for (const auto& item : items) {
+    CheckAgainstParam(item[0].cast<ffi::Tensor>(), item[2], item[3], where(item),
+                      item[4].cast<ffi::String>());
+  }
+  std::map<MemoryKey, ffi::Tensor> made;
+  ffi::Array<ffi::Tensor> out;
+  for (const auto& item : items) {
+    auto view = item[0].cast<ffi::Tensor>();
+    const DLTensor& d = *view.GetDLTensorPtr();
+    const bool remote = d.device.device_type >= detail::kRPCSessMask;
+    if (item[1].cast<bool>() && view.IsContiguous() &&
+        (remote || (reinterpret_cast<uintptr_t>(d.data) + d.byte_offset) % kAlignment == 0)) {
+      out.push_back(view);
+      continue;
+    }
+    const bool shared = d.data != nullptr && view.numel() > 0;
+    const MemoryKey key = shared ? KeyOf(view) : MemoryKey{};
+    if (auto found = made.find(key); shared && found != made.end()) {
+      out.push_back(found->second);
+      continue;
+    }
+    ffi::Tensor copy;
+    try {
+      copy = AlignedCopy(view, device);
+    } catch (const ffi::Error& err) {
+      uint64_t bytes = 0;
+      if (!detail::IsOutOfMemory(err)) {
+        TVM_FFI_THROW(TypeError) << where(item) << ": not a usable tensor (" << err.message()
+                                 << ")";
+      }
+      detail::TensorBytes(view.numel(), d.dtype, &bytes);
+      TVM_FFI_THROW(MemoryError) << where(item) << ": out of memory copying " << bytes
+                                 << " bytes into an aligned tensor on "
+                                 << detail::DeviceString(device.device_type, device.device_id)
+                                 << " (" << err.message()
+                                 << "); free memory or bind a smaller tensor";
+    }
+    if (shared) made.emplace(key, copy);
+    out.push_back(copy);
+  }
+  return out;
+}
+
+}  // namespace
+
+TVM_FFI_STATIC_INIT_BLOCK() { detail::RegisterGlobalOnce("tvm_partial.Hold", Hold); }
 
 }  // namespace tvm_partial

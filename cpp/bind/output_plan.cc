@@ -151,11 +151,6 @@ void OutputPlan::Allocate(const TVMFFIAny* caller, int32_t num_args, ffi::Any* o
   }
 }
 
-bool OutputPlan::IsOutOfMemory(const ffi::Error& err) {
-  // AlignedEmpty's own kind; TVM's device allocators raise other kinds that say so in words.
-  return err.kind() == "MemoryError" || err.message().find("out of memory") != std::string::npos;
-}
-
 void OutputPlan::ThrowCannotAllocate(const Spec& spec, bool out_of_memory,
                                      const std::string& why) const {
   const std::string what =

@@ -61,8 +61,6 @@ class OutputPlan {
   [[noreturn]] TVM_FFI_NO_INLINE void ThrowSource(const Spec& spec, size_t d, const DLTensor* t,
                                                   int32_t num_args) const;
   std::string Label(int64_t position) const;
-  /*! \brief Whether an allocator's error says it ran out of memory. */
-  static bool IsOutOfMemory(const ffi::Error& err);
   /*! \brief MemoryError (out of memory) or RuntimeError naming the output, and why. */
   [[noreturn]] TVM_FFI_NO_INLINE void ThrowCannotAllocate(const Spec& spec, bool out_of_memory,
                                                           const std::string& why) const;

@@ -28,12 +28,8 @@ import numpy as np
 import tvm_ffi
 
 from . import _ffi_api
-from . import remote as _remote
 from ._scalars import check_scalar
 from .signature import Param
-
-#: Bound tensors are converted to (or must already be) contiguous and aligned to this many bytes.
-ALIGNMENT = 64
 
 
 def runtime_global(name: str) -> tvm_ffi.Function:
@@ -52,55 +48,59 @@ def create_view() -> tvm_ffi.Function:
 
 
 # -- values -------------------------------------------------------------------------------------------
-class Copies:
-    """The aligned copies one ``partial()`` or ``rebind()`` call made, by the memory they copy
-    (data pointer, dtype, shape, strides, device), so that memory given in several places is
-    copied once and those places hold one tensor (stored once when exported)."""
+class Held:
+    """The values one ``partial()`` or ``rebind()`` call binds, made in one crossing.
 
-    def __init__(self) -> None:
-        self._made: dict[tuple, tvm_ffi.Tensor] = {}
+    ``add`` checks scalars here and adapts each tensor to a view over its memory (numpy, torch
+    or any DLPack tensor; what only Python can see: numpy's extension dtypes, torch's packed
+    ones); ``made`` hands every view to C++ (``tvm_partial.Hold``), which checks dtypes and
+    shapes against the parameters, copies each into contiguous, 64-byte-aligned memory on the
+    device, and copies the same memory given in several places (tied weights) once.
+    """
 
-    def get(self, key: tuple | None, make: Any) -> tvm_ffi.Tensor:
-        if key is None:
-            return make()
-        found = self._made.get(key)
-        if found is None:
-            found = self._made[key] = make()
-        return found
+    def __init__(self, device: Any, verb: str = "bind") -> None:
+        self.device, self.verb = device, verb
+        self._values: dict[Any, Any] = {}
+        self._views: dict[Any, list[Any]] = {}
+
+    def add(self, key: Any, value: Any, param: Param | None, label: str) -> None:
+        if isinstance(value, np.generic):
+            value = value.item()
+        if value is None or isinstance(value, (bool, int, float, str)):
+            check_scalar(value, param, label, self.verb)
+            self._values[key] = value
+            return
+        tensor = _view_of(value, label, self.verb)
+        if tensor is None:
+            self._values[key] = value  # a function, module or object, held as is
+            return
+        if param is not None and param.kind == "scalar":
+            raise TypeError(
+                f"cannot {self.verb} {label}: a tensor given for scalar parameter {param.describe()}"
+            )
+        known = param if param is not None and param.kind == "tensor" else None
+        self._views[key] = [
+            tensor,
+            isinstance(value, tvm_ffi.Tensor),
+            None if known is None else known.dtype,
+            None if known is None else known.shape,
+            "" if param is None else param.describe(),
+            label,
+        ]
+
+    def made(self) -> dict[Any, Any]:
+        """-> {key: what the closure holds}, in the order the keys were added."""
+        if self._views:
+            tensors = _ffi_api.Hold(list(self._views.values()), self.device, self.verb)
+            self._values.update(zip(self._views, tensors))
+        return self._values
 
 
-def convert(
-    value: Any, param: Param | None, label: str, device: Any, verb: str = "bind", copies: Copies | None = None
-) -> Any:
-    """Turn one bound value into what the closure holds, checking it against its parameter.
-    ``label`` names it in errors (``parameter 'w' (position 1)``), which begin ``cannot {verb}``.
-    ``copies``: the copies made so far in this call, reused for the same memory."""
-    copies = copies or Copies()
-    if isinstance(value, np.generic):
-        value = value.item()
-    if value is None or isinstance(value, (bool, int, float, str)):
-        check_scalar(value, param, label, verb)
-        return value
-    if isinstance(value, tvm_ffi.Tensor):
-        check_tensor(_dtype_of(value, value, label, verb), tuple(value.shape), param, label, verb)
-        # A remote tensor's data pointer is a local handle, not its address; the server's
-        # allocator aligns what it allocates.
-        aligned = value.data_ptr() % ALIGNMENT == 0 or _remote.device_session(value.device) is not None
-        if aligned and value.is_contiguous():
-            return value
-        return copies.get(  # kernels crash on such data
-            _memory_key(value, value.device), lambda: _aligned_copy(value, value.device, value, label, verb)
-        )
-    if isinstance(value, np.ndarray):
-        return _from_numpy(value, param, label, device, verb, copies)
-    if hasattr(value, "__dlpack__"):
-        return _from_dlpack(value, param, label, device, verb, copies)
-    if isinstance(value, (tvm_ffi.Function, tvm_ffi.Module, tvm_ffi.Object)):
-        return value  # held as is; a partial module refuses to save it
-    raise TypeError(
-        f"cannot {verb} {label}: expected a tensor (tvm, numpy or DLPack), int, float, bool, "
-        f"str or None, got {type(value).__name__}"
-    )
+def convert(value: Any, param: Param | None, label: str, device: Any, verb: str = "bind") -> Any:
+    """One bound value as the closure holds it (``Held`` for one value)."""
+    held = Held(device, verb)
+    held.add(0, value, param, label)
+    return held.made()[0]
 
 
 def view(value: Any, label: str) -> Any:
@@ -121,52 +121,44 @@ def view(value: Any, label: str) -> Any:
     return value
 
 
-def _memory_key(tensor: tvm_ffi.Tensor, device: Any) -> tuple | None:
-    """What makes two tensors one for ``Copies``: data pointer, dtype, shape, strides, source
-    device and target device; None for an empty tensor (nothing to share)."""
-    pointer = tensor.data_ptr()
-    if not pointer:
-        return None
-    strides = tuple(tensor.strides) if not tensor.is_contiguous() else ()
-    return ("tvm", pointer, str(tensor.dtype), tuple(tensor.shape), strides, str(tensor.device), str(device))
+def _view_of(value: Any, label: str, verb: str) -> tvm_ffi.Tensor | None:
+    """A tensor value -> a tvm Tensor over its memory, typed as TVM types it; None for a value
+    that is not a tensor but is held as is (a function, module or object); else refused."""
+    if isinstance(value, tvm_ffi.Tensor):
+        _dtype_of(value, value, label, verb)
+        return value
+    if isinstance(value, np.ndarray):
+        return _numpy_view(value, label, verb)
+    if hasattr(value, "__dlpack__"):
+        return _dlpack_view(value, label, verb)
+    if isinstance(value, (tvm_ffi.Function, tvm_ffi.Module, tvm_ffi.Object)):
+        return None  # a partial module refuses to save it
+    raise TypeError(
+        f"cannot {verb} {label}: expected a tensor (tvm, numpy or DLPack), int, float, bool, "
+        f"str or None, got {type(value).__name__}"
+    )
 
 
-def _from_numpy(
-    array: np.ndarray, param: Param | None, label: str, device: Any, verb: str, copies: Copies
-) -> tvm_ffi.Tensor:
-    """A numpy array -> a contiguous, 64-byte-aligned tvm Tensor (a copy, the only one)."""
+def _numpy_view(array: np.ndarray, label: str, verb: str) -> tvm_ffi.Tensor:
     if array.dtype.hasobject:
         raise TypeError(f"cannot {verb} {label}: a numpy array of Python objects is not a tensor")
     if array.dtype.kind == "c":
         raise TypeError(_complex_message(str(array.dtype), label, verb))
-    check_tensor(str(array.dtype), array.shape, param, label, verb)  # before copying
-    pointer = array.__array_interface__["data"][0]
-    key = ("numpy", pointer, array.dtype.str, array.dtype.name, array.shape, array.strides, str(device))
-    return copies.get(
-        key if pointer and array.size else None, lambda: _numpy_copy(array, label, device, verb)
-    )
-
-
-def _numpy_copy(array: np.ndarray, label: str, device: Any, verb: str) -> tvm_ffi.Tensor:
     extension = _extension_dtype(array.dtype, label, verb)
-    source: Any = array
-    shape = tuple(array.shape)
+    source = array
     if extension is not None and tvm_ffi.dtype(extension).bits < 8:  # float4_e2m1fn
         source = _pack_nibbles(array)
-    elif extension is not None:  # numpy's DLPack export refuses these: copy the bits, retype after
-        source = array.view(f"uint{array.dtype.itemsize * 8}")
-    if not source.flags.writeable:
-        # np.load(mmap_mode="r"), np.frombuffer(bytes): numpy exports a read-only array only as
-        # DLPack 1.0, which tvm-ffi reads; the copy below only reads it.
+    elif extension is not None:  # numpy's DLPack export refuses these: the bits, retyped below
+        source = np.ascontiguousarray(array).view(f"uint{array.dtype.itemsize * 8}")
+    if source.flags.writeable:
+        tensor = tvm_ffi.from_dlpack(source)
+    else:  # np.load(mmap_mode="r"), np.frombuffer(bytes): numpy exports these as DLPack 1.0 only
         try:
-            source = tvm_ffi.from_dlpack(source.__dlpack__(max_version=(1, 0)))
+            tensor = tvm_ffi.from_dlpack(source.__dlpack__(max_version=(1, 0)))
         except TypeError:  # numpy < 2 has no DLPack 1.0
-            source = np.array(source)
-    tensor = _aligned_copy(source, device, array, label, verb)
-    if not isinstance(tensor, tvm_ffi.Tensor):  # tvm-ffi hands back what it was given: numpy
-        tensor = tvm_ffi.from_dlpack(tensor)
+            tensor = tvm_ffi.from_dlpack(np.array(source))
     if extension is not None:
-        tensor = create_view()(tensor, tvm_ffi.Shape(shape), extension, 0)
+        tensor = create_view()(tensor, tvm_ffi.Shape(array.shape), extension, 0)
     return tensor
 
 
@@ -180,31 +172,21 @@ def _pack_nibbles(array: np.ndarray) -> np.ndarray:
     return ((nibbles[0::2] << 4) | nibbles[1::2]).astype("uint8")
 
 
-def _from_dlpack(
-    value: Any, param: Param | None, label: str, device: Any, verb: str, copies: Copies
-) -> tvm_ffi.Tensor:
-    """A DLPack tensor (torch, ...) -> a contiguous, 64-byte-aligned tvm Tensor (a copy), its dtype
-    compared as a TVM dtype."""
+def _dlpack_view(value: Any, label: str, verb: str) -> tvm_ffi.Tensor:
+    """A DLPack tensor (torch, ...) -> a tvm Tensor over its memory, its dtype a TVM dtype."""
     _refuse_unpacked_sub_byte(value, label, verb)
     try:
-        view = tvm_ffi.from_dlpack(value)  # no copy
+        tensor = tvm_ffi.from_dlpack(value)  # no copy
     except Exception as err:
         raise TypeError(
             f"cannot {verb} {label}: {type(value).__name__} is not a usable tensor ({err})"
         ) from err
-    dtype, shape = _dtype_of(view, value, label, verb), tuple(view.shape)
-    packed = _packed_lanes(dtype, shape)  # torch float4_e2m1fn_x2: float4_e2m1fn, last dim x 2
-    if packed is not None:
-        dtype, shape = packed
-    check_tensor(dtype, shape, param, label, verb)
-
-    def make() -> tvm_ffi.Tensor:
-        tensor = _aligned_copy(view, device, value, label, verb)
-        if packed is not None:
-            tensor = create_view()(tensor, tvm_ffi.Shape(shape), dtype, 0)
+    packed = _packed_lanes(_dtype_of(tensor, value, label, verb), tuple(tensor.shape))
+    if packed is None:
         return tensor
-
-    return copies.get(_memory_key(view, device), make)
+    if not tensor.is_contiguous():
+        raise TypeError(f"cannot {verb} {label}: a packed {tensor.dtype} tensor must be contiguous")
+    return create_view()(tensor, tvm_ffi.Shape(packed[1]), packed[0], 0)
 
 
 def _packed_lanes(dtype: str, shape: tuple[int, ...]) -> tuple[str, tuple[int, ...]] | None:
@@ -285,40 +267,6 @@ def _extension_dtype(dtype: np.dtype, label: str, verb: str) -> str | None:
     return name
 
 
-#: How an allocation failure reads: numpy's MemoryError, AlignedEmpty's "out of memory allocating",
-#: the device allocators' "failed to allocate" / "out of memory", C++'s bad_alloc.
-_OUT_OF_MEMORY = re.compile(
-    r"out of memory|\boom\b|bad_alloc|(cannot|could not|couldn't|failed to|unable to) allocate|"
-    r"allocation (failed|failure)",
-    re.IGNORECASE,
-)
-
-
-def _aligned_copy(source: Any, device: Any, value: Any, label: str, verb: str) -> tvm_ffi.Tensor:
-    try:
-        return _ffi_api.AlignedCopy(source, device)
-    except Exception as err:
-        if isinstance(err, MemoryError) or _OUT_OF_MEMORY.search(str(err)):
-            raise MemoryError(
-                f"cannot {verb} {label}: out of memory copying {_size(value)} into an aligned tensor "
-                f"on {device} ({err}); free memory or bind a smaller tensor"
-            ) from err
-        raise TypeError(
-            f"cannot {verb} {label}: {type(value).__name__} is not a usable tensor ({err})"
-        ) from err
-
-
-def _size(value: Any) -> str:
-    """``1024 bytes``: the byte size of a tensor, for messages."""
-    try:
-        if isinstance(value, tvm_ffi.Tensor):
-            bits = tvm_ffi.dtype(str(value.dtype)).bits * tvm_ffi.dtype(str(value.dtype)).lanes
-            return f"{int(np.prod(value.shape, dtype=np.int64)) * ((bits + 7) // 8)} bytes"
-        return f"{int(value.nbytes)} bytes"
-    except Exception:
-        return "a tensor of unknown size"
-
-
 def check_tensor(dtype: str, shape: tuple[int, ...], param: Param | None, label: str, verb: str) -> None:
     """A tensor of ``dtype`` and ``shape`` for ``param``: refused when it does not match."""
     if param is None or param.kind is None:
@@ -352,10 +300,10 @@ def _a(kind: str) -> str:
     return {"int": "an int", "None": "None"}.get(kind, f"a {kind}")
 
 
-def rebound(old: Any, value: Any, param: Param, label: str, device: Any, copies: Copies | None = None) -> Any:
-    """The value that replaces ``old``: of the same kind (a tensor of the same dtype and shape, or
-    a scalar of the same kind; an int may replace a float), checked against ``param`` (its dtype
-    when the caller gave ``signature=``), else refused."""
+def rebound(held: Held, key: Any, old: Any, value: Any, param: Param, label: str) -> None:
+    """Add to ``held`` the value that replaces ``old``: of the same kind (a tensor of the same
+    dtype and shape, or a scalar of the same kind; an int may replace a float), checked against
+    ``param`` (its dtype when the caller gave ``signature=``), else refused."""
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(old, tvm_ffi.Tensor):
@@ -365,8 +313,8 @@ def rebound(old: Any, value: Any, param: Param, label: str, device: Any, copies:
                 f"{type(value).__name__}; pass a tensor of dtype {old.dtype} and shape "
                 f"{tuple(old.shape)}"
             )
-        like_old = Param(param.name, "tensor", str(old.dtype), tuple(old.shape))
-        return convert(value, like_old, label, device, verb="rebind", copies=copies)
+        held.add(key, value, Param(param.name, "tensor", str(old.dtype), tuple(old.shape)), label)
+        return
     old_kind, new_kind = _kind_of(old), _kind_of(value)
     if old_kind == "float" and new_kind == "int":
         check_scalar(value, param, label, verb="rebind")
@@ -384,5 +332,4 @@ def rebound(old: Any, value: Any, param: Param, label: str, device: Any, copies:
             f"rebind: cannot rebind {label}: {_a(old_kind)} was bound there, got "
             f"{_a(new_kind)}; pass {_a(old_kind)}"
         )
-    check_scalar(value, param, label, verb="rebind")
-    return value
+    held.add(key, value, param, label)

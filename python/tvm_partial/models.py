@@ -21,7 +21,7 @@ from typing import Any
 
 import tvm_ffi
 
-from . import _ffi_api
+from . import _convert
 
 #: The executable's function that returns the record (cpp/relax_vm.cc reads it by this name).
 RECORD_FUNCTION = "__tvm_partial_model__"
@@ -68,7 +68,7 @@ def from_exported_program(exported_program: Any, **options: Any) -> Any:
         ties,
         state_of,
         of_constant,
-        {key: _copy(t) for key, t in constants.items()},
+        _copies(constants),
     )
 
 
@@ -263,6 +263,9 @@ def _torch_ties(state: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def _copy(tensor: Any) -> Any:
-    """A torch tensor's values in an aligned tvm tensor of their own."""
-    return _ffi_api.AlignedCopy(tvm_ffi.from_dlpack(tensor.detach().contiguous()), tvm_ffi.device("cpu", 0))
+def _copies(tensors: dict[str, Any]) -> dict[str, Any]:
+    """Torch tensors' values in aligned tvm tensors of their own (one copy of tied ones)."""
+    held = _convert.Held(tvm_ffi.device("cpu", 0))
+    for key, t in tensors.items():
+        held.add(key, t.detach(), None, f"the model's {key!r}")
+    return held.made()

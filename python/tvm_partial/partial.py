@@ -152,17 +152,15 @@ def partial(
             obj, place, [v for _, v in targets.values()], [view.label(p, o) for p, (o, _) in targets.items()]
         )
     place = place or tvm_ffi.device("cpu", 0)
-    values, sharded = {}, {}
-    copies = _convert.Copies()  # the same array in several places: one tensor
+    held, sharded = _convert.Held(place), {}
     for position, (original, value) in targets.items():
         param = _target.param_at(original, view.sig) if original is not None else None
         if position in split:
             sharded[position] = (param, view.label(position, original))
-            values[position] = _shards.value(value, sharded[position][1], place)
-            continue
-        values[position] = _convert.convert(
-            value, param, view.label(position, original), place, copies=copies
-        )
+            _shards.refuse_scalar(value, sharded[position][1])
+            param = None
+        held.add(position, value, param, view.label(position, original))
+    values = held.made()
     names = view.free_names()
     wanted = None if outputs is _target.UNSET else outputs  # None: none, as when not given
     specs = None if wanted is None else _outputs.resolve(wanted, view.sig, sorted(view.bound))
@@ -251,21 +249,14 @@ def rebind(
     place = _remote.placement(module, place, list(new.values()), labels) or tvm_ffi.device("cpu", 0)
     # Each value converted to the kind of the one it replaces; C++ decides the rest (a position
     # not bound, None here; a rank's view; tied places; the code and file the module keeps).
-    held, copies = current.get(fname, {}), _convert.Copies()
-    values = {
-        index: None
-        if index not in held
-        else _convert.rebound(
-            held[index],
-            value,
-            _target.param_at(index, sig) or Param(f"position {index}"),
-            _target.label(index, sig),
-            place,
-            copies=copies,
-        )
-        for index, value in new.items()
-    }
-    return _ffi_api.Rebind(module, fname, values)
+    now, held = current.get(fname, {}), _convert.Held(place, "rebind")
+    for index, value in new.items():
+        if index not in now:
+            held.add(index, None, None, "")
+            continue
+        param = _target.param_at(index, sig) or Param(f"position {index}")
+        _convert.rebound(held, index, now[index], value, param, _target.label(index, sig))
+    return _ffi_api.Rebind(module, fname, held.made())
 
 
 def _given(**options: Any) -> list[str]:

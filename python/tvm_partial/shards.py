@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import tvm_ffi
 
 from . import _convert, _target
@@ -84,12 +85,10 @@ def _dim_segments(name: str, split: Any) -> tuple[int, int]:
     return parts[0], parts[1]
 
 
-def value(value: Any, label: str, place: Any) -> Any:
-    """The whole tensor of a sharded parameter, converted: C++ checks its split at bind."""
-    tensor = _convert.convert(value, None, label, place)
-    if not isinstance(tensor, tvm_ffi.Tensor):
+def refuse_scalar(value: Any, label: str) -> None:
+    """The whole tensor of a sharded parameter must be a tensor: C++ checks its split at bind."""
+    if not (isinstance(value, (tvm_ffi.Tensor, np.ndarray)) or hasattr(value, "__dlpack__")):
         raise TypeError(f"cannot shard {label}: it is a {type(value).__name__}, not a tensor")
-    return tensor
 
 
 def check_params(

@@ -71,13 +71,14 @@ def save_weights(module: tvm_ffi.Module | tvm_ffi.Function, path: PathLike, prog
             for p in places
             if f in names and p < len(names[f])
         }
-        cpu = tvm_ffi.device("cpu", 0)
+        held = _convert.Held(tvm_ffi.device("cpu", 0))
         # A tied tensor's other names are written as names of the tensor stored (C++).
         tied = {n for group in found.ties if bound & set(group) for n in group}
         for name, value in found.state_values().items():
             if name not in bound and name not in tied:
-                held = value if hasattr(value, "__dlpack__") else np.asarray(value)
-                compiled[name] = _convert.convert(held, None, f"{found.what}'s {name!r}", cpu)
+                array = value if hasattr(value, "__dlpack__") else np.asarray(value)
+                held.add(name, array, None, f"{found.what}'s {name!r}")
+        compiled = held.made()
     with new_file(os.fspath(path)) as staged:
         _ffi_api.SaveWeights(module, staged, compiled)
 
