@@ -681,3 +681,30 @@ def test_complex_tensors_are_refused_naming_the_parameter(scale16):
         tvm_partial.partial(echo, {0: tvm_ffi.from_dlpack(torch.zeros(2, dtype=torch.complex128))})
     with pytest.raises(TypeError, match=r"cannot bind parameter 'b' \(position 1\): complex64 tensors"):
         tvm_partial.partial(echo, signature=["a", "b"], b=np.zeros(2, np.complex64))
+
+
+def test_the_same_memory_in_several_places_is_copied_once():
+    """Tied values are one tensor (tvm_partial.Hold): the same memory, whoever gives it (numpy,
+    torch, a numpy view of it), dtype, shape and strides alike; any of these differing, its own
+    copy. Every copy holds the bits given."""
+    torch = pytest.importorskip("torch")
+    base = np.arange(32, dtype="float32")
+    shared = torch.from_numpy(base)  # the same memory, through torch
+    places = {
+        0: base,
+        1: shared,
+        2: base[:],  # a numpy view of the whole: same pointer, dtype, shape
+        3: base.reshape(4, 8),  # another shape
+        4: base[::2],  # other strides (and shape)
+        5: base.view("int32"),  # another dtype
+        6: np.arange(32, dtype="float32"),  # equal bits, other memory
+    }
+    held = tvm_partial.bindings(tvm_partial.partial(echo, places))
+    handles = {p: held[p].__chandle__() for p in places}
+    assert handles[0] == handles[1] == handles[2]
+    assert len({handles[p] for p in (0, 3, 4, 5, 6)}) == 5
+    for p, value in places.items():
+        expected = np.asarray(value)
+        assert held[p].data_ptr() != expected.ctypes.data and held[p].data_ptr() % 64 == 0
+        assert tuple(held[p].shape) == expected.shape
+        assert held[p].numpy().tobytes() == np.ascontiguousarray(expected).tobytes()
