@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -60,26 +61,24 @@ ffi::Optional<ffi::Module> FindLibrary(const ffi::Array<ffi::Any>& imports, int 
 }
 
 std::vector<format::FunctionRecord> DecodeRecords(const char* blob, const format::Parsed& parsed,
-                                                  const std::string& override_weights,
                                                   const ffi::Array<ffi::Any>& imports,
-                                                  int64_t shard_rank, int64_t shard_world,
-                                                  DLDevice rank_device,
-                                                  std::shared_ptr<storage::File> library_file) {
+                                                  const LoadOptions& options) {
   storage::Origin origin;
   origin.blob = blob;
-  origin.override_weights = override_weights;
-  origin.shard_rank = shard_rank;
-  origin.shard_world = shard_world;
-  origin.rank_device = rank_device;
-  if (!override_weights.empty() && !imports.empty()) {
+  origin.override_weights = options.weights_file;
+  origin.shard_rank = options.shard_rank;
+  origin.shard_world = options.shard_world;
+  origin.rank_device = options.rank_device;
+  const bool own_weights = options.weights_file.empty();
+  if (!own_weights && !imports.empty()) {
     origin.model = ModelRecordOf(imports[0].cast<ffi::Module>());
   }
   ffi::Optional<ffi::Module> library = FindLibrary(imports);
-  if (library.has_value() && parsed.external() && override_weights.empty()) {
-    storage::LoadedLibrary file = storage::OpenLoadedLibrary(*library, library_file);
+  if (library.has_value() && parsed.external() && own_weights) {
+    storage::LoadedLibrary file = storage::OpenLoadedLibrary(*library, options.library_file);
     origin.library = file.file;
     origin.library_path = file.real_path;
-  } else if (library.has_value() && override_weights.empty() && library_file == nullptr) {
+  } else if (library.has_value() && own_weights && options.library_file == nullptr) {
     // Inline payloads are the loader's own (in the bytes it mapped); still, where TVM's loader
     // (which answers a name with the object it has) loaded it, a file replaced at the path since
     // is refused rather than served as the old version the caller did not ask for. A file
@@ -119,82 +118,52 @@ int ResolveTree(const ffi::Module& mod) {
 
 namespace {
 
-/*! \brief A library loaded by LoadTree: its module, every module of its tree, its file. */
-struct Tree {
-  ffi::Module mod;
-  std::vector<ffi::Module> all;
-};
-
 /*!
  * \brief The artifact `library` holds now (storage::LoadArtifactFile: a replaced file is a new
  *        object, a renamed one the object the process has), opened from `fd` when given (the
  *        descriptor Python checked the file through) else by name; every library of its tree
- *        proven to be that file, every partial module told to read its payloads from it.
+ *        proven to be that file, every partial module told to read its payloads from it and to
+ *        build its values as `options` say (weights file, rank), and built now.
  */
-Tree LoadTree(const std::string& library, int fd = -1) {
+ffi::Module LoadArtifact(const std::string& library, detail::LoadOptions options, int fd) {
+  const bool shard = options.shard_world > 0;  // checked by the caller (format::RankWorld)
   // dlopen searches the library path for a bare file name: pass a path.
   const std::string path = library.find('/') == std::string::npos ? "./" + library : library;
-  std::shared_ptr<storage::File> file = fd >= 0 ? storage::FromDescriptor(fd, path, "artifact")
-                                                : storage::OpenRegular(path, "artifact");
-  storage::CheckComplete(*file);  // before the system's loader maps it
+  options.library_file = fd >= 0 ? storage::FromDescriptor(fd, path, "artifact")
+                                 : storage::OpenRegular(path, "artifact");
+  const storage::File& file = *options.library_file;
+  storage::CheckComplete(file);  // before the system's loader maps it
   // Every library of the tree must be the file (the loader may answer the name with another's).
   auto is_file = [&file](const ffi::Module& mod) {
     std::vector<ffi::Module> all;
     Collect(mod, &all);
     return std::all_of(all.begin(), all.end(), [&file](const ffi::Module& m) {
-      return std::strcmp(m->kind(), "library") != 0 || storage::LoadedFrom(m, *file);
+      return std::strcmp(m->kind(), "library") != 0 || storage::LoadedFrom(m, file);
     });
   };
-  Tree tree{storage::LoadArtifactFile(file, path, is_file), {}};
-  Collect(tree.mod, &tree.all);
-  for (const ffi::Module& m : tree.all) detail::SetLibraryFile(m, file);
-  return tree;
-}
-
-/*! \brief The whole artifact, with the tensors of `weights_file` ("": its own). */
-ffi::Module LoadWhole(const std::string& library, const std::string& weights_file, int fd) {
-  const Tree tree = LoadTree(library, fd);
-  if (weights_file.empty()) {
-    detail::ResolveTree(tree.mod);
-    return tree.mod;
-  }
-  const std::vector<ffi::Module>& all = tree.all;
-  const ffi::Module& mod = tree.mod;
-  int overridden = 0;
-  for (const ffi::Module& m : all) overridden += detail::SetWeightsOverride(m, weights_file);
-  if (overridden == 0) {
-    TVM_FFI_THROW(ValueError) << library << " holds no partial module that this tvm-partial "
-                              << "loads, so it binds no tensors that the weights file "
-                              << weights_file << " could replace";
-  }
-  detail::ResolveTree(mod);
-  return mod;
-}
-
-/*! \brief Rank `rank`'s view of the artifact's tensors sharded over `world`. */
-ffi::Module LoadRank(const std::string& library, int64_t rank, int64_t world,
-                     const std::string& weights_file, DLDevice device, int fd) {
-  const std::string problem = format::RankProblem(rank, world);
-  if (!problem.empty()) {
-    TVM_FFI_THROW(ValueError) << "LoadShard: shard=(" << rank << ", " << world << "): " << problem;
-  }
-  const Tree tree = LoadTree(library, fd);
-  const std::vector<ffi::Module>& all = tree.all;
-  const ffi::Module& mod = tree.mod;
-  int sharded = 0;
+  ffi::Module mod = storage::LoadArtifactFile(options.library_file, path, is_file);
+  std::vector<ffi::Module> all;
+  Collect(mod, &all);
+  int ours = 0, sharded = 0;
   for (const ffi::Module& m : all) {
-    if (!weights_file.empty()) detail::SetWeightsOverride(m, weights_file);
     try {
-      sharded += detail::SetShard(m, rank, world, device) == 1;
-      detail::RetargetRelaxVM(m, device);  // a Relax model's VM runs where its tensors are
+      const int configured = detail::ConfigureLoad(m, options);
+      ours += configured >= 0;
+      sharded += configured == 1;
+      if (shard) detail::RetargetRelaxVM(m, options.rank_device);  // the VM runs on the rank's
     } catch (const ffi::Error& err) {
       TVM_FFI_THROW(ValueError) << library << ": " << err.message();
     }
   }
-  if (sharded == 0) {
+  if (!options.weights_file.empty() && ours == 0) {
+    TVM_FFI_THROW(ValueError) << library << " holds no partial module that this tvm-partial "
+                              << "loads, so it binds no tensors that the weights file "
+                              << options.weights_file << " could replace";
+  }
+  if (shard && sharded == 0) {
     TVM_FFI_THROW(ValueError) << library << " binds no sharded tensors (it was exported without "
                               << "shards=): load it whole, without shard=, or bind with "
-                              << "partial(..., shards={name: dim}, world=" << world
+                              << "partial(..., shards={name: dim}, world=" << options.shard_world
                               << ") and export again";
   }
   detail::ResolveTree(mod);
@@ -207,12 +176,15 @@ ffi::Module LoadWithWeights(const std::string& library, const std::string& weigh
   if (weights_file.empty()) {
     TVM_FFI_THROW(ValueError) << "LoadWithWeights: weights_file is empty; name a safetensors file";
   }
-  return LoadWhole(library, weights_file, -1);
+  detail::LoadOptions options;
+  options.weights_file = weights_file;
+  return LoadArtifact(library, options, -1);
 }
 
 ffi::Module LoadShard(const std::string& library, int64_t rank, int64_t world,
                       const std::string& weights_file, DLDevice device) {
-  return LoadRank(library, rank, world, weights_file, device, -1);
+  const auto shard = format::RankWorld("LoadShard", ffi::Array<int64_t>{rank, world});
+  return LoadArtifact(library, {nullptr, weights_file, shard.first, shard.second, device}, -1);
 }
 
 namespace {
@@ -254,9 +226,12 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   detail::RegisterGlobalOnce(
       "tvm_partial.LoadArtifact", [](ffi::String path, int64_t fd, ffi::String weights_file,
                                      ffi::Optional<ffi::Array<int64_t>> shard) {
-        if (!shard.has_value()) return LoadWhole(path, weights_file, fd);
-        const auto [rank, world] = format::RankWorld("load", *shard);
-        return LoadRank(path, rank, world, weights_file, DLDevice{kDLCPU, 0}, fd);
+        detail::LoadOptions options;
+        options.weights_file = weights_file;
+        if (shard.has_value()) {
+          std::tie(options.shard_rank, options.shard_world) = format::RankWorld("load", *shard);
+        }
+        return LoadArtifact(path, options, fd);
       });
   // load_from_bytes: the partial module the bytes describe, over `wrapped` (the compiled code it
   // binds) when given, its records built now (each builds them on first use otherwise), so that

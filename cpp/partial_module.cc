@@ -209,18 +209,16 @@ class PartialModuleObj final : public ffi::ModuleObj {
     if (!resolved_) {
       std::vector<format::FunctionRecord> decoded =
           OutOfMemoryAsError("loading the tensors of a partial_apply module", [&] {
-            return detail::DecodeRecords(pending_->bytes.data(), pending_->parsed,
-                                         pending_->override_weights, imports_, pending_->shard_rank,
-                                         pending_->shard_world, pending_->rank_device,
-                                         pending_->library_file);
+            return detail::DecodeRecords(pending_->bytes.data(), pending_->parsed, imports_,
+                                         pending_->options);
           });
       // Only the values are filled in: names, order and outputs (which GetFunction reads
       // without the lock) are those of the skeleton already, and the vector never moves.
       for (size_t i = 0; i < functions_.size(); ++i)
         functions_[i].bound = std::move(decoded[i].bound);
-      shard_view_ = pending_->shard_world > 0;
-      shard_rank_ = pending_->shard_rank;
-      library_file_ = pending_->library_file;
+      shard_view_ = pending_->options.shard_world > 0;
+      shard_rank_ = pending_->options.shard_rank;
+      library_file_ = pending_->options.library_file;
       loaded_object_ = ShareLoadedObjectOf(imports_);
       pending_.reset();
       resolved_ = true;
@@ -237,46 +235,27 @@ class PartialModuleObj final : public ffi::ModuleObj {
     return storage::ShareLoadedObject(*library);
   }
 
-  /*! \brief Read the payloads from `file`, which a loader of ours loaded the library from. Only
-   *         before the records are built. */
-  bool SetLibraryFile(std::shared_ptr<storage::File> file) {
-    std::lock_guard<std::mutex> lock(resolve_mutex_);
-    if (resolved_) return false;
-    pending_->library_file = std::move(file);
-    return true;
-  }
-
-  /*! \brief Take the tensors from the weights file `path` by key instead of the module's own
-   *         payloads (load(path, weights_file=...)). Only before the records are built. */
-  bool SetWeightsOverride(const std::string& path) {
-    std::lock_guard<std::mutex> lock(resolve_mutex_);
-    if (resolved_) return false;
-    pending_->override_weights = path;
-    return true;
-  }
-
-  /*! \brief Build rank `rank`'s view of `world` (load(path, shard=...)): each sharded tensor
-   *         becomes its slice. Only before the records are built. 1: set; 0: this module
-   *         records no shards (left whole); -1: already built.
-   *  \throws ValueError when its shards name another world. */
-  int SetShard(int64_t rank, int64_t world, DLDevice rank_device) {
+  /*! \brief ConfigureLoad (partial_module.h): only before the records are built. */
+  int Configure(const detail::LoadOptions& options) {
     std::lock_guard<std::mutex> lock(resolve_mutex_);
     if (resolved_) return -1;
-    if (!pending_->parsed.Sharded()) return 0;
+    const bool sharded = pending_->parsed.Sharded();
     for (const format::ParsedFunction& fn : pending_->parsed.functions) {
       for (const format::Shard& s : fn.shards) {
-        if (s.world != world) {
+        if (options.shard_world > 0 && s.world != options.shard_world) {
           TVM_FFI_THROW(ValueError)
               << "this artifact is sharded over world " << s.world << " ("
-              << format::Where(fn, s.position) << "), not " << world
+              << format::Where(fn, s.position) << "), not " << options.shard_world
               << ": load it with shard=(rank, " << s.world << "), on as many disco workers";
         }
       }
     }
-    pending_->shard_rank = rank;
-    pending_->shard_world = world;
-    pending_->rank_device = rank_device;
-    return 1;
+    pending_->options = options;
+    if (!sharded) {  // left whole
+      pending_->options.shard_rank = -1;
+      pending_->options.shard_world = 0;
+    }
+    return sharded ? 1 : 0;
   }
 
   /*! \brief Name -> position in `functions`; names are unique (the loader and the merge ensure it).
@@ -328,11 +307,7 @@ class PartialModuleObj final : public ffi::ModuleObj {
   struct Pending {
     ffi::Bytes bytes;
     format::Parsed parsed;
-    std::string override_weights;
-    int64_t shard_rank = -1;  // SetShard: build this rank's view
-    int64_t shard_world = 0;
-    DLDevice rank_device{kDLCPU, 0};              // SetShard: a GPU rank's own device
-    std::shared_ptr<storage::File> library_file;  // SetLibraryFile: the file our loader loaded
+    detail::LoadOptions options;  // ConfigureLoad's
   };
   std::optional<Pending> pending_;
   /*! \brief Whether the tensors are one rank's view of sharded ones (set once by Records()). */
@@ -390,19 +365,9 @@ void InheritLibraryFile(const ffi::Module& to, const ffi::Module& from) {
   target->library_file_ = std::move(file);
 }
 
-bool SetLibraryFile(const ffi::Module& mod, std::shared_ptr<storage::File> file) {
+int ConfigureLoad(const ffi::Module& mod, const LoadOptions& options) {
   PartialModuleObj* pm = AsPartialModule(mod);
-  return pm != nullptr && pm->SetLibraryFile(std::move(file));
-}
-
-bool SetWeightsOverride(const ffi::Module& mod, const std::string& path) {
-  PartialModuleObj* pm = AsPartialModule(mod);
-  return pm != nullptr && pm->SetWeightsOverride(path);
-}
-
-int SetShard(const ffi::Module& mod, int64_t rank, int64_t world, DLDevice rank_device) {
-  PartialModuleObj* pm = AsPartialModule(mod);
-  return pm == nullptr ? -1 : pm->SetShard(rank, world, rank_device);
+  return pm == nullptr ? -1 : pm->Configure(options);
 }
 
 bool IsForeignPartialModule(const ffi::Module& mod) {

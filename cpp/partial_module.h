@@ -50,36 +50,37 @@ ffi::Optional<ffi::Module> PartialModuleCode(const ffi::Module& mod);
 ffi::Module NewPartialModule(std::vector<format::FunctionRecord> functions,
                              ffi::Optional<ffi::Module> code);
 
-/*!
- * \brief Make the partial_apply module `mod`, loaded from bytes and not used yet, take its
- *        tensors from the weights file `path` by key (load(path, weights_file=...)).
- * \return false when `mod` is not such a module of this copy.
- */
-bool SetWeightsOverride(const ffi::Module& mod, const std::string& path);
+/*! \brief What a loader of ours tells the partial modules of an artifact it loaded, before their
+ *         values are built: where the payloads lie and which view of them to build. */
+struct LoadOptions {
+  /*! \brief The file the loader opened and loaded the library from (storage::LoadArtifactFile):
+   *         the payloads are read from it, not from the file the library's name leads to now. */
+  std::shared_ptr<storage::File> library_file;
+  /*! \brief load(path, weights_file=...): every tensor from this weights file, by key. */
+  std::string weights_file;
+  /*! \brief load(path, shard=(rank, world)): rank `shard_rank`'s view (world 0: whole tensors),
+   *         its tensors of a GPU type placed on `rank_device` (a disco worker's GPU). */
+  int64_t shard_rank = -1;
+  int64_t shard_world = 0;
+  DLDevice rank_device{kDLCPU, 0};
+};
 
 /*!
- * \brief Make the partial_apply module `mod`, loaded from bytes and not used yet, read its
- *        payloads from `file`, the file a loader of ours opened and loaded its library from
- *        (storage::LoadArtifactFile), rather than from the file the library's name leads to now.
- * \return false when `mod` is not such a module of this copy.
+ * \brief Make the partial_apply module `mod`, loaded from bytes and not used yet, build its
+ *        values as `options` say.
+ * \return -1 when `mod` is not such a module of this copy (nothing set); else 1 when it records
+ *         shards, 0 when not.
+ * \throws ValueError when a shard is asked and its shards name another world.
  */
-bool SetLibraryFile(const ffi::Module& mod, std::shared_ptr<storage::File> file);
+int ConfigureLoad(const ffi::Module& mod, const LoadOptions& options);
 
-/*! \brief The file a loader of ours loaded `mod`'s library from (SetLibraryFile), else null. */
+/*! \brief The file a loader of ours loaded `mod`'s library from (LoadOptions::library_file), else
+ * null. */
 std::shared_ptr<storage::File> LibraryFile(const ffi::Module& mod);
 
 /*! \brief `to` (a partial module over the code `from` wraps: rebind's result) keeps the file a
  *         loader of ours loaded that code from, as `from` does. */
 void InheritLibraryFile(const ffi::Module& to, const ffi::Module& from);
-
-/*!
- * \brief Make the partial_apply module `mod`, loaded from bytes and not used yet, build rank
- *        `rank`'s view of `world` (load(path, shard=...)).
- * \return 1 when set; 0 when `mod` records no shards; -1 when it is not such a module.
- * \throws ValueError when its shards name another world.
- */
-int SetShard(const ffi::Module& mod, int64_t rank, int64_t world,
-             DLDevice rank_device = {kDLCPU, 0});
 
 /*! \brief When `mod` is a Relax VM module of this copy (relax_vm.cc) not yet run: its recorded
  *         devices of `device`'s type become `device` (a disco rank's GPU). CPU: nothing. */
@@ -95,10 +96,9 @@ ffi::Optional<ffi::Module> FindLibrary(const ffi::Array<ffi::Any>& imports, int 
  *        decided by storage::Locate from what the module offers (its bytes `blob`, the library
  *        among `imports` that the loader attached, an override), the tensors built from there.
  */
-std::vector<format::FunctionRecord> DecodeRecords(
-    const char* blob, const format::Parsed& parsed, const std::string& override_weights,
-    const ffi::Array<ffi::Any>& imports, int64_t shard_rank = -1, int64_t shard_world = 0,
-    DLDevice rank_device = {kDLCPU, 0}, std::shared_ptr<storage::File> library_file = nullptr);
+std::vector<format::FunctionRecord> DecodeRecords(const char* blob, const format::Parsed& parsed,
+                                                  const ffi::Array<ffi::Any>& imports,
+                                                  const LoadOptions& options);
 
 /*!
  * \brief A copy of the partial_apply module `mod` (PartialModuleRecords is not null) over the same

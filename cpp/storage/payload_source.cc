@@ -228,7 +228,7 @@ std::vector<Piece> Pieces(const format::Parsed& parsed, const PayloadSource& sou
         continue;
       }
       if (s.world != origin.shard_world || origin.shard_rank < 0 ||
-          origin.shard_rank >= s.world) {  // SetShard checked it; a slice past the end never
+          origin.shard_rank >= s.world) {  // ConfigureLoad checked it; a slice past the end never
         TVM_FFI_THROW(ValueError) << format::Where(fn, v.index) << " is sharded over world "
                                   << s.world << ", not rank " << origin.shard_rank << " of "
                                   << origin.shard_world;
