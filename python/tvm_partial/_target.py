@@ -299,31 +299,6 @@ def split_keys(bound: Any, by_name: dict[str, Any]) -> tuple[dict[int, Any], dic
     return keyed, {**named, **by_name}
 
 
-def full_positions(keyed: dict[int, Any], named: dict[str, Any], sig: Signature | None) -> dict[int, Any]:
-    """For rebind(): positions (in the wrapped function's full list) and names -> {position: value}."""
-    out = {}
-    for index, value in keyed.items():
-        if sig is not None and index >= len(sig.params):
-            raise IndexError(
-                f"bound index {index} is out of range: {sig.name}() has {len(sig.params)} "
-                f"parameters ({', '.join(sig.names)})"
-            )
-        out[index] = value
-    for name, value in named.items():
-        assert sig is not None  # rebind() refuses names without one
-        index = sig.index_of(name)
-        if index in out:
-            raise TypeError(f"parameter {name!r} (position {index}) is bound both by index and by name")
-        out[index] = value
-    return out
-
-
-def label(index: int, sig: Signature | None) -> str:
-    if sig is None:
-        return f"position {index}"
-    return f"parameter {sig.params[index].name!r} (position {index})"
-
-
 def param_at(index: int, sig: Signature | None) -> Param | None:
     return sig.params[index] if sig is not None and index < len(sig.params) else None
 

@@ -242,20 +242,21 @@ def rebind(
             f"rebind by name ({', '.join(named)}) needs recorded parameter names; "
             f"{fname}() has none: rebind by position, or pass signature="
         )
-    new = _target.full_positions(keyed, _relax.bind_model(module, sig, named)[1], sig)
+    view = _target.TargetView(sig, frozenset())  # positions count in the full parameter list
+    new = view.positions(keyed, _relax.bind_model(module, sig, named)[1])
     place = _target.as_device(None if device is _target.UNSET else device)
     _target.check_available(place)
-    labels = [_target.label(i, sig) for i in new]
-    place = _remote.placement(module, place, list(new.values()), labels) or tvm_ffi.device("cpu", 0)
+    labels = [view.label(i, i) for i in new]
+    place = _remote.placement(module, place, [v for _, v in new.values()], labels)
     # Each value converted to the kind of the one it replaces; C++ decides the rest (a position
     # not bound, None here; a rank's view; tied places; the code and file the module keeps).
-    now, held = current.get(fname, {}), _convert.Held(place, "rebind")
-    for index, value in new.items():
+    now, held = current.get(fname, {}), _convert.Held(place or tvm_ffi.device("cpu", 0), "rebind")
+    for index, (_, value) in new.items():
         if index not in now:
             held.add(index, None, None, "")
             continue
         param = _target.param_at(index, sig) or Param(f"position {index}")
-        _convert.rebound(held, index, now[index], value, param, _target.label(index, sig))
+        _convert.rebound(held, index, now[index], value, param, view.label(index, index))
     return _ffi_api.Rebind(module, fname, held.made())
 
 
