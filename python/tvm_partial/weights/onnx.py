@@ -98,18 +98,16 @@ def open_onnx(path: str) -> dict[str, tvm_ffi.Tensor]:
     """``{initializer name: tvm Tensor}`` of the ONNX model at ``path``."""
     from onnx import numpy_helper
 
-    cpu = tvm_ffi.device("cpu", 0)
-    out: dict[str, tvm_ffi.Tensor] = {}
+    held = _convert.Held(tvm_ffi.device("cpu", 0), "open")
     external: dict[str, list[list[Any]]] = {}
     _, found = _initializers(path)
     for t in found:
         name = t.proto.name
-        if t.file is None:  # to_array's array may be read-only (the model's bytes): convert copies
-            out[name] = _convert.convert(
-                numpy_helper.to_array(t.proto), None, f"initializer {name!r} of {path}", cpu, "open"
-            )
+        if t.file is None:  # to_array's array may be read-only (the model's bytes): Hold copies
+            held.add(name, numpy_helper.to_array(t.proto), None, f"initializer {name!r} of {path}")
         else:
             external.setdefault(t.file, []).append([name, t.offset, t.bytes, t.dtype, t.shape])
+    out: dict[str, tvm_ffi.Tensor] = held.made()
     for data_file, entries in external.items():
         out.update({str(k): v for k, v in _ffi_api.OpenWeights(data_file, "", entries).items()})
     return {t.proto.name: out[t.proto.name] for t in found}
