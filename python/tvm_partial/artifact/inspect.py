@@ -14,6 +14,7 @@ from typing import Any
 from .. import _ffi_api
 from .._progress import ProgressCallback
 from .._typing import PathLike
+from ..weights.onnx import inspect_onnx, verify_onnx
 from .read import rank_world_of, read_file
 
 
@@ -45,8 +46,6 @@ def inspect(path: PathLike) -> dict[str, Any]:
     path = os.fspath(path)
     info = read_file(_ffi_api.Inspect, path, False)
     if info is None:  # an ONNX model
-        from ..weights.onnx import inspect_onnx
-
         return inspect_onnx(path)
     return info
 
@@ -78,7 +77,5 @@ def verify(
     path = os.fspath(path)
     checked = read_file(_ffi_api.Verify, path, progress, rank_world_of(shard), False)
     if checked is None:  # an ONNX model: it records no hashes
-        from ..weights.onnx import verify_onnx
-
         verify_onnx(path)
     return checked

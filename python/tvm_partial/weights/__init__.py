@@ -23,10 +23,13 @@ from typing import Any
 import numpy as np
 import tvm_ffi
 
-from .. import _facts, _ffi_api
+from .. import _convert, _facts, _ffi_api
+from .. import programs as _programs
 from .._progress import ProgressCallback
 from .._typing import PathLike
+from ..artifact.files import new_file
 from ..artifact.read import read_file
+from .onnx import open_onnx
 
 
 def save_weights(module: tvm_ffi.Module | tvm_ffi.Function, path: PathLike, program: Any = None) -> None:
@@ -51,10 +54,6 @@ def save_weights(module: tvm_ffi.Module | tvm_ffi.Function, path: PathLike, prog
     for k, v in open_weights(path).items()}, strict=True)`` takes it, and ``load(artifact,
     weights_file=path)`` too.
     """
-    from .. import _convert
-    from .. import programs as _programs
-    from ..artifact.files import new_file
-
     compiled: dict[str, tvm_ffi.Tensor] = {}
     if program is not None:
         found = _programs.of(program)
@@ -110,8 +109,6 @@ def open_weights(path: PathLike, function: str = "main") -> dict[Any, tvm_ffi.Te
     strict=True)`` takes it.
     """
     if os.fspath(path).endswith(".onnx"):
-        from .onnx import open_onnx
-
         return open_onnx(os.fspath(path))
     found = _ffi_api.OpenWeights(os.fspath(path), function, None)
     return {(k if isinstance(k, int) else str(k)): v for k, v in found.items()}
