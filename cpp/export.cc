@@ -283,7 +283,9 @@ void Export(ffi::Module module, ffi::String path, ffi::String staged, ffi::Funct
   if (weights_file.has_value()) {  // the weights file first: the library names it
     const ffi::Module external =
         WithRegion("export_library", module, symbol, link_number, std::string(*weights_file));
-    weights::WriteRegionFile(external, options.at("weights_path").cast<ffi::String>());
+    weights::WriteRegionFile(*detail::PartialModuleRecords(external),
+                             *detail::PartialModuleRegion(external),
+                             options.at("weights_path").cast<ffi::String>());
     link(external, staged);
     return;
   }

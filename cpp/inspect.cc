@@ -33,10 +33,11 @@
 
 #include "bind/bindings.h"
 #include "bind/outputs.h"
-#include "compiled_in.h"
 #include "format/common.h"
 #include "format/format.h"
 #include "format/hash.h"
+#include "format/model_record.h"
+#include "partial_module.h"
 #include "registry.h"
 #include "storage/file.h"
 #include "storage/loaded_library.h"
@@ -386,7 +387,7 @@ ffi::Any RelaxVM(const ffi::String& path, const storage::File& file,
       TVM_FFI_THROW(ValueError) << path << " is truncated inside its Relax VM record";
     }
     try {
-      return DescribeVMRecord(ffi::Bytes(bytes));
+      return detail::DescribeVMRecord(ffi::Bytes(bytes));
     } catch (const ffi::Error& err) {
       TVM_FFI_THROW(ValueError) << path << ": " << err.message();
     }

@@ -2,9 +2,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file open_weights.cc
- * \brief `open_weights`: the tensors of a safetensors file, of the files of an index, or at the
- *        ranges of a file another format describes (an ONNX model's external data), each a view
- *        of a private mapping where 64-byte aligned, else an aligned copy.
+ * \brief The weights verbs. `open_weights`: the tensors of a safetensors file, of the files of an
+ *        index, or at the ranges of a file another format describes (an ONNX model's external
+ *        data), each a view of a private mapping where 64-byte aligned, else an aligned copy.
+ *        `save_weights`: a partial's records handed to the writer (storage/weights_writer.cc).
  */
 #include <tvm/ffi/container/array.h>
 #include <tvm/ffi/container/map.h>
@@ -24,6 +25,7 @@
 #include "format/common.h"
 #include "format/hash.h"
 #include "inspect.h"
+#include "partial_module.h"
 #include "registry.h"
 #include "storage/file.h"
 #include "storage/payload_source.h"
@@ -371,6 +373,19 @@ Dict VerifyWeights(const ffi::String& path, const ffi::Optional<ffi::Function>& 
   return Report(path, payloads);
 }
 
-TVM_FFI_STATIC_INIT_BLOCK() { detail::RegisterGlobalOnce("tvm_partial.OpenWeights", OpenWeights); }
+TVM_FFI_STATIC_INIT_BLOCK() {
+  detail::RegisterGlobalOnce("tvm_partial.OpenWeights", OpenWeights);
+  // save_weights(obj, path, compiled): a partial's bound tensors, and the values its frontend
+  // compiled into the code (weights::SaveWeights); Python stages the file and renames it.
+  detail::RegisterGlobalOnce(
+      "tvm_partial.SaveWeights",
+      [](ffi::Any obj, ffi::String path, ffi::Map<ffi::String, ffi::Tensor> compiled) {
+        const auto mod = obj.try_cast<ffi::Module>();
+        if (mod.has_value()) detail::RefuseShardView(*mod, "written to a weights file");
+        weights::SaveWeights(detail::PartialRecords(obj, "save_weights"),
+                             mod.has_value() ? detail::ModelRecordOf(*mod) : ModelRecord{}, path,
+                             compiled);
+      });
+}
 
 }  // namespace tvm_partial

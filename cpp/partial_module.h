@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "format/format.h"
+#include "format/model_record.h"
 #include "storage/file.h"
 
 namespace tvm_partial {
@@ -85,6 +86,18 @@ void InheritLibraryFile(const ffi::Module& to, const ffi::Module& from);
 /*! \brief When `mod` is a Relax VM module of this copy (relax_vm.cc) not yet run: its recorded
  *         devices of `device`'s type become `device` (a disco rank's GPU). CPU: nothing. */
 void RetargetRelaxVM(const ffi::Module& mod, DLDevice device);
+
+/*! \brief The model record (format/model_record.h) of `mod` when it is a `partial_apply_vm`
+ *         module of this library or wraps one (a partial module over it), else an empty one. */
+ModelRecord ModelRecordOf(const ffi::Module& mod);
+
+/*!
+ * \brief What a partial_apply_vm module's saved bytes record, for inspect (which reads an artifact
+ *        without loading it), checked as the loader checks them (relax_vm.cc): {"devices":
+ *        ["cpu:0"], "allocators": ["pooled"], "compiled_in": [{"name", "dtype", "shape", "hash",
+ *        "kind"}], "ties": [[name, ...]]}.
+ */
+ffi::Map<ffi::String, ffi::Any> DescribeVMRecord(const ffi::Bytes& bytes);
 
 /*! \brief The first module of kind "library" among `imports` and theirs (depth first, in
  *         import order): the code the library loader attached to a module it loaded (for a

@@ -8,10 +8,10 @@
  *
  * The executable is the module's first import, so `export_library` saves it (and the kernels it
  * imports) in the import tree as usual; this module's own bytes record the devices and what the
- * executable knows by the model's names (compiled_in.h):
+ * executable knows by the model's names (format/model_record.h):
  *
  *   "TVMPAVM1" | u32 device count (1..8) | per device: i32 device type | i32 device id
- *              | i32 allocator (1 naive, 2 pooled) | the model record (compiled_in.h)
+ *              | i32 allocator (1 naive, 2 pooled) | the model record (format/model_record.h)
  *
  * The VirtualMachine is created on first use (the first `GetFunction`), not at load, and the
  * functions it returns are the VM's own: a partial module binding `main` wraps `vm["main"]`.
@@ -37,9 +37,10 @@
 #include <string>
 #include <vector>
 
-#include "compiled_in.h"
 #include "device.h"
 #include "format/hash.h"
+#include "format/model_record.h"
+#include "partial_module.h"
 #include "registry.h"
 
 namespace tvm_partial {
@@ -398,8 +399,8 @@ ffi::Map<ffi::String, ffi::Any> BindModel(ffi::Module target,
                   .cast<ffi::Map<ffi::String, ffi::Tensor>>();
   }
   ffi::Map<ffi::String, ffi::String> names =
-      SettleNames(ModelRecordOf(module), std::vector<std::string>(params.begin(), params.end()),
-                  given, sources);
+      SettleNames(detail::ModelRecordOf(module),
+                  std::vector<std::string>(params.begin(), params.end()), given, sources);
   return ffi::Map<ffi::String, ffi::Any>{{"module", module}, {"names", names}};
 }
 
@@ -418,8 +419,6 @@ void RetargetRelaxVM(const ffi::Module& mod, DLDevice device) {
   }
 }
 
-}  // namespace detail
-
 ModelRecord ModelRecordOf(const ffi::Module& mod) {
   // A VM module of any copy of tvm-partial says it in its bytes; a partial module over one, in
   // its wrapped module's.
@@ -431,11 +430,15 @@ ModelRecord ModelRecordOf(const ffi::Module& mod) {
   return {};
 }
 
+}  // namespace detail
+
 TVM_FFI_STATIC_INIT_BLOCK() {
   detail::RegisterGlobalOnce("tvm_partial.BindModel", BindModel);
   detail::RegisterGlobalOnce("ffi.Module.load_from_bytes.partial_apply_vm",
                              RelaxVMModuleObj::LoadFromBytes);
 }
+
+namespace detail {
 
 ffi::Map<ffi::String, ffi::Any> DescribeVMRecord(const ffi::Bytes& bytes) {
   static const char* kAllocators[] = {"allocator 0", "naive", "pooled"};
@@ -466,5 +469,7 @@ ffi::Map<ffi::String, ffi::Any> DescribeVMRecord(const ffi::Bytes& bytes) {
   return {
       {"devices", devices}, {"allocators", allocators}, {"compiled_in", compiled}, {"ties", ties}};
 }
+
+}  // namespace detail
 
 }  // namespace tvm_partial

@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "compiled_in.h"
 #include "format/format.h"
+#include "format/model_record.h"
 #include "storage/file.h"
 
 namespace tvm_partial {

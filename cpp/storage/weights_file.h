@@ -39,8 +39,8 @@
 #include <string>
 #include <vector>
 
-#include "compiled_in.h"
 #include "format/format.h"
+#include "format/model_record.h"
 #include "storage/file.h"
 
 namespace tvm_partial {
@@ -260,11 +260,24 @@ std::string EncodeHeader(std::vector<OutEntry> entries,
                          const std::map<std::string, std::string>& metadata, uint64_t data_size);
 
 /*!
- * \brief Write the safetensors file at `path` holding the payloads of `external`, a partial
- *        module whose bytes leave them to a weights file (an export with weights_file=).
- * \throws TypeError for another module; RuntimeError naming the file and the system's error.
+ * \brief Write the safetensors file at `path` holding the payloads of `records`, whose bytes
+ *        leave them to the weights file of `region` (an export with weights_file=).
+ * \throws RuntimeError naming the file and the system's error.
  */
-void WriteRegionFile(const ffi::Module& external, const std::string& path);
+void WriteRegionFile(const std::vector<format::FunctionRecord>& records,
+                     const format::ExternalRegion& region, const std::string& path);
+
+/*!
+ * \brief save_weights: write the bound tensors of `records` (a partial function's, named "",
+ *        are main's) to the safetensors file at `path`, each at a multiple of 64, keyed by Keys,
+ *        with their bindings, hashes and ties in `__metadata__`; then `compiled`, values the
+ *        frontend compiled into the code (each checked against `model`, the record of the code)
+ *        under their own names, and the other names of a tie in `model`.
+ * \throws ValueError when there are no tensors, or a compiled value is not the one the code
+ *         holds; RuntimeError naming the file and the system's error.
+ */
+void SaveWeights(std::vector<format::FunctionRecord> records, const ModelRecord& model,
+                 const std::string& path, const ffi::Map<ffi::String, ffi::Tensor>& compiled);
 
 }  // namespace weights
 }  // namespace tvm_partial

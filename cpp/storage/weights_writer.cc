@@ -4,9 +4,9 @@
  * \file storage/weights_writer.cc
  * \brief Writing safetensors weights files: `save_weights` (the bound tensors of a partial, each
  *        at a multiple of 64), and the weights file of an export with `weights_file=` (whose
- *        data is the payload region the metadata refers to). Globals
- *        `tvm_partial.SaveWeights` and `tvm_partial.Export`; Python stages the file under a
- *        new name and renames it into place.
+ *        data is the payload region the metadata refers to), from records: the verbs that
+ *        take a module (open_weights.cc, export.cc) hand them over. Python stages the file under
+ *        a new name and renames it into place.
  */
 #include <fcntl.h>
 #include <tvm/ffi/container/tensor.h>
@@ -31,8 +31,6 @@
 #include "format/common.h"
 #include "format/format.h"
 #include "format/hash.h"
-#include "partial_module.h"
-#include "registry.h"
 #include "storage/appended_region.h"
 #include "storage/weights_file.h"
 
@@ -174,21 +172,6 @@ void WriteHeaderAt(const std::string& path, const std::string& header) {
   }
 }
 
-/*! \brief The records of a partial function (as function "main") or a partial module, by name. */
-std::vector<format::FunctionRecord> RecordsOf(const ffi::Any& obj) {
-  std::vector<format::FunctionRecord> out = detail::PartialRecords(obj, "save_weights");
-  for (format::FunctionRecord& r : out) {
-    if (r.name.empty()) r.name = "main";
-    std::sort(r.bound.begin(), r.bound.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
-  }
-  std::sort(out.begin(), out.end(),
-            [](const format::FunctionRecord& a, const format::FunctionRecord& b) {
-              return std::string(a.name) < std::string(b.name);
-            });
-  return out;
-}
-
 /*! \brief `wanted` named by Keys, laid out at `offsets` (each tensor's data offset): the entries,
  *         their first places and the keys of their other places. */
 Layout LayOut(const std::vector<Wanted>& wanted, const std::vector<uint64_t>& offsets,
@@ -210,11 +193,19 @@ Layout LayOut(const std::vector<Wanted>& wanted, const std::vector<uint64_t>& of
   return out;
 }
 
-void SaveWeights(const ffi::Any& obj, const std::string& path,
-                 const ffi::Map<ffi::String, ffi::Tensor>& compiled) {
-  if (auto mod = obj.try_cast<ffi::Module>())
-    detail::RefuseShardView(*mod, "written to a weights file");
-  const std::vector<format::FunctionRecord> records = RecordsOf(obj);
+}  // namespace
+
+void SaveWeights(std::vector<format::FunctionRecord> records, const ModelRecord& model,
+                 const std::string& path, const ffi::Map<ffi::String, ffi::Tensor>& compiled) {
+  for (format::FunctionRecord& r : records) {
+    if (r.name.empty()) r.name = "main";  // a partial function's
+    std::sort(r.bound.begin(), r.bound.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+  }
+  std::sort(records.begin(), records.end(),
+            [](const format::FunctionRecord& a, const format::FunctionRecord& b) {
+              return std::string(a.name) < std::string(b.name);
+            });
   const std::vector<std::vector<int64_t>> numbers = format::TensorNumbers(records);
   std::vector<const format::Shard*> shards = format::PayloadShards(records);
   std::vector<Wanted> wanted;
@@ -252,8 +243,6 @@ void SaveWeights(const ffi::Any& obj, const std::string& path,
   // Values the frontend compiled into the code, written after the bound tensors under their own
   // names (no binding recorded), so the file holds the model's whole state: each must be the
   // value the code holds (the rule a weights file given to load meets: CompiledInProblem).
-  const ModelRecord model =
-      obj.try_cast<ffi::Module>() ? ModelRecordOf(*obj.try_cast<ffi::Module>()) : ModelRecord{};
   for (const auto& [name, tensor] : compiled) {
     const CompiledIn* record = model.Find(name);
     const CompiledIn given = RecordCompiledIn(name, tensor);
@@ -341,16 +330,9 @@ void SaveWeights(const ffi::Any& obj, const std::string& path,
   WriteHeaderAt(path, header);
 }
 
-}  // namespace
-
-void WriteRegionFile(const ffi::Module& external, const std::string& path) {
-  const auto* records = detail::PartialModuleRecords(external);
-  const format::ExternalRegion* region = detail::PartialModuleRegion(external);
-  if (records == nullptr || region == nullptr || region->weights_file.empty()) {
-    TVM_FFI_THROW(TypeError)
-        << "WriteRegionFile: needs a module whose payloads go to a weights file";
-  }
-  const std::string blob = format::Encode(*records, region);
+void WriteRegionFile(const std::vector<format::FunctionRecord>& records,
+                     const format::ExternalRegion& region, const std::string& path) {
+  const std::string blob = format::Encode(records, &region);
   const format::Parsed parsed = format::Parse(blob.data(), blob.size());
   const std::vector<Wanted> wanted = WantedOf(parsed);
   std::vector<uint64_t> offsets, sizes;
@@ -366,18 +348,10 @@ void WriteRegionFile(const ffi::Module& external, const std::string& path) {
   std::vector<OutEntry> entries = layout.entries;
   entries.insert(entries.begin(), {kRegionKey, "uint8", {64}, 0, format::kRegionHeaderSize});
   const std::string header = EncodeHeader(entries, Metadata(layout, hashes), parsed.region_size);
-  storage::WriteRegion(*records, *region, path, header.size());
+  storage::WriteRegion(records, region, path, header.size());
   WriteHeaderAt(path, header);
 }
 
 }  // namespace weights
-
-TVM_FFI_STATIC_INIT_BLOCK() {
-  detail::RegisterGlobalOnce(
-      "tvm_partial.SaveWeights",
-      [](ffi::Any obj, ffi::String path, ffi::Map<ffi::String, ffi::Tensor> compiled) {
-        weights::SaveWeights(obj, path, compiled);
-      });
-}
 
 }  // namespace tvm_partial

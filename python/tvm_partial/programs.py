@@ -28,7 +28,7 @@ import tvm_ffi
 from . import _convert
 from .signature import Param, Signature
 
-#: CompiledIn::Kind (cpp/compiled_in.h).
+#: CompiledIn::Kind (cpp/format/model_record.h).
 COMPILED, UNUSED, PINNED, READ = 0, 1, 2, 3
 
 

@@ -1,7 +1,7 @@
 // Copyright 2026 The tvm-partial Authors
 // SPDX-License-Identifier: Apache-2.0
 /*!
- * \file compiled_in.h
+ * \file format/model_record.h
  * \brief Internal: what a Relax executable imported from another framework knows by the model's
  *        names (the model record): the tensors its frontend compiled into the code, and the names
  *        that are one tensor (tied weights).
@@ -14,8 +14,8 @@
  * from the executable itself (`tvm_partial.from_exported_program` / `from_onnx` put it there) or
  * from the program a user imported himself (`signature=`).
  */
-#ifndef TVM_PARTIAL_COMPILED_IN_H_
-#define TVM_PARTIAL_COMPILED_IN_H_
+#ifndef TVM_PARTIAL_FORMAT_MODEL_RECORD_H_
+#define TVM_PARTIAL_FORMAT_MODEL_RECORD_H_
 
 #include <tvm/ffi/container/map.h>
 #include <tvm/ffi/container/tensor.h>
@@ -96,10 +96,6 @@ ffi::Map<ffi::String, ffi::String> SettleNames(
 bool BytesHoldTensor(const ffi::Bytes& executable_bytes, const std::vector<CompiledIn>& wanted,
                      std::string* missing);
 
-/*! \brief The record of `mod` when it is a `partial_apply_vm` module of this library or wraps
- *         one (a partial module over it), else an empty one. */
-ModelRecord ModelRecordOf(const ffi::Module& mod);
-
 /*! \brief Append the record to `out`: str what | u32 count, per compiled-in str name | str dtype
  *         | u32 ndim | i64 shape[ndim] | u64 hash | u8 kind | u32 tie count, per tie u32 n | str
  *         name[n] (str = u32 length + UTF-8). */
@@ -112,14 +108,6 @@ void WriteModelRecord(const ModelRecord& record, std::string* out);
  */
 ModelRecord ReadModelRecord(const unsigned char* data, size_t size, size_t* at, const char* who);
 
-/*!
- * \brief What a partial_apply_vm module's saved bytes record, for inspect (which reads an artifact
- *        without loading it), checked as the loader checks them (relax_vm.cc): {"devices":
- *        ["cpu:0"], "allocators": ["pooled"], "compiled_in": [{"name", "dtype", "shape", "hash",
- *        "kind"}], "ties": [[name, ...]]}.
- */
-ffi::Map<ffi::String, ffi::Any> DescribeVMRecord(const ffi::Bytes& bytes);
-
 }  // namespace tvm_partial
 
-#endif  // TVM_PARTIAL_COMPILED_IN_H_
+#endif  // TVM_PARTIAL_FORMAT_MODEL_RECORD_H_

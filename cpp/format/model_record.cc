@@ -1,11 +1,12 @@
 // Copyright 2026 The tvm-partial Authors
 // SPDX-License-Identifier: Apache-2.0
 /*!
- * \file compiled_in.cc
+ * \file format/model_record.cc
  * \brief Tensors a frontend compiled into a Relax executable: their records, how they are
- *        written and read, and the one rule a value given for one must meet (compiled_in.h).
+ *        written and read, and the one rule a value given for one must meet
+ * (format/model_record.h).
  */
-#include "compiled_in.h"
+#include "format/model_record.h"
 
 #include <tvm/ffi/container/shape.h>
 #include <tvm/ffi/dtype.h>
