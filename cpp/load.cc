@@ -65,10 +65,7 @@ std::vector<format::FunctionRecord> DecodeRecords(const char* blob, const format
                                                   const LoadOptions& options) {
   storage::Origin origin;
   origin.blob = blob;
-  origin.override_weights = options.weights_file;
-  origin.shard_rank = options.shard_rank;
-  origin.shard_world = options.shard_world;
-  origin.rank_device = options.rank_device;
+  origin.options = options;
   const bool own_weights = options.weights_file.empty();
   if (!own_weights && !imports.empty()) {
     origin.model = ModelRecordOf(imports[0].cast<ffi::Module>());

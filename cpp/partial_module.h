@@ -17,6 +17,7 @@
 #include "format/format.h"
 #include "format/model_record.h"
 #include "storage/file.h"
+#include "storage/payload_source.h"
 
 namespace tvm_partial {
 namespace detail {
@@ -51,20 +52,7 @@ ffi::Optional<ffi::Module> PartialModuleCode(const ffi::Module& mod);
 ffi::Module NewPartialModule(std::vector<format::FunctionRecord> functions,
                              ffi::Optional<ffi::Module> code);
 
-/*! \brief What a loader of ours tells the partial modules of an artifact it loaded, before their
- *         values are built: where the payloads lie and which view of them to build. */
-struct LoadOptions {
-  /*! \brief The file the loader opened and loaded the library from (storage::LoadArtifactFile):
-   *         the payloads are read from it, not from the file the library's name leads to now. */
-  std::shared_ptr<storage::File> library_file;
-  /*! \brief load(path, weights_file=...): every tensor from this weights file, by key. */
-  std::string weights_file;
-  /*! \brief load(path, shard=(rank, world)): rank `shard_rank`'s view (world 0: whole tensors),
-   *         its tensors of a GPU type placed on `rank_device` (a disco worker's GPU). */
-  int64_t shard_rank = -1;
-  int64_t shard_world = 0;
-  DLDevice rank_device{kDLCPU, 0};
-};
+using storage::LoadOptions;
 
 /*!
  * \brief Make the partial_apply module `mod`, loaded from bytes and not used yet, build its

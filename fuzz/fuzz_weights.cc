@@ -115,7 +115,7 @@ Fixture* Make() {
   f->own.library = storage::OpenRegular(library, "artifact");
   f->own.library_path = library;
   f->override.blob = f->blob.data();
-  f->override.override_weights = f->input;
+  f->override.options.weights_file = f->input;
   // Bare `weight` names a parameter of both functions (ambiguous); other/5 has no name.
   // main/2 and other/7 are one tensor bound in two places (tied): the file supplies it once.
   f->wanted = {{{{"main", 1, &f->main_names}}, "float32", {4, 3}},

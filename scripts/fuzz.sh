@@ -31,7 +31,12 @@ cmake -S . -B build/fuzz/objects -DCMAKE_BUILD_TYPE= -DCMAKE_CXX_COMPILER=clang+
   "-DCMAKE_CXX_FLAGS=$FLAGS" -DSKBUILD_PROJECT_NAME=tvm_partial -DSKBUILD_PROJECT_VERSION=0.0.0 \
   "-Dtvm_ffi_DIR=$("$PYTHON" -m tvm_ffi.config --cmakedir)" -DPython_EXECUTABLE="$(command -v "$PYTHON")" >/dev/null
 cmake --build build/fuzz/objects --target tvm_partial_objects --parallel "$(nproc)" >/dev/null
-mapfile -t OBJECTS < <(find build/fuzz/objects/cpp/CMakeFiles/tvm_partial_objects.dir -name '*.o' | sort)
+# Only the objects of sources that exist: one of a file since renamed would define its symbols twice.
+DIR=build/fuzz/objects/cpp/CMakeFiles/tvm_partial_objects.dir
+mapfile -t OBJECTS < <(find "$DIR" -name '*.o' | sort | while read -r o; do
+  source="cpp/${o#"$DIR"/}"
+  [ -f "${source%.o}" ] && echo "$o"
+done)
 FFI_INCLUDE="$("$PYTHON" -m tvm_ffi.config --includedir)"
 FFI_DLPACK="$("$PYTHON" -m tvm_ffi.config --dlpack-includedir)"
 FFI_LIB="$("$PYTHON" -m tvm_ffi.config --libfiles)"

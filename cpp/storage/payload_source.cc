@@ -58,7 +58,7 @@ const File& RequireLibrary(const format::Parsed& parsed, const Origin& origin) {
 }
 
 PayloadSource FromOverride(const format::Parsed& parsed, const Origin& origin) {
-  const weights::WeightsSet set = weights::OpenSet(origin.override_weights);
+  const weights::WeightsSet set = weights::OpenSet(origin.options.weights_file);
   PayloadSource out{"weights file given to load", set.files[0].file, {}};
   for (const weights::Located& at : weights::Match(set, weights::WantedOf(parsed), origin.model)) {
     out.offsets.push_back(at.offset);
@@ -164,7 +164,7 @@ ffi::Tensor CopiedTensor(const format::TensorMeta& t, const char* payload, const
 }  // namespace
 
 PayloadSource Locate(const format::Parsed& parsed, const Origin& origin) {
-  if (!origin.override_weights.empty()) return FromOverride(parsed, origin);
+  if (!origin.options.weights_file.empty()) return FromOverride(parsed, origin);
   switch (parsed.placement) {
     case format::Placement::kInline:
       return FromBlob(parsed, origin);
@@ -217,25 +217,26 @@ std::vector<Piece> Pieces(const format::Parsed& parsed, const PayloadSource& sou
   out.reserve(source.offsets.size());
   ForEachTensor(parsed, [&](const format::ParsedFunction& fn, const format::ParsedValue& v) {
     Piece p{v.tensor, source.offsets[out.size()]};
-    if (origin.shard_world > 0 && origin.rank_device.device_type != kDLCPU &&
-        p.meta.device_type == origin.rank_device.device_type) {
-      p.meta.device_id = origin.rank_device.device_id;  // the rank's own GPU
+    if (origin.options.shard_world > 0 && origin.options.rank_device.device_type != kDLCPU &&
+        p.meta.device_type == origin.options.rank_device.device_type) {
+      p.meta.device_id = origin.options.rank_device.device_id;  // the rank's own GPU
     }
     for (const format::Shard& s : fn.shards) {
       if (s.position != v.index) continue;
-      if (origin.shard_world <= 0) {
+      if (origin.options.shard_world <= 0) {
         if (s.layout == format::kShardMajor) p.reorder = &s;
         continue;
       }
-      if (s.world != origin.shard_world || origin.shard_rank < 0 ||
-          origin.shard_rank >= s.world) {  // ConfigureLoad checked it; a slice past the end never
+      if (s.world != origin.options.shard_world || origin.options.shard_rank < 0 ||
+          origin.options.shard_rank >=
+              s.world) {  // ConfigureLoad checked it; a slice past the end never
         TVM_FFI_THROW(ValueError) << format::Where(fn, v.index) << " is sharded over world "
-                                  << s.world << ", not rank " << origin.shard_rank << " of "
-                                  << origin.shard_world;
+                                  << s.world << ", not rank " << origin.options.shard_rank << " of "
+                                  << origin.options.shard_world;
       }
       p.meta.shape = format::ShardShape(v.tensor.shape, s.dim, s.world);
       p.meta.nbytes = v.tensor.nbytes / static_cast<uint64_t>(s.world);
-      p.offset += p.meta.nbytes * static_cast<uint64_t>(origin.shard_rank);
+      p.offset += p.meta.nbytes * static_cast<uint64_t>(origin.options.shard_rank);
     }
     out.push_back(std::move(p));
   });

@@ -30,6 +30,24 @@
 namespace tvm_partial {
 namespace storage {
 
+/*! \brief What a loader of ours asks of the partial modules of an artifact it loaded, before
+ *         their values are built: where the payloads lie and which view of them to build. */
+struct LoadOptions {
+  /*! \brief The file the loader opened and loaded the library from (LoadArtifactFile): the
+   *         payloads are read from it, not from the file the library's name leads to now. */
+  std::shared_ptr<File> library_file;
+  /*! \brief load(path, weights_file=...): every tensor from this file (or the files of this
+   *         index) by key instead. */
+  std::string weights_file;
+  /*! \brief load(path, shard=(rank, world)): rank `shard_rank`'s view, each sharded tensor its
+   *         slice (MakeTensors); world 0: whole tensors. A tensor bound on a device of
+   *         `rank_device`'s type (a GPU) is placed on it, so rank r's tensors go to cuda:r (a
+   *         disco worker's `runtime.disco.device`); CPU, the default, changes nothing. */
+  int64_t shard_rank = -1;
+  int64_t shard_world = 0;
+  DLDevice rank_device{kDLCPU, 0};
+};
+
 /*! \brief What decoding a partial module's bytes can draw on besides the parsed bytes. */
 struct Origin {
   /*! \brief The bytes being decoded, in memory (inline payloads are read from them), or null. */
@@ -44,20 +62,11 @@ struct Origin {
    */
   std::shared_ptr<File> blob_file;
   uint64_t blob_offset = 0;
-  /*! \brief `load(path, weights_file=...)`: take every tensor from this file (or the files of
-   *         this index) by key instead. */
-  std::string override_weights;
-  /*! \brief What a frontend compiled into the wrapped code: a file given as `override_weights`
+  /*! \brief What a frontend compiled into the wrapped code: a weights file given to the load
    *         may hold these names only with the compiled values. */
   ModelRecord model;
-  /*! \brief `load(path, shard=(rank, world))`: build rank `shard_rank`'s view, each sharded
-   *         tensor its slice (MakeTensors); world 0: whole tensors. */
-  int64_t shard_rank = -1;
-  int64_t shard_world = 0;
-  /*! \brief With `shard_world` set: the rank's device (a disco worker's `runtime.disco.device`).
-   *         A tensor bound on a device of its type (a GPU) is placed on it, so rank r's tensors
-   *         go to cuda:r; CPU (the default) changes nothing. */
-  DLDevice rank_device{kDLCPU, 0};
+  /*! \brief What the loader asked (a weights file, a rank): LoadOptions. */
+  LoadOptions options;
 };
 
 /*! \brief Where each tensor payload lies, in the order of the metadata's payloads (one per
@@ -100,9 +109,9 @@ void CheckBytes(const format::Parsed& parsed, const char* blob);
  *        whose payload is 64-byte aligned in a file are views of a private mapping of it (pages
  *        read when touched, writes stay in the process); inline payloads (checked by
  *        CheckBytes) are copied into aligned memory; tensors bound on a device are copied there.
- *        With `origin.shard_world` set, a sharded tensor is its rank's slice: only its bytes
- *        are copied or read (the one mapping spans from the first slice the load binds to the
- *        last, other ranks' bytes between them untouched).
+ *        With `origin.options.shard_world` set, a sharded tensor is its rank's slice: only its
+ * bytes are copied or read (the one mapping spans from the first slice the load binds to the last,
+ * other ranks' bytes between them untouched).
  * \throws RuntimeError naming the binding when its device is not available in this process.
  */
 std::vector<ffi::Tensor> MakeTensors(const format::Parsed& parsed, const PayloadSource& source,
