@@ -73,6 +73,7 @@ def signature_of(
     signature: Any,
     names: Callable[[str], Signature | None] | None,
     entry: str = "partial",
+    facts: _facts.Facts | None = None,
 ) -> tuple[Signature | None, frozenset[int], list[str] | None]:
     """-> (the ORIGINAL function's full parameter list, or None when unknown; the original
     positions ``obj`` already fills for ``key`` (a partial); the names it recorded, or None).
@@ -80,7 +81,7 @@ def signature_of(
     ``signature=`` when given, checked against what the target knows (recorded names, a Relax
     function's names); else what the target knows.
     """
-    bound, recorded = already_bound(obj, key)
+    bound, recorded = already_bound(obj, key, facts)
     hint = None
     if recorded is not None:
         hint = Signature(fname, tuple(Param(n) for n in recorded))
@@ -211,14 +212,16 @@ class TargetView:
         )
 
 
-def already_bound(obj: Any, key: str) -> tuple[frozenset[int], list[str] | None]:
+def already_bound(
+    obj: Any, key: str, facts: _facts.Facts | None = None
+) -> tuple[frozenset[int], list[str] | None]:
     """-> (original positions a partial fills for ``key`` (bound values and outputs), its
-    recorded names or None)."""
-    facts = _facts.of(obj)
+    recorded names or None). ``facts``: obj's, when the caller has them."""
+    facts = facts or _facts.of(obj)
     if facts is None:
         return frozenset(), None
-    bound = frozenset(_outputs.taken_positions(obj, key))
-    return bound, facts.names.get(key)
+    outputs = {int(s["position"]) for s in facts.outputs.get(key, [])}
+    return frozenset(facts.bindings.get(key, {})) | outputs, facts.names.get(key)
 
 
 def check_against_recorded(sig: Signature, recorded: list[str], bound: frozenset[int]) -> None:

@@ -53,16 +53,6 @@ def outputs(obj: tvm_ffi.Function | tvm_ffi.Module) -> list[dict[str, Any]] | di
     return result.get("", []) if isinstance(obj, tvm_ffi.Function) else result
 
 
-def taken_positions(obj: Any, key: str) -> list[int]:
-    """Positions a partial already fills (bound values and outputs), sorted; [] otherwise."""
-    facts = _facts.of(obj)
-    if facts is None:
-        return []
-    bound = set(facts.bindings.get(key, {}))
-    outs = {int(s["position"]) for s in facts.outputs.get(key, [])}
-    return sorted(bound | outs)
-
-
 def free_positions(taken: Iterable[int], count: int) -> list[int]:
     """The original positions of the free arguments of a partial of a function of ``count``
     parameters that fills ``taken``, in order (the positions C++'s ``ToWrapped`` maps to)."""

@@ -226,13 +226,13 @@ def rebind(
         ``name=value`` replacements. A name that is also an option (``signature``, ``device``,
         ``function``) and a parameter is refused as a keyword: rebind it through the mapping.
     """
-    current = bindings(module) if isinstance(module, tvm_ffi.Module) else None
-    if current is None:
+    if not isinstance(module, tvm_ffi.Module):
         raise TypeError(f"rebind needs a partial module, got {type(module).__name__}")
+    facts = _facts.of(module, "bindings")
     fname = function if isinstance(function, str) else "main"
     if _programs.is_program(signature):  # the module records the model's names already
         signature = None
-    sig, _, _ = _target.signature_of(module, fname, fname, signature, None, entry="rebind")
+    sig, _, _ = _target.signature_of(module, fname, fname, signature, None, "rebind", facts)
     _target.refuse_option_clashes(sig, _given(device=device, function=function), entry="rebind")
     if function is not _target.UNSET and not isinstance(function, str):
         raise TypeError(f"function= must be the name of a function (str), got {type(function).__name__}")
@@ -250,7 +250,7 @@ def rebind(
     place = _remote.placement(module, place, [v for _, v in new.values()], labels)
     # Each value converted to the kind of the one it replaces; C++ decides the rest (a position
     # not bound, None here; a rank's view; tied places; the code and file the module keeps).
-    now, held = current.get(fname, {}), _convert.Held(place or tvm_ffi.device("cpu", 0), "rebind")
+    now, held = facts.bindings.get(fname, {}), _convert.Held(place or tvm_ffi.device("cpu", 0), "rebind")
     for index, (_, value) in new.items():
         if index not in now:
             held.add(index, None, None, "")
