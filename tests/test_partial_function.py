@@ -346,6 +346,27 @@ def test_on_the_device_host_arrays_are_bound_there_aligned(dev, affine_dev):
     assert out.numpy().tobytes() == direct.numpy().tobytes() == affine4_ref(a, b, c).tobytes()
 
 
+def test_on_the_device_a_misaligned_tensor_is_copied_where_it_is(dev, affine_dev):
+    """A tvm Tensor that is not 64-byte aligned is copied aligned on its own device, not on
+    device= (the CPU by default); a numpy array of the same bytes goes to device=, its own
+    copy. The partial's result equals numpy's, bitwise."""
+    exe, _ = affine_dev
+    a, b, c = (ints(256, seed=s) for s in range(3))
+    whole = dev.tensor(np.concatenate([np.zeros(1, "float32"), b]))
+    misaligned = whole._create_view((256,), "float32", 4)  # b, 4 bytes into an aligned buffer
+    assert misaligned.data_ptr() % 64 == 4
+    g = tvm_partial.partial(exe["main"], {1: misaligned, 2: dev.tensor(c)})
+    held = tvm_partial.bindings(g)[1]
+    assert str(held.device) == dev.name and held.data_ptr() % 64 == 0
+    assert held.numpy().tobytes() == b.tobytes()
+    out = dev.tensor(np.zeros(256, "float32"))
+    g(dev.tensor(a), out)
+    assert out.numpy().tobytes() == affine4_ref(a, b, c).tobytes()
+    echo = tvm_ffi.convert(lambda *args: list(args))
+    on_cpu = tvm_partial.bindings(tvm_partial.partial(echo, {0: misaligned, 1: b}))
+    assert str(on_cpu[0].device) == dev.name and str(on_cpu[1].device) == "cpu:0"
+
+
 def test_on_the_device_a_dlpack_view_binds_by_reference(dev, affine_dev):
     """A torch tensor on the device seen through tvm_ffi.from_dlpack is bound as it is (the kernel
     sees later changes to it); passed itself, it is copied once."""

@@ -180,12 +180,12 @@ ffi::Tensor AlignedCopy(const ffi::Tensor& src, DLDevice device) {
 
 namespace {
 
-/*! \brief What makes two views one memory: address, dtype, shape, strides (none when contiguous)
- *         and device. */
-using MemoryKey =
-    std::tuple<uintptr_t, uint32_t, std::vector<int64_t>, std::vector<int64_t>, int32_t, int32_t>;
+/*! \brief What makes two views one memory copied to one place: address, dtype, shape, strides
+ *         (none when contiguous), device, and the device copied to. */
+using MemoryKey = std::tuple<uintptr_t, uint32_t, std::vector<int64_t>, std::vector<int64_t>,
+                             int32_t, int32_t, int32_t, int32_t>;
 
-MemoryKey KeyOf(const ffi::Tensor& t) {
+MemoryKey KeyOf(const ffi::Tensor& t, DLDevice to) {
   const DLTensor& d = *t.GetDLTensorPtr();
   std::vector<int64_t> strides;
   if (!t.IsContiguous()) strides.assign(t.strides().begin(), t.strides().end());
@@ -194,7 +194,9 @@ MemoryKey KeyOf(const ffi::Tensor& t) {
           std::vector<int64_t>(t.shape().begin(), t.shape().end()),
           std::move(strides),
           d.device.device_type,
-          d.device.device_id};
+          d.device.device_id,
+          to.device_type,
+          to.device_id};
 }
 
 /*! \brief Refuse `t` where its dtype or shape differs from the parameter's (None: any). */
@@ -222,7 +224,7 @@ void CheckAgainstParam(const ffi::Tensor& t, const ffi::Any& dtype, const ffi::A
  *        contiguous, 64-byte-aligned memory on `device`; the same memory given in several places
  *        (tied weights) is copied once, so those places hold one tensor. A tvm Tensor the caller
  *        gave (`keep`) is held as it is when already contiguous and aligned (or remote: its
- *        server's allocator aligns it).
+ *        server's allocator aligns it), else copied on its own device.
  *
  *        Each item: [view, keep, dtype or None, shape (ints or None) or None, the parameter as
  *        the errors name it, the value's label]; errors read "cannot VERB LABEL: ...".
@@ -242,20 +244,22 @@ ffi::Array<ffi::Tensor> Hold(const ffi::Array<ffi::Array<ffi::Any>>& items, DLDe
     auto view = item[0].cast<ffi::Tensor>();
     const DLTensor& d = *view.GetDLTensorPtr();
     const bool remote = d.device.device_type >= detail::kRPCSessMask;
-    if (item[1].cast<bool>() && view.IsContiguous() &&
+    const bool keep = item[1].cast<bool>();
+    const DLDevice to = keep ? d.device : device;
+    if (keep && view.IsContiguous() &&
         (remote || (reinterpret_cast<uintptr_t>(d.data) + d.byte_offset) % kAlignment == 0)) {
       out.push_back(view);
       continue;
     }
     const bool shared = d.data != nullptr && view.numel() > 0;
-    const MemoryKey key = shared ? KeyOf(view) : MemoryKey{};
+    const MemoryKey key = shared ? KeyOf(view, to) : MemoryKey{};
     if (auto found = made.find(key); shared && found != made.end()) {
       out.push_back(found->second);
       continue;
     }
     ffi::Tensor copy;
     try {
-      copy = AlignedCopy(view, device);
+      copy = AlignedCopy(view, to);
     } catch (const ffi::Error& err) {
       uint64_t bytes = 0;
       if (!detail::IsOutOfMemory(err)) {
@@ -265,9 +269,8 @@ ffi::Array<ffi::Tensor> Hold(const ffi::Array<ffi::Array<ffi::Any>>& items, DLDe
       detail::TensorBytes(view.numel(), d.dtype, &bytes);
       TVM_FFI_THROW(MemoryError) << where(item) << ": out of memory copying " << bytes
                                  << " bytes into an aligned tensor on "
-                                 << detail::DeviceString(device.device_type, device.device_id)
-                                 << " (" << err.message()
-                                 << "); free memory or bind a smaller tensor";
+                                 << detail::DeviceString(to.device_type, to.device_id) << " ("
+                                 << err.message() << "); free memory or bind a smaller tensor";
     }
     if (shared) made.emplace(key, copy);
     out.push_back(copy);
