@@ -63,8 +63,8 @@ using storage::LoadOptions;
  */
 int ConfigureLoad(const ffi::Module& mod, const LoadOptions& options);
 
-/*! \brief The file a loader of ours loaded `mod`'s library from (LoadOptions::library_file), else
- * null. */
+/*! \brief The file a loader of ours loaded `mod`'s library from (LoadOptions::library_file),
+ *         else null. */
 std::shared_ptr<storage::File> LibraryFile(const ffi::Module& mod);
 
 /*! \brief `to` (a partial module over the code `from` wraps: rebind's result) keeps the file a

@@ -199,22 +199,31 @@ MemoryKey KeyOf(const ffi::Tensor& t, DLDevice to) {
           to.device_id};
 }
 
-/*! \brief Refuse `t` where its dtype or shape differs from the parameter's (None: any). */
-void CheckAgainstParam(const ffi::Tensor& t, const ffi::Any& dtype, const ffi::Any& shape,
-                       const std::string& where, const std::string& param) {
-  const std::string got = ffi::DLDataTypeToString(t.dtype());
-  if (dtype != nullptr && got != dtype.cast<ffi::String>()) {
-    TVM_FFI_THROW(TypeError) << where << ": dtype " << got << " does not match " << param;
+/*! \brief "cannot VERB LABEL", how Hold's errors about `item` begin. */
+std::string Where(const ffi::Array<ffi::Any>& item, const ffi::String& verb) {
+  return "cannot " + std::string(verb) + " " + std::string(item[5].cast<ffi::String>());
+}
+
+/*! \brief Refuse `item`'s view where its dtype or shape differs from its parameter's (None:
+ *         any); the parameter as item[4] names it. */
+void CheckAgainstParam(const ffi::Array<ffi::Any>& item, const ffi::String& verb) {
+  const auto t = item[0].cast<ffi::Tensor>();
+  const ffi::Any& dtype = item[2];
+  if (dtype != nullptr && ffi::DLDataTypeToString(t.dtype()) != dtype.cast<ffi::String>()) {
+    TVM_FFI_THROW(TypeError) << Where(item, verb) << ": dtype "
+                             << ffi::DLDataTypeToString(t.dtype()) << " does not match "
+                             << item[4].cast<ffi::String>();
   }
-  if (shape == nullptr) return;
-  const auto want = shape.cast<ffi::Array<ffi::Any>>();
+  if (item[3] == nullptr) return;
+  const auto want = item[3].cast<ffi::Array<ffi::Any>>();
   bool same = want.size() == t.shape().size();
   for (size_t i = 0; same && i < want.size(); ++i) {
     same = want[i] == nullptr || want[i].cast<int64_t>() == t.shape()[i];
   }
   if (!same) {
-    TVM_FFI_THROW(ValueError) << where << ": shape " << ShapeString(ffi::Shape(t.shape()))
-                              << " does not match " << param;
+    TVM_FFI_THROW(ValueError) << Where(item, verb) << ": shape "
+                              << ShapeString(ffi::Shape(t.shape())) << " does not match "
+                              << item[4].cast<ffi::String>();
   }
 }
 
@@ -231,13 +240,7 @@ void CheckAgainstParam(const ffi::Tensor& t, const ffi::Any& dtype, const ffi::A
  */
 ffi::Array<ffi::Tensor> Hold(const ffi::Array<ffi::Array<ffi::Any>>& items, DLDevice device,
                              const ffi::String& verb) {
-  auto where = [&](const ffi::Array<ffi::Any>& item) {
-    return "cannot " + std::string(verb) + " " + std::string(item[5].cast<ffi::String>());
-  };
-  for (const auto& item : items) {
-    CheckAgainstParam(item[0].cast<ffi::Tensor>(), item[2], item[3], where(item),
-                      item[4].cast<ffi::String>());
-  }
+  for (const auto& item : items) CheckAgainstParam(item, verb);
   std::map<MemoryKey, ffi::Tensor> made;
   ffi::Array<ffi::Tensor> out;
   for (const auto& item : items) {
@@ -263,11 +266,11 @@ ffi::Array<ffi::Tensor> Hold(const ffi::Array<ffi::Array<ffi::Any>>& items, DLDe
     } catch (const ffi::Error& err) {
       uint64_t bytes = 0;
       if (!detail::IsOutOfMemory(err)) {
-        TVM_FFI_THROW(TypeError) << where(item) << ": not a usable tensor (" << err.message()
+        TVM_FFI_THROW(TypeError) << Where(item, verb) << ": not a usable tensor (" << err.message()
                                  << ")";
       }
       detail::TensorBytes(view.numel(), d.dtype, &bytes);
-      TVM_FFI_THROW(MemoryError) << where(item) << ": out of memory copying " << bytes
+      TVM_FFI_THROW(MemoryError) << Where(item, verb) << ": out of memory copying " << bytes
                                  << " bytes into an aligned tensor on "
                                  << detail::DeviceString(to.device_type, to.device_id) << " ("
                                  << err.message() << "); free memory or bind a smaller tensor";

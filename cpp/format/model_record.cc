@@ -3,8 +3,7 @@
 /*!
  * \file format/model_record.cc
  * \brief Tensors a frontend compiled into a Relax executable: their records, how they are
- *        written and read, and the one rule a value given for one must meet
- * (format/model_record.h).
+ *        written and read, and the one rule a value given for one must meet (model_record.h).
  */
 #include "format/model_record.h"
 

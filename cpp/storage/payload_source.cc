@@ -217,26 +217,26 @@ std::vector<Piece> Pieces(const format::Parsed& parsed, const PayloadSource& sou
   out.reserve(source.offsets.size());
   ForEachTensor(parsed, [&](const format::ParsedFunction& fn, const format::ParsedValue& v) {
     Piece p{v.tensor, source.offsets[out.size()]};
-    if (origin.options.shard_world > 0 && origin.options.rank_device.device_type != kDLCPU &&
-        p.meta.device_type == origin.options.rank_device.device_type) {
-      p.meta.device_id = origin.options.rank_device.device_id;  // the rank's own GPU
+    const LoadOptions& asked = origin.options;
+    if (asked.shard_world > 0 && asked.rank_device.device_type != kDLCPU &&
+        p.meta.device_type == asked.rank_device.device_type) {
+      p.meta.device_id = asked.rank_device.device_id;  // the rank's own GPU
     }
     for (const format::Shard& s : fn.shards) {
       if (s.position != v.index) continue;
-      if (origin.options.shard_world <= 0) {
+      if (asked.shard_world <= 0) {
         if (s.layout == format::kShardMajor) p.reorder = &s;
         continue;
       }
-      if (s.world != origin.options.shard_world || origin.options.shard_rank < 0 ||
-          origin.options.shard_rank >=
-              s.world) {  // ConfigureLoad checked it; a slice past the end never
+      // ConfigureLoad checked the world; a slice past the end is never read.
+      if (s.world != asked.shard_world || asked.shard_rank < 0 || asked.shard_rank >= s.world) {
         TVM_FFI_THROW(ValueError) << format::Where(fn, v.index) << " is sharded over world "
-                                  << s.world << ", not rank " << origin.options.shard_rank << " of "
-                                  << origin.options.shard_world;
+                                  << s.world << ", not rank " << asked.shard_rank << " of "
+                                  << asked.shard_world;
       }
       p.meta.shape = format::ShardShape(v.tensor.shape, s.dim, s.world);
       p.meta.nbytes = v.tensor.nbytes / static_cast<uint64_t>(s.world);
-      p.offset += p.meta.nbytes * static_cast<uint64_t>(origin.options.shard_rank);
+      p.offset += p.meta.nbytes * static_cast<uint64_t>(asked.shard_rank);
     }
     out.push_back(std::move(p));
   });

@@ -105,13 +105,12 @@ void CheckBytes(const format::Parsed& parsed, const char* blob);
 
 /*!
  * \brief The tensors of `parsed`'s payloads (one per distinct tensor, Parsed::payloads), in
- *        order, built from `source`: host tensors
- *        whose payload is 64-byte aligned in a file are views of a private mapping of it (pages
- *        read when touched, writes stay in the process); inline payloads (checked by
- *        CheckBytes) are copied into aligned memory; tensors bound on a device are copied there.
- *        With `origin.options.shard_world` set, a sharded tensor is its rank's slice: only its
- * bytes are copied or read (the one mapping spans from the first slice the load binds to the last,
- * other ranks' bytes between them untouched).
+ *        order, built from `source`: host tensors whose payload is 64-byte aligned in a file are
+ *        views of a private mapping of it (pages read when touched, writes stay in the process);
+ *        inline payloads (checked by CheckBytes) are copied into aligned memory; tensors bound
+ *        on a device are copied there. With a shard asked (`origin.options`), a sharded tensor
+ *        is its rank's slice: only its bytes are copied or read (the one mapping spans from the
+ *        first slice the load binds to the last, other ranks' bytes between them untouched).
  * \throws RuntimeError naming the binding when its device is not available in this process.
  */
 std::vector<ffi::Tensor> MakeTensors(const format::Parsed& parsed, const PayloadSource& source,
