@@ -18,8 +18,7 @@ namespace detail {
 /*! \brief Device types from this one up belong to an RPC session (TVM's RPC_SESS_MASK). */
 constexpr int32_t kRPCSessMask = 128;
 
-/*! \brief TVM's name of a device type ("cpu", "cuda", ...; the suffix of its `device_api.`
- *         global), or null for a type without one. */
+/*! \brief TVM's name of a device type ("cuda", the suffix of its `device_api.` global), or null. */
 const char* DeviceName(int32_t device_type);
 
 /*! \brief "cuda:0", or "device_type 99:0" for a type without a name. */

@@ -2,16 +2,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file load.cc
- * \brief Loading partial modules: the values of a loaded module's records (DecodeRecords), and
- *        the loaders: `tvm_partial::LoadWithWeights`, `LoadShard` and `tvm_partial.LoadArtifact`
- *        (what `tvm_partial.load` calls) load what the path holds now (a replaced file as a new
- *        object, storage::LoadArtifactFile), read the payloads from the file they opened, and build
- *        every record at load so errors show there; `tvm_partial.LoadFromBytes` does the last for
- *        load_from_bytes, after importing the code the bytes bind.
- *
- * A module loaded from bytes is parsed at once (malformed bytes are refused by the loader) and
- * builds its values on first use: only then has the library loader attached its imports, and the
- * library among them is the object whose file holds the payloads (storage/loaded_library.h).
+ * \brief Loading partial modules: DecodeRecords, and the loaders. LoadWithWeights, LoadShard and
+ *        tvm_partial.LoadArtifact (tvm_partial.load) load what the path holds now (a replaced
+ *        file as a new object), read payloads from the file they opened, and build every record at
+ *        load so errors show there; tvm_partial.LoadFromBytes does the last for load_from_bytes.
  */
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/extra/module.h>
@@ -76,10 +70,9 @@ std::vector<format::FunctionRecord> DecodeRecords(const char* blob, const format
     origin.library = file.file;
     origin.library_path = file.real_path;
   } else if (library.has_value() && own_weights && options.library_file == nullptr) {
-    // Inline payloads are the loader's own (in the bytes it mapped); still, where TVM's loader
-    // (which answers a name with the object it has) loaded it, a file replaced at the path since
-    // is refused rather than served as the old version the caller did not ask for. A file
-    // removed since leaves only that version. Our loaders load what the path holds now.
+    // Inline payloads lie in the bytes the loader mapped; still, where TVM's loader (which
+    // answers a name with its cached object) loaded it, a file replaced at the path since is
+    // refused, not served stale (a removed one leaves only that version; our loaders reload).
     if (storage::WasReplaced(*library)) storage::OpenLoadedLibrary(*library);  // says so
   }
   const storage::PayloadSource source = storage::Locate(parsed, origin);
@@ -115,13 +108,9 @@ int ResolveTree(const ffi::Module& mod) {
 
 namespace {
 
-/*!
- * \brief The artifact `library` holds now (storage::LoadArtifactFile: a replaced file is a new
- *        object, a renamed one the object the process has), opened from `fd` when given (the
- *        descriptor Python checked the file through) else by name; every library of its tree
- *        proven to be that file, every partial module told to read its payloads from it and to
- *        build its values as `options` say (weights file, rank), and built now.
- */
+/*! \brief The artifact `library` holds now (storage::LoadArtifactFile), opened from `fd` (the one
+ *         Python checked) or by name; every library of its tree proven to be that file, every
+ *         partial module configured by `options` to read payloads from it, and built now. */
 ffi::Module LoadArtifact(const std::string& library, detail::LoadOptions options, int fd) {
   const bool shard = options.shard_world > 0;  // checked by the caller (format::RankWorld)
   // dlopen searches the library path for a bare file name: pass a path.
@@ -208,8 +197,8 @@ int64_t DiscoValue(const char* name) {
 }  // namespace
 
 TVM_FFI_STATIC_INIT_BLOCK() {
-  // On a disco worker: the worker's rank of the session's world (what the driver calls through
-  // sess.get_global_func("tvm_partial.LoadShard")(path); the workers run no Python of ours).
+  // On a disco worker, its rank's view (the driver calls sess.get_global_func(...)(path): the
+  // workers run no Python of ours).
   detail::RegisterGlobalOnce("tvm_partial.LoadShard", [](ffi::String path) {
     const int64_t rank = DiscoValue("runtime.disco.worker_rank");  // refuses off a worker
     const int64_t world = DiscoValue("runtime.disco.world_size");
@@ -217,9 +206,8 @@ TVM_FFI_STATIC_INIT_BLOCK() {
     return LoadShard(path, rank, world, "",
                      device.has_value() ? (*device)().cast<DLDevice>() : DLDevice{kDLCPU, 0});
   });
-  // tvm_partial.load(path, weights_file=, shard=): the artifact the file open at `fd` holds (the
-  // descriptor Python checked it through; the path names it in messages and for the loader),
-  // whole (no shard) or the view of rank `shard` = (rank, world); "": its own weights.
+  // tvm_partial.load: the artifact open at `fd` (`path` names it for messages and the loader),
+  // whole or the view of `shard` = (rank, world); weights_file "": its own weights.
   detail::RegisterGlobalOnce(
       "tvm_partial.LoadArtifact", [](ffi::String path, int64_t fd, ffi::String weights_file,
                                      ffi::Optional<ffi::Array<int64_t>> shard) {
@@ -230,9 +218,8 @@ TVM_FFI_STATIC_INIT_BLOCK() {
         }
         return LoadArtifact(path, options, fd);
       });
-  // load_from_bytes: the partial module the bytes describe, over `wrapped` (the compiled code it
-  // binds) when given, its records built now (each builds them on first use otherwise), so that
-  // a missing or damaged payload is reported by the load itself.
+  // load_from_bytes, over `wrapped` (the code bound) when given; records built now, so a missing
+  // or damaged payload is reported by the load itself.
   detail::RegisterGlobalOnce(
       "tvm_partial.LoadFromBytes", [](ffi::Bytes bytes, ffi::Optional<ffi::Module> wrapped) {
         static const ffi::Function load =

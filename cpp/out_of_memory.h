@@ -2,10 +2,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file out_of_memory.h
- * \brief Internal: a failed allocation reaches the caller as tvm-ffi's MemoryError (Python's
- *        MemoryError), not as the InternalError that tvm-ffi's safe-call boundary makes of a
- *        std::bad_alloc. Used at the boundary of every global (registry.h) and around the
- *        closure's per-call allocations (partial_apply.cc).
+ * \brief Internal: failed allocations reach the caller as MemoryError, not the InternalError
+ *        tvm-ffi's safe-call boundary makes of std::bad_alloc. Used by every global (registry.h)
+ *        and the closure's per-call allocations (partial_apply.cc).
  */
 #ifndef TVM_PARTIAL_OUT_OF_MEMORY_H_
 #define TVM_PARTIAL_OUT_OF_MEMORY_H_
@@ -27,18 +26,15 @@ namespace detail {
   TVM_FFI_UNREACHABLE();
 }
 
-/*! \brief Whether an allocator's error says it ran out of memory: AlignedEmpty's own kind, or
- *         TVM's device allocators, which raise other kinds that say so in words. */
+/*! \brief Whether an allocator's error means out of memory: AlignedEmpty's MemoryError, or TVM's
+ *         device allocators' other kinds that say so in words. */
 inline bool IsOutOfMemory(const ::tvm::ffi::Error& err) {
   return err.kind() == "MemoryError" || err.message().find("out of memory") != std::string::npos;
 }
 
-/*!
- * \brief `body()`, with a std::bad_alloc or std::length_error (a size past max_size) that escapes
- *        it turned into MemoryError from `who()` (called only then, so naming costs nothing).
- *        Other errors pass unchanged. With table-based unwinding the try costs nothing until
- *        something throws.
- */
+/*! \brief `body()`, turning an escaping std::bad_alloc or std::length_error (size past max_size)
+ *         into MemoryError from `who()` (called only then). Other errors pass unchanged; the try
+ *         costs nothing until something throws. */
 template <typename Body, typename Who>
 TVM_FFI_INLINE decltype(auto) OutOfMemoryAsMemoryError(Body&& body, Who&& who) {
   try {

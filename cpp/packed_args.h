@@ -2,8 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file packed_args.h
- * \brief Internal: reading the arguments of a packed global that Python calls, with TypeErrors
- *        that name the argument.
+ * \brief Internal: reading a packed global's arguments, with TypeErrors naming the argument.
  */
 #ifndef TVM_PARTIAL_PACKED_ARGS_H_
 #define TVM_PARTIAL_PACKED_ARGS_H_

@@ -32,11 +32,8 @@ namespace {
 
 using detail::BoundList;
 
-/*!
- * \brief The closure. Everything the call needs is computed at bind time: the positions sorted,
- *        views of the bound values ready to copy, the expected argument count, and for calls of
- *        up to kGatherSlots arguments where each slot comes from.
- */
+/*! \brief The closure. All a call needs is computed at bind time: sorted positions, views of the
+ *         bound values, the argument-count range, each slot's source for short calls. */
 class PartialFunctionObj final : public ffi::FunctionObj {
  public:
   PartialFunctionObj(ffi::Function target, BoundList bound, ffi::String name,
@@ -60,12 +57,11 @@ class PartialFunctionObj final : public ffi::FunctionObj {
     last_position_ = positions_.empty() ? -1 : positions_.back();
     expected_args_ =
         param_names_.empty() ? -1 : static_cast<int64_t>(param_names_.size()) - num_bound_;
-    // Valid caller counts form one range [min_args_, min_args_ + arg_span_], so the call checks
-    // with a single unsigned comparison. With names, the count is exact (and the bound positions
-    // were checked against the names); without, the call must reach the last bound position and
-    // may pass at most as many arguments as fit in one call with the bound ones. Computed in 64
-    // bits: the bind-time checks keep every position <= kMaxPosition and the names <=
-    // kMaxCallArgs, so both ends lie in [0, INT32_MAX] and the range is exact.
+    // Valid counts form one range [min_args_, min_args_ + arg_span_]: one unsigned compare per
+    // call. With names the count is exact (bound positions were checked against them); without,
+    // the call must reach the last bound position and fit kMaxCallArgs with the bound ones.
+    // Bind-time checks (positions <= kMaxPosition, names <= kMaxCallArgs) keep both ends in
+    // [0, INT32_MAX], so the range computed in 64 bits is exact.
     int64_t least, most;
     if (expected_args_ >= 0) {
       least = most = expected_args_;
@@ -76,9 +72,8 @@ class PartialFunctionObj final : public ffi::FunctionObj {
     TVM_FFI_ICHECK(0 <= least && least <= most && most <= detail::kMaxCallArgs);
     min_args_ = static_cast<uint32_t>(least);
     arg_span_ = static_cast<uint32_t>(most - least);
-    // Where each of the first kGatherSlots slots comes from. Used only for calls of at most
-    // kGatherSlots arguments, in which every bound position is below kGatherSlots, so slot s
-    // past the last bound position takes the next caller argument.
+    // Each slot's source, for calls of at most kGatherSlots arguments only: there every bound
+    // position is below kGatherSlots, so a slot past the last one takes the next caller argument.
     int64_t next_caller = 0;
     size_t j = 0;
     for (int64_t s = 0; s < kGatherSlots; ++s) {
@@ -107,8 +102,8 @@ class PartialFunctionObj final : public ffi::FunctionObj {
     if (self->num_outputs_ != 0) return self->CallWithOutputs(caller, num_args, total, result);
     if (total > kGatherSlots) return self->CallSpread(caller, self->views_.data(), total, result);
 
-    // Ordinary argument counts: an unrolled gather by the plan made at bind time (no library
-    // calls, no loops whose trip count the CPU must predict); measured in benchmarks/cpp.
+    // Short calls: an unrolled gather by the bind-time plan (no library calls, no trip counts for
+    // the CPU to predict); measured in benchmarks/cpp.
     TVMFFIAny packed[kGatherSlots];
     self->GatherShort(caller, self->views_.data(), total, packed);
     self->target_obj_->CallPacked(reinterpret_cast<const ffi::AnyView*>(packed),
@@ -142,10 +137,8 @@ class PartialFunctionObj final : public ffi::FunctionObj {
     plan_ = detail::OutputPlan(outputs_, bound_, name_, param_names_);
   }
 
-  /*!
-   * \brief A call of a partial with outputs: allocate them, call, return them. A failed
-   *        allocation is a MemoryError; the wrapped function's errors pass through unchanged.
-   */
+  /*! \brief Allocate the outputs, call, return them. A failed allocation is a MemoryError; the
+   *         wrapped function's errors pass through unchanged. */
   TVM_FFI_NO_INLINE void CallWithOutputs(const TVMFFIAny* caller, int32_t num_args, int64_t total,
                                          ffi::Any* result) const {
     constexpr int32_t kInlineOutputs = 4;
@@ -359,9 +352,8 @@ ffi::Function PartialApply(ffi::Function f, Bindings bound, ffi::String name,
 
 namespace {
 
-// runtime.PartialApply(f, bound, name="", param_names=[], outputs=[], original_names=[]): keys
-// arrive untyped from Python; outputs as detail::OutputsFromAny reads them; original_names as
-// MakePartial takes them.
+// runtime.PartialApply from Python: keys arrive untyped; outputs as detail::OutputsFromAny reads
+// them, original_names as MakePartial takes them.
 void PartialApplyPacked(ffi::PackedArgs args, ffi::Any* rv) {
   detail::CheckArgCount(args, 2, 6,
                         "runtime.PartialApply(f, bound, name='', param_names=[], outputs=[], "

@@ -2,8 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file partial_function.h
- * \brief Internal: what other files (the module kind, partial_module.cc) read of a partial
- *        function made by this copy of the code (the closure lives in partial_apply.cc).
+ * \brief Internal: reading a partial function made by this copy of the code (the closure lives in
+ *        partial_apply.cc), for partial_module.cc.
  */
 #ifndef TVM_PARTIAL_PARTIAL_FUNCTION_H_
 #define TVM_PARTIAL_PARTIAL_FUNCTION_H_

@@ -2,9 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file partial_module.cc
- * \brief The `partial_apply` module kind: a module with bindings for some of its functions,
- *        its loader `ffi.Module.load_from_bytes.partial_apply`, and the globals of a made module
- *        (`tvm_partial.SaveToBytes`).
+ * \brief The `partial_apply` module kind (bindings for some of a module's functions), its loader
+ *        `ffi.Module.load_from_bytes.partial_apply`, and `tvm_partial.SaveToBytes`.
  */
 #include "partial_module.h"
 
@@ -42,19 +41,17 @@ namespace {
 
 using detail::BoundList;
 
-/*! \brief The kind; its address also identifies modules of this library (TVM is built without
- *         RTTI, so dynamic_cast cannot be used on its modules). */
+/*! \brief The kind; its address identifies this copy's modules (TVM is built without RTTI, so
+ *         no dynamic_cast). */
 constexpr const char kKind[] = "partial_apply";
 
-/*! \brief `f()`, with an allocation that fails raised as MemoryError saying what ran out: these
- *         run from the library loader and from TVM's export, outside any global that converts it.
- */
+/*! \brief `f()`, a failed allocation raised as MemoryError naming `what`: these run from the
+ *         library loader and TVM's export, outside any global that converts it. */
 template <typename F>
 auto OutOfMemoryAsError(const char* what, F f) -> decltype(f()) {
   return detail::OutOfMemoryAsMemoryError(f, [what] { return std::string(what); });
 }
 
-/*! \brief Whether `mod` or a module it imports is `target`. */
 bool Reaches(const ffi::Module& mod, const ffi::ModuleObj* target, int depth = 0) {
   if (mod.get() == target) return true;
   if (depth > 64) return false;
@@ -66,7 +63,6 @@ bool Reaches(const ffi::Module& mod, const ffi::ModuleObj* target, int depth = 0
 
 class PartialModuleObj final : public ffi::ModuleObj {
  public:
-  /*! \param functions Bindings per function; `wrapped` becomes the first import. */
   PartialModuleObj(std::vector<format::FunctionRecord> functions,
                    ffi::Optional<ffi::Module> wrapped,
                    std::optional<format::ExternalRegion> external = std::nullopt)
@@ -77,8 +73,8 @@ class PartialModuleObj final : public ffi::ModuleObj {
     if (wrapped.has_value()) imports_.push_back(*wrapped);
   }
 
-  /*! \brief Loaded from `bytes` (already parsed): the records are built on first use, once the
-   *         library loader has attached the imports (which say which file the bytes came from). */
+  /*! \brief Loaded from `bytes` (parsed): records are built on first use, once the library loader
+   *         has attached the imports (they say which file holds the payloads). */
   PartialModuleObj(ffi::Bytes bytes, format::Parsed parsed)
       : functions_(Skeleton(parsed)), index_(IndexByName(functions_)), resolved_(false) {
     pending_.emplace(Pending{std::move(bytes), std::move(parsed), {}});
@@ -89,8 +85,8 @@ class PartialModuleObj final : public ffi::ModuleObj {
   ffi::Optional<ffi::Function> GetFunction(const ffi::String& name) final {
     const format::FunctionRecord* record = Find(name);
     if (record == nullptr && name == "main" && !functions_.empty() && !WrappedHasMain()) {
-      // pm(...) calls main: a model whose one bound function is not main (a frontend.nn
-      // model's forward) is called through it; with several, the caller must pick one.
+      // pm(...) calls main: the one bound function if it is not main (frontend.nn's forward);
+      // with several, the caller must pick one.
       if (functions_.size() > 1) ThrowNoMain();
       record = &functions_[0];
     }
@@ -120,8 +116,8 @@ class PartialModuleObj final : public ffi::ModuleObj {
     return closure;
   }
 
-  /*! \brief As GetFunction finds, without building a closure or raising (so `hasattr(pm,
-   *         "main")` is False where `pm(...)` would be refused). */
+  /*! \brief As GetFunction finds, without building or raising: `hasattr(pm, "main")` is False
+   *         where `pm(...)` would be refused. */
   bool ImplementsFunction(const ffi::String& name) final {
     if (Find(name) != nullptr) return true;
     if (name == "main" && functions_.size() == 1) return true;
@@ -139,7 +135,7 @@ class PartialModuleObj final : public ffi::ModuleObj {
   static ffi::Module LoadFromBytes(const ffi::Bytes& bytes) {
     return OutOfMemoryAsError("loading a partial_apply module", [&] {
       format::Parsed parsed = format::Parse(bytes.data(), bytes.size());
-      // What the bytes alone can tell is refused now; the tensors are built on first use.
+      // What the bytes alone show is refused now; the tensors are built on first use.
       storage::CheckBytes(parsed, bytes.data());
       return ffi::Module(ffi::make_object<PartialModuleObj>(bytes, std::move(parsed)));
     });
@@ -149,13 +145,11 @@ class PartialModuleObj final : public ffi::ModuleObj {
     return ffi::Module::kBinarySerializable | ffi::Module::kRunnable;
   }
 
-  /*! \brief Whether the wrapped code has a `main` of its own (then pm(...) calls that). */
+  /*! \brief Whether the wrapped code has its own `main` (then pm(...) calls that). */
   bool WrappedHasMain() const {
     return HasWrapped() && Wrapped()->GetFunction("main", /*query_imports=*/true).has_value();
   }
 
-  /*! \brief A call of a function that binds whole tensors split for tensor parallelism: it
-   *         runs as one rank's view, which only a load with a rank builds. */
   [[noreturn]] TVM_FFI_NO_INLINE static void ThrowWholeShards(const format::FunctionRecord& r) {
     std::string names;
     for (const format::Shard& s : r.shards) {
@@ -172,8 +166,6 @@ class PartialModuleObj final : public ffi::ModuleObj {
         << "tvm_partial.LoadShard(path)";
   }
 
-  /*! \brief A rank's view holds slices of the whole tensors: writing it would record a slice
-   *         as the whole. */
   void RefuseShardView(const char* what) const {
     if (!shard_view_) return;
     TVM_FFI_THROW(ValueError) << "partial_apply module: this is rank " << shard_rank_
@@ -182,7 +174,6 @@ class PartialModuleObj final : public ffi::ModuleObj {
                               << what << ": export the module that binds the whole tensors";
   }
 
-  /*! \brief pm(...) on a module that binds several functions, none of them main. */
   [[noreturn]] TVM_FFI_NO_INLINE void ThrowNoMain() const {
     std::string names;
     for (const format::FunctionRecord& r : functions_) {
@@ -195,15 +186,14 @@ class PartialModuleObj final : public ffi::ModuleObj {
         << "\", true) in C++";
   }
 
-  /*! \brief The record named `name` (its name and parameter names; its values only through
-   *         Records()), or null. */
+  /*! \brief The record named `name`, or null; its values are filled only through Records(). */
   const format::FunctionRecord* Find(const ffi::String& name) const {
     auto it = index_.find(std::string(name));
     return it == index_.end() ? nullptr : &functions_[it->second];
   }
 
-  /*! \brief The records with their values: for a module loaded from bytes, built now (once)
-   *         from where its payloads lie. Thread-safe; a failure is raised again on the next use. */
+  /*! \brief The records with values (a loaded module builds them once, here). Thread-safe; a
+   *         failure is raised again on the next use. */
   const std::vector<format::FunctionRecord>& Records() {
     std::lock_guard<std::mutex> lock(resolve_mutex_);
     if (!resolved_) {
@@ -212,8 +202,8 @@ class PartialModuleObj final : public ffi::ModuleObj {
             return detail::DecodeRecords(pending_->bytes.data(), pending_->parsed, imports_,
                                          pending_->options);
           });
-      // Only the values are filled in: names, order and outputs (which GetFunction reads
-      // without the lock) are those of the skeleton already, and the vector never moves.
+      // Only values are filled: names, order and outputs (GetFunction reads them unlocked) are
+      // the skeleton's, and the vector never moves.
       for (size_t i = 0; i < functions_.size(); ++i)
         functions_[i].bound = std::move(decoded[i].bound);
       shard_view_ = pending_->options.shard_world > 0;
@@ -226,9 +216,8 @@ class PartialModuleObj final : public ffi::ModuleObj {
     return functions_;
   }
 
-  /*! \brief A share in the library modules made from the object the code among `imports` was
-   *         loaded from (none where that library imports this module: the share would keep
-   *         this module alive through it). */
+  /*! \brief storage::ShareLoadedObject of the library among `imports`; none when that library
+   *         imports this module (the share would keep this module alive through it). */
   std::shared_ptr<void> ShareLoadedObjectOf(const ffi::Array<ffi::Any>& imports) const {
     ffi::Optional<ffi::Module> library = detail::FindLibrary(imports);
     if (!library.has_value() || Reaches(*library, this)) return nullptr;
@@ -258,8 +247,7 @@ class PartialModuleObj final : public ffi::ModuleObj {
     return sharded ? 1 : 0;
   }
 
-  /*! \brief Name -> position in `functions`; names are unique (the loader and the merge ensure it).
-   */
+  /*! \brief Name -> position; names are unique (the loader and the merge ensure it). */
   static std::unordered_map<std::string, size_t> IndexByName(
       const std::vector<format::FunctionRecord>& functions) {
     std::unordered_map<std::string, size_t> index;
@@ -268,7 +256,6 @@ class PartialModuleObj final : public ffi::ModuleObj {
     return index;
   }
 
-  /*! \brief The records of parsed bytes with names and outputs but no values yet. */
   static std::vector<format::FunctionRecord> Skeleton(const format::Parsed& parsed) {
     std::vector<format::FunctionRecord> out;
     out.reserve(parsed.functions.size());
@@ -281,9 +268,8 @@ class PartialModuleObj final : public ffi::ModuleObj {
     return out;
   }
 
-  /*! \brief The compiled code the bindings apply to: the first import that is not a partial
-   *         module of this copy (a partial over a partial is merged, so the code is never one;
-   *         the library loader may place other imported partial modules before it). */
+  /*! \brief The code bound: the first import not ours (a partial over a partial is merged; the
+   *         library loader may place other imported partial modules before the code). */
   bool HasWrapped() const { return WrappedIndex() < imports_.size(); }
   ffi::Module Wrapped() const { return imports_[WrappedIndex()].cast<ffi::Module>(); }
   size_t WrappedIndex() const {
@@ -295,11 +281,9 @@ class PartialModuleObj final : public ffi::ModuleObj {
   static bool IsOurs(const ffi::Module& mod) { return mod->kind() == kKind; }
   const ffi::Array<ffi::Any>& Imports() const { return imports_; }
 
-  /*! \brief Bound values and recorded parameter names per function. Names, order and outputs
-   *         are fixed at construction; values (for a loaded module) are filled in once by
-   *         Records(), and immutable afterwards. */
+  /*! \brief Names, order and outputs fixed at construction; a loaded module's values filled in
+   *         once by Records(), immutable afterwards. */
   std::vector<format::FunctionRecord> functions_;
-  /*! \brief Where each name's record is in functions_: lookups in O(1), not a scan. */
   const std::unordered_map<std::string, size_t> index_;
   /*! \brief Set for a zero-copy export: SaveToBytes writes metadata referring to this region. */
   const std::optional<format::ExternalRegion> external_;
@@ -312,11 +296,10 @@ class PartialModuleObj final : public ffi::ModuleObj {
   std::optional<Pending> pending_;
   /*! \brief Whether the tensors are one rank's view of sharded ones (set once by Records()). */
   bool shard_view_ = false;
-  /*! \brief The file a loader of ours loaded the library from (set once by Records()): what a
-   *         re-export copies, whatever names it has now. */
+  /*! \brief The library's file as our loader opened it (set once by Records()): what a re-export
+   *         copies, whatever names it has now. */
   std::shared_ptr<storage::File> library_file_;
-  /*! \brief A share in the library modules made from the object this module's code was loaded
-   *         from (storage::ShareLoadedObject; set once by Records()). */
+  /*! \brief ShareLoadedObjectOf the code's library (set once by Records()). */
   std::shared_ptr<void> loaded_object_;
   int64_t shard_rank_ = -1;
   /*! \brief Whether functions_ holds its values; guarded by resolve_mutex_. */
@@ -406,8 +389,7 @@ ffi::Module WithExternalRegion(const ffi::Module& mod, format::ExternalRegion re
   pm->RefuseShardView("exported");
   ffi::Module out(
       ffi::make_object<PartialModuleObj>(pm->Records(), std::nullopt, std::move(region)));
-  // Every import travels with the copy (the wrapped code first, then what was imported into
-  // the partial module), so each export writes the same module tree as the inline one.
+  // Every import (the code first) travels with the copy: the same module tree as an inline export.
   for (const ffi::Any& import : pm->Imports()) out->ImportModule(import.cast<ffi::Module>());
   return out;
 }

@@ -2,9 +2,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file registry.h
- * \brief Internal: registration of globals when the code is loaded more than once (the installed
- *        libtvm_partial.so and the copy embedded in each self-contained artifact). Every global
- *        registered here reports a failed allocation as MemoryError (out_of_memory.h).
+ * \brief Internal: registering globals from code loaded more than once (the installed
+ *        libtvm_partial.so, and the copy embedded in each self-contained artifact). Each global
+ *        reports a failed allocation as MemoryError (out_of_memory.h).
  */
 #ifndef TVM_PARTIAL_REGISTRY_H_
 #define TVM_PARTIAL_REGISTRY_H_
@@ -24,22 +24,16 @@
 namespace tvm_partial {
 namespace detail {
 
-/*! \brief An embedded copy also registers what it registered under this prefix + name, so the
- *         installed library can tell that registration apart from anyone else's. */
+/*! \brief An embedded copy also registers each global as prefix + name, so the installed
+ *         library can tell its registrations from anyone else's. */
 constexpr const char* kEmbeddedPrefix = "tvm_partial.embedded_copy.";
 
-/*!
- * \brief Whether this copy of the code is the one embedded in a self-contained artifact. The same
- *        objects make both copies; each links one definition: copy_installed.cc (false) into
- *        libtvm_partial.so, copy_embedded.cc (true) into tvm_partial_embed.o.
- */
+/*! \brief Whether this is the copy embedded in an artifact: copy_embedded.cc (true) is linked
+ *         into tvm_partial_embed.o, copy_installed.cc (false) into libtvm_partial.so. */
 bool IsEmbeddedCopy() noexcept;
 
-/*!
- * \brief Set global `name` to `func` with "type_schema" metadata, as reflection::GlobalDef does
- *        (tvm-ffi-stubgen reads it), but honouring `can_override`, which GlobalDef does not take.
- *        Throws on failure.
- */
+/*! \brief Set global `name` with "type_schema" metadata (for tvm-ffi-stubgen) as GlobalDef does,
+ *         but honouring `can_override`, which GlobalDef lacks. Throws on failure. */
 inline void SetGlobalWithSchema(const char* name, const ::tvm::ffi::Function& func,
                                 const std::string& type_schema, bool can_override) {
   namespace ffi = ::tvm::ffi;
@@ -55,13 +49,11 @@ inline void SetGlobalWithSchema(const char* name, const ::tvm::ffi::Function& fu
 }
 
 /*!
- * \brief Register `func` as global `name` with type schema `type_schema`, from a static
- *        initialiser. Called through RegisterGlobalOnce and RegisterPackedGlobalOnce below.
+ * \brief Register `func` as global `name` from a static initialiser (via the wrappers below).
  *
- * Embedded copies (IsEmbeddedCopy()) never override: the first one loaded serves
- * until the installed library is loaded. The installed library takes over a registration that an
- * embedded copy made (artifacts are linked with -z nodelete, so the code of the closures and
- * modules that copy made stays valid), and leaves any other existing registration alone.
+ * Embedded copies never override: the first loaded serves until the installed library loads,
+ * which takes over an embedded copy's registration (artifacts link with -z nodelete, so that
+ * copy's closures and modules stay valid) and leaves any other alone.
  * Never throws: a throw in a static initialiser during dlopen aborts the process.
  */
 inline void RegisterGlobalWithSchemaOnce(const char* name, const ::tvm::ffi::Function& func,
@@ -87,15 +79,12 @@ inline void RegisterGlobalWithSchemaOnce(const char* name, const ::tvm::ffi::Fun
   }
 }
 
-/*!
- * \brief The typed function `func` as registered for global `name`: a failed allocation
- *        inside it, its argument conversions included (they run before its body, in tvm-ffi's
- *        unpacking), reaches the caller as MemoryError naming `name` (out_of_memory.h). Costs one
- *        more direct C++ call per call of the global; the closures globals return are not wrapped.
- */
+/*! \brief `func` wrapped so a failed allocation in it, argument conversions included (tvm-ffi's
+ *         unpacking, before its body), raises MemoryError naming `name`. Costs one direct C++ call
+ *         per call; closures the global returns are not wrapped. */
 inline ::tvm::ffi::Function WithMemoryErrors(const char* name, ::tvm::ffi::Function func) {
   namespace ffi = ::tvm::ffi;
-  // CallPacked takes func's cpp_call, which lets C++ exceptions through to the handler here.
+  // CallPacked uses func's cpp_call, which lets C++ exceptions reach the handler here.
   return ffi::Function::FromPacked(
       [name, func = std::move(func)](ffi::PackedArgs args, ffi::Any* rv) {
         OutOfMemoryAsMemoryError([&] { func.CallPacked(args, rv); },
@@ -103,10 +92,8 @@ inline ::tvm::ffi::Function WithMemoryErrors(const char* name, ::tvm::ffi::Funct
       });
 }
 
-/*!
- * \brief Register the typed function `func` (a function or lambda, as for Function::FromTyped)
- *        as global `name`, with the type schema of its signature (what GlobalDef().def records).
- */
+/*! \brief Register typed `func` (as for Function::FromTyped) as global `name`, with its
+ *         signature's type schema (as GlobalDef().def records). */
 template <typename F>
 inline void RegisterGlobalOnce(const char* name, F func) noexcept {
   namespace ffi = ::tvm::ffi;
@@ -116,16 +103,13 @@ inline void RegisterGlobalOnce(const char* name, F func) noexcept {
                                  WithMemoryErrors(name, ffi::Function::FromTyped(std::move(func))),
                                  Info::TypeSchema());
   } catch (...) {
-    // As above: building the function or its schema must not throw out of a static initialiser.
+    // Must not throw out of a static initialiser.
   }
 }
 
-/*!
- * \brief Register the packed function `func` (ffi::PackedArgs, ffi::Any*), which returns an `R`
- *        and takes a variable argument list, as global `name`. Its schema is tvm-ffi's
- *        "ffi.Function" schema with a return type and no "params" (tvm-ffi-stubgen writes it as
- *        `def f(*args: Any) -> R`), where GlobalDef().def_packed records no return type.
- */
+/*! \brief Register packed `func` (ffi::PackedArgs, ffi::Any*) returning `R` as global `name`. Its
+ *         schema has a return type and no "params" (stubgen: `def f(*args: Any) -> R`), where
+ *         GlobalDef().def_packed records no return type. */
 template <typename R, typename F>
 inline void RegisterPackedGlobalOnce(const char* name, F func) noexcept {
   namespace ffi = ::tvm::ffi;
@@ -133,7 +117,7 @@ inline void RegisterPackedGlobalOnce(const char* name, F func) noexcept {
     const std::string schema = std::string(R"({"type":")") + ffi::StaticTypeKey::kTVMFFIFunction +
                                R"(","named_args":{"return":[)" + ffi::detail::TypeSchema<R>::v() +
                                "]}}";
-    // A packed function converts nothing before it runs: guarded in place, without a hop.
+    // Packed: nothing converts before the body, so guard it in place, without a hop.
     auto guarded = [name, func = std::move(func)](ffi::PackedArgs args, ffi::Any* rv) {
       OutOfMemoryAsMemoryError([&] { func(args, rv); }, [name] { return std::string(name); });
     };

@@ -2,22 +2,16 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file relax_vm.cc
- * \brief The `partial_apply_vm` module kind: a Relax VM executable together with the device(s) and
- *        allocator(s) its VirtualMachine runs with, so that a partial module over a Relax model
- *        serialises (a `relax.VirtualMachine` module does not) and runs after loading.
+ * \brief The `partial_apply_vm` module kind: a Relax VM executable (its first import, so
+ *        export_library saves it and its kernels) with the devices and allocators its
+ *        VirtualMachine runs on, so that a partial module over a Relax model serialises (a
+ *        `relax.VirtualMachine` does not) and runs after loading. Its bytes: "TVMPAVM1" | u32
+ *        count (1..8) | (i32 type, i32 id, i32 allocator)* | model record (format/model_record.h).
  *
- * The executable is the module's first import, so `export_library` saves it (and the kernels it
- * imports) in the import tree as usual; this module's own bytes record the devices and what the
- * executable knows by the model's names (format/model_record.h):
- *
- *   "TVMPAVM1" | u32 device count (1..8) | per device: i32 device type | i32 device id
- *              | i32 allocator (1 naive, 2 pooled) | the model record (format/model_record.h)
- *
- * The VirtualMachine is created on first use (the first `GetFunction`), not at load, and the
- * functions it returns are the VM's own: a partial module binding `main` wraps `vm["main"]`.
- * Initialising a VirtualMachine changes its executable (TVM records a memory scope per constant,
- * which each later save and load then logs), so a VM over an executable made in this process runs
- * on a copy of it: the executable bound, and exported, stays as TVM's own route leaves it.
+ * The VM is created on the first GetFunction, which returns the VM's own functions. Initialising a
+ * VM changes its executable (TVM records a memory scope per constant, which each later save and
+ * load logs), so a VM over an executable made in this process runs on a copy of it, leaving the
+ * one bound and exported as TVM's own route would.
  */
 #include <tvm/ffi/container/map.h>
 #include <tvm/ffi/container/shape.h>
@@ -62,11 +56,10 @@ struct VMDevice {
   int32_t allocator;
 };
 
-/*! \brief The executable's function that returns its model record, where
- *         tvm_partial.from_exported_program / from_onnx made it (python/tvm_partial/models.py). */
+/*! \brief Returns the model record, in executables from_exported_program / from_onnx made
+ *         (python/tvm_partial/models.py). */
 constexpr const char kRecordFunction[] = "__tvm_partial_model__";
 
-/*! \brief What a module's bytes record. */
 struct VMRecord {
   std::vector<VMDevice> devices;
   ModelRecord model;
@@ -81,8 +74,8 @@ ffi::Module CopyExecutable(const ffi::Module& exe, const ffi::Bytes& bytes) {
   return copy;
 }
 
-/*! \brief Whether `exe` was loaded from a library (its code a `library` module): such an executable
- *         is never serialised again (an update copies its file), so its VM may run on it. */
+/*! \brief Whether `exe` was loaded from a library: such an executable is never serialised again
+ *         (an update copies its file), so its VM may run on it. */
 bool LoadedFromLibrary(const ffi::Module& exe) {
   for (const ffi::Any& import : exe->imports()) {
     if (std::strcmp(import.cast<ffi::Module>()->kind(), "library") == 0) return true;
@@ -147,8 +140,8 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
     return ffi::Module(ffi::make_object<RelaxVMModuleObj>(ParseRecord(bytes), std::nullopt));
   }
 
-  /*! \brief Run on `device` where the record names a device of its type (a rank's GPU), before
-   *         the VirtualMachine is created. False once it exists (it keeps its devices). */
+  /*! \brief Run on `device` where the record names its type (a rank's GPU). False once the VM
+   *         exists (it keeps its devices). */
   bool Retarget(DLDevice device) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (vm_.has_value()) return false;
@@ -158,7 +151,7 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
     return true;
   }
 
-  /*! \brief What a record (this module's bytes) names, checked. */
+  /*! \brief This module's bytes, parsed and checked (ValueError). */
   static VMRecord ParseRecord(const ffi::Bytes& bytes) {
     const char* who = "partial_apply_vm loader";
     const size_t size = bytes.size();
@@ -194,8 +187,8 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
 
   const ModelRecord& model() const { return model_; }
 
-  /*! \brief Take the model record the executable carries (kRecordFunction), if it has one: its
-   *         JSON names the compiled-in tensors that follow it and the aliases of tied ones. */
+  /*! \brief Take the executable's model record (kRecordFunction), if any: its JSON names the
+   *         compiled-in tensors that follow it and the aliases of tied ones. */
   void ReadRecordFunction(const char* who) {
     ffi::Module exe = imports_[0].cast<ffi::Module>();
     ffi::Module probe = (*exe->GetFunction("vm_load_executable", false))().cast<ffi::Module>();
@@ -308,14 +301,12 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
   ffi::Optional<ffi::Module> vm_;
 };
 
-/*! \brief A VM module over `executable`, running on `devices` ([[type, id, allocator], ...]).
- * `program` describes the program a user imported himself and gave as signature=
- * (python/tvm_partial/programs.py): {"what": str, "compiled_in": {name: tensor}, "kinds": {name:
- * CompiledIn::Kind}, "ties": [[name, ...]], "copy": bool}; its compiled-in tensors must be among
- * the executable's constants, and with "copy" (TVM's torch frontend wraps the model's buffers
- * without copying) the module runs and exports a copy of the executable made now, so nothing it
- * holds moves with the model. Without a program, the record is the executable's own
- * (kRecordFunction). */
+/*! \brief A VM module over `executable` on `devices` ([[type, id, allocator], ...]), recording
+ *         `program` (a user's own import, given as signature=: python/tvm_partial/programs.py),
+ *         else the executable's own record. The program's compiled-in tensors must be among the
+ *         executable's constants; with "copy" (TVM's torch frontend wraps the model's buffers
+ *         without copying) it runs and exports a copy of the executable made now, so nothing it
+ *         holds moves with the model. */
 ffi::Module MakeRelaxVMModule(ffi::Module executable, ffi::Array<ffi::Array<int64_t>> devices,
                               ffi::Optional<ffi::Map<ffi::String, ffi::Any>> program) {
   const char* who = "tvm_partial.BindModel";
@@ -375,15 +366,10 @@ ffi::Module MakeRelaxVMModule(ffi::Module executable, ffi::Array<ffi::Array<int6
   return ffi::Module(ffi::make_object<RelaxVMModuleObj>(std::move(record), executable));
 }
 
-/*!
- * \brief tvm_partial.BindModel(target, devices, program, params, given): what binding a model by
- *        name needs, in one call. `target` is a Relax executable (then made a VM module on
- *        `devices`, recording `program` or the executable's own record: MakeRelaxVMModule) or a
- *        module that runs one already (a VM module, a partial module over one). The values
- *        `given` by name are settled against the record (SettleNames, `params` the bound
- *        function's parameter names). -> {"module": the VM module or `target`, "names":
- *        {parameter: the given name whose value it takes}}.
- */
+/*! \brief tvm_partial.BindModel: `target` (a Relax executable, made a VM module when `devices`
+ *         are given; or a module running one) and the values `given` by name settled against its
+ *         record (SettleNames; `params`: the bound function's parameter names), in one call.
+ *         \return {"module", "names": {parameter: the given name whose value it takes}}. */
 ffi::Map<ffi::String, ffi::Any> BindModel(ffi::Module target,
                                           ffi::Optional<ffi::Array<ffi::Array<int64_t>>> devices,
                                           ffi::Optional<ffi::Map<ffi::String, ffi::Any>> program,
@@ -409,8 +395,7 @@ ffi::Map<ffi::String, ffi::Any> BindModel(ffi::Module target,
 namespace detail {
 
 void RetargetRelaxVM(const ffi::Module& mod, DLDevice device) {
-  // Ours when the kind is this copy's own string (its address, as AsPartialModule tells them):
-  // a VM module of another copy of tvm-partial keeps its devices.
+  // The kind compared by address (as in AsPartialModule): another copy's VM keeps its devices.
   if (device.device_type == kDLCPU || mod->kind() != kVMKind) return;
   auto* vm = static_cast<RelaxVMModuleObj*>(const_cast<ffi::ModuleObj*>(mod.operator->()));
   if (!vm->Retarget(device)) {
@@ -420,8 +405,6 @@ void RetargetRelaxVM(const ffi::Module& mod, DLDevice device) {
 }
 
 ModelRecord ModelRecordOf(const ffi::Module& mod) {
-  // A VM module of any copy of tvm-partial says it in its bytes; a partial module over one, in
-  // its wrapped module's.
   const std::string kind = mod->kind();
   if (kind == kVMKind) return RelaxVMModuleObj::ParseRecord(mod->SaveToBytes()).model;
   if (kind == "partial_apply" && !mod->imports().empty()) {

@@ -2,8 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file bind/bindings.h
- * \brief Internal: validated, sorted bindings (position -> value), the range every position must
- *        lie in, and how the free arguments of a partial map to positions of the function it wraps.
+ * \brief Internal: validated, sorted bindings (position -> value), the positions' range, and how
+ *        a partial's free arguments map to positions of the function it wraps.
  */
 #ifndef TVM_PARTIAL_BIND_BINDINGS_H_
 #define TVM_PARTIAL_BIND_BINDINGS_H_
@@ -18,18 +18,15 @@
 namespace tvm_partial {
 namespace detail {
 
-/*! \brief The most arguments one call carries (the FFI counts them in an int32_t), bound included.
- */
+/*! \brief The most arguments one call carries, bound included (the FFI counts in an int32_t). */
 constexpr int64_t kMaxCallArgs = INT32_MAX;
 /*! \brief The largest position a call can reach: position p needs p + 1 arguments in all. */
 constexpr int64_t kMaxPosition = kMaxCallArgs - 1;
 
 /*!
- * \brief Refuse a position no call can use (Python's partial() and rebind() ask it too, through
- *        the global tvm_partial.CheckPosition).
+ * \brief Refuse a position no call can use (also Python's, via global tvm_partial.CheckPosition).
  * \param who Prefix of error messages ("" for none).
- * \param shown The position as the caller wrote it, when `index` is not it: a Python int past
- *        int64, clamped to one this refuses alike.
+ * \param shown The position as written when `index` is not it (a Python int past int64, clamped).
  * \throws ValueError for a negative position, IndexError for one past kMaxPosition; both name it.
  */
 void CheckPosition(int64_t index, const std::string& who, const std::string& shown = "");
@@ -50,29 +47,23 @@ BoundList FromBindings(const Bindings& bound, const std::string& who);
 /*! \brief Back to a map (for introspection and the module's records). */
 Bindings ToBindings(const BoundList& list);
 
-/*!
- * \brief Check bound positions against a function's parameter names (when known): every one is
- *        below their count, and the count is one a call can pass.
- * \throws IndexError naming the position and the count; ValueError for an uncallable count.
- */
+/*! \brief Check bound positions against the parameter names (when known) and that a call can pass
+ *         that many.
+ * \throws IndexError naming the position and the count; ValueError for an uncallable count. */
 void CheckAgainstSignature(const BoundList& bound, const ffi::Array<ffi::String>& names,
                            const std::string& who);
 
 /*! \brief The sorted positions a partial takes: those it binds and those it allocates (outputs). */
 std::vector<int64_t> TakenPositions(const BoundList& bound, const Outputs& outputs);
 
-/*!
- * \brief The position in the wrapped function of argument `q` of a partial that takes `taken`
- *        (sorted): q plus the taken positions at or below where it lands. Linear in `taken`.
- */
+/*! \brief The wrapped position of argument `q` of a partial taking `taken` (sorted). Linear. */
 int64_t ToWrapped(const std::vector<int64_t>& taken, int64_t q);
 
 /*! \brief The inverse: the caller argument index of free `position` of a partial taking `taken`. */
 int64_t ToCaller(const std::vector<int64_t>& taken, int64_t position);
 
-/*! \brief The wrapped positions of the free arguments of a partial of a function of `count`
- *         parameters that takes `taken` (sorted, each below `count`), in order: ToWrapped of
- *         0, 1, ... (inspect names the free parameters by it). */
+/*! \brief The wrapped positions of the free arguments, in order, of a partial taking `taken`
+ *         (sorted, each below `count`) of a function of `count` parameters. */
 std::vector<int64_t> FreePositions(const std::vector<int64_t>& taken, int64_t count);
 
 /*! \brief "'w' (position 1)" when `names` names the position, else "position 1" (messages). */

@@ -21,10 +21,7 @@ namespace detail {
 
 namespace {
 
-/*!
- * \brief The wrapped function's parameter names to merge with: `inner_names` when recorded, else
- *        `original` when given and it fits (see Merge), else none.
- */
+/*! \brief Names to merge with: `inner_names`, else `original` if given and fitting, else none. */
 ffi::Array<ffi::String> InnerNames(const std::vector<int64_t>& taken,
                                    const ffi::Array<ffi::String>& inner_names,
                                    const ffi::Array<ffi::String>& outer_names,
@@ -52,11 +49,8 @@ ffi::Array<ffi::String> InnerNames(const std::vector<int64_t>& taken,
   return original;
 }
 
-/*!
- * \brief Parameter names after the merge: `inner_names` when known; else, when `outer_names`
- *        names the inner partial's free arguments, those with "arg<i>" at the positions it takes;
- *        else none.
- */
+/*! \brief Names after the merge: `inner_names`, else `outer_names` with "arg<i>" at the taken
+ *         positions when they fit, else none. */
 ffi::Array<ffi::String> MergeNames(const std::vector<int64_t>& taken,
                                    const ffi::Array<ffi::String>& inner_names,
                                    const ffi::Array<ffi::String>& outer_names) {
@@ -77,15 +71,12 @@ ffi::Array<ffi::String> MergeNames(const std::vector<int64_t>& taken,
   return j == taken.size() ? names : ffi::Array<ffi::String>();
 }
 
-/*!
- * \brief The outer bindings at their positions in the wrapped function, each checked against the
- *        reach of a call and, when `num_names` > 0, against the parameters.
- */
+/*! \brief The outer bindings at their wrapped positions, checked against a call's reach and
+ *         (`num_names` > 0) the parameters. */
 BoundList Place(const std::vector<int64_t>& taken, const BoundList& outer, size_t num_names,
                 const std::string& who) {
-  // The inner partial's argument q lands on the q-th position of the wrapped function that
-  // `taken` leaves free: q + j, where j counts the taken positions below it. Both lists are
-  // sorted, so j only grows: one pass over each.
+  // Argument q lands at q + j, j counting taken positions below it; both lists are sorted, so j
+  // only grows: one pass.
   BoundList placed;
   placed.reserve(outer.size());
   size_t j = 0;
@@ -122,8 +113,7 @@ Level CheckLevel(Level level, const std::string& who) {
 
 Level Merge(const Level& inner, Level outer, const ffi::Array<ffi::String>& original,
             const std::string& who) {
-  // As given first: positions are checked before they are mapped (a negative one would map
-  // anywhere), and errors name them as the caller wrote them.
+  // Check before mapping: a negative position would map anywhere.
   outer = CheckLevel(std::move(outer), who);
   // The inner outputs take positions as its bindings do.
   const std::vector<int64_t> taken = TakenPositions(inner.bound, inner.outputs);

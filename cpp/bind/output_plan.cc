@@ -48,7 +48,7 @@ OutputPlan::OutputPlan(const Outputs& outputs, const BoundList& bound, const ffi
       }
     }
     if (all_static) {
-      // Checked once here; every call reuses the shape.
+      // Checked once; every call reuses the shape.
       spec.shape = ffi::Shape(extents);
       ResolveShape(spec, nullptr, 0);
     }
@@ -135,8 +135,7 @@ void OutputPlan::Allocate(const TVMFFIAny* caller, int32_t num_args, ffi::Any* o
       out[k] = AlignedEmpty(std::move(shape), spec.dtype, device);
     } catch (const ffi::Error& err) {
       if (!IsOutOfMemory(err)) {
-        // Not memory (a remote device whose server died, a device that is gone): the error
-        // passes with its own kind and words, as the wrapped function's own errors do.
+        // Not memory (a dead RPC server, a vanished device): pass on its kind and words.
         throw ffi::Error(
             err.kind(),
             name_ + "(): allocating output " + Label(spec.position) + ": " + err.message(),

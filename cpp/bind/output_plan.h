@@ -2,8 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file bind/output_plan.h
- * \brief Internal: what the closure does per call for the outputs it allocates and returns,
- *        planned at bind time so the call does no lookups.
+ * \brief Internal: the closure's per-call output allocation, planned at bind time (no lookups
+ *        per call).
  */
 #ifndef TVM_PARTIAL_BIND_OUTPUT_PLAN_H_
 #define TVM_PARTIAL_BIND_OUTPUT_PLAN_H_
@@ -19,24 +19,19 @@
 namespace tvm_partial {
 namespace detail {
 
-/*!
- * \brief What the call does for outputs, planned at bind time: shapes static or read from caller
- *        argument (index, axis), dtype, default device.
- */
+/*! \brief Per output: dtype and shape (static, or read from caller argument, axis); and the
+ *         default device. */
 class OutputPlan {
  public:
   OutputPlan() = default;
-  /*! \param outputs Checked records (CheckOutputs). \param bound The bindings of the same closure.
-   */
+  /*! \param outputs Checked records (CheckOutputs). \param bound The same closure's bindings. */
   OutputPlan(const Outputs& outputs, const BoundList& bound, const ffi::String& name,
              const ffi::Array<ffi::String>& names);
 
   size_t size() const { return specs_.size(); }
 
-  /*!
-   * \brief Allocate every output of a call into out[0..size()), in the order given.
-   * \throws MemoryError naming the output when its allocation fails for want of memory.
-   */
+  /*! \brief Allocate a call's outputs into out[0..size()), in order.
+   * \throws MemoryError naming the output when memory runs out. */
   void Allocate(const TVMFFIAny* caller, int32_t num_args, ffi::Any* out) const;
 
   /*! \brief The call's return value: the output (one) or an Array of them (several). */

@@ -2,8 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file bind/outputs.cc
- * \brief Outputs a partial allocates per call and returns: their checks at bind time and at load
- *        time, and their conversion from and to what Python passes and introspection shows.
+ * \brief Output records: checks at bind and load time, conversions (outputs.h).
  */
 #include "bind/outputs.h"
 
@@ -73,7 +72,7 @@ void CheckShapes(const Outputs& outputs, const std::string& who,
   }
 }
 
-/*! \brief Position checks shared by binding and loading; `bound(p)` tells whether p is bound. */
+/*! \brief Position checks shared by binding and loading; `is_bound(p)`: whether p is bound. */
 template <typename IsBound>
 void CheckPositions(const Outputs& outputs, IsBound is_bound, size_t num_names,
                     const ffi::Array<ffi::String>& names, const std::string& who, bool loading) {

@@ -78,8 +78,7 @@ std::string TensorProblem(DLDataType dtype, int32_t device_type, int32_t device_
            "tensors can)";
   }
   const std::string name = ffi::DLDataTypeToString(dtype);
-  // Sub-byte dtypes are the ones TVM names: int and uint of 1, 2 or 4 bits, float6 (6 bits) and
-  // float4 (4 bits), packed (ceil(elements * bits / 8) bytes, as TVM allocates them).
+  // TVM's sub-byte dtypes, stored packed as TVM allocates them.
   const bool sub_byte =
       ((dtype.code == kDLInt || dtype.code == kDLUInt) &&
        (dtype.bits == 1 || dtype.bits == 2 || dtype.bits == 4)) ||
@@ -120,7 +119,6 @@ std::string ShapeProblem(const int64_t* shape, size_t ndim, DLDataType dtype, ui
   return "";
 }
 
-/*! \brief The tensor's data when it lives in host memory (readable directly), else null. */
 const char* HostData(const DLTensor* t) {
   if (!detail::IsHostDevice(t->device)) return nullptr;
   return static_cast<const char*>(t->data) + t->byte_offset;
@@ -144,7 +142,6 @@ void CopyTensorToHost(const ffi::Tensor& tensor, char* dst, size_t nbytes) {
   (*copy)(tensor, static_cast<void*>(dst), static_cast<int64_t>(nbytes));
 }
 
-/*! \brief A tensor's bytes in host memory: the tensor's own for host tensors, else a copy. */
 HostBytes::HostBytes(const ffi::Tensor& tensor, size_t nbytes)
     : data_(HostData(tensor.GetDLTensorPtr())) {
   if (data_ == nullptr) {
@@ -161,7 +158,6 @@ void ForEachStoredPiece(const ffi::Tensor& tensor, size_t nbytes, const Shard* s
     visit(host.data(), nbytes);
     return;
   }
-  // Rank by rank through one rank's buffer: never a second copy of the whole tensor.
   const size_t per_rank = nbytes / static_cast<size_t>(shard->world);
   std::string buffer(per_rank, '\0');
   const std::vector<int64_t> shape(tensor.shape().begin(), tensor.shape().end());

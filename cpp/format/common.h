@@ -2,9 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file format/common.h
- * \brief Internal: what the writer (format/writer.cc) and the reader (format/reader.cc) of the
- *        format share: the header's constants and the checks both apply, so that what one
- *        accepts the other does. The layout itself is described in format.h.
+ * \brief Internal: the constants and checks the format's writer and reader share, so what one
+ *        accepts the other does (layout: docs/format.md).
  */
 #ifndef TVM_PARTIAL_FORMAT_COMMON_H_
 #define TVM_PARTIAL_FORMAT_COMMON_H_
@@ -51,22 +50,16 @@ inline size_t AlignUp(size_t n) {
   return (n + kPayloadAlignment - 1) / kPayloadAlignment * kPayloadAlignment;
 }
 
-/*! \brief Whether `s` is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, at most
- *         U+10FFFF). The format stores text as UTF-8; tools decode it. */
+/*! \brief Whether `data` is well-formed UTF-8 (RFC 3629: no overlong forms or surrogates, at most
+ *         U+10FFFF). */
 bool IsValidUtf8(const char* data, size_t size);
 
-/*!
- * \brief Why the format cannot hold a tensor of this dtype on this device, or "" when it can.
- *        The writer and the reader both use it, so what one accepts the other does.
- */
+/*! \brief Why the format cannot hold a tensor of this dtype on this device, or "" when it can. */
 std::string TensorProblem(DLDataType dtype, int32_t device_type, int32_t device_id);
 
-/*!
- * \brief ceil(prod(shape) * bits * lanes / 8) into `bytes` (sub-byte dtypes packed, as TVM
- *        allocates them: detail::TensorBytes); or why not: a negative dimension, or an element
- *        count or byte size that overflows int64 (even when another dimension is 0: no real
- *        tensor has such a shape).
- */
+/*! \brief ceil(prod(shape) * bits * lanes / 8) into `bytes` (detail::TensorBytes), or why not: a
+ *         negative dimension, or an element count or byte size past int64 (refused even when
+ *         another dimension is 0: no real tensor has such a shape). */
 std::string ShapeProblem(const int64_t* shape, size_t ndim, DLDataType dtype, uint64_t* bytes);
 
 /*! \brief The tensor's data when it lives in host memory (readable directly), else null. */
@@ -86,9 +79,9 @@ class HostBytes {
   std::string copy_;
 };
 
-/*! \brief `visit(data, n)` over a tensor's payload as it is stored, in order: its host bytes in
- *         one piece, or for a shard-major `shard` one rank's shard at a time (through a buffer
- *         of one rank's bytes, so writing never holds a second copy of the whole tensor). */
+/*! \brief `visit(data, n)` over a tensor's payload as stored, in order: its host bytes in one
+ *         piece, or for a shard-major `shard` one rank at a time through a one-rank buffer (never
+ *         a second copy of the whole tensor). */
 void ForEachStoredPiece(const ffi::Tensor& tensor, size_t nbytes, const Shard* shard,
                         const std::function<void(const char*, size_t)>& visit);
 

@@ -2,8 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file format/describe.cc
- * \brief The parsed format as data, for inspection (format.h `Describe`): what Python's inspect,
- *        the CLI and the tests read instead of decoding bytes themselves.
+ * \brief The parsed format as data (format.h `Describe`), for inspect, the CLI and the tests.
  */
 #include <tvm/ffi/container/array.h>
 #include <tvm/ffi/container/map.h>
@@ -38,7 +37,6 @@ ffi::Map<ffi::String, ffi::Any> Describe(const Parsed& parsed) {
         b.Set("device",
               ffi::String(detail::DeviceString(v.tensor.device_type, v.tensor.device_id)));
         b.Set("bytes", static_cast<int64_t>(v.tensor.nbytes));
-        // Where the payload is (from the blob's start, or the region's) and its recorded hash.
         b.Set("offset", static_cast<int64_t>(v.tensor.offset));
         b.Set("hash", static_cast<int64_t>(v.tensor.hash));
         b.Set("payload", static_cast<int64_t>(v.payload));

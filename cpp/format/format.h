@@ -2,43 +2,11 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file format/format.h
- * \brief Internal: the serialisation format of a partial module (`SaveToBytes`): its writer
- *        (`Encode`), its parser (`Parse`) and its description (`Describe`). The parser checks the
- *        bytes it is given and nothing else: where the payloads of external placements live is
- *        decided by storage/payload_source.h, which sits on top of it.
+ * \brief Internal: the serialisation format of a partial module (`SaveToBytes`): writer
+ *        (`Encode`), parser (`Parse`), description (`Describe`). The parser checks only the bytes
+ *        it is given; where external payloads live is storage/payload_source.h's concern.
  *
- * Layout (version 3, the only one; little-endian). Flags: 0, the payloads follow the metadata
- * inside the blob; 1 | 4, they are appended to the library file after the linked code, located by
- * a trailer at the file's end (storage/appended_region.h); 1 | 2, they are the data of a
- * safetensors weights file beside the library (storage/weights_file.h), whose first 64 bytes are
- * that header. Other flags are refused. With flag 1 the metadata starts with str symbol | u64 link
- * | u64 region size, then (flag 2) str weights file, a path relative to the library's folder.
- *
- *   header   magic "TVMPARTL" | u32 version | u32 flags | u64 total size | u64 metadata size
- *            | u64 metadata hash (over the header before it and the metadata)      = 40 bytes
- *   metadata u32 function count, then per function:
- *              str name | u32 parameter-name count | str names... | u32 binding count
- *              per binding: i64 position | u8 kind | value
- *                kind 0 None; 1 int: i64; 2 float: f64; 3 bool: u8; 4 str: str;
- *                kind 5 tensor: str dtype | i32 device type | i32 device id | u32 ndim
- *                               | i64 shape[ndim] | u64 byte length | u64 payload offset | u64 hash
- *                kind 6 shared tensor: u64 payload, the number of an earlier kind-5 binding
- *                               (0 for the first in the blob): the very tensor bound there, its
- *                               payload stored once
- *              u32 output count (may be 0), per output (in the order the call returns them):
- *                i64 position | str dtype | u32 ndim | per dimension: i64 source | i64 value
- *                  source -1: value is a static extent (>= 0); source >= 0: the extent of axis
- *                  `value` of the call's argument at position `source` (a free input)
- *              u32 shard count (may be 0), per shard (positions increasing, each a kind-5
- *              tensor binding of this function):
- *                i64 position | u32 dim | u32 world | u8 layout (0 rows, 1 shard-major)
- *                | layout 1 only: u32 segments | u64 hash[world] (of each rank's byte range
- *                  of the payload, so a rank can verify its own range alone)
- *   payloads one per kind-5 binding, in their order, each at an offset from the start that is a
- *            multiple of 64; byte length ceil(elements * bits * lanes / 8) (sub-byte dtypes
- *            packed as TVM packs them); padding bytes are zero.
- *
- *   str = u32 length + UTF-8 bytes. Every read is bounds-checked, every tensor payload hashed.
+ * Layout (version 3, little-endian): docs/format.md; placements: `Placement` below.
  */
 #ifndef TVM_PARTIAL_FORMAT_FORMAT_H_
 #define TVM_PARTIAL_FORMAT_FORMAT_H_
@@ -65,32 +33,28 @@ constexpr uint32_t kVersion = 3;
 /*! \brief The version of a payload region's header (a header of its own). */
 constexpr uint32_t kRegionVersion = 1;
 constexpr size_t kPayloadAlignment = 64;
-/*! \brief A payload region starts with "TVMPREGN" | u32 version | u32 0 | u64 size | u64 link,
- *         padded to 64 bytes; payloads follow as in a blob, offsets from its start. */
+/*! \brief Region header: "TVMPREGN" | u32 version | u32 0 | u64 size | u64 link, zero-padded to
+ *         64 bytes; payloads follow as in a blob, offsets counted from the region's start. */
 constexpr size_t kRegionHeaderSize = 64;
-/*! \brief Region names start with this (then a random hex id per export). The name is recorded
- *         in the metadata, where messages and inspect name the region by it; artifacts exported
- *         before 0.1.0 also defined a symbol of that name in the library, holding a copy of the
- *         region header, which nothing reads any more. */
+/*! \brief Region names: this, then a random hex id per export. Recorded in the metadata; messages
+ *         and inspect name the region by it. */
 constexpr const char* kRegionSymbolPrefix = "__tvm_partial_payload_";
-/*! \brief An export whose bound tensors reach this many bytes (as stored) appends them to the
- *         library (zero-copy) unless told otherwise (export_library's zero_copy=). */
+/*! \brief Bound tensors of this many bytes (as stored) make an export append them to the library
+ *         (zero-copy), unless export_library's zero_copy= says otherwise. */
 constexpr uint64_t kZeroCopyBytes = uint64_t{16} << 20;
 
-/*! \brief Where a zero-copy export puts the payloads: a region with a name, and a number that
- *         the region and the metadata both record so a mismatch is caught. */
+/*! \brief Where a zero-copy export puts the payloads: a named region, and a link number that
+ *         region and metadata both record, so a mismatch is caught. */
 struct ExternalRegion {
   std::string symbol;
   uint64_t link;
-  /*! \brief Flag 2: non-empty when the payloads live in this safetensors file (a path relative
-   *         to the library's folder). */
+  /*! \brief Flag 2: the payloads' safetensors file, relative to the library's folder; or "". */
   std::string weights_file = {};
-  /*! \brief Flag 4: the region is appended to the library file. Exports write either this or
-   *         `weights_file`. */
+  /*! \brief Flag 4: the region is appended to the library file. Exclusive with `weights_file`. */
   bool appended = false;
-  /*! \brief The payload hashes Encode records: computed by Encode when `hashes_given` is false;
-   *         else these (AppendRegion computes them while writing), or zeros while empty (the
-   *         blob that is linked first, then patched in place with the same length). */
+  /*! \brief Payload hashes: Encode computes them unless `hashes_given`; then it records these
+   *         (AppendRegion computes them while writing), or zeros while empty (the blob linked
+   *         first, patched in place later at the same length). */
   bool hashes_given = false;
   std::vector<uint64_t> hashes = {};
 };
@@ -104,10 +68,8 @@ struct FunctionRecord {
   std::vector<Shard> shards = {};  // tensor-parallel bindings, by position
 };
 
-/*!
- * \brief Serialise. Tensors are copied to host memory (through the TVM runtime for devices).
- * \throws TypeError naming the function and position of a value that cannot be serialised.
- */
+/*! \brief Serialise. Tensors are copied to host memory (through the TVM runtime for devices).
+ * \throws TypeError naming the function and position of a value that cannot be serialised. */
 std::string Encode(const std::vector<FunctionRecord>& functions,
                    const ExternalRegion* region = nullptr);
 
@@ -117,27 +79,22 @@ std::string EncodeRegionHeader(uint64_t size, uint64_t link);
 /*! \brief Whether the 64 bytes at `header` are a region header recording `size` and `link`. */
 bool RegionHeaderMatches(const char* header, uint64_t size, uint64_t link);
 
-/*!
- * \brief Which bound values are one tensor: per function, per binding (in `bound` order), the
- *        number of the distinct tensor it holds (0, 1, ... in the order they first appear), or -1
- *        for a value that is not a tensor. Two bindings hold one tensor when they hold the same
- *        tensor object, or tensors with the same data pointer, byte offset, device, dtype, shape
- *        and strides (views of one buffer that differ in any of these are distinct tensors).
- *        Encode stores each distinct tensor once, in this order.
- */
+/*! \brief Per function, per binding (`bound` order): the number of the distinct tensor it holds (0,
+ *         1, ... by first appearance), or -1 for a non-tensor. Bindings hold one tensor when they
+ *         hold the same object, or tensors with equal data pointer, byte offset, device, dtype,
+ *         shape and strides. Encode stores each distinct tensor once, in this order. */
 std::vector<std::vector<int64_t>> TensorNumbers(const std::vector<FunctionRecord>& functions);
 
 /*! \brief The distinct bound tensors of `functions` in the order Encode lays out their payloads
  *         (one per TensorNumbers number). */
 std::vector<ffi::Tensor> PayloadTensors(const std::vector<FunctionRecord>& functions);
 
-/*! \brief Per payload (PayloadTensors' order), the shard record that stores it shard-major, or
- *         null: what the writers give ForEachStoredPiece so every placement stores the same
- *         bytes. */
+/*! \brief Per payload (PayloadTensors' order), the shard record storing it shard-major, or null;
+ *         the writers pass it to ForEachStoredPiece so every placement stores the same bytes. */
 std::vector<const Shard*> PayloadShards(const std::vector<FunctionRecord>& functions);
 
-/*! \brief The bytes of a contiguous tensor's payload: ceil(elements * bits * lanes / 8), exact in
- *         64-bit arithmetic (tvm-ffi's GetDataSize counts bits, which wraps past 2^61 bytes).
+/*! \brief A contiguous tensor's payload bytes, ceil(elements * bits * lanes / 8), exact
+ *         (detail::TensorBytes).
  * \throws ValueError when that is 2^63 bytes or more. */
 uint64_t PayloadBytes(const DLTensor& tensor);
 
@@ -145,16 +102,16 @@ uint64_t PayloadBytes(const DLTensor& tensor);
 uint64_t RegionSize(const std::vector<ffi::Tensor>& tensors);
 
 // ------------------------------------------------------------------------------------------
-// Parsing: the bytes as they are, every field checked; no tensor is built, no file opened.
+// Parsing: every field checked; no tensor built, no file opened.
 
-/*! \brief Where the payloads of a parsed blob are (flags). */
+/*! \brief Where a parsed blob's payloads are (flags). */
 enum class Placement {
   kInline,       // flags 0: after the metadata, inside the blob
-  kAppended,     // flags 1 | 4: appended to the library file
-  kWeightsFile,  // flags 1 | 2: the data of a safetensors file beside the library
+  kAppended,     // flags 1 | 4: appended to the library file (storage/appended_region.h)
+  kWeightsFile,  // flags 1 | 2: a safetensors file beside the library (storage/weights_file.h)
 };
 
-/*! \brief A tensor binding as recorded: no payload read. A shared tensor (kind 6) has the
+/*! \brief A tensor binding as recorded (no payload read). A shared tensor (kind 6) has the
  *         metadata of the binding whose payload it shares. */
 struct TensorMeta {
   DLDataType dtype;
@@ -199,30 +156,23 @@ struct Parsed {
     return functions[payloads[k].first].values[payloads[k].second];
   }
   const ParsedFunction& OwnerFunction(size_t k) const { return functions[payloads[k].first]; }
-  /*! \brief Whether some function records shards. */
   bool Sharded() const;
 };
 
-/*!
- * \brief Parse `size` bytes at `data`: header, metadata hash, every field, the layout of the
- *        payloads (offsets, alignment, zero padding, nothing left over). Inline payloads are not
- *        hashed here (the loader hashes each as it copies it, verify as it reads it).
- * \throws ValueError saying what is wrong ("corrupted partial_apply data: ...").
- */
+/*! \brief Parse `size` bytes at `data`: header, metadata hash, every field, the payloads' layout
+ *         (offsets, alignment, zero padding, nothing left over). Payloads are not hashed here (the
+ *         loader hashes each as it copies it, verify as it reads it).
+ * \throws ValueError saying what is wrong ("corrupted partial_apply data: ..."). */
 Parsed Parse(const char* data, size_t size);
 
-/*!
- * \brief The structure as data, for inspection: {"version", "total_bytes", "constant_bytes",
- *        "payloads" ("inline" | "region SYMBOL"), ["weights_file"], ["region_appended"],
- *        ["region_symbol", "region_link", "region_size"], "functions": [{"name", "param_names",
- * "bindings":
- *        [{"index", "kind", "value" | "dtype", "shape", "device", "bytes", "offset", "hash",
- *        "payload", ["shared_with"]}], "outputs"}]}. A tensor's "offset" counts from the blob's
- *        start (inline) or the region's; "hash" is the recorded payload hash as the int64 of its
- *        bits; "payload" numbers its payload; a shared tensor (kind 6) has "kind" "tensor" and
- *        "shared_with": {"function", "position"}, the binding that stores its payload.
- *        "constant_bytes" counts each payload once.
- */
+/*! \brief The structure as data, for inspection: {"version", "total_bytes", "constant_bytes" (each
+ *         payload once), "payloads" ("inline" | "region SYMBOL"), ["weights_file"],
+ *         ["region_appended"], ["region_symbol", "region_link", "region_size"], "functions":
+ *         [{"name", "param_names", "bindings", "outputs"}]}. A binding: {"position", "kind",
+ *         "value"}, or for a tensor {"position", "kind": "tensor", "dtype", "shape", "device",
+ *         "bytes", "offset" (from the blob's start, or the region's), "hash" (the int64 of its
+ *         bits), "payload" (its number), ["shard"], ["shared_with": {"function", "position"}] (kind
+ *         6: the binding that stores its payload)}. */
 ffi::Map<ffi::String, ffi::Any> Describe(const Parsed& parsed);
 
 /*! \brief "function 'main' position 1", how messages name a binding. */

@@ -2,13 +2,11 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file format/hash.h
- * \brief Internal: the 64-bit payload and metadata hash of the partial module format.
+ * \brief Internal: the format's 64-bit payload and metadata hash.
  *
- * The project's own multiply-rotate hash (it is not xxHash64, though it borrows its primes):
- * four independent lanes over 32-byte blocks, fast enough to run over every payload at load time,
- * then the tail and a final avalanche. It detects accidental changes (a flipped bit, a cut or
- * damaged copy); it is not a cryptographic hash and does not detect deliberate tampering.
- * Its output is part of the format: artifacts record it, so it must never change.
+ * Our own multiply-rotate hash (not xxHash64, though it borrows its primes): four lanes over
+ * 32-byte blocks (fast enough for every payload at load), then the tail and an avalanche. Detects
+ * accidental damage, not tampering. Artifacts record it: its output must never change.
  */
 #ifndef TVM_PARTIAL_HASH_H_
 #define TVM_PARTIAL_HASH_H_
@@ -20,8 +18,7 @@
 namespace tvm_partial {
 namespace hash {
 
-/*! \brief Incremental hashing: `Update` any number of times, then `Final`. Data given in pieces
- *         hashes the same as the same bytes given at once. */
+/*! \brief Incremental: `Update` repeatedly, then `Final`; equals hashing the bytes at once. */
 class Hasher {
  public:
   Hasher();

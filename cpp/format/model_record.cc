@@ -2,8 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file format/model_record.cc
- * \brief Tensors a frontend compiled into a Relax executable: their records, how they are
- *        written and read, and the one rule a value given for one must meet (model_record.h).
+ * \brief Model records (model_record.h): written, read, and the rule a given value must meet.
  */
 #include "format/model_record.h"
 
@@ -297,8 +296,7 @@ ModelRecord ReadModelRecord(const unsigned char* data, size_t size, size_t* at, 
   ModelRecord record;
   record.what = r.Str("description");
   const uint64_t count = r.Get(4, "count");
-  // Each record takes at least 4 + 4 + 4 + 8 + 1 bytes: a count that cannot fit is refused before
-  // anything is reserved.
+  // Each record takes at least 4 + 4 + 4 + 8 + 1 bytes: refuse a count that cannot fit.
   if (count * 21 > size - *at) {
     TVM_FFI_THROW(ValueError) << who << ": " << count << " compiled-in records cannot fit in "
                               << (size - *at) << " bytes";

@@ -2,17 +2,14 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file format/model_record.h
- * \brief Internal: what a Relax executable imported from another framework knows by the model's
- *        names (the model record): the tensors its frontend compiled into the code, and the names
- *        that are one tensor (tied weights).
+ * \brief Internal: the model record of a Relax executable imported from another framework: by
+ *        the model's names, the tensors its frontend compiled into the code, and tied weights.
  *
- * A weights set is swapped by name; a value for a compiled-in name cannot reach the code, which
- * holds its own copy. So each is recorded with its dtype, shape and hash (the format's), and a
- * value given for it is accepted only where it equals the compiled one: at bind time, at rebind,
- * and where `load(path, weights_file=)` reads a file, in any process. The record travels in the
- * `partial_apply_vm` module's bytes, beside the executable it describes (relax_vm.cc); it comes
- * from the executable itself (`tvm_partial.from_exported_program` / `from_onnx` put it there) or
- * from the program a user imported himself (`signature=`).
+ * Weights are swapped by name, but a value for a compiled-in name cannot reach the code, which
+ * holds its own copy. So each is recorded (dtype, shape, format hash), and a value given for it is
+ * accepted only if equal: at bind, rebind and `load(path, weights_file=)`, in any process. The
+ * record travels in the `partial_apply_vm` module's bytes (relax_vm.cc); it comes from the
+ * executable (`from_exported_program` / `from_onnx` put it there) or from `signature=`.
  */
 #ifndef TVM_PARTIAL_FORMAT_MODEL_RECORD_H_
 #define TVM_PARTIAL_FORMAT_MODEL_RECORD_H_
@@ -50,8 +47,7 @@ struct ModelRecord {
   /*! \brief "the ExportedProgram", "the ONNX model", "the model": for messages. */
   std::string what;
   std::vector<CompiledIn> compiled_in;
-  /*! \brief Names that are one tensor in the model (tied weights), each group in the model's order.
-   */
+  /*! \brief Names that are one tensor (tied weights), each group in the model's order. */
   std::vector<std::vector<std::string>> ties;
 
   const CompiledIn* Find(const std::string& name) const;
@@ -63,24 +59,21 @@ struct ModelRecord {
 /*! \brief The record of `tensor` under `name` (its bytes hashed on the host). */
 CompiledIn RecordCompiledIn(const std::string& name, const ffi::Tensor& tensor);
 
-/*!
- * \brief "" when a value of `dtype`, `shape` and payload hash `hash` can be given for `compiled`
- *        (it is the compiled one, or the name is unused); else why not and what to do.
- */
+/*! \brief "" when a value of `dtype`, `shape` and payload hash `hash` can be given for `compiled`
+ *         (it is the compiled one, or the name is unused); else why not and what to do. */
 std::string CompiledInProblem(const CompiledIn& compiled, DLDataType dtype,
                               const std::vector<int64_t>& shape, uint64_t hash);
 
 /*!
- * \brief Values given by name for a model, settled against its record: which given name each
- *        parameter takes. A compiled-in name's value is checked and dropped (refused when it
- *        differs), an unused one dropped, a pinned one checked and kept; the names of a tie are
- *        one tensor: values given under several of them must be one (the same object, or the
- *        same dtype, shape and bits), and it goes to each of them that is a parameter.
- *        Names the record does not know are kept as given.
+ * \brief Settle values given by name against the record: parameter -> the given name it takes.
+ *        Compiled-in values are checked and dropped, unused ones dropped, pinned ones checked and
+ *        kept; values given under several names of a tie must be one (same object, or same
+ *        dtype, shape and bits) and go to each tied name that is a parameter. Unknown names are
+ *        kept as given.
  * \param params The bound function's parameter names (the model's names).
  * \param given Name -> value (tensors as views, not yet copied).
- * \param sources The values the record was made from (a program's), by name: a given tensor
- *        over the very same memory is that value, and is not hashed again.
+ * \param sources The values the record was made from, by name: a given tensor over the very
+ *        same memory is taken as equal without hashing.
  * \throws ValueError / TypeError "cannot bind 'NAME': ..." naming the tensor.
  */
 ffi::Map<ffi::String, ffi::String> SettleNames(
@@ -88,11 +81,10 @@ ffi::Map<ffi::String, ffi::String> SettleNames(
     const ffi::Map<ffi::String, ffi::Any>& given,
     const ffi::Map<ffi::String, ffi::Tensor>& sources = {});
 
-/*! \brief The tensor constants an executable's serialised bytes hold, each as (dtype code, bits,
- *         lanes, byte size, hash): what proves that a program's compiled-in value is the one the
- *         code holds (shapes may differ: the compiler folds reshapes into constants). The bytes
- *         are read as TVM writes tensor records (magic 0xDD5E40F096B4A13F, device, ndim, dtype,
- *         shape, byte size, data), bounds-checked. */
+/*! \brief Whether an executable's serialised bytes hold a tensor constant matching each of
+ *         `wanted` by dtype, byte size and hash (not shape: the compiler folds reshapes into
+ *         constants), proving a compiled-in value is the code's; else the first missing name in
+ *         `*missing`. TVM's tensor records are found by magic and bounds-checked. */
 bool BytesHoldTensor(const ffi::Bytes& executable_bytes, const std::vector<CompiledIn>& wanted,
                      std::string* missing);
 
@@ -101,11 +93,9 @@ bool BytesHoldTensor(const ffi::Bytes& executable_bytes, const std::vector<Compi
  *         name[n] (str = u32 length + UTF-8). */
 void WriteModelRecord(const ModelRecord& record, std::string* out);
 
-/*!
- * \brief Read a record written by WriteModelRecord from `data[*at, size)`, advancing `*at`; each
- *        read bounds-checked, names unique and valid UTF-8, dtypes known, shapes sane.
- * \throws ValueError starting with `who` for anything else.
- */
+/*! \brief Read a WriteModelRecord record from `data[*at, size)`, advancing `*at`; bounds-checked,
+ *         names unique and UTF-8, dtypes known, shapes sane.
+ * \throws ValueError starting with `who` otherwise. */
 ModelRecord ReadModelRecord(const unsigned char* data, size_t size, size_t* at, const char* who);
 
 }  // namespace tvm_partial

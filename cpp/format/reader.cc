@@ -2,9 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file format/reader.cc
- * \brief The bounds-checked parser of the partial module format (format.h), one function per
- *        section as the writer writes them: header, placement record, functions (names,
- *        bindings, tensors, outputs), the end. It reads the bytes it is given and nothing else.
+ * \brief The format's bounds-checked parser (format.h), one function per section as written.
  */
 #include <tvm/ffi/container/shape.h>
 #include <tvm/ffi/container/tensor.h>
@@ -132,8 +130,8 @@ void ReadOutputs(Reader* r, ParsedFunction* fn, uint32_t num_names) {
   }
 }
 
-/*! \brief The shards of one function, each on a tensor binding of it that can be
- *         split as recorded (format::ShardProblem, the rule binding applies). */
+/*! \brief The shards of one function, each on a tensor binding of it that can be split as
+ *         recorded (ShardProblem, the rule binding applies). */
 void ReadShards(Reader* r, ParsedFunction* fn) {
   const uint32_t count = r->GetCount("shard count", 17 + 2 * 8);
   int64_t last = -1;
@@ -179,8 +177,7 @@ void ReadShards(Reader* r, ParsedFunction* fn) {
   }
 }
 
-/*! \brief The header: magic, version, flags, sizes, metadata hash. Returns the flags and the
- *         metadata's end; fills version, total. */
+/*! \brief The header. Returns the flags and sets `*meta_end`, version and total. */
 uint32_t ReadHeader(const char* data, size_t size, Parsed* out, size_t* meta_end) {
   static_assert(sizeof(uint64_t) == 8 && sizeof(double) == 8);
   if (size < kHeaderSize) {
@@ -257,8 +254,7 @@ struct Layout {
   uint64_t end;      // where the last payload ended
 };
 
-/*! \brief A tensor binding: dtype, device, shape, byte length, offset (checked against `layout`),
- * hash. */
+/*! \brief A tensor binding, its payload offset checked against `layout`. */
 void ReadTensor(Reader* r, const std::string& where, Layout* layout, TensorMeta* t) {
   std::string dtype = r->GetStr("tensor dtype");
   try {
@@ -361,7 +357,6 @@ ParsedValue ReadBinding(Reader* r, const ParsedFunction& fn, size_t num_names, i
   return v;
 }
 
-/*! \brief One function: name, parameter names, bindings, outputs, shards. */
 ParsedFunction ReadFunction(Reader* r, Layout* layout, Parsed* out) {
   ParsedFunction fn;
   fn.name = r->GetStr("function name");
@@ -402,8 +397,7 @@ Parsed Parse(const char* data, size_t size) {
     const std::string& name = out.functions.back().name;
     if (!seen.insert(name).second) Corrupt("function '" + name + "' appears twice");
   }
-  // A tensor bound in several places is bound whole at each: the writer refuses to share a
-  // sharded one (a rank would bind its slice where a whole tensor is recorded).
+  // A shared tensor is bound whole: a sharded one cannot be shared (the writer refuses it too).
   for (const ParsedFunction& fn : out.functions) {
     for (const ParsedValue& v : fn.values) {
       if (v.kind != kSharedTensor) continue;

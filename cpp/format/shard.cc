@@ -30,8 +30,8 @@ std::string Dims(const std::vector<int64_t>& shape) {
   return out + "]";
 }
 
-/*! \brief The split of a shard-major tensor as blocks: `outer` (the product of the dims before
- *         `dim`) x `segments` x `world` blocks of `block` bytes each; row-major source order. */
+/*! \brief A shard-major split as `outer` (product of dims before `dim`) x `segments` x `world`
+ *         blocks of `block` bytes, in row-major source order. */
 struct Blocks {
   uint64_t outer = 1, segments = 1, world = 1, block = 0;
 };
@@ -104,8 +104,8 @@ std::string ShardProblem(const std::vector<int64_t>& shape, DLDataType dtype, in
                 ? "world " + std::to_string(world)
                 : std::to_string(segments) + " segments x world " + std::to_string(world));
   }
-  // Every layout: a rank's bytes (rows) or each of its blocks (shard-major) must end on a byte,
-  // or two ranks would share one (a packed int4 [2] over 2 ranks: half a byte each).
+  // Any layout: a rank's blocks must end on a byte, or two ranks would share one (packed int4 [2]
+  // over 2 ranks).
   Blocks blocks;
   const std::string whole = BlocksOf(shape, dtype, dim, world, segments, bytes, &blocks);
   if (!whole.empty()) return whole;

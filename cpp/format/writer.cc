@@ -2,8 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file format/writer.cc
- * \brief The writer of the partial module format (format.h): the blob, and the header of the
- *        payload region an external placement refers to.
+ * \brief The format's writer (format.h): the blob, and an external payload region's header.
  */
 #include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/dtype.h>
@@ -37,7 +36,6 @@ class Writer {
     buf_.append(reinterpret_cast<const char*>(&v), sizeof(T));
   }
   void PutStr(const std::string& s) {
-    // The format counts string bytes in 32 bits; a longer string cannot be written (or read).
     if (s.size() > UINT32_MAX) {
       TVM_FFI_THROW(ValueError) << "cannot save a string of " << s.size()
                                 << " bytes: the format holds strings of at most " << UINT32_MAX;
@@ -69,8 +67,8 @@ void WriteOutputs(Writer* w, const Outputs& outputs) {
   }
 }
 
-/*! \brief A sharded tensor must be bound in that one place: each rank's view of it replaces the
- *         whole tensor there, which the other places of a tied tensor would not see. */
+/*! \brief A sharded tensor must be bound in one place only: each rank's view replaces the whole
+ *         tensor there, which a tensor's other places would not see. */
 void CheckShardsUntied(const std::vector<FunctionRecord>& functions,
                        const std::vector<std::vector<int64_t>>& numbers) {
   std::map<int64_t, int> places;
@@ -105,8 +103,7 @@ const Shard* StoredShard(const FunctionRecord& fn, int64_t position) {
   return nullptr;
 }
 
-/*! \brief The shards of one function (checked when they were bound), each with
- *         the hash of every rank's byte range of its tensor. */
+/*! \brief The shards of one function (checked at bind), each with every rank's range's hash. */
 void WriteShards(Writer* w, const FunctionRecord& fn) {
   w->Put<uint32_t>(static_cast<uint32_t>(fn.shards.size()));
   for (const Shard& s : fn.shards) {
@@ -181,7 +178,7 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
     if (!region->weights_file.empty()) w.PutStr(region->weights_file);
   }
 
-  // The format stores text as UTF-8 and the reader checks it: refuse anything else here.
+  // The reader refuses text that is not UTF-8: so does the writer.
   auto utf8 = [](const FunctionRecord& fn, const ffi::String& text, const char* what) {
     if (!IsValidUtf8(text.data(), text.size())) {
       TVM_FFI_THROW(ValueError) << "cannot save function '" << fn.name << "': its " << what
@@ -273,7 +270,7 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
   }
   const size_t meta_size = w.size() - kHeaderSize;
   if (region) {
-    // Offsets count from the region's start; the payloads are written by WriteRegion.
+    // Offsets from the region's start; WriteRegion writes the payloads.
     size_t end = kRegionHeaderSize;
     if (region->hashes_given && !region->hashes.empty() &&
         region->hashes.size() != tensors.size()) {
@@ -330,7 +327,7 @@ struct TensorIdentity {
 
   explicit TensorIdentity(const ffi::Tensor& tensor) {
     const DLTensor* t = tensor.GetDLTensorPtr();
-    object = t->data == nullptr ? static_cast<const void*>(t) : nullptr;  // its object
+    object = t->data == nullptr ? static_cast<const void*>(t) : nullptr;
     data = t->data;
     byte_offset = t->byte_offset;
     device_type = t->device.device_type;

@@ -2,8 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file storage/appended_region.cc
- * \brief The appended payload region and its trailer (storage/appended_region.h): writing them,
- *        and finding them in a library file.
+ * \brief Writing and locating the appended payload region and its trailer.
  */
 #include "storage/appended_region.h"
 
@@ -29,8 +28,7 @@ namespace {
 
 constexpr char kTrailerMagic[8] = {'T', 'V', 'M', 'P', 'T', 'R', 'L', 'R'};
 
-/*! \brief Positioned writes into an open file, every failure naming the file and the system's
- *         error (ENOSPC: "No space left on device", EFBIG: "File too large"). */
+/*! \brief Positioned writes to a file; every failure names the file and the system's error. */
 class FileWriter {
  public:
   FileWriter(const std::string& path, int flags, const char* what) : path_(path), what_(what) {
@@ -53,7 +51,7 @@ class FileWriter {
       Put(zeros, static_cast<size_t>(std::min<uint64_t>(target - at_, sizeof(zeros))));
   }
   void Close() {
-    // A delayed write error (a network file system, a quota) shows here.
+    // Delayed write errors (network file systems, quotas) surface here.
     if (close(fd_.release()) != 0) Fail("closing failed:");
   }
   uint64_t at() const { return at_; }
@@ -158,7 +156,7 @@ std::vector<uint64_t> AppendRegion(const std::vector<format::FunctionRecord>& fu
     hash::Hasher hasher;
     size_t done = 0;  // of this payload: progress each kChunk bytes, and at its end
     format::ForEachStoredPiece(tensors[k], nbytes, shards[k], [&](const char* data, size_t n) {
-      for (size_t piece = 0; piece < n; piece += kPiece) {  // hashed, then written while cached
+      for (size_t piece = 0; piece < n; piece += kPiece) {
         const size_t m = std::min(kPiece, n - piece);
         hasher.Update(data + piece, m);
         out.Put(data + piece, m);
@@ -181,7 +179,7 @@ void WriteRegion(const std::vector<format::FunctionRecord>& functions,
   const std::vector<ffi::Tensor> tensors = format::PayloadTensors(functions);
   const std::vector<const format::Shard*> shards = format::PayloadShards(functions);
   FileWriter out(path, O_WRONLY | O_CREAT | O_TRUNC, "writing the payload region");
-  out.PadTo(lead);  // room for what comes before the region
+  out.PadTo(lead);
   const std::string header = format::EncodeRegionHeader(format::RegionSize(tensors), region.link);
   out.Put(header.data(), header.size());
   for (size_t k = 0; k < tensors.size(); ++k) {

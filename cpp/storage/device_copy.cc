@@ -2,8 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file storage/device_copy.cc
- * \brief Copying a payload into a device tensor in pieces, through pinned staging buffers where
- *        the runtime offers them (storage/device_copy.h).
+ * \brief Copying a payload into a device tensor in pieces (storage/device_copy.h).
  */
 #include "storage/device_copy.h"
 
@@ -54,7 +53,6 @@ ffi::Function RuntimeGlobal(const char* name) {
   return *f;
 }
 
-/*! \brief The device type of pinned host memory for `device`'s type, or -1 where there is none. */
 int32_t PinnedHostType(DLDevice device) {
   switch (device.device_type) {
     case kDLCUDA:
@@ -85,7 +83,6 @@ struct FlatBytes {
   DLTensor t;
 };
 
-/*! \brief Two staging buffers of `size` bytes each. */
 struct StagingBuffers {
   ffi::Tensor buffer[2];
   uint64_t size = 0;
@@ -103,12 +100,9 @@ StagingBuffers Allocate(DLDevice device, uint64_t size) {
   return out;
 }
 
-/*!
- * \brief The pinned staging buffers kept for the process, at most one pair per kind of pinned
- *        memory: allocating pinned memory costs more than copying a piece through it, so every
- *        copy reuses them. A copy takes the pair while it runs (another copy at the same time
- *        allocates its own); when both come back the larger is kept.
- */
+/*! \brief Pinned staging buffers kept for the process, at most one pair per pinned memory kind.
+ *         A copy takes the pair while it runs (a concurrent copy allocates its own); of two
+ *         pairs given back, the larger is kept. */
 class PinnedCache {
  public:
   /*! \brief Never destroyed: freeing pinned memory after the runtime is gone at exit crashes. */
@@ -163,10 +157,8 @@ class PinnedCache {
   std::vector<StagingBuffers> free_;
 };
 
-/*!
- * \brief Host memory copied by several threads, the calling one among them. The workers live as
- *        long as the object (one payload) and wait between pieces.
- */
+/*! \brief memcpy split over several threads, the caller's included; the workers live as long as
+ *         the object (one payload) and wait between pieces. */
 class ParallelCopy {
  public:
   explicit ParallelCopy(int threads) {
@@ -267,7 +259,7 @@ class PageReleaser {
     if (!enabled_) return;
     const uintptr_t upto = (base_ + end) / page_ * page_;
     if (upto <= done_) return;
-    // Advice: where the system refuses it, the pages are merely held until the mapping goes.
+    // Best effort: if refused, the pages merely stay until the mapping goes.
     if (madvise(reinterpret_cast<void*>(done_), upto - done_, MADV_DONTNEED) == 0) {
       released_ += upto - done_;
     }

@@ -3,34 +3,22 @@
 /*!
  * \file storage/device_copy.h
  * \brief Internal: copying a payload from host memory (a private mapping of an artifact or a
- *        weights file) into a tensor on a device, in pieces.
+ *        weights file) into a device tensor, in pieces.
  *
- * One call of TVM's copy for a whole payload copies from pageable memory, which the driver
- * stages through buffers of its own, and faults every page of the mapping in before the mapping
- * is let go. `CopyToDevice` copies in pieces (16 MiB by default) instead:
- *
- * - pinned staging: where the runtime offers pinned host memory for the destination's device
- *   (TVM's `cuda_host` and `rocm_host` allocations, through `runtime.TVMTensorAllocWithScope`),
- *   each piece is read from the source into one of two staging buffers there, by several
- *   threads, and copied from it to the device with `runtime.TVMTensorCopyFromTo`. The copy of a
- *   piece is issued before the next piece is read into the other buffer, and waited for
- *   (`runtime.Device_StreamSync` on the default stream) after: where the runtime's copy is
- *   asynchronous (CUDA: `cudaMemcpyAsync` from pinned memory) reading and transfer overlap;
- *   where it blocks (ROCm without a stream) the pieces go one after the other. The two buffers
- *   are kept for the process and reused by every later copy (allocating pinned memory costs
- *   more than copying a piece), so host memory held after a load is these 2 x 16 MiB.
- * - direct: without pinned memory (or for a payload of one piece), each piece is copied from
- *   the source itself, and waited for.
- *
- * With `release_source`, the whole pages of the source are released (`madvise(MADV_DONTNEED)`)
- * as soon as they have been read, so a load holds one piece of the mapping at a time, not the
- * whole payload. Only for a private mapping of a file that nothing has written to: there, a
- * released page is read again from the file if touched; in other memory it would read zeros.
- *
- * The defaults are not tuned on a device (none was lent when this was written);
- * benchmarks/bench_gpu_load.py measures them against alternatives set through the environment:
- * `TVM_PARTIAL_COPY_STAGING` (auto, pinned, direct, host), `TVM_PARTIAL_COPY_CHUNK_MIB` (0: one
- * piece), `TVM_PARTIAL_COPY_THREADS` (threads reading a piece into staging).
+ * One TVM copy of a whole payload goes through the driver's pageable staging and faults in the
+ * whole mapping. `CopyToDevice` copies pieces (16 MiB by default) instead:
+ * - pinned (where TVM has pinned host memory for the device: `cuda_host`, `rocm_host`): threads
+ *   read each piece into one of two staging buffers; its copy is issued before the next piece is
+ *   read into the other, then synced: async copies (CUDA) overlap reading and transfer, blocking
+ *   ones (ROCm without a stream) take turns. The buffers are kept for reuse (allocating pinned
+ *   memory costs more than a copy): 2 x 16 MiB stay held.
+ * - direct: otherwise, or for one piece, each piece is copied from the source and synced.
+ * `release_source` drops pages once read (`madvise(MADV_DONTNEED)`) so a load holds one piece of
+ * the mapping. Only for an unwritten private file mapping, whose dropped pages are read again
+ * from the file if touched (other memory would read zeros).
+ * The defaults were measured once on an H200 (docs/benchmarks.md: 16 MiB pinned pieces beat one
+ * direct copy; 1 and 8 fill threads were timed, not 4); benchmarks/bench_gpu_load.py compares the
+ * TVM_PARTIAL_COPY_* alternatives.
  */
 #ifndef TVM_PARTIAL_STORAGE_DEVICE_COPY_H_
 #define TVM_PARTIAL_STORAGE_DEVICE_COPY_H_
@@ -61,11 +49,8 @@ struct DeviceCopyOptions {
   /*! \brief Release the source's pages once read (a private file mapping only; see above). */
   bool release_source = false;
 
-  /*!
-   * \brief The defaults, overridden by TVM_PARTIAL_COPY_STAGING, TVM_PARTIAL_COPY_CHUNK_MIB and
-   *        TVM_PARTIAL_COPY_THREADS where they are set; fill_threads at most the machine's cores.
-   * \throws ValueError naming the variable whose value is not one of those allowed.
-   */
+  /*! \brief The defaults, overridden by TVM_PARTIAL_COPY_STAGING, _CHUNK_MIB and _THREADS where
+   *         set; fill_threads capped at the core count. \throws ValueError naming a bad one. */
   static DeviceCopyOptions FromEnvironment(bool release_source);
 
   /*! \brief "auto", "pinned", "direct" or "host"; \throws ValueError naming `what` otherwise. */
@@ -80,13 +65,10 @@ struct DeviceCopyStats {
   int fill_threads = 1;         // threads that read into staging
 };
 
-/*!
- * \brief Copy the `nbytes` bytes at `src` (host memory) into the contiguous tensor `dst` (any
- *        device TVM's runtime copies to, the CPU included), through the staging `options` say.
- * \throws ValueError when `dst` is not contiguous or does not hold `nbytes` bytes, or staging is
- *         kPinned and the runtime offers no pinned memory for `dst`'s device; RuntimeError when
- *         TVM's runtime is not loaded; the runtime's error when a copy fails.
- */
+/*! \brief Copy `nbytes` at `src` (host memory) into the contiguous tensor `dst` on any device TVM
+ *         copies to (CPU included), staged as `options` say. \throws ValueError when `dst` is not
+ *         contiguous or not `nbytes` long, or kPinned finds no pinned memory; RuntimeError without
+ *         TVM's runtime; the runtime's error when a copy fails. */
 DeviceCopyStats CopyToDevice(const char* src, uint64_t nbytes, const ffi::Tensor& dst,
                              const DeviceCopyOptions& options);
 

@@ -26,7 +26,6 @@ namespace storage {
 
 namespace {
 
-/*! \brief What a file that is not a regular file is, for messages. */
 const char* KindOf(mode_t mode) {
   if (S_ISDIR(mode)) return "a folder";
   if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
@@ -41,8 +40,7 @@ const char* KindOf(mode_t mode) {
   TVM_FFI_UNREACHABLE();
 }
 
-/*! \brief A File over `fd`, which it now owns: refused unless it is a regular file (fstat of the
- *         open file, so what was opened is what is checked). */
+/*! \brief A File owning `fd`; refused unless fstat of the open file says it is regular. */
 std::shared_ptr<File> FromOwnedFd(UniqueFd fd, const std::string& path, const char* what) {
   struct stat st;
   if (fstat(fd.get(), &st) != 0) {
@@ -70,8 +68,8 @@ std::shared_ptr<File> OpenRegular(const std::string& path, const char* what) {
                                 << std::strerror(errno);
   }
   if (!S_ISREG(st.st_mode)) NotRegular(path, what, st.st_mode);
-  // O_NONBLOCK: should the path be swapped for a FIFO in between, open() still returns at once,
-  // and fstat below refuses it. It does not change reads of a regular file.
+  // O_NONBLOCK: if the path is swapped for a FIFO meanwhile, open() still returns and fstat
+  // refuses it. Reads of a regular file are unaffected.
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
     if (errno == ENOENT) {

@@ -2,14 +2,12 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file storage/file.h
- * \brief Internal: the files tvm-partial reads (artifacts, weights files): opened only when they
- *        are regular files, read with exact positioned reads, mapped privately.
+ * \brief Internal: the files tvm-partial reads (artifacts, weights files): regular files only,
+ *        exact positioned reads, private mappings.
  *
- * Everything that opens a file for reading goes through `OpenRegular`, so a FIFO, a device or a
- * folder is refused with an error that names it instead of blocking `open()` forever or reading
- * something that is not a file. Mappings are `MAP_PRIVATE`: pages are read when first touched,
- * and a kernel writing into a bound tensor gets a private copy of the page; the file never
- * changes.
+ * Every open for reading goes through `OpenRegular`, so a FIFO, device or folder is refused by
+ * name instead of blocking `open()` forever. Mappings are `MAP_PRIVATE`: pages are read on first
+ * touch, a kernel writing into a bound tensor gets a private copy; the file never changes.
  */
 #ifndef TVM_PARTIAL_STORAGE_FILE_H_
 #define TVM_PARTIAL_STORAGE_FILE_H_
@@ -42,7 +40,6 @@ class UniqueFd {
   UniqueFd(const UniqueFd&) = delete;
   UniqueFd& operator=(const UniqueFd&) = delete;
   int get() const { return fd_; }
-  /*! \brief Give up ownership: the caller closes the descriptor. */
   int release() {
     const int fd = fd_;
     fd_ = -1;
@@ -57,38 +54,29 @@ class UniqueFd {
   int fd_ = -1;
 };
 
-/*! \brief An open regular file: the descriptor, the path it was opened by, and its size then. */
+/*! \brief An open regular file. */
 struct File {
   UniqueFd fd;
   std::string path;   // as given (for messages)
   uint64_t size = 0;  // at open time
 };
 
-/*!
- * \brief Open `path` for reading when it is a regular file (symlinks followed).
- * \param what How messages name it: "weights file", "artifact".
- * \throws FileNotFoundError when it does not exist; ValueError when it is a folder, a FIFO, a
- *         device or a socket (checked before the file is opened, so opening never blocks);
- *         RuntimeError naming the system's error otherwise.
- */
+/*! \brief Open `path` (symlinks followed) for reading if it is a regular file; `what` names it in
+ *         messages ("weights file", "artifact"). \throws FileNotFoundError when missing;
+ *         ValueError for a folder, FIFO, device or socket (checked before opening, so opening
+ *         never blocks); RuntimeError with the system's error otherwise. */
 std::shared_ptr<File> OpenRegular(const std::string& path, const char* what);
 
 /*! \brief The regular file open at descriptor `fd` (a copy of it is kept), named `path` in
  *         messages. \throws ValueError when it is not a regular file. */
 std::shared_ptr<File> FromDescriptor(int fd, const std::string& path, const char* what);
 
-/*!
- * \brief Read exactly `size` bytes at `offset` of `file` into `out`.
- * \return false when the file ends first (it is shorter than it was, or than its metadata says).
- * \throws RuntimeError naming the file and the system's error when the read fails.
- */
+/*! \brief Read exactly `size` bytes at `offset` into `out`; false if the file ends first (it
+ *         shrank, or is shorter than its metadata says). \throws RuntimeError naming the file. */
 bool ReadAt(const File& file, uint64_t offset, size_t size, char* out);
 
-/*!
- * \brief Write all `size` bytes of `data` at `offset` of the open file `fd` (the one write loop:
- *        retried on EINTR, in steps of at most 1 GiB).
- * \return false with errno set when a write fails (ENOSPC when one makes no progress).
- */
+/*! \brief Write all of `data` at `offset` of `fd` (retrying EINTR, at most 1 GiB per call);
+ *         false with errno set on failure (ENOSPC when a write makes no progress). */
 bool WriteAt(int fd, const char* data, size_t size, uint64_t offset);
 
 /*! \brief A private mapping of part of a file, kept alive by `keepalive`. */
@@ -98,25 +86,17 @@ struct Mapping {
   std::shared_ptr<void> keepalive;  // unmaps when the last holder lets go
 };
 
-/*!
- * \brief Map `size` bytes of `file` from `offset` privately (read-write, copy-on-write), `offset`
- *        need not be page-aligned. `size` must lie inside the file as opened.
- * \throws ValueError when the range runs past the end of the file; RuntimeError when mmap fails.
- */
+/*! \brief Map `size` bytes of `file` at `offset` (any alignment) privately: read-write, COW.
+ *         \throws ValueError when past the file's size at open; RuntimeError (MemoryError when
+ *         out of address space) if mmap fails. */
 Mapping MapPrivate(const File& file, uint64_t offset, uint64_t size);
 
-/*!
- * \brief Read the pages of `size` bytes at `data` (inside a file mapping) into memory now, so
- *        the first call does not fault them in: `madvise(MADV_POPULATE_READ)` where the kernel
- *        has it (Linux 5.14), else one read per page. Nothing is copied: the pages are the file's.
- */
+/*! \brief Fault in the pages of `size` bytes at `data` (a file mapping) now, not at the first
+ *         call: `madvise(MADV_POPULATE_READ)` (Linux 5.14+), else one read per page. No copy. */
 void Prefault(const char* data, size_t size);
 
-/*!
- * \brief Whether loads prefault the host views of their file payloads (`TVM_PARTIAL_PREFAULT=1`,
- *        for latency-sensitive serving; unset or 0: pages are read when first touched).
- * \throws ValueError for another value, naming the variable.
- */
+/*! \brief Whether loads prefault host views of file payloads: `TVM_PARTIAL_PREFAULT=1` (for
+ *         latency-sensitive serving); unset or 0: no. \throws ValueError for any other value. */
 bool PrefaultFromEnvironment();
 
 /*! \brief The absolute path of the file `file` has open (symlinks resolved), or its path made

@@ -2,9 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file storage/loaded_library.cc
- * \brief The file a loaded library module was mapped from, and loading a file so that it is
- *        (storage/loaded_library.h). The global the re-export asks (LoadedLibraryFile) is
- *        registered in load.cc, beside the descriptor its loader keeps.
+ * \brief The file a loaded library module was mapped from (storage/loaded_library.h). The
+ *        LoadedLibraryFile global is registered in load.cc, beside its loader's descriptor.
  */
 #include "storage/loaded_library.h"
 
@@ -47,8 +46,8 @@ struct Segments {
   std::vector<ElfW(Phdr)> loads;  // its PT_LOAD program headers
 };
 
-// Runs with the loader's lock held: no dlopen, dlsym or dlclose here (another thread's dlopen
-// waits for that lock while holding its own, and the two would deadlock). Only copy.
+// Runs under the loader's lock: no dlopen, dlsym or dlclose here (they would deadlock with
+// another thread's dlopen). Only copy.
 int CollectSegments(struct dl_phdr_info* info, size_t, void* data) {
   auto* want = static_cast<Segments*>(data);
   if (info->dlpi_addr != want->base || info->dlpi_name == nullptr ||
@@ -61,8 +60,7 @@ int CollectSegments(struct dl_phdr_info* info, size_t, void* data) {
   return 1;
 }
 
-/*! \brief A reference to the loaded object that holds `address`, proven to be that object:
- *         the loader resolves `symbol` in it to `address`. */
+/*! \brief A loaded object found by ObjectAt, with a reference that keeps it loaded. */
 struct Object {
   void* handle = nullptr;  // dlopen(RTLD_NOLOAD) reference, released by the destructor
   struct link_map* map = nullptr;
@@ -92,8 +90,7 @@ struct Object {
   }
 };
 
-/*! \brief Fill `out` when `address` is `symbol` of a loaded object, as the loader resolves it in
- *         that very object. */
+/*! \brief Fill `out` if `address` is `symbol` as the loader resolves it in its own object. */
 bool ObjectAt(const void* address, const char* symbol, Object* out) {
   Dl_info info{};
   struct link_map* map = nullptr;
@@ -118,17 +115,15 @@ bool ObjectAt(const void* address, const char* symbol, Object* out) {
   return !out->segments.loads.empty();
 }
 
-/*! \brief The address the library module's function `name` calls: tvm-ffi wraps the symbol
- *         `__tvm_ffi_<name>` it resolved in the module's own library. Candidates are where tvm-ffi
- *         keeps it (the function's safe_call, or the first word it captures); the caller accepts
- *         one only when the loader resolves the symbol to it. */
+/*! \brief Where tvm-ffi may keep the address of the `__tvm_ffi_<name>` symbol `f` wraps (its
+ *         safe_call, or the first word it captures); the caller accepts one only if the loader
+ *         resolves the symbol to it. */
 std::vector<const void*> Candidates(const ffi::Function& f) {
   const ffi::FunctionObj* obj = f.operator->();
   return {reinterpret_cast<const void*>(obj->safe_call),
           *reinterpret_cast<const void* const*>(obj + 1)};
 }
 
-/*! \brief Whether `size` bytes of `file` at `offset` are the `size` bytes at `memory`. */
 bool SameBytes(const File& file, uint64_t offset, const char* memory, uint64_t size) {
   constexpr size_t kChunk = size_t{1} << 20;
   std::vector<char> buffer(static_cast<size_t>(std::min<uint64_t>(size, kChunk)));
@@ -143,10 +138,9 @@ bool SameBytes(const File& file, uint64_t offset, const char* memory, uint64_t s
   return true;
 }
 
-/*! \brief The inode of the file this process maps at `address` (/proc/self/maps: the mapping
- *         itself, whatever names the file has now); nullopt when it cannot be read. Only the
+/*! \brief The inode this process maps at `address` (/proc/self/maps), or nullopt. Only the
  *         inode is compared, not the device: on overlay file systems the mapping names the
- *         underlying device while stat names the overlay's. */
+ *         underlying device, stat the overlay's. */
 std::optional<uint64_t> MappedInode(const void* address) {
   std::FILE* maps = std::fopen("/proc/self/maps", "re");
   if (maps == nullptr) return std::nullopt;
@@ -171,8 +165,7 @@ std::optional<uint64_t> MappedInode(const void* address) {
   return out;
 }
 
-/*! \brief A library module's loaded object and where its embedded blob lies, in memory and in
- *         the file, with the inode the process maps it from. */
+/*! \brief A library module's object, its blob's place in memory and file, the mapped inode. */
 struct Blob {
   Object object;
   const char* address = nullptr;
@@ -181,8 +174,7 @@ struct Blob {
   std::optional<uint64_t> inode;
 };
 
-/*! \brief Fill `blob` from the library module `library`; false when its object cannot be told
- *         apart. */
+/*! \brief Fill `blob` from `library`; false when its object cannot be told apart. */
 bool FindBlob(const ffi::Module& library, Blob* blob) {
   if (std::strcmp(library->kind(), "library") != 0) {
     TVM_FFI_THROW(TypeError) << "expected a module loaded from a shared library (kind 'library'), "
@@ -208,9 +200,8 @@ bool FindBlob(const ffi::Module& library, Blob* blob) {
   return false;
 }
 
-/*! \brief Whether `file` is the one `blob` was mapped from: the very inode the process maps
- *         (a copy, or a new file renamed over the path, is another inode even with equal bytes)
- *         and, where the blob lies, the very bytes (a file written over in place). */
+/*! \brief Whether `file` is the one `blob` was mapped from: the mapped inode (a copy, or a file
+ *         renamed over the path, is another) holding the blob's very bytes (not written over). */
 bool IsMappedFile(const File& file, const Blob& blob) {
   struct stat st{};
   return blob.inode.has_value() && fstat(file.fd.get(), &st) == 0 &&
@@ -241,9 +232,8 @@ void RequireBlob(const ffi::Module& library, Blob* blob) {
   }
 }
 
-/*! \brief Before TVM's loader decodes the embedded module blob of the object `handle` opened
- *         (the one it reads: dlsym on the same handle): the blob lies in that object's file and
- *         is a whole module tree. */
+/*! \brief Check, before TVM decodes it, that the blob `handle`'s object holds (dlsym on the
+ *         handle TVM reads through) lies in that object's file and is a whole module tree. */
 void CheckBlobOf(void* handle, const std::string& path) {
   const char* blob = static_cast<const char*>(dlsym(handle, kBinSymbol));
   if (blob == nullptr) return;  // no embedded modules: TVM makes the library module alone
@@ -261,8 +251,7 @@ void CheckBlobOf(void* handle, const std::string& path) {
   CheckModuleTree(blob + 8, length, path);
 }
 
-/*! \brief Whether the loader never unloads the object of `map` (linked with -z nodelete, as
- *         self-contained artifacts are). */
+/*! \brief Whether `map`'s object is never unloaded (-z nodelete, as self-contained artifacts). */
 bool NeverUnloaded(const struct link_map* map) {
   for (const ElfW(Dyn)* d = map->l_ld; d != nullptr && d->d_tag != DT_NULL; ++d) {
     if (d->d_tag == DT_FLAGS_1) return (d->d_un.d_val & DF_1_NODELETE) != 0;
@@ -294,27 +283,26 @@ LoadedLibrary OpenLoadedLibrary(const ffi::Module& library, const std::shared_pt
 std::shared_ptr<void> ShareLoadedObject(const ffi::Module& library) {
   Blob blob;
   if (!FindBlob(library, &blob)) return nullptr;
-  // Keyed by the object's link map; an entry lives as long as a share in it does (an object is
-  // unloaded only after every library module made from it, each holding a reference, is freed).
+  // Keyed by link map, valid while a share lives: an object is unloaded only after all its
+  // library modules (each holding a reference) are freed.
   static std::mutex mu;
   static auto* objects = new std::map<const void*, std::weak_ptr<ffi::Module>>();
   std::lock_guard<std::mutex> lock(mu);
   std::weak_ptr<ffi::Module>& entry = (*objects)[blob.object.map];
   std::shared_ptr<ffi::Module> first = entry.lock();
   if (first == nullptr) {
-    for (auto it = objects->begin(); it != objects->end();) {  // drop entries that expired
+    for (auto it = objects->begin(); it != objects->end();) {
       it = it->second.expired() && it->first != blob.object.map ? objects->erase(it) : ++it;
     }
     first = std::make_shared<ffi::Module>(library);
     entry = first;
-    // An object never unloaded keeps what its code cached after every load is freed (a later
-    // load of it would reach the freed functions): its first module is kept as long.
+    // A never-unloaded object keeps its cached functions after every load is freed (a later load
+    // would reach them): keep its first module as long.
     static auto* kept = new std::vector<std::shared_ptr<ffi::Module>>();
     if (NeverUnloaded(blob.object.map)) kept->push_back(first);
   }
-  // TVM's loader pointed the object's context at `library`; back to the first, which lives as
-  // long as any share does, so that every function the code caches is that module's. Written
-  // only when it differs: the write costs a first load about 250 KiB of resident memory.
+  // Point the context back at the first module (see the header). Written only when it differs:
+  // the write costs a first load about 250 KiB of resident memory.
   auto** context =
       static_cast<const void**>(dlsym(blob.object.handle, ffi::symbol::tvm_ffi_library_ctx));
   if (context != nullptr && *context != first->get()) *context = first->get();
@@ -371,8 +359,8 @@ void CheckComplete(const File& file) {
                                 << file.size << "; copy or export it again";
     }
   }
-  // A cut that spares every segment still takes the section header table, which linkers write
-  // last (and the sections it lists): the system's loader would map what is left.
+  // A cut sparing every segment still takes the section header table (linkers write it last)
+  // and the sections it lists; the system's loader would map what is left.
   uint64_t shoff = 0;
   uint16_t shentsize = 0, shnum = 0;
   std::memcpy(&shoff, header + 0x28, 8);
@@ -415,20 +403,19 @@ bool LoadedFrom(const ffi::Module& library, const File& file) {
 
 ffi::Module LoadArtifactFile(const std::shared_ptr<File>& file, const std::string& path,
                              const std::function<bool(const ffi::Module&)>& is_file) {
-  // tvm-ffi's loader of shared libraries, called with the name to dlopen (Module::LoadFromFile
-  // would pick the loader from the name's extension).
+  // Called directly: Module::LoadFromFile would pick the loader by the name's extension.
   static const ffi::Function tvm_load =
       ffi::Function::GetGlobalRequired("ffi.Module.load_from_file.so");
   auto load = [&path](const std::string& name) {
-    // Opened first as tvm-ffi opens it (the same object then): its blob checked before TVM
-    // decodes it. Where the system's loader refuses the file, TVM's loader says why.
+    // Opened as tvm-ffi opens it (so the same object) to check its blob before TVM decodes it.
+    // Where dlopen refuses the file, TVM's loader reports why.
     std::unique_ptr<void, int (*)(void*)> handle(dlopen(name.c_str(), RTLD_LAZY | RTLD_LOCAL),
                                                  dlclose);
     if (handle != nullptr) CheckBlobOf(handle.get(), path);
     try {
       return tvm_load(ffi::String(name), ffi::String("so")).cast<ffi::Module>();
     } catch (const ffi::Error& err) {
-      // The format's reader runs inside TVM's loader, which does not tell it the file: say it.
+      // The format's reader, inside TVM's loader, does not know the file: name it.
       if (err.kind() != "ValueError" || err.message().find(path) != std::string::npos) throw;
       throw ffi::Error(err.kind(), path + ": " + err.message(), err.backtrace());
     }

@@ -5,16 +5,11 @@
  * \brief Internal: which file a loaded library module's code was mapped from, answered by that
  *        module itself, never by process-wide state.
  *
- * A partial module loaded from an artifact reads its external payloads from the artifact's file.
- * That file must be the very one the dynamic loader mapped the code and the embedded module blob
- * from: a process may hold several versions of one artifact (each computes with its own
- * weights), and the path may have been replaced since the loader first mapped it (the loader
- * then returns the object it already has, so the blob being decoded is the old one). So the
- * object is found from the library module (its embedded blob `__tvm_ffi__library_bin`, looked up
- * through the module, checked to be that object's own symbol), the file is opened by the name
- * the loader mapped it under, and it is accepted only when it is the very inode the process maps
- * (/proc/self/maps) and holds, at the blob's place, the very bytes the process has mapped.
- * Otherwise the load is refused, saying what happened.
+ * Payloads must come from the very file the loader mapped the code from: a process may hold
+ * several versions of an artifact, and a replaced path still yields the loader's old object. So
+ * the object is found via the module's embedded blob (`__tvm_ffi__library_bin`, proven its own
+ * symbol), and the file, opened by the loader's name for it, is accepted only if it is the mapped
+ * inode (/proc/self/maps) holding the mapped blob's bytes.
  */
 #ifndef TVM_PARTIAL_STORAGE_LOADED_LIBRARY_H_
 #define TVM_PARTIAL_STORAGE_LOADED_LIBRARY_H_
@@ -36,56 +31,38 @@ namespace ffi = ::tvm::ffi;
 /*! \brief The file a library module was loaded from, opened and proven to be it. */
 struct LoadedLibrary {
   std::shared_ptr<File> file;
-  std::string
-      real_path;  // absolute, symlinks resolved: where a recorded weights file is looked for
+  /*! \brief Absolute, symlinks resolved: where a recorded weights file is looked for. */
+  std::string real_path;
 };
 
-/*!
- * \brief Open the file that `library` (a module of kind "library", as the loader created it)
- *        was mapped from.
- *        `proven`: the file a loader of ours opened and loaded the library from (LoadArtifactFile),
- *        taken when it is the very inode and bytes the process maps; else the file is opened by
- *        the name the system's loader mapped it under and must be that inode.
- * \throws ValueError when the module holds no embedded blob, when its object cannot be told
- *         apart, or when the file was replaced since the process loaded it; FileNotFoundError
- *         when it was removed (or renamed) since.
- */
+/*! \brief Open the file `library` (kind "library") was mapped from: `proven` if given (the file
+ *         LoadArtifactFile loaded), else the file under the name the system's loader mapped;
+ *         either must be the very inode and bytes the process maps. \throws ValueError when the
+ *         module has no embedded blob, its object cannot be told apart, or the file was replaced
+ *         since; FileNotFoundError when it was removed or renamed. */
 LoadedLibrary OpenLoadedLibrary(const ffi::Module& library,
                                 const std::shared_ptr<File>& proven = nullptr);
 
-/*!
- * \brief Refuse `file` unless it is a 64-bit little-endian ELF file no shorter than its ELF
- *        header says (its segments, its section header table and the sections it lists): the
- *        system's loader maps segments past the end of a file cut short, and the process dies of
- *        SIGBUS when they are touched; a cut that spares the segments is still not the file.
- *        Every loader of ours checks it before the system's loader runs (Python's `load` asks it
- *        too), and `inspect` and `verify` (inspect.cc) before they read it.
- * \throws ValueError naming the file and what is wrong.
- */
+/*! \brief Refuse `file` unless it is a 64-bit little-endian ELF no shorter than its headers say
+ *         (segments, section table, listed sections): the loader maps segments past a truncated
+ *         file's end, and touching them raises SIGBUS. Run before the system's loader (by every
+ *         loader, Python's `load` too) and before inspect/verify read a file.
+ *         \throws ValueError naming the file and what is wrong. */
 void CheckComplete(const File& file);
 
-/*!
- * \brief Refuse TVM's embedded module blob `data` (`size` bytes, after its u64 length) unless it
- *        is a whole module tree: TVM's loader trusts the counts, lengths and indices it records
- *        (a count is allocated, an import index read from its list unchecked). Every loader of
- *        ours checks it after the system's loader maps the file, before TVM decodes the blob
- *        (storage/module_tree.cc).
- * \throws ValueError naming `path` and what is wrong.
- */
+/*! \brief Refuse TVM's embedded module blob `data` (`size` bytes after its u64 length) unless it
+ *         is a whole module tree, as TVM's loader trusts its counts, lengths and import indices.
+ *         Run after the system's loader maps the file, before TVM decodes the blob.
+ *         \throws ValueError naming `path` and what is wrong. */
 void CheckModuleTree(const char* data, uint64_t size, const std::string& path);
 
-/*!
- * \brief Load the library `file` (opened from `path`), the artifact the path holds now, with the
- *        system's loader, which answers a name it has seen with the object it has: under
- *        `path`; where that gives another file's object (`is_file` says no: a version the path
- *        held before, known to the loader by that name or as an alias), under a name no object
- *        answers to (a new symlink to the descriptor, removed once loaded). A file the process
- *        maps already under another name (a rename) is the object it has. The caller keeps `file`
- *        for the payloads.
- * \throws ValueError when neither name gives this file's object, when its embedded module tree
- *         is damaged (CheckModuleTree), or from the decoding of its modules (the format's
- *         reader), with `path` in front where the message does not name it.
- */
+/*! \brief Load `file` (opened from `path`) with the system's loader, which answers a name it has
+ *         seen with the object it has: first under `path`; if that gives another file's object
+ *         (`is_file` false: an earlier version, by that name or an alias), under a fresh name (a
+ *         temporary symlink to the descriptor). A file already mapped under another name (a
+ *         rename) is that object. The caller keeps `file` for the payloads.
+ *         \throws ValueError when neither name gives this file's object, its module tree is
+ *         damaged (CheckModuleTree), or decoding fails; prefixed with `path` if not named. */
 ffi::Module LoadArtifactFile(const std::shared_ptr<File>& file, const std::string& path,
                              const std::function<bool(const ffi::Module&)>& is_file);
 
@@ -93,23 +70,18 @@ ffi::Module LoadArtifactFile(const std::shared_ptr<File>& file, const std::strin
  *         library without an embedded blob (no bindings of ours to prove). */
 bool LoadedFrom(const ffi::Module& library, const File& file);
 
-/*!
- * \brief A share in the first library module made from `library`'s object, held by each partial
- *        module over it. The object is one per file in a process (a second load of the file gets
- *        it again) and its code is shared state: TVM's loader points the object's context at the
- *        latest library module made from it, and the host code caches, in the object, each
- *        function it looks up through that context (a device kernel, a global), owned by that
- *        module. Were that module freed, the others' calls would reach a dangling function (a
- *        GPU kernel: CUDA_ERROR_INVALID_HANDLE, or a crash). So the context is pointed back at
- *        the first module, which lives while any share does (for an object never unloaded,
- *        -z nodelete as self-contained artifacts are, as long as the process). Null when the
- *        object cannot be told (no embedded blob).
- */
+/*! \brief A share in the first library module made from `library`'s object, held by each partial
+ *         module over it. The object is one per file per process: TVM's loader points its context
+ *         at the latest library module, and host code caches in the object each function (kernel,
+ *         global) it looks up there, owned by that module; were it freed, other modules' calls
+ *         would reach dangling functions (CUDA_ERROR_INVALID_HANDLE, or a crash). So the context
+ *         is pointed back at the first module, which lives while any share does (for a -z
+ *         nodelete object, as self-contained artifacts are, for the process). Null without an
+ *         embedded blob. */
 std::shared_ptr<void> ShareLoadedObject(const ffi::Module& library);
 
-/*! \brief Whether the file `library` was mapped from now holds something else (proven: it is
- *         there, and differs where the embedded blob lies); false when it is the same, was
- *         removed, or cannot be told. */
+/*! \brief Whether `library`'s file provably holds something else now (present, differing at
+ *         the embedded blob); false when the same, removed, or unknown. */
 bool WasReplaced(const ffi::Module& library);
 
 }  // namespace storage

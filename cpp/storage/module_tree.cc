@@ -2,9 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file storage/module_tree.cc
- * \brief TVM's embedded module blob, one parser for both readers (storage/module_tree.h): the
- *        loaders' check in memory (CheckModuleTree) and an artifact's file read without loading
- *        it (inspect, verify); and the one module a zero-copy export rewrites in place.
+ * \brief TVM's embedded module tree: parsing it, finding it in an ELF file, rewriting one module
+ *        in place (storage/module_tree.h).
  */
 #include "storage/module_tree.h"
 

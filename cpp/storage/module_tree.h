@@ -2,11 +2,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file storage/module_tree.h
- * \brief Internal: TVM's embedded module blob (`__tvm_ffi__library_bin`) read two ways with one
- *        parser: in memory, as the system's loader mapped it (the loaders' check before TVM
- *        decodes it, CheckModuleTree in storage/loaded_library.h), and from an artifact's file
- *        without loading it (inspect, verify, the update of a loaded artifact): the ELF section
- *        tables' symbols and the modules the blob holds.
+ * \brief Internal: TVM's embedded module blob (`__tvm_ffi__library_bin`), one parser for two
+ *        readers: in memory as the system's loader mapped it (CheckModuleTree), and from an
+ *        artifact's file via its ELF symbol tables, without loading it (inspect, verify, update).
  */
 #ifndef TVM_PARTIAL_STORAGE_MODULE_TREE_H_
 #define TVM_PARTIAL_STORAGE_MODULE_TREE_H_
@@ -32,12 +30,9 @@ struct EmbeddedModule {
   uint64_t size = 0;
 };
 
-/*!
- * \brief The modules of a tree of `size` bytes, whose bytes `read(pos, n, out)` copies (`pos`
- *        counts from the tree's start, within `size`); offsets count from the tree's start too.
- *        The whole tree is checked: the counts, lengths and import indices TVM's loader trusts.
- * \throws ValueError naming `path`: "the embedded module blob is damaged: ...".
- */
+/*! \brief The modules of a `size`-byte tree read through `read(pos, n, out)` (`pos` and the
+ *         offsets returned count from the tree's start), checking every count, length and import
+ *         index TVM's loader trusts. \throws ValueError naming `path` ("... is damaged: ..."). */
 std::vector<EmbeddedModule> ParseModuleTree(
     const std::function<void(uint64_t pos, uint64_t n, char* out)>& read, uint64_t size,
     const std::string& path);
@@ -50,21 +45,15 @@ struct LibraryModules {
   std::vector<EmbeddedModule> modules;
 };
 
-/*!
- * \brief Read `file` as a 64-bit little-endian ELF library, without loading it: its embedded
- *        module blob (found through the section tables' symbols) and the modules it holds.
- * \throws ValueError naming the file: not an ELF library, no section table (stripped), no
- *         embedded blob, or any table, symbol or count that runs past its end.
- */
+/*! \brief Read `file` (64-bit little-endian ELF) without loading it: its embedded blob, found via
+ *         the section tables' symbols, and the blob's modules. \throws ValueError naming the file:
+ *         not ELF, no section table (stripped), no blob, or anything running past its end. */
 LibraryModules ReadLibraryModules(const File& file);
 
-/*!
- * \brief Write `now` over the one embedded module of `kind` in the library at `path` whose
- *        bytes are `was` (same length): how a zero-copy export records the payload hashes, known
- *        only once the payloads are appended after linking. Other modules of that kind (partial
- *        modules imported into the exported one) are left as they are.
- * \throws RuntimeError naming the file when no single module holds `was`, or a write fails.
- */
+/*! \brief Overwrite with `now` the one embedded module of `kind` in the library at `path` whose
+ *         bytes are `was` (same length): how a zero-copy export records payload hashes, known
+ *         only after linking. Other modules of that kind (imported partial modules) are untouched.
+ *         \throws RuntimeError naming the file when no single module holds `was`, or on write. */
 void ReplaceEmbeddedModule(const std::string& path, const std::string& kind, const std::string& was,
                            const std::string& now);
 

@@ -2,8 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file storage/payload_source.cc
- * \brief Where the payloads of a partial module's bytes lie, and the tensors built from them
- *        (storage/payload_source.h).
+ * \brief Locating payloads and building tensors from them (storage/payload_source.h).
  */
 #include "storage/payload_source.h"
 
@@ -126,8 +125,7 @@ struct MappedView {
   void FreeData(DLTensor* tensor) { tensor->data = nullptr; }
 };
 
-/*! \brief Refuse a tensor bound on a device this process cannot reach (its runtime is not
- *         loaded, or the device does not exist). */
+/*! \brief Refuse a tensor bound on a device not reachable here (no runtime, or no device). */
 void CheckDevice(const format::TensorMeta& t, const std::string& where) {
   if (t.device_type == kDLCPU) return;
   const std::string dev = detail::DeviceString(t.device_type, t.device_id);
@@ -188,9 +186,8 @@ struct Piece {
   const format::Shard* reorder = nullptr;
 };
 
-/*! \brief The tensor of a whole load of `p`, stored shard-major at `payload`: back in row-major
- *         order, rank by rank (into the tensor itself on the host; through one host copy for a
- *         device). */
+/*! \brief `p`'s whole tensor from its shard-major `payload`, put back in row-major order (in
+ *         place on the host; through one host copy for a device). */
 ffi::Tensor ReorderedTensor(const Piece& p, const char* payload, const std::string& where,
                             bool mapped) {
   const format::TensorMeta& t = p.meta;

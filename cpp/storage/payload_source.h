@@ -5,12 +5,9 @@
  * \brief Internal: the one place that decides where the tensor payloads of a partial module's
  *        bytes lie, and the tensors built from them.
  *
- * `Locate` answers it for every reader alike (the loader, `inspect`, `verify`): inside the
- * bytes (inline), in the region appended to the artifact's file, in the weights file beside it,
- * or, for `load(path, weights_file=...)`, in another weights file by key. It is given what the
- * artifact being decoded offers (`Origin`: its bytes, the proven file of its library, an
- * override) and asks nothing of the process: no symbol
- * searched across loaded objects, no path but the artifact's own and those it records.
+ * `Locate` decides for every reader alike (loader, `inspect`, `verify`) from what the artifact
+ * offers (`Origin`), asking nothing of the process: no symbol searched across loaded objects, no
+ * path but the artifact's own and those it records (docs/format.md).
  */
 #ifndef TVM_PARTIAL_STORAGE_PAYLOAD_SOURCE_H_
 #define TVM_PARTIAL_STORAGE_PAYLOAD_SOURCE_H_
@@ -30,19 +27,16 @@
 namespace tvm_partial {
 namespace storage {
 
-/*! \brief What a loader of ours asks of the partial modules of an artifact it loaded, before
- *         their values are built: where the payloads lie and which view of them to build. */
+/*! \brief What a loader asks of an artifact's partial modules before their values are built. */
 struct LoadOptions {
-  /*! \brief The file the loader opened and loaded the library from (LoadArtifactFile): the
-   *         payloads are read from it, not from the file the library's name leads to now. */
+  /*! \brief The file LoadArtifactFile loaded the library from: payloads are read from it, not
+   *         from whatever the library's name leads to now. */
   std::shared_ptr<File> library_file;
-  /*! \brief load(path, weights_file=...): every tensor from this file (or the files of this
-   *         index) by key instead. */
+  /*! \brief load(path, weights_file=...): every tensor by key from this file (or index). */
   std::string weights_file;
-  /*! \brief load(path, shard=(rank, world)): rank `shard_rank`'s view, each sharded tensor its
-   *         slice (MakeTensors); world 0: whole tensors. A tensor bound on a device of
-   *         `rank_device`'s type (a GPU) is placed on it, so rank r's tensors go to cuda:r (a
-   *         disco worker's `runtime.disco.device`); CPU, the default, changes nothing. */
+  /*! \brief load(path, shard=(rank, world)): each sharded tensor is rank `shard_rank`'s slice;
+   *         world 0: whole tensors. A tensor bound on a device of `rank_device`'s type goes to it
+   *         (rank r to cuda:r, a disco worker's `runtime.disco.device`); CPU changes nothing. */
   int64_t shard_rank = -1;
   int64_t shard_world = 0;
   DLDevice rank_device{kDLCPU, 0};
@@ -52,25 +46,22 @@ struct LoadOptions {
 struct Origin {
   /*! \brief The bytes being decoded, in memory (inline payloads are read from them), or null. */
   const char* blob = nullptr;
-  /*! \brief The artifact's file: for a loaded artifact, the file its library was proven to be
-   *         mapped from; for inspect and verify, the file they read. Null: bytes alone. */
+  /*! \brief The artifact's file (proven mapped, or read by inspect/verify); null: bytes only. */
   std::shared_ptr<File> library;
   /*! \brief That file's absolute path, symlinks resolved (recorded weights files lie beside it). */
   std::string library_path;
-  /*! \brief The file the bytes lie in and where (inspect, verify, which read them from a file
-   *         rather than memory): an artifact (then the same as `library`) or save_to_bytes output.
-   */
+  /*! \brief The file and offset of the bytes when read from a file (inspect, verify): the
+   *         artifact (then `library`) or save_to_bytes output. */
   std::shared_ptr<File> blob_file;
   uint64_t blob_offset = 0;
-  /*! \brief What a frontend compiled into the wrapped code: a weights file given to the load
-   *         may hold these names only with the compiled values. */
+  /*! \brief What a frontend compiled into the code: a weights file given to load may hold
+   *         these names only with the compiled values. */
   ModelRecord model;
   /*! \brief What the loader asked (a weights file, a rank): LoadOptions. */
   LoadOptions options;
 };
 
-/*! \brief Where each tensor payload lies, in the order of the metadata's payloads (one per
- *         distinct tensor: Parsed::payloads). */
+/*! \brief Where each tensor payload lies, in Parsed::payloads order. */
 struct PayloadSource {
   /*! \brief "inline", "appended", "weights file", or "weights file given to load". */
   std::string placement;
@@ -78,49 +69,34 @@ struct PayloadSource {
   std::shared_ptr<File> file;
   /*! \brief Per tensor: its file offset, or its offset in the blob when `file` is null. */
   std::vector<uint64_t> offsets;
-  /*! \brief Where the recorded payload offsets count from in `file` (the region's start, the
-   *         weights file's data, the bytes' place in the file); 0 for the override and in memory.
-   */
+  /*! \brief Where recorded payload offsets count from in `file` (region start, weights data,
+   *         the bytes' place); 0 for the override and in memory. */
   uint64_t base = 0;
-  /*! \brief A weights set given to `load` that spans several files (an index): each payload's
-   *         file, `files[file_of[k]]`; empty otherwise (every payload in `file`). */
+  /*! \brief For an index given to `load`, payload k lies in `files[file_of[k]]`; else empty. */
   std::vector<std::shared_ptr<File>> files;
   std::vector<size_t> file_of;
 };
 
-/*!
- * \brief Decide where the payloads of `parsed` lie and check that they are there: each rule of
- *        the placement (the trailer, the region header, the weights file and its header) once.
- * \throws ValueError saying what is missing or damaged and what to do.
- */
+/*! \brief Decide where `parsed`'s payloads lie, checking each placement rule (trailer, region
+ *         header, weights file and its header) once.
+ *         \throws ValueError saying what is missing or damaged and what to do. */
 PayloadSource Locate(const format::Parsed& parsed, const Origin& origin);
 
-/*!
- * \brief What the bytes alone can tell, checked when they are loaded: every device a tensor was
- *        bound on is reachable here, and every inline payload (in `blob`) matches its hash.
- * \throws RuntimeError naming the binding whose device is missing; ValueError for a payload whose
- *         hash does not match.
- */
+/*! \brief Check at load what the bytes alone can: every bound device is reachable, every inline
+ *         payload (in `blob`) matches its hash. \throws RuntimeError naming the binding whose
+ *         device is missing; ValueError for a hash mismatch. */
 void CheckBytes(const format::Parsed& parsed, const char* blob);
 
-/*!
- * \brief The tensors of `parsed`'s payloads (one per distinct tensor, Parsed::payloads), in
- *        order, built from `source`: host tensors whose payload is 64-byte aligned in a file are
- *        views of a private mapping of it (pages read when touched, writes stay in the process);
- *        inline payloads (checked by CheckBytes) are copied into aligned memory; tensors bound
- *        on a device are copied there. With a shard asked (`origin.options`), a sharded tensor
- *        is its rank's slice: only its bytes are copied or read (the one mapping spans from the
- *        first slice the load binds to the last, other ranks' bytes between them untouched).
- * \throws RuntimeError naming the binding when its device is not available in this process.
- */
+/*! \brief The tensors of `parsed`'s payloads, in order, from `source`: host payloads 64-byte
+ *         aligned in a file are views of a private mapping (pages read on touch, writes private);
+ *         others are copied (inline ones were checked by CheckBytes). For a shard load, a sharded
+ *         tensor is its rank's slice and only its bytes are touched (one mapping spans the
+ *         slices). \throws RuntimeError naming the binding whose device is unavailable here. */
 std::vector<ffi::Tensor> MakeTensors(const format::Parsed& parsed, const PayloadSource& source,
                                      const Origin& origin);
 
-/*!
- * \brief A host tensor of `dtype` and `shape` holding the payload at `payload` (inside a private
- *        mapping kept alive by `keepalive`): a view when it is 64-byte aligned, else an aligned
- *        copy (TVM kernels assume that alignment).
- */
+/*! \brief A host tensor of the payload at `payload` (in a mapping kept alive by `keepalive`): a
+ *         view if 64-byte aligned, else an aligned copy (TVM kernels assume that alignment). */
 ffi::Tensor HostPayloadTensor(const char* payload, const std::shared_ptr<void>& keepalive,
                               DLDataType dtype, const std::vector<int64_t>& shape, uint64_t nbytes);
 

@@ -2,8 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file storage/verify.cc
- * \brief Hashing payloads where they lie in a file (storage/verify.h): a payload is read in
- *        chunks, so checking a multi-GiB artifact needs a fixed, small amount of memory.
+ * \brief Hashing payloads where they lie in a file (storage/verify.h).
  */
 #include "storage/verify.h"
 

@@ -2,7 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file storage/verify.h
- * \brief Internal: the format's hash of a range of a file, read in 1 MiB chunks.
+ * \brief Internal: the format's hash of a range of a file, read in 1 MiB chunks (fixed memory
+ *        for multi-GiB artifacts).
  */
 #ifndef TVM_PARTIAL_STORAGE_VERIFY_H_
 #define TVM_PARTIAL_STORAGE_VERIFY_H_
@@ -15,11 +16,8 @@
 namespace tvm_partial {
 namespace storage {
 
-/*!
- * \brief The format's hash of `size` bytes of `file` from `offset`; `progress` (when set) is
- *        called with the bytes hashed so far after each chunk.
- * \throws ValueError when the range runs past the end of the file (it is cut short).
- */
+/*! \brief The format's hash of `size` bytes of `file` at `offset`; `progress`, if set, gets the
+ *         bytes hashed after each chunk. \throws ValueError when the range runs past the end. */
 uint64_t HashRange(const File& file, uint64_t offset, uint64_t size,
                    const std::function<void(uint64_t)>& progress = {});
 

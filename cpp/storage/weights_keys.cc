@@ -2,8 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file storage/weights_keys.cc
- * \brief How bound tensors are named in weights files, and which tensor of a file supplies each
- *        bound tensor (storage/weights_file.h): `Keys`, `QualifiedKey`, `ParseKey`, `Match`.
+ * \brief Naming bound tensors in weights files, and matching a file's tensors to them
+ *        (storage/weights_file.h).
  */
 #include <tvm/ffi/dtype.h>
 #include <tvm/ffi/error.h>

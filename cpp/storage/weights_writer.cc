@@ -2,11 +2,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file storage/weights_writer.cc
- * \brief Writing safetensors weights files: `save_weights` (the bound tensors of a partial, each
- *        at a multiple of 64), and the weights file of an export with `weights_file=` (whose
- *        data is the payload region the metadata refers to), from records: the verbs that
- *        take a module (open_weights.cc, export.cc) hand them over. Python stages the file under
- *        a new name and renames it into place.
+ * \brief Writing safetensors weights files from records (handed over by open_weights.cc and
+ *        export.cc): `SaveWeights`, and `WriteRegionFile` for `weights_file=` exports (its data
+ *        is the payload region). Python writes under a new name and renames it into place.
  */
 #include <fcntl.h>
 #include <tvm/ffi/container/tensor.h>
@@ -129,10 +127,8 @@ struct Layout {
   std::vector<std::pair<std::string, std::string>> aliases;
 };
 
-/*! \brief The `__metadata__` of a file laid out as `layout`: `tvm_partial.bindings` (every
- *         place's key -> [function, position]), `tvm_partial.hashes` (per stored key) and, where
- *         a tensor has several places, `tvm_partial.shared` (each other place's key -> the key it
- *         reads). */
+/*! \brief The `__metadata__` of `layout`: bindings, hashes and, for tensors with several
+ *         places, shared (docs/weights_files.md). */
 std::map<std::string, std::string> Metadata(const Layout& layout,
                                             const std::map<std::string, uint64_t>& hashes) {
   auto quote = JsonQuote;
@@ -172,8 +168,7 @@ void WriteHeaderAt(const std::string& path, const std::string& header) {
   }
 }
 
-/*! \brief `wanted` named by Keys, laid out at `offsets` (each tensor's data offset): the entries,
- *         their first places and the keys of their other places. */
+/*! \brief The Layout of `wanted`, keyed by Keys, at data `offsets`. */
 Layout LayOut(const std::vector<Wanted>& wanted, const std::vector<uint64_t>& offsets,
               const std::vector<uint64_t>& sizes) {
   const std::vector<std::vector<std::string>> keys = Keys(wanted);
@@ -240,9 +235,8 @@ void SaveWeights(std::vector<format::FunctionRecord> records, const ModelRecord&
                               << "weights to save";
   }
   Layout layout = LayOut(wanted, offsets, sizes);
-  // Values the frontend compiled into the code, written after the bound tensors under their own
-  // names (no binding recorded), so the file holds the model's whole state: each must be the
-  // value the code holds (the rule a weights file given to load meets: CompiledInProblem).
+  // Compiled-in values, after the bound tensors, with no binding recorded, so the file holds the
+  // model's whole state; each must be what the code holds (CompiledInProblem, as for load).
   for (const auto& [name, tensor] : compiled) {
     const CompiledIn* record = model.Find(name);
     const CompiledIn given = RecordCompiledIn(name, tensor);

@@ -28,8 +28,7 @@ class Facts:
     shards: dict[str, list[list[int]]]
     #: The rank whose view of sharded tensors it holds (load(path, shard=)), else -1.
     shard_rank: int
-    #: {function: {position: n}}: n numbers the distinct tensors (one tensor bound in several
-    #: places has one number, and is stored once).
+    #: {function: {position: n}}: n numbers distinct tensors (one bound in several places is stored once).
     payloads: dict[str, dict[int, int]]
     #: Bytes of those tensors as the format stores them (what decides a zero-copy export).
     constant_bytes: int

@@ -9,8 +9,7 @@ from typing import Any
 
 import numpy as np
 
-# Small integer values keep every float32 sum exact, so results compare bitwise whatever the
-# order of accumulation (TVM's loop order against numpy's).
+# Small integers keep float32 sums exact: results compare bitwise whatever the accumulation order.
 SHAPES = {"data": (1, 3, 32, 32), "weights": (8, 3, 3, 3), "bias": (8,), "result": (1, 8, 30, 30)}
 
 

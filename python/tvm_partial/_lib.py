@@ -1,12 +1,8 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Loading ``libtvm_partial.so``; the ``tvm.backends`` hook that loads it at ``import tvm``.
-
-Loading the library registers its globals (``runtime.PartialApply``, ``runtime.PartialApplyModule``,
-``runtime.PartialApplyBindings``, the loader ``ffi.Module.load_from_bytes.partial_apply`` and the
-``tvm_partial.*`` ones); the Python code reaches them through ``_ffi_api`` only.
-This module imports nothing from ``tvm``: the hook runs while ``tvm`` itself is being imported.
-"""
+"""Loads ``libtvm_partial.so`` (registering ``runtime.PartialApply*``, the bytes loader and
+``tvm_partial.*``, reached through ``_ffi_api`` only); also the ``tvm.backends`` hook, so it imports
+nothing from ``tvm``: the hook runs while ``tvm`` itself is being imported."""
 
 from __future__ import annotations
 
@@ -16,7 +12,7 @@ from tvm_ffi.libinfo import load_lib_module
 LIB = load_lib_module("tvm-partial", "tvm_partial")
 
 
-# The C++ loader raises FileNotFoundError (a weights file that does not exist): the Python type.
+# The C++ loader raises FileNotFoundError for a missing weights file: map it to Python's.
 if "FileNotFoundError" not in tvm_ffi.core.ERROR_NAME_TO_TYPE:
     tvm_ffi.register_error("FileNotFoundError", FileNotFoundError)
 

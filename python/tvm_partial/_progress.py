@@ -1,13 +1,6 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Progress of long work (exporting, verifying large weights) on a terminal, and sizes in human
-units.
-
-``Progress(label, total_bytes)`` is a callback ``(done_bytes, total_bytes)`` that keeps one line
-up to date on stderr (``\\r``), and only where someone watches: the stream is a terminal, ``quiet``
-is not True, and the work is large (``MIN_BYTES``, 64 MiB); otherwise it prints nothing. Updates
-are throttled to ``MAX_UPDATES_PER_SECOND``.
-"""
+"""Progress lines for long work (export, verifying large weights) on a terminal; sizes in human units."""
 
 from __future__ import annotations
 
@@ -42,13 +35,9 @@ def format_size(nbytes: int) -> str:
 
 
 class Progress:
-    """``with Progress("verify model.so", total) as progress: ... progress(done, total)``.
-
-    Shows ``label: 37% (380.0 MiB of 1.0 GiB)`` on one updating line of ``stream`` (default:
-    stderr) when ``stream.isatty()``, ``quiet`` is not True and the total reaches ``MIN_BYTES``
-    (the total a call passes counts: ``total_bytes`` may be 0 when it is not known yet);
-    ``close()`` ends the line (the final state is drawn once more). Otherwise it does nothing.
-    """
+    """``with Progress("verify model.so", total) as progress: ... progress(done, total)`` redraws
+    ``label: 37% (380.0 MiB of 1.0 GiB)`` on one line of ``stream`` (default stderr) only when it is a
+    tty, ``quiet`` is not True and the total a call passes (0 until known) reaches ``MIN_BYTES``."""
 
     def __init__(
         self, label: str, total_bytes: int, quiet: bool | None = None, stream: TextIO | None = None

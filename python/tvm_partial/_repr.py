@@ -1,15 +1,9 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""``describe()``: what a partial binds, as text (``print(pm)`` shows tvm-ffi's generic repr).
-
-Why not ``print(pm)`` itself: tvm-ffi chooses a repr by type index (the ``__ffi_repr__`` type
-attribute), and a partial module has the type index of every module, ``ffi.Module``: ``ModuleObj``
-is declared final, so a subclass cannot take a type key of its own (a static assertion refuses
-it, and a final type's casts test the type index for equality, so a module of another index would
-not pass as ``ffi.Module`` anywhere). A hook on ``ffi.Module`` would change the repr of every
-module in the process. A partial function is an ``ffi.Function`` likewise. docs/design.md says
-more.
-"""
+"""``describe()``: what a partial binds, as text. Not ``print(pm)``: tvm-ffi picks a repr by type index
+(``__ffi_repr__``) and a partial module is a plain ``ffi.Module`` (``ModuleObj`` is final: no subclass
+type key, final casts compare the index exactly), so a hook would change every module's repr; a partial
+function is an ``ffi.Function`` likewise. See docs/design.md."""
 
 from __future__ import annotations
 
@@ -73,9 +67,8 @@ def describe(obj: tvm_ffi.Function | tvm_ffi.Module) -> str:
 
 
 def _tied(numbers: dict[str, dict[int, int]]) -> dict[str, dict[int, str]]:
-    """Per function, per position, a note: where the tensor bound there was bound first, for each
-    place of a tensor bound in several places (one payload number, ``Facts.payloads``) after its
-    first."""
+    """{function: {position: note}} for each repeat place of a tensor bound in several places
+    (same ``Facts.payloads`` number): where it was bound first."""
     first: dict[int, str] = {}
     out: dict[str, dict[int, str]] = {}
     for fname in sorted(numbers):

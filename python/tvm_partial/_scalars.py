@@ -1,8 +1,7 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Bound scalars (int, float, bool, str, None): each reaches the kernel unchanged or is refused,
-checked against its parameter's dtype where the signature gives one (an int32 takes no 2**40, a
-float16 no 1e5: refused, never wrapped or turned into inf)."""
+"""Bound scalars (int, float, bool, str, None): each reaches the kernel unchanged or is refused
+(never wrapped or turned into inf), checked against the parameter's dtype where known."""
 
 from __future__ import annotations
 
@@ -20,16 +19,13 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 def check_scalar(value: Any, param: Param | None, label: str, verb: str = "bind") -> None:
-    """Refuse a scalar that would not reach the kernel as given (never a silently changed value).
+    """Refuse a scalar that would not reach the kernel as given (never a silently changed value): a wrong
+    type with TypeError, a value out of range with ValueError.
 
-    - An int must fit in the 64 bits the FFI passes it in (a larger one would reach the callee as
-      an opaque Python object).
-    - With the parameter's dtype known: an int parameter takes an int (not a bool) in its range
-      (uint64: up to INT64_MAX, as the FFI passes it signed); a bool parameter takes a bool; a
-      float parameter takes a float or an int (not a bool): a finite float past the dtype's
-      largest finite value, or an int the dtype cannot represent exactly, is refused. A float is
-      otherwise rounded to the dtype's precision, as float arithmetic is; inf and nan stay.
-    Types are TypeError, values out of range ValueError.
+    - An int must fit in 64 bits (a larger one reaches the callee as an opaque Python object).
+    - With the dtype known: an int parameter takes an int (not bool) in range (uint64: up to INT64_MAX, the
+      FFI passes it signed); a bool one a bool; a float one a float or int (not bool) within the largest
+      finite value, an int only if exact. Floats are otherwise rounded; inf and nan pass.
     """
     what = f"cannot {verb} {label}"
     dtype = _scalar_dtype(param)
@@ -148,6 +144,3 @@ def _round_to(value: float, dtype: str) -> float | None:
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         return float(np.array(value, dtype=np.float64).astype(found))
-
-
-# -- rebind() -----------------------------------------------------------------------------------------

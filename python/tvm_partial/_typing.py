@@ -1,12 +1,7 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Type aliases of the public API (for annotations only; nothing here runs on the call path).
-
-apache-tvm ships no type information, so its classes are ``Any`` to a type checker; tvm-ffi's are
-typed. The aliases name what the API takes in tvm-ffi's terms (``tvm.runtime.Module`` and
-``tvm.runtime.Tensor`` are subclasses of ``tvm_ffi.Module`` and ``tvm_ffi.Tensor``) and describe
-TVM's own classes by what the code uses of them (``Executable.mod``, ``VirtualMachine.module``).
-"""
+"""Type aliases of the public API (annotations only). apache-tvm ships no type information, so they
+use tvm-ffi's classes (TVM's subclass them) and describe TVM's own by what the code uses of them."""
 
 from __future__ import annotations
 
@@ -35,8 +30,7 @@ class VirtualMachineLike(Protocol):
 ModuleTarget = Union[tvm_ffi.Module, ExecutableLike, VirtualMachineLike]
 #: What ``partial()`` binds: a function (a tvm-ffi one or any Python callable) or a module.
 Target = Union[tvm_ffi.Function, ModuleTarget, Callable[..., Any]]
-#: ``{position: value}``, ``{name: value}`` or both (Mapping is invariant in its key: a
-#: ``dict[int, ...]`` is not a ``Mapping[int | str, ...]``, hence the three forms).
+#: ``{position: value}``, ``{name: value}`` or both (three forms: Mapping is invariant in its key).
 Bound = Union[Mapping[int, Any], Mapping[str, Any], Mapping[Union[int, str], Any]]
 #: A file system path.
 PathLike = Union[str, "os.PathLike[str]"]

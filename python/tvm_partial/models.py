@@ -1,17 +1,11 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""The import step for models from other frameworks: ``from_exported_program`` and ``from_onnx``.
-
-Each calls TVM's frontend, then rewrites ``main`` so that every tensor of the model's state is a
-parameter named by its key, after the data inputs: what a state_dict or an ONNX file holds swaps
-in with no recompile. What no key names (non-persistent buffers, lifted constants) and what the
-frontend read at import (an ONNX Slice's bounds, a Reshape's shape) stay in the code as copies,
-so nothing aliases the framework's memory. The record of the rewrite travels in the executable,
-as the function ``__tvm_partial_model__``: it returns ``(JSON, tensor, ...)``, the JSON naming
-the data inputs, the aliases of tied tensors and the compiled-in tensors that follow it, which
-partial() and the loaders read (cpp/relax_vm.cc) to bind by the model's names and to refuse a
-value that cannot reach the code.
-"""
+"""``from_exported_program`` and ``from_onnx``: TVM's frontend, then ``main`` rewritten so every tensor of
+the model's state is a parameter named by its key, after the data inputs (a state_dict or ONNX file swaps in
+without recompiling). What no key names (non-persistent buffers, lifted constants) and what the frontend read
+at import (an ONNX Slice's bounds) stay in the code as copies, aliasing no framework memory. The record
+(``RECORD_FUNCTION``) is ``(JSON, tensor, ...)``: data inputs, tied aliases, then the compiled-in tensors;
+partial() and the loaders read it to bind by the model's names and refuse values the code cannot take."""
 
 from __future__ import annotations
 
@@ -149,13 +143,10 @@ def _rewrite(
     compiled: dict[str, Any],
     by_var: dict[str, str] | None = None,
 ) -> Any:
-    """``mod`` with ``main`` taking its data inputs, then one parameter per tensor of ``state``
-    (one per tie: ``ties`` maps each key to the key its parameter is named by), and the record.
-
-    ``state_of(var name)``: the state key a parameter of the frontend's ``main`` stands for;
-    ``of_constant(tensor)``: the state key or compiled-in name a constant's data is; ``compiled``:
-    {name: tensor} of what stays in the code; ``by_var``: parameters of the frontend's ``main``
-    that are compiled in instead (by var name -> name in ``compiled``)."""
+    """``mod`` with ``main`` taking its data inputs, then one parameter per tensor of ``state`` (one per tie:
+    ``ties`` maps each key to its parameter's key), and the record. ``state_of(var name)``: the state key a
+    frontend parameter stands for; ``of_constant(tensor)``: the state key or compiled-in name of a constant's
+    data; ``compiled``: {name: tensor} kept in the code; ``by_var``: {var name: name in ``compiled``}."""
     import tvm
     from tvm import relax
 
@@ -204,8 +195,7 @@ def _rewrite(
         if key not in made:
             made[key] = relax.Var(key, _tensor_type(state[key]))
     order = list(dict.fromkeys(ties[key] for key in state))
-    # No "num_input": the VM then checks every parameter at a call, and its annotations give
-    # the dtype and shape partial() checks a bound value against at bind time.
+    # No "num_input": the VM checks every parameter per call; its annotations let partial() check at bind.
     attrs = {str(k): v for k, v in main.attrs.items() if str(k) not in ("params", "num_input")}
     func = relax.Function(inputs + [made[key] for key in order], body, main.ret_ty, main.is_pure)
     mod["main"] = func.with_attrs(attrs) if attrs else func

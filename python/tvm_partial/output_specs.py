@@ -2,16 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """``partial(..., outputs=...)``: parameters a partial allocates on each call and returns.
 
-TE and TIR kernels are destination-passing: ``main(data, weights, bias, result)`` writes
-``result``. With ``outputs="result"`` the partial allocates ``result`` in C++ on every call
-(contiguous, 64-byte aligned; shape and dtype from the signature) and returns it, so
-``out = conv(data)``. Several outputs come back as a ``tvm_ffi.Array`` (a sequence: ``s, p =
-f(x)`` unpacks it) in the order given.
-
-A dimension of an output is static, or exactly a shape variable (TIR ``n``) that also appears in
-the shape of an input: each call reads it from that argument (resolved here, at bind time, into
-"argument position, axis"). Compound dimensions (``n * 2``) are refused at bind time.
-"""
+TE/TIR kernels are destination-passing (``main(data, weights, bias, result)`` writes ``result``); with
+``outputs="result"`` C++ allocates it per call (contiguous, 64-byte aligned) and returns it; several come back
+as a ``tvm_ffi.Array``, in the order given. A dimension is static, or exactly a shape variable (``n``) of an
+input's shape, read from that argument each call (resolved here to (position, axis)); ``n * 2`` is refused."""
 
 from __future__ import annotations
 
@@ -61,14 +55,9 @@ def free_positions(taken: Iterable[int], count: int) -> list[int]:
 
 
 def resolve(spec: Any, sig: Signature | None, taken: list[int]) -> list[list[Any]]:
-    """``outputs=`` (a name, a position, or a list of them) -> specs for ``runtime.PartialApply``.
-
-    Names and the references of symbolic dimensions resolve in ``sig`` (the original function's
-    full parameter list); ``taken`` are the positions an inner partial fills, and the returned
-    positions count in the target's own arguments (``taken`` skipped), as bound positions do.
-    Integer entries are positions in the target's own arguments already. An output that is
-    also bound is refused by ``runtime.PartialApply``.
-    """
+    """``outputs=`` (names or positions) -> specs for ``runtime.PartialApply`` (which refuses an output
+    also bound). Names and symbolic dimensions resolve in ``sig`` (the original full parameter list);
+    ``taken``: positions an inner partial fills; integer entries and returned positions skip them."""
     items = list(spec) if isinstance(spec, (list, tuple)) else [spec]
     if not items:
         return []

@@ -1,21 +1,12 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Models a user imported himself, given as ``signature=``: what the program says about the Relax
-function TVM's frontend made of it.
-
-``partial(exe, signature=ep, **model.state_dict())`` binds an executable imported with TVM's
-``from_exported_program(ep, keep_params_as_input=True)``, ``signature=onnx_model`` one imported
-with ``from_onnx(model, keep_params_in_input=True)``. The program says which model name each
-Relax parameter stands for (never guessed from a spelling: ``p_conv1_weight`` is ``conv.weight``
-because the program's graph signature says so, in the form the frontend read), which names are
-one tensor (tied weights), and what the frontend compiled into the code or read at import. That
-is handed to C++ as one description (cpp/relax_vm.cc ``tvm_partial.BindModel``), which checks
-the compiled values against the executable's constants and records them; C++ then settles the
-values given by name (``tvm_partial.BindModel``). ``tvm_partial.from_exported_program`` and
-``from_onnx`` (models.py) make every tensor of the state a parameter instead, and need none of this.
-
-torch and onnx are not imported here: the program's own objects are read.
-"""
+"""Models imported with TVM's own frontend, given as ``signature=``: ``partial(exe, signature=ep,
+**model.state_dict())`` for ``from_exported_program(ep, keep_params_as_input=True)``, ``signature=onnx_model``
+for ``from_onnx(model, keep_params_in_input=True)``. The program says which model name each Relax parameter
+stands for (never guessed from spelling: ``p_conv1_weight`` is ``conv.weight`` because the graph signature
+says so), which names are one tensor, and what the frontend compiled in or read at import. C++
+(``tvm_partial.BindModel``) checks the compiled values against the executable's constants, records them and
+settles the values given by name. models.py's importers need none of this. torch and onnx are not imported."""
 
 from __future__ import annotations
 
@@ -42,17 +33,15 @@ class Program:
     imported: str
     #: Names of the model's data inputs, in order (the Relax function's first parameters).
     inputs: tuple[str, ...]
-    #: The model names of the Relax parameters after the inputs, in order, when the frontend kept
-    #: the model's parameters as inputs, as the frontend names them: (its names, the model's
-    #: names) in the one form of the program it may have imported, or in each (``other_forms``: a
-    #: torch program as given, and as decomposed first, which may number names that spell alike
-    #: anew); {model name: value} of everything the program holds.
+    #: (frontend names, model names) of the Relax parameters after the inputs, in the form of the
+    #: program the frontend imported (``other_forms``: torch's decomposed one, which may renumber
+    #: names that spell alike); ``values``: {model name: value} of all the program holds.
     form: tuple[tuple[str, ...], tuple[str, ...]]
     values: dict[str, Any]
     #: The names of the model's state (what a state_dict or the initializers hold).
     state: tuple[str, ...]
-    #: {name: CompiledIn kind} of what is not a parameter (or is pinned), with ``params_kept``
-    #: the same for an import that kept none of them as inputs.
+    #: {name: CompiledIn kind} of what is not a parameter (or is pinned); ``kinds_without_params``:
+    #: the same for an import that kept no parameters as inputs.
     kinds: dict[str, int]
     kinds_without_params: dict[str, int]
     #: Names that are one tensor (tied weights).
@@ -61,9 +50,8 @@ class Program:
     aliases_memory: bool = False
 
     def rename(self, relax: Signature) -> Signature:
-        """The Relax function's parameters under the model's names, checked against the program:
-        the data inputs (one named like a state tensor renamed ``NAME_input``, so the state's
-        names stay unique), then the parameters, each with the program's dtype and shape."""
+        """The Relax function's parameters under the model's names, checked against the program: data inputs
+        (one named like a state tensor renamed ``NAME_input``), then parameters with its dtypes and shapes."""
         n = len(self.inputs)
         models = self.params_of([p.name for p in relax.params[n:]])
         if models is None:
@@ -101,11 +89,9 @@ class Program:
         return self.form[1]
 
     def params_of(self, names: list[str]) -> list[str] | None:
-        """The model's names of the Relax parameters ``names`` (after the inputs): by the
-        frontend's names in one form of the program (the model's own names, for a partial that
-        recorded them); by position where the program has one form only (ONNX, whose order the
-        frontend keeps); [] for an import that kept none; None when the function cannot be the
-        program's (never guessed: a wrong guess would bind a tensor to another parameter)."""
+        """The model's names of the Relax parameters ``names`` (after the inputs): matched by frontend names
+        in one form (or model names, recorded by a partial); by position where there is one form only (ONNX
+        keeps the order); [] for an import that kept none; None if not unique (a guess could bind wrongly)."""
         if not names:
             return []
         forms = [
@@ -165,10 +151,9 @@ def of(signature: Any) -> Program | None:
 
 
 def _from_exported_program(ep: Any) -> Program:
-    """torch.export: the graph signature's input specs, in order, name each Relax parameter
-    (``target``: the state_dict entry it reads); a buffer or constant the graph reads is
-    compiled in, any tensor of the state the graph never reads (``num_batches_tracked`` in eval
-    mode, an unused submodule) is unused; the other names of a tied parameter are its aliases."""
+    """torch.export: the graph signature's input specs name each Relax parameter in order (``target``:
+    the state_dict entry it reads); a buffer or constant the graph reads is compiled in, a state tensor
+    it never reads (``num_batches_tracked`` in eval mode) is unused; a tied parameter's other names alias."""
     from .models import _torch_ties
 
     read = {node.name for node in ep.graph.nodes if node.op == "placeholder" and node.users}
@@ -219,10 +204,9 @@ def _from_exported_program(ep: Any) -> Program:
 
 
 def _from_onnx(model: Any) -> Program:
-    """ONNX: the graph's inputs that are not initializers, then (keep_params_in_input=True) every
-    initializer in the graph's order, named as the file names it. Initializers the frontend reads
-    at import (watched while it imports the model again) are pinned: bound to their value; without
-    keep_params_in_input they are folded into the code, and those no node reads are unused."""
+    """ONNX: the non-initializer graph inputs, then (keep_params_in_input=True) every initializer in graph
+    order, named as in the file. Initializers the frontend reads at import (watched while importing again)
+    are pinned to their value; without keep_params_in_input they are folded in (unused if no node reads)."""
     from onnx import numpy_helper
 
     from .models import import_onnx

@@ -1,8 +1,7 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Relax models as partial-module targets: a Relax executable runs in a VirtualMachine that the
-``partial_apply_vm`` module (cpp/relax_vm.cc) creates on first use, on the device recorded at bind
-time, so a partial module over it serialises (code, devices and weights in one artifact)."""
+"""Relax models as partial-module targets: the ``partial_apply_vm`` module (cpp/relax_vm.cc) creates the
+VirtualMachine on first use, on the device recorded at bind time, so it serialises with code and weights."""
 
 from __future__ import annotations
 
@@ -76,14 +75,12 @@ def bind_model(
     program: dict[str, Any] | None = None,
     memory: str = "pooled",
 ) -> tuple[tvm_ffi.Module, dict[str, Any]]:
-    """A Relax model bound by name, in one call of C++ (``tvm_partial.BindModel``): with
-    ``device``, ``target`` is an executable, made a ``partial_apply_vm`` module running on that
-    device (plus the CPU, which the VM needs for shape computations) with the ``memory``
-    allocator and recording what the executable knows by the model's names (from ``program``,
-    programs.Program.description, else from the executable itself: models.py made it); else it
-    is a module that runs a model already. The values ``named`` are settled against that record:
-    compiled-in ones checked and dropped, tied names one tensor given to each of them that is a
-    parameter. -> (the module, {parameter name: value})."""
+    """A Relax model bound by name in one C++ call (``tvm_partial.BindModel``) -> (module, {param: value}).
+    With ``device``, ``target`` is an executable, made a ``partial_apply_vm`` module on that device (plus the
+    CPU, which the VM needs for shape computations) with the ``memory`` allocator, recording the model's
+    names from ``program`` (``Program.description``) or the executable (models.py's record); else ``target``
+    already runs a model. ``named`` is settled against that record: compiled-in values checked and dropped,
+    a tied tensor given to each of its names that is a parameter."""
     devices = None
     if device is not None:
         check_target(target, device)
@@ -101,9 +98,8 @@ def bind_model(
 
 
 def names_of(executable: tvm_ffi.Module) -> Callable[[str], Signature]:
-    """The parameters of ``executable``'s functions by name, before its device is chosen (a
-    parameter may be named ``device``): read from a VirtualMachine loaded from it and not
-    initialised, which needs no device."""
+    """The parameters of ``executable``'s functions by name, read before the device is chosen (a parameter
+    may be named ``device``) from a VirtualMachine loaded from it but not initialised, which needs none."""
     probe = executable["vm_load_executable"]()  # imports the compiled code, not the executable
     return lambda name: signature_of(probe, name, annotated=executable)
 
@@ -122,12 +118,9 @@ def _code_kind(pm: tvm_ffi.Module) -> str | None:
 
 
 def signature_of(mod: tvm_ffi.Module, name: str, annotated: tvm_ffi.Module | None = None) -> Signature:
-    """The Relax function's parameters: names from the VirtualMachine ``mod`` runs, and dtype and
-    static shape of tensor parameters from the annotations the executable keeps for its own
-    argument checks (``ErrorContext(... annotation=R.Tensor((2, 8), dtype="float32"))``). A
-    parameter whose annotation is not found or not of that form is checked by the VM at each
-    call instead; ``signature=irmodule[name]`` checks it at bind time. ``annotated``: the module
-    whose import tree holds the executable, when ``mod``'s does not."""
+    """The Relax function's parameters: names from the VM ``mod`` runs; dtype and static shape from the
+    annotations the executable (found under ``annotated``, else ``mod``) keeps for its argument checks
+    (``ErrorContext(... annotation=R.Tensor(...))``), else the VM checks them at each call."""
     try:
         arity = int(mod["get_function_arity"](name))
     except Exception as err:

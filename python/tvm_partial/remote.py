@@ -1,12 +1,7 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Partials of modules that live in a TVM RPC session (``remote.load_module(...)``).
-
-A device of an RPC session is encoded in its device type: ``type + (session index + 1) * 128``
-(``tvm.rpc.RPCSession.device``). A partial of a remote module places the values it converts on
-that session's device (its CPU, or the device of the remote tensors bound with them); tensors of
-another session, or local tensors, are refused at bind time: a remote function cannot read them.
-"""
+"""Partials of modules in a TVM RPC session (``remote.load_module(...)``). A session's device type
+is ``type + (session index + 1) * 128`` (``tvm.rpc.RPCSession.device``)."""
 
 from __future__ import annotations
 
@@ -53,13 +48,10 @@ def device_name(device: Any) -> str:
 
 
 def placement(module: Any, device: Any, values: Iterable[Any], labels: Iterable[str]) -> Any:
-    """The device values that are not yet tvm Tensors go to, for a partial of ``module``.
-
-    ``device`` is the user's ``device=`` (None when not given). For a remote module: by default
-    the device of the first remote tensor bound, else the session's CPU; a device or a bound
-    tensor of another session (or of this process) is refused, naming the value. For a module of
-    this process: a bound tensor of an RPC session is refused. None means "the default CPU".
-    """
+    """Where values not yet tvm Tensors go for a partial of ``module`` (None: the default CPU).
+    ``device``: the user's ``device=`` or None. A remote module defaults to the device of the first
+    remote tensor bound, else the session's CPU, and refuses a device or tensor of another session
+    or of this process (a remote function cannot read them); a local one refuses remote tensors."""
     session = module_session(module)
     tensors = [(label, value) for label, value in zip(labels, values) if isinstance(value, tvm_ffi.Tensor)]
     for label, tensor in tensors:
@@ -110,9 +102,8 @@ LOADER = "ffi.Module.load_from_bytes.partial_apply"
 
 
 def load_module(session: Any, path: str) -> tvm_ffi.Module:
-    """``session.load_module(path)``, with what to do when the server cannot load a tvm-partial
-    artifact because tvm-partial is not loaded there (an artifact exported without
-    ``self_contained=True``)."""
+    """``session.load_module(path)``, saying what to do when the server lacks tvm-partial's loader
+    (an artifact exported without ``self_contained=True``)."""
     try:
         return session.load_module(path)
     except Exception as err:

@@ -1,10 +1,7 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Parameter lists of the functions ``partial()`` binds: names, and dtype and shape where known.
-
-A signature comes from a tirx ``PrimFunc``, the TE tensor list given to ``te.create_prim_func``,
-a Relax ``Function``, a Relax ``VirtualMachine`` (its parameter names), or a list of names.
-"""
+"""Parameter lists of the functions ``partial()`` binds: names, and dtype and shape where known
+(from a tirx ``PrimFunc``, TE tensors, a Relax ``Function`` or ``VirtualMachine``, or names)."""
 
 from __future__ import annotations
 
@@ -164,11 +161,8 @@ def _from_vm(vm: Any, name: str) -> Signature:
 
 
 def resolve(signature: Any, name: str) -> Signature | None:
-    """Turn what the user passed as ``signature=`` into a ``Signature`` (None stays None).
-
-    ``name`` is the function's name for error messages and for picking a function out of a
-    Relax ``VirtualMachine`` or IRModule.
-    """
+    """``signature=`` as a ``Signature`` (None stays None); ``name`` names the function in errors
+    and picks it out of a Relax ``VirtualMachine`` or IRModule."""
     if signature is None:
         return None
     if isinstance(signature, Signature):

@@ -1,8 +1,7 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""``export_library``: a partial module (or any TVM module) and everything it imports as one
-deploy library, code and bound constants together; each file written under a new name and renamed
-into place."""
+"""``export_library``: a module and its imports as one deploy library (code and bound constants),
+each file written under a new name and renamed into place."""
 
 from __future__ import annotations
 
@@ -82,8 +81,7 @@ def export_library(
             raise ValueError(f"self_contained=True needs a shared library path (.so), got {path}")
         kwargs["addons"] = [*(kwargs.get("addons") or []), os.fspath(embed_object())]
         options = kwargs.get("options") or []
-        # The embedded code registers global functions that point into the artifact: it must
-        # never be unloaded, or a program that closes the library crashes at exit.
+        # The embedded code registers globals pointing into the artifact: unloading it crashes at exit.
         kwargs["options"] = [*([options] if isinstance(options, str) else options), "-Wl,-z,nodelete"]
 
     def link(linked: Any, file: str) -> None:  # TVM links the code, C++ the rest
@@ -99,8 +97,7 @@ def export_library(
     with new_file(path) as staged:
         if weights_file is None:
             return _ffi_api.Export(pm, path, staged, link, chosen)
-        # Recorded relative to the library's real folder, where every reader looks (the loaded
-        # file's own path, symlinks resolved): a folder reached through a symlink is resolved too.
+        # Relative to the library's real folder (symlinks resolved), where every reader looks.
         chosen["weights_file"] = os.path.relpath(real_path(weights_file), os.path.dirname(real_path(path)))
         with new_file(os.fspath(weights_file)) as staged_weights:
             chosen["weights_path"] = staged_weights
@@ -129,9 +126,8 @@ def _check_weights_path(path: str, weights_file: str) -> None:
 
 
 def embed_object() -> Path:
-    """``tvm_partial_embed.o``: tvm-partial's code as one relocatable object, which
-    ``export_library(..., self_contained=True)`` links into an artifact. Found in the installed
-    distribution's file list."""
+    """``tvm_partial_embed.o`` (tvm-partial's code as one relocatable object, which
+    ``self_contained=True`` links in), from the installed distribution's file list."""
     for file in metadata.distribution("tvm-partial").files or []:
         if file.name == _EMBED_OBJECT:
             located = Path(file.locate()).resolve()

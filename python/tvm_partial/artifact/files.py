@@ -32,10 +32,9 @@ def real_path(path: PathLike) -> str:
 
 
 class new_file:
-    """``with new_file(path) as staged``: write ``staged`` (a new name in the same folder, same
-    suffix), then move it onto ``path`` in one step. A file at ``path`` is never changed in place,
-    so a process that has it mapped (a loaded zero-copy artifact) keeps the old bytes; on any
-    failure nothing is left behind and ``path`` is as it was."""
+    """``with new_file(path) as staged``: write ``staged`` (a new name, same folder and suffix),
+    then rename it onto ``path``: never changed in place, so a process mapping it (a zero-copy
+    artifact) keeps the old bytes; on failure nothing is left and ``path`` is as it was."""
 
     def __init__(self, path: str) -> None:
         self.path = path

@@ -1,10 +1,7 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""``inspect`` and ``verify``: what a file holds and whether its payloads are intact, read
-without loading it. Each is one call into C++ (``tvm_partial.Inspect``, ``tvm_partial.Verify``),
-which applies the loader's own rules, so a file ``load`` refuses is refused here too, with the
-same reason; only an ONNX model (a protobuf) is read here, with the onnx package.
-"""
+"""``inspect`` and ``verify``: one C++ call each, reading a file without loading it by the loader's
+rules (what ``load`` refuses is refused for the same reason); only ONNX models are read here (onnx)."""
 
 from __future__ import annotations
 

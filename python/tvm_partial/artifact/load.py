@@ -69,8 +69,7 @@ def load(
     weights = "" if weights_file is None else os.fspath(weights_file)
     if weights_file is not None and not weights:
         raise ValueError("weights_file is empty: name a safetensors file or index (or leave it out)")
-    # Opened once, by its real path (as tvm.runtime.load_module does): the C++ loader loads the file
-    # this descriptor holds, and proves it is the one it maps.
+    # One descriptor, by real path (as tvm.runtime.load_module): C++ loads it and proves it maps it.
     real = os.path.realpath(path)
     fd = open_regular(path)
     try:

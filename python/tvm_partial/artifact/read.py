@@ -1,10 +1,7 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Reading a file without loading it. An artifact is a shared library; loading it runs its code,
-so inspecting it must not. C++ reads the file (``tvm_partial.Inspect``, ``tvm_partial.Verify``)
-with exactly the rules the loader applies; here the file is opened once (never blocking on a FIFO)
-and C++'s answer made plain Python.
-"""
+"""Reading a file without loading it (loading a shared library runs its code). C++ reads it by the
+loader's rules; here it is opened once (never blocking on a FIFO) and the answer made plain Python."""
 
 from __future__ import annotations
 
@@ -67,8 +64,7 @@ def plain(value: Any) -> Any:
 
 
 def rank_world_of(shard: object) -> tuple[int, int] | None:
-    """``shard=`` as C++ can take it: (rank, world), two ints of 64 bits, or None. Which ranks a
-    world has is C++'s rule (``load`` and ``verify`` say it in the user's words)."""
+    """``shard=`` as C++ takes it: (rank, world), two int64s, or None; C++ checks the rank range."""
     if shard is None:
         return None
     if (

@@ -23,8 +23,7 @@ from importlib import metadata
 from .._progress import Progress
 from .text import LISTED, format_inspect, format_verify
 
-#: Exit codes of ``inspect`` and ``verify`` (``demo``: 0 every check passed, 1 one failed, 2 its
-#: ``--out`` folder cannot be written).
+#: Exit codes of ``inspect``/``verify`` (``demo``: 0 all checks passed, 1 one failed, 2 ``--out`` unwritable).
 EXIT_OK, EXIT_DAMAGED, EXIT_UNREADABLE = 0, 1, 2
 
 

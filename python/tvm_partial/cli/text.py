@@ -1,8 +1,7 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""The text the command prints for ``inspect`` and ``verify`` (``--json`` prints their reports as
-they are): ``format_inspect`` (artifacts, save_to_bytes files, weights files), ``format_verify``.
-The demos print ``format_inspect`` of what they export."""
+"""The text the command prints for ``inspect`` and ``verify`` (``--json`` prints the reports as
+they are); the demos print ``format_inspect`` of what they export."""
 
 from __future__ import annotations
 

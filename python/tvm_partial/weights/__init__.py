@@ -1,19 +1,8 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Weights in safetensors files: ``save_weights`` writes the bound tensors of a partial module,
-``open_weights`` maps a file and gives its tensors to bind, without copying where their data is
-64-byte aligned; ``inspect_weights`` and ``verify_weights`` describe and check a file.
-
-The format is read and written in C++ (cpp/storage/weights_file.h, one reader for every tool:
-``load(path, weights_file=)``, artifacts exported with ``weights_file=``, ``open_weights``,
-``inspect``, ``verify``); this module is the Python face of it. Keys written are the model's own
-parameter names (``weights``, ``fc1.weight``) where no other bound tensor has that name,
-``FUNCTION/PARAMETER`` (``decode/w``) where two functions bind one name, ``FUNCTION/POSITION``
-(``main/1``) where the parameter has no recorded unique name; a tensor bound in several places is
-written once. Every payload lies at a file offset that is a multiple of
-64; where a tensor's size would leave the next one off that boundary, a ``__padding__/N`` entry of
-uint8 fills the gap (the format allows no holes).
-"""
+"""Weights in safetensors files (keys: see ``save_weights``), read and written by C++
+(cpp/storage/weights_file.h, one reader for every tool). Every payload lies at a file offset that is
+a multiple of 64; a ``__padding__/N`` uint8 entry fills any gap (the format allows no holes)."""
 
 from __future__ import annotations
 
@@ -115,19 +104,14 @@ def open_weights(path: PathLike, function: str = "main") -> dict[Any, tvm_ffi.Te
 
 
 def inspect_weights(path: PathLike) -> dict[str, Any]:
-    """Describe a safetensors weights file, or an index of several (``*.safetensors.index.json``),
-    without reading their payloads: the same keys as ``inspect`` of an artifact (``payloads`` is
-    ``"weights file"``), each tensor with its key and recorded hash (``hash``, 16 hex digits, where
-    ``save_weights`` recorded one), and the file's ``__metadata__`` as ``metadata``. For an index,
-    ``files`` lists each file it names (``{"path", "bytes"}``) and each tensor has its ``file``;
-    else ``files`` is None."""
+    """Describe a safetensors file or index (``*.safetensors.index.json``) without reading payloads:
+    ``inspect``'s keys (``payloads``: ``"weights file"``), each tensor's key and recorded ``hash`` (if any),
+    ``__metadata__`` as ``metadata``; an index: ``files`` ({"path", "bytes"}; else None), each ``file``."""
     return read_file(_ffi_api.Inspect, os.fspath(path), True, what="weights file")
 
 
 def verify_weights(path: PathLike, progress: ProgressCallback | None = None) -> dict[str, Any]:
-    """Check every payload of a weights file written by ``save_weights`` (or of each file of an
-    index) against the hash its ``__metadata__`` records (reads the files in 1 MiB chunks;
-    ``progress(done_bytes, total_bytes)`` as they go by). The report has the keys of
-    ``verify``'s (an index's tensors with their ``weights_file``). Raises ``ValueError`` for a
-    damaged header or a file without recorded hashes, naming it."""
+    """Check each payload of a ``save_weights`` file (or of an index's files) against its recorded
+    hash, read in 1 MiB chunks (``progress(done_bytes, total_bytes)``); ``verify``'s report keys.
+    Raises ``ValueError`` naming a file with a damaged header or no recorded hashes."""
     return read_file(_ffi_api.Verify, os.fspath(path), progress, None, True, what="weights file")

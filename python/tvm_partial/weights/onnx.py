@@ -1,14 +1,10 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""An ONNX model's initializers: ``open_weights("model.onnx")`` as tensors to bind,
-``inspect("model.onnx")`` as a description, ``verify`` refusing it (ONNX records no hashes).
-
-The model is read with the onnx package (imported only here) without its external data; each
-initializer kept in an external data file (``location``, ``offset``, ``length``, resolved in the
-model's folder as the path spells it, as onnx resolves it) is mapped from that file by C++
-(``tvm_partial.OpenWeights`` given the ranges: a view where its data is 64-byte aligned, else an aligned copy),
-the others are copied out of the model as ``onnx.numpy_helper.to_array`` reads them.
-"""
+"""An ONNX model's initializers for ``open_weights``, ``inspect`` and ``verify`` (refused: no hashes).
+Read with the onnx package (imported only here) without external data; an external initializer
+(``location`` resolved in the model's folder as the path spells it, as onnx does) is mapped by C++
+(``tvm_partial.OpenWeights``: a view where 64-byte aligned, else an aligned copy), the others
+copied as ``onnx.numpy_helper.to_array`` reads them."""
 
 from __future__ import annotations
 
@@ -33,9 +29,8 @@ class _Initializer(NamedTuple):
 
 
 def _initializers(path: str) -> tuple[Any, list[_Initializer]]:
-    """The model at ``path`` (without its external data) and each initializer, checked: names
-    are unique, an external location stays in the model's folder, its offset and length are
-    byte counts."""
+    """The model at ``path`` (without external data) and each initializer, checked: unique names, an
+    external location inside the model's folder, offset and length byte counts."""
     import onnx
     from onnx import helper
 
@@ -114,9 +109,8 @@ def open_onnx(path: str) -> dict[str, tvm_ffi.Tensor]:
 
 
 def inspect_onnx(path: str) -> dict[str, Any]:
-    """``inspect`` of an ONNX model: the keys of ``inspect_weights``'s, each initializer with its
-    name (``key``), dtype, shape, bytes and where it lies (``file``: its external data file, with
-    ``offset``; else inside the model, ``offset`` None), read without the external data."""
+    """``inspect`` of an ONNX model, without its external data: ``inspect_weights``'s keys, each initializer's
+    ``key``, dtype, shape, bytes, ``offset`` (None inside the model) and external data ``file``."""
     model, found = _initializers(path)
     files = sorted({t.file for t in found if t.file is not None})
     tensors = [

@@ -1,8 +1,7 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""``tvm-partial demo``: ``conv2d`` (the forum's conv2d + bias) and ``relax`` (a frontend.nn model).
-Each is one file meant to be read and copied; each prints its own path. ``report`` prints the
-checks they share."""
+"""``tvm-partial demo``: ``conv2d`` (the forum's conv2d + bias) and ``relax`` (a frontend.nn model), each one
+file meant to be read and copied, printing its own path; ``report`` prints the checks they share."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""``tvm-partial demo``: the forum's case end to end. A conv2d + bias kernel (``_fixtures``) whose
-weights and bias are bound once; ``out = conv(data)``; code and constants exported as one file; a
-fresh process loads that file and gets the same bits. Then what a call costs, beside the direct
-call. This file is meant to be copied: ``run`` is the whole journey, top to bottom."""
+"""``tvm-partial demo``: the forum's conv2d + bias, weights bound once, ``out = conv(data)``, exported as
+one file a fresh process loads for the same bits; then the cost per call. Copy it: ``run`` is the journey."""
 
 from __future__ import annotations
 

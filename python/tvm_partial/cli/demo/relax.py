@@ -1,8 +1,7 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""``tvm-partial demo --relax``: a small ``frontend.nn`` model bound by its parameter names
-(``fc1.weight``...), exported with its weights as one library, loaded in a fresh process and
-checked against numpy and the direct VirtualMachine call. This file is meant to be copied."""
+"""``tvm-partial demo --relax``: a small ``frontend.nn`` model bound by parameter names, exported as one
+library, reloaded in a fresh process, checked against numpy and the direct VM call. Meant to be copied."""
 
 from __future__ import annotations
 
