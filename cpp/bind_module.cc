@@ -2,10 +2,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file bind_module.cc
- * \brief Binding a module: `runtime.PartialApplyModule` (a partial module over a module, merged
- *        into one level over a partial module through the one merge, bind/merge.h) and the
- *        introspection of partials (`runtime.PartialApplyBindings`, `tvm_partial.Describe`). The
- *        module kind itself is in partial_module.cc, the shard rules in format/shard.h.
+ * \brief Binding a module (`runtime.PartialApplyModule`; over a partial module, merged into one
+ *        level by bind/merge.h), the values any bind holds (`tvm_partial.Hold`), rebind, and
+ *        introspection (`runtime.PartialApplyBindings`,
+ *        `tvm_partial.Describe`). The kind: partial_module.cc; shard rules: format/shard.h.
  */
 #include <tvm/ffi/container/map.h>
 #include <tvm/ffi/container/tensor.h>
@@ -15,16 +15,23 @@
 #include <tvm_partial/partial_apply.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "bind/aligned_tensor.h"
 #include "bind/bindings.h"
 #include "bind/merge.h"
 #include "bind/outputs.h"
+#include "device.h"
 #include "format/format.h"
+#include "format/shard.h"
+#include "out_of_memory.h"
 #include "packed_args.h"
 #include "partial_function.h"
 #include "partial_module.h"
@@ -42,8 +49,8 @@ ffi::Module MakePartialModule(
     ffi::Module mod, std::vector<format::FunctionRecord> functions,
     const ffi::Map<ffi::String, ffi::Array<ffi::String>>& originals = {}) {
   const std::vector<format::FunctionRecord>* inner = detail::PartialModuleRecords(mod);
-  // The compiled code the bindings will apply to (a partial module's wrapped module; absent for
-  // one restored from bytes alone, whose functions are checked at lookup).
+  // The code bound: a partial module's wrapped code (absent when restored from bytes alone; its
+  // functions are then checked at lookup).
   ffi::Optional<ffi::Module> code =
       inner == nullptr ? ffi::Optional<ffi::Module>(mod) : detail::PartialModuleCode(mod);
   for (const format::FunctionRecord& r : functions) {
@@ -64,9 +71,8 @@ ffi::Module MakePartialModule(
           << "levels would merge): bind every value, with shards= and world=, in one partial() "
           << "of the compiled module";
     }
-    // Merge into one level over the same compiled code.
     std::vector<format::FunctionRecord> merged = *inner;
-    std::unordered_map<std::string, size_t> index;  // name -> its record: O(1) each
+    std::unordered_map<std::string, size_t> index;
     for (size_t i = 0; i < merged.size(); ++i) index.emplace(std::string(merged[i].name), i);
     for (format::FunctionRecord& outer : functions) {
       auto existing = index.find(std::string(outer.name));
@@ -117,7 +123,7 @@ std::string Label(const format::FunctionRecord& r, int64_t position) {
 }
 
 /*! \brief Shards from Python ([[position, dim, world(, segments)]...]; a negative dim counts from
- * the end), checked against the bound tensors of `r` (format::ShardProblem), sorted by position. */
+ *         the end), checked against `r`'s bound tensors (format::ShardProblem), sorted. */
 std::vector<format::Shard> CheckShards(const format::FunctionRecord& r,
                                        const ffi::Array<ffi::Array<int64_t>>& raw,
                                        const std::string& who) {
@@ -146,7 +152,7 @@ std::vector<format::Shard> CheckShards(const format::FunctionRecord& r,
     }
     const std::vector<int64_t> shape(tensor->shape().begin(), tensor->shape().end());
     const int64_t ndim = static_cast<int64_t>(shape.size());
-    if (s.dim < 0 && s.dim >= -ndim) s.dim += ndim;  // counted from the end, as numpy counts axes
+    if (s.dim < 0 && s.dim >= -ndim) s.dim += ndim;
     const std::string problem =
         format::ShardProblem(shape, tensor->dtype(), s.dim, s.world, s.segments);
     if (!problem.empty()) {
@@ -166,10 +172,7 @@ std::vector<format::Shard> CheckShards(const format::FunctionRecord& r,
   return out;
 }
 
-/*!
- * \brief The records of a partial function (one, named "") or of a partial_apply module made by
- *        this copy of the code; nullopt for anything else.
- */
+/*! \brief What PartialRecords (partial_module.h) returns, or nullopt where it throws. */
 std::optional<std::vector<format::FunctionRecord>> RecordsOf(const ffi::Any& obj) {
   if (auto f = obj.try_cast<ffi::Function>()) {
     detail::PartialParts parts;
@@ -254,20 +257,11 @@ ffi::Map<ffi::String, ffi::Array<ffi::Any>> PartialApplyOutputs(const ffi::Any& 
 
 namespace {
 
-/*!
- * \brief tvm_partial.Describe: what a partial function (key "") or a partial module of this copy
- *        holds, in one answer; for anything else None, or with `who` (the caller's name) a
- *        TypeError that says what was given. {"code": the compiled module bound (a module's;
- *        None without one), "bindings": {function: {position: value}} (as
- *        runtime.PartialApplyBindings), "names": {function: [parameter names]} (where
- *        recorded), "outputs": {function: [{"position", "dtype", "shape"}]}, "shards":
- *        {function: [[position, dim, world, segments]]}, "shard_rank": the rank whose view it
- *        holds (load(path, shard=)) or -1, "payloads": {function: {position: n}} (n numbers
- *        the distinct tensors, each stored once: format::TensorNumbers), "constant_bytes":
- *        their bytes as the format stores them (what decides a zero-copy export)}. Given bytes
- *        (save_to_bytes) and no `who`, the format's own description of them
- *        (format::Describe), checked as the loader parses them.
- */
+/*! \brief tvm_partial.Describe: all a partial function (key "") or a partial module of this copy
+ *         holds, in one answer; "payloads" numbers the distinct tensors (format::TensorNumbers),
+ *         "constant_bytes" is their stored size (what decides a zero-copy export). Anything else:
+ *         None, or with `who` (the caller) a TypeError naming it. Bytes without `who`:
+ *         format::Describe, parsed as the loader parses them. */
 ffi::Optional<ffi::Map<ffi::String, ffi::Any>> Describe(const ffi::Any& obj,
                                                         const ffi::String& who) {
   if (std::optional<ffi::Bytes> bytes = obj.try_cast<ffi::Bytes>(); bytes && who.empty()) {
@@ -312,11 +306,9 @@ ffi::Optional<ffi::Map<ffi::String, ffi::Any>> Describe(const ffi::Any& obj,
       {"payloads", payloads}, {"constant_bytes", static_cast<int64_t>(bytes)}};
 }
 
-// runtime.PartialApplyModule(mod, {name: {position: value}}, param_names={}, outputs={},
-// original_names={}, shards={}) from Python; outputs per function as detail::OutputsFromAny
-// reads them; original_names as MakePartialModule takes them; shards per function
-// [[position, dim, world(, segments)]...] (bound tensors split for tensor parallelism,
-// CheckShards).
+// runtime.PartialApplyModule from Python, bindings {name: {position: value}}; per function,
+// outputs as detail::OutputsFromAny reads them, original_names as MakePartialModule takes them,
+// shards as CheckShards (bound tensors split for tensor parallelism).
 void PartialApplyModulePacked(ffi::PackedArgs args, ffi::Any* rv) {
   detail::CheckArgCount(args, 2, 6,
                         "runtime.PartialApplyModule(mod, bindings, param_names={}, outputs={}, "
@@ -363,15 +355,12 @@ std::string BoundPositions(const format::FunctionRecord& r) {
   return out + "]";
 }
 
-/*!
- * \brief tvm_partial.rebind: a partial module over the code of `mod` (a partial module of this
- *        copy, not a rank's view of shards) whose values at `values`' positions of `function` are
- *        replaced, every other record kept (names, outputs, shards, and the file a loader of ours
- *        loaded the code from). A tensor bound in several places is one tensor: each place that
- *        held it gets its replacement, unless `values` gives that place its own. A replacement
- *        is of the kind it replaces: a tensor of the same dtype and shape (Python converts values
- *        to that), or a scalar; None where Python found no value bound (refused here).
- */
+/*! \brief tvm_partial.rebind: a partial module over the code of `mod` (of this copy, not a rank's
+ *         view), `function`'s values at `values`' positions replaced, all else kept (names,
+ *         outputs, shards, LibraryFile). A tensor bound in several places is one: each place gets
+ *         the replacement unless `values` gives it its own. A replacement is of the kind it
+ *         replaces (a tensor of the same dtype and shape, as Python converts it, or a scalar);
+ *         None (Python found no value bound) is refused. */
 ffi::Module Rebind(ffi::Module mod, ffi::String function, ffi::Map<int64_t, ffi::Any> values) {
   const std::vector<format::FunctionRecord>* held = detail::PartialModuleRecords(mod);
   if (held == nullptr) {
@@ -448,6 +437,132 @@ ffi::Module Rebind(ffi::Module mod, ffi::String function, ffi::Map<int64_t, ffi:
   return out;
 }
 
+/*! \brief Views with equal keys are one copy: address, dtype, shape, strides (none when
+ *         contiguous), device, and the target device. */
+using MemoryKey = std::tuple<uintptr_t, uint32_t, std::vector<int64_t>, std::vector<int64_t>,
+                             int32_t, int32_t, int32_t, int32_t>;
+
+MemoryKey KeyOf(const ffi::Tensor& t, DLDevice to) {
+  const DLTensor& d = *t.GetDLTensorPtr();
+  std::vector<int64_t> strides;
+  if (!t.IsContiguous()) strides.assign(t.strides().begin(), t.strides().end());
+  return {reinterpret_cast<uintptr_t>(d.data) + d.byte_offset,
+          uint32_t{d.dtype.code} << 24 | uint32_t{d.dtype.bits} << 16 | d.dtype.lanes,
+          std::vector<int64_t>(t.shape().begin(), t.shape().end()),
+          std::move(strides),
+          d.device.device_type,
+          d.device.device_id,
+          to.device_type,
+          to.device_id};
+}
+
+/*! \brief "cannot VERB LABEL", how Hold's errors about `item` begin. */
+std::string Where(const ffi::Array<ffi::Any>& item, const ffi::String& verb) {
+  return "cannot " + std::string(verb) + " " + std::string(item[5].cast<ffi::String>());
+}
+
+/*! \brief Refuse `item`'s view where its dtype or shape differs from its parameter's (None:
+ *         any). A split tensor (item[6]: [dim, world, segments]) is checked by one rank's shard,
+ *         the kernel's argument; a split ShardProblem refuses is left to the bind to explain. */
+void CheckAgainstParam(const ffi::Array<ffi::Any>& item, const ffi::String& verb) {
+  const auto t = item[0].cast<ffi::Tensor>();
+  if (t.dtype().code == kDLComplex) {
+    TVM_FFI_THROW(TypeError) << Where(item, verb) << ": complex" << int{t.dtype().bits}
+                             << " tensors cannot be bound: TVM has no complex dtypes; bind the "
+                                "real and imaginary parts as a float tensor "
+                                "(torch.view_as_real(t), or a numpy array's .view(float32 or "
+                                "float64))";
+  }
+  std::string name;
+  try {
+    name = ffi::DLDataTypeToString(t.dtype());
+  } catch (const ffi::Error& err) {
+    TVM_FFI_THROW(TypeError) << Where(item, verb) << ": TVM has no dtype for this tensor ("
+                             << err.message() << ")";
+  }
+  const ffi::Any& dtype = item[2];
+  if (dtype != nullptr && name != dtype.cast<ffi::String>()) {
+    TVM_FFI_THROW(TypeError) << Where(item, verb) << ": dtype " << name << " does not match "
+                             << item[4].cast<ffi::String>();
+  }
+  if (item[3] == nullptr) return;
+  std::vector<int64_t> shape(t.shape().begin(), t.shape().end());
+  std::string whole;
+  if (item.size() > 6 && item[6] != nullptr) {
+    const auto split = item[6].cast<ffi::Array<int64_t>>();
+    const int64_t ndim = static_cast<int64_t>(shape.size());
+    const int64_t dim = split[0] < 0 && split[0] >= -ndim ? split[0] + ndim : split[0];
+    if (!format::ShardProblem(shape, t.dtype(), dim, split[1], split[2]).empty()) return;
+    whole = " (one rank's shard of " + detail::ShapeString(ffi::Shape(t.shape())) + ")";
+    shape = format::ShardShape(shape, dim, split[1]);
+  }
+  const auto want = item[3].cast<ffi::Array<ffi::Any>>();
+  bool same = want.size() == shape.size();
+  for (size_t i = 0; same && i < want.size(); ++i) {
+    same = want[i] == nullptr || want[i].cast<int64_t>() == shape[i];
+  }
+  if (!same) {
+    TVM_FFI_THROW(ValueError) << Where(item, verb) << whole << ": shape "
+                              << detail::ShapeString(ffi::Shape(shape)) << " does not match "
+                              << item[4].cast<ffi::String>();
+  }
+}
+
+/*!
+ * \brief The tensors a bind holds, from views of the caller's memory (numpy, torch, DLPack): all
+ *        checked against their parameters, then each copied once into contiguous, 64-byte-aligned
+ *        memory on `device`; memory given in several places (tied weights) is copied once, so
+ *        they hold one tensor. A tvm Tensor given (`keep`) is held as is when contiguous and
+ *        aligned (or remote: its server aligns it), else copied on its own device.
+ *
+ *        Each item: [view, keep, dtype or None, shape (ints or None) or None, the parameter as
+ *        errors name it, the value's label(, its split or None)]; errors read "cannot VERB
+ *        LABEL: ...".
+ */
+ffi::Array<ffi::Tensor> Hold(const ffi::Array<ffi::Array<ffi::Any>>& items, DLDevice device,
+                             const ffi::String& verb) {
+  for (const auto& item : items) CheckAgainstParam(item, verb);
+  std::map<MemoryKey, ffi::Tensor> made;
+  ffi::Array<ffi::Tensor> out;
+  for (const auto& item : items) {
+    auto view = item[0].cast<ffi::Tensor>();
+    const DLTensor& d = *view.GetDLTensorPtr();
+    const bool remote = d.device.device_type >= detail::kRPCSessMask;
+    const bool keep = item[1].cast<bool>();
+    const DLDevice to = keep ? d.device : device;
+    if (keep && view.IsContiguous() &&
+        (remote ||
+         (reinterpret_cast<uintptr_t>(d.data) + d.byte_offset) % detail::kTensorAlignment == 0)) {
+      out.push_back(view);
+      continue;
+    }
+    const bool shared = d.data != nullptr && view.numel() > 0;
+    const MemoryKey key = shared ? KeyOf(view, to) : MemoryKey{};
+    if (auto found = made.find(key); shared && found != made.end()) {
+      out.push_back(found->second);
+      continue;
+    }
+    ffi::Tensor copy;
+    try {
+      copy = AlignedCopy(view, to);
+    } catch (const ffi::Error& err) {
+      uint64_t bytes = 0;
+      if (!detail::IsOutOfMemory(err)) {
+        TVM_FFI_THROW(TypeError) << Where(item, verb) << ": not a usable tensor (" << err.message()
+                                 << ")";
+      }
+      detail::TensorBytes(view.numel(), d.dtype, &bytes);
+      TVM_FFI_THROW(MemoryError) << Where(item, verb) << ": out of memory copying " << bytes
+                                 << " bytes into an aligned tensor on "
+                                 << detail::DeviceString(to.device_type, to.device_id) << " ("
+                                 << err.message() << "); free memory or bind a smaller tensor";
+    }
+    if (shared) made.emplace(key, copy);
+    out.push_back(copy);
+  }
+  return out;
+}
+
 }  // namespace
 
 TVM_FFI_STATIC_INIT_BLOCK() {
@@ -456,6 +571,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   detail::RegisterGlobalOnce("runtime.PartialApplyBindings", PartialApplyBindings);
   detail::RegisterGlobalOnce("tvm_partial.Describe", Describe);
   detail::RegisterGlobalOnce("tvm_partial.Rebind", Rebind);
+  detail::RegisterGlobalOnce("tvm_partial.Hold", Hold);
 }
 
 }  // namespace tvm_partial

@@ -130,20 +130,28 @@ def matches(held: Any, value: Val) -> bool:
     return type(held) is python_type and held == value.data
 
 
-def refusal(value: Val, spec: Spec | None, typed: bool, label: str) -> tuple | None:
+def refusal(value: Val, spec: Spec | None, typed: bool, label: str, held: bool) -> tuple | None:
     """The refusal binding ``value`` to ``spec`` gets (type, regex), or None. ``typed``: the
-    signature given to this step carries kinds and dtypes (a kernel's TE tensors)."""
+    signature given to this step carries kinds and dtypes (a kernel's TE tensors). A bind checks
+    in two rounds, each over every value in order: Python's (scalars, a value's kind), then
+    C++'s, all tensors at once (``held``: complex dtypes, dtype and shape against the parameter)."""
     where = rf"^cannot bind {re.escape(label)}: "
-    if value.kind == "complex":
-        return TypeError, where + rf"{value.data.dtype} tensors cannot be bound: TVM has no complex dtypes"
-    tensor_like = value.kind in ("array", "tensor")
+    tensor_like = value.kind in ("array", "tensor", "complex")
+    if held:
+        if value.kind == "complex":
+            return (
+                TypeError,
+                where + rf"{value.data.dtype} tensors cannot be bound: TVM has no complex dtypes",
+            )
+        if typed and spec is not None and spec.kind == "tensor" and tensor_like:
+            if str(value.data.dtype) != spec.dtype:
+                return TypeError, where + rf"dtype {value.data.dtype} does not match {spec.name}: Tensor"
+            if value.data.shape != (1,):
+                return ValueError, where + rf"shape {re.escape(str(value.data.shape))} does not match"
+        return None
     if typed and spec is not None and spec.kind == "tensor":
         if value.kind in ("str", "int", "float", "bool"):
             return TypeError, where + rf"{type(value.data).__name__} given for tensor parameter {spec.name}"
-        if tensor_like and str(value.data.dtype) != spec.dtype:
-            return TypeError, where + rf"dtype {value.data.dtype} does not match {spec.name}: Tensor"
-        if tensor_like and value.data.shape != (1,):
-            return ValueError, where + rf"shape {re.escape(str(value.data.shape))} does not match"
     if typed and spec is not None and spec.kind == "scalar":
         if tensor_like:
             return TypeError, where + rf"a tensor given for scalar parameter {spec.name}: {spec.dtype}"
@@ -271,16 +279,17 @@ class Model:
                     rf"^parameter {name!r} \(position {original}\) is bound both by index and by name",
                 )
             targets[position] = (original, value)
-        for position, (original, value) in targets.items():
-            label = f"position {position}"
-            if original is not None:
-                label = f"parameter {names[original]!r} (position {original}"  # type: ignore[index]
-                label += f"; free argument {position} of the partial)" if position != original else ")"
-            where = original if original is not None else nth_free(self.bound, position)
-            spec = self.specs[where] if where < len(self.specs) else None
-            refused = refusal(value, spec, typed, label)
-            if refused is not None:
-                return refused
+        for held in (False, True):
+            for position, (original, value) in targets.items():
+                label = f"position {position}"
+                if original is not None:
+                    label = f"parameter {names[original]!r} (position {original}"  # type: ignore[index]
+                    label += f"; free argument {position} of the partial)" if position != original else ")"
+                where = original if original is not None else nth_free(self.bound, position)
+                spec = self.specs[where] if where < len(self.specs) else None
+                refused = refusal(value, spec, typed, label, held)
+                if refused is not None:
+                    return refused
         if "outputs" in options and options["outputs"].kind != "none":
             if not typed:
                 return TypeError, r"^outputs= needs a signature with dtypes and shapes"

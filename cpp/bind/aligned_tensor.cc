@@ -2,8 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file bind/aligned_tensor.cc
- * \brief Contiguous, 64-byte-aligned tensors: what bound values are converted to at bind time
- *        and what the loader materialises (TVM kernels assume the alignment).
+ * \brief Contiguous, 64-byte-aligned tensors (TVM kernels assume the alignment): what bind
+ *        converts values to and the loader materialises.
  */
 #include "bind/aligned_tensor.h"
 
@@ -26,15 +26,14 @@
 
 #include "device.h"
 #include "out_of_memory.h"
-#include "registry.h"
 
 namespace tvm_partial {
 
 namespace detail {
 
 bool TensorBytes(uint64_t numel, DLDataType dtype, uint64_t* bytes) {
-  // ceil(numel * bits / 8) without forming numel * bits: whole groups of 8 elements take `bits`
-  // bytes each, the rest at most 7 * bits (< 2^27) bits.
+  // ceil(numel * bits / 8) without forming numel * bits (which can overflow): each group of 8
+  // elements takes `bits` bytes, the rest under 7 * bits (< 2^27) bits.
   const uint64_t bits = static_cast<uint64_t>(dtype.bits) * dtype.lanes;
   uint64_t whole, total;
   if (__builtin_mul_overflow(numel / 8, bits, &whole) ||
@@ -46,12 +45,6 @@ bool TensorBytes(uint64_t numel, DLDataType dtype, uint64_t* bytes) {
   return true;
 }
 
-}  // namespace detail
-
-namespace {
-
-constexpr size_t kAlignment = 64;
-
 std::string ShapeString(const ffi::Shape& shape) {
   std::string out = "(";
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -60,29 +53,33 @@ std::string ShapeString(const ffi::Shape& shape) {
   return out + (shape.size() == 1 ? ",)" : ")");
 }
 
+}  // namespace detail
+
+namespace {
+
 /*! \brief The byte size of a contiguous tensor of `shape` and `dtype`, checked. */
 uint64_t CheckedBytes(const ffi::Shape& shape, DLDataType dtype) {
   uint64_t numel = 1;
   bool overflow = false, empty = false;  // a 0 extent makes any product of the others 0 bytes
   for (int64_t extent : shape) {
     if (extent < 0) {
-      TVM_FFI_THROW(ValueError) << "cannot allocate a tensor of shape " << ShapeString(shape)
-                                << ": negative extent " << extent;
+      TVM_FFI_THROW(ValueError) << "cannot allocate a tensor of shape "
+                                << detail::ShapeString(shape) << ": negative extent " << extent;
     }
     overflow = __builtin_mul_overflow(numel, static_cast<uint64_t>(extent), &numel) || overflow;
     empty = empty || extent == 0;
   }
   uint64_t bytes = 0;
   if (!empty && (overflow || !detail::TensorBytes(numel, dtype, &bytes))) {
-    TVM_FFI_THROW(ValueError) << "cannot allocate a tensor of shape " << ShapeString(shape)
+    TVM_FFI_THROW(ValueError) << "cannot allocate a tensor of shape " << detail::ShapeString(shape)
                               << " and dtype " << ffi::DLDataTypeToString(dtype)
                               << ": it takes 2^63 bytes or more";
   }
   return bytes;
 }
 
-// Host memory with the alignment TVM kernels assume, allocated before the tensor object (so
-// nothing leaks when that throws) and adopted by it.
+// Aligned host memory, allocated before the tensor object (nothing leaks if that throws), then
+// adopted by it.
 struct AlignedHostAlloc {
   void* data;
   void AllocData(DLTensor* tensor) { tensor->data = data; }
@@ -123,11 +120,14 @@ void StridedCopy(const DLTensor& src, int dim, const char* from, char** to, size
 ffi::Tensor AlignedEmpty(ffi::Shape shape, DLDataType dtype, DLDevice device) {
   const uint64_t nbytes = CheckedBytes(shape, dtype);
   if (device.device_type == kDLCPU) {
-    // aligned_alloc needs a multiple of the alignment; nbytes <= INT64_MAX, so this cannot wrap.
-    const uint64_t padded =
-        nbytes == 0 ? kAlignment : (nbytes + kAlignment - 1) / kAlignment * kAlignment;
+    // aligned_alloc needs a multiple of the alignment; nbytes <= INT64_MAX: this cannot wrap.
+    const uint64_t padded = nbytes == 0 ? detail::kTensorAlignment
+                                        : (nbytes + detail::kTensorAlignment - 1) /
+                                              detail::kTensorAlignment * detail::kTensorAlignment;
     std::unique_ptr<void, FreeDeleter> data(
-        padded > SIZE_MAX ? nullptr : std::aligned_alloc(kAlignment, static_cast<size_t>(padded)));
+        padded > SIZE_MAX
+            ? nullptr
+            : std::aligned_alloc(detail::kTensorAlignment, static_cast<size_t>(padded)));
     if (data == nullptr) {
       TVM_FFI_THROW(MemoryError) << "out of memory allocating a tensor of " << nbytes << " bytes";
     }
@@ -136,8 +136,8 @@ ffi::Tensor AlignedEmpty(ffi::Shape shape, DLDataType dtype, DLDevice device) {
     data.release();  // the tensor owns it now
     return tensor;
   }
-  // TVM's device allocators align to at least 64 bytes, and size the allocation with tvm-ffi's
-  // GetDataSize, which counts bits in 64 bits: past 2^61 bytes it would wrap and allocate less.
+  // TVM's device allocators align to >= 64 bytes but size with GetDataSize, which counts bits in
+  // 64 bits: past 2^61 bytes it would wrap and allocate less.
   if (nbytes >= (uint64_t{1} << 61)) {
     TVM_FFI_THROW(MemoryError) << "out of memory allocating a tensor of " << nbytes << " bytes on "
                                << detail::DeviceString(device.device_type, device.device_id)
@@ -177,112 +177,5 @@ ffi::Tensor AlignedCopy(const ffi::Tensor& src, DLDevice device) {
   RuntimeGlobal("runtime.TVMTensorCopyFromTo", device)(source, dst);
   return dst;
 }
-
-namespace {
-
-/*! \brief What makes two views one memory copied to one place: address, dtype, shape, strides
- *         (none when contiguous), device, and the device copied to. */
-using MemoryKey = std::tuple<uintptr_t, uint32_t, std::vector<int64_t>, std::vector<int64_t>,
-                             int32_t, int32_t, int32_t, int32_t>;
-
-MemoryKey KeyOf(const ffi::Tensor& t, DLDevice to) {
-  const DLTensor& d = *t.GetDLTensorPtr();
-  std::vector<int64_t> strides;
-  if (!t.IsContiguous()) strides.assign(t.strides().begin(), t.strides().end());
-  return {reinterpret_cast<uintptr_t>(d.data) + d.byte_offset,
-          uint32_t{d.dtype.code} << 24 | uint32_t{d.dtype.bits} << 16 | d.dtype.lanes,
-          std::vector<int64_t>(t.shape().begin(), t.shape().end()),
-          std::move(strides),
-          d.device.device_type,
-          d.device.device_id,
-          to.device_type,
-          to.device_id};
-}
-
-/*! \brief "cannot VERB LABEL", how Hold's errors about `item` begin. */
-std::string Where(const ffi::Array<ffi::Any>& item, const ffi::String& verb) {
-  return "cannot " + std::string(verb) + " " + std::string(item[5].cast<ffi::String>());
-}
-
-/*! \brief Refuse `item`'s view where its dtype or shape differs from its parameter's (None:
- *         any); the parameter as item[4] names it. */
-void CheckAgainstParam(const ffi::Array<ffi::Any>& item, const ffi::String& verb) {
-  const auto t = item[0].cast<ffi::Tensor>();
-  const ffi::Any& dtype = item[2];
-  if (dtype != nullptr && ffi::DLDataTypeToString(t.dtype()) != dtype.cast<ffi::String>()) {
-    TVM_FFI_THROW(TypeError) << Where(item, verb) << ": dtype "
-                             << ffi::DLDataTypeToString(t.dtype()) << " does not match "
-                             << item[4].cast<ffi::String>();
-  }
-  if (item[3] == nullptr) return;
-  const auto want = item[3].cast<ffi::Array<ffi::Any>>();
-  bool same = want.size() == t.shape().size();
-  for (size_t i = 0; same && i < want.size(); ++i) {
-    same = want[i] == nullptr || want[i].cast<int64_t>() == t.shape()[i];
-  }
-  if (!same) {
-    TVM_FFI_THROW(ValueError) << Where(item, verb) << ": shape "
-                              << ShapeString(ffi::Shape(t.shape())) << " does not match "
-                              << item[4].cast<ffi::String>();
-  }
-}
-
-/*!
- * \brief The tensors a bind holds, made from views over the caller's memory (numpy, torch, any
- *        DLPack tensor): all checked against their parameters first, then each copied once into
- *        contiguous, 64-byte-aligned memory on `device`; the same memory given in several places
- *        (tied weights) is copied once, so those places hold one tensor. A tvm Tensor the caller
- *        gave (`keep`) is held as it is when already contiguous and aligned (or remote: its
- *        server's allocator aligns it), else copied on its own device.
- *
- *        Each item: [view, keep, dtype or None, shape (ints or None) or None, the parameter as
- *        the errors name it, the value's label]; errors read "cannot VERB LABEL: ...".
- */
-ffi::Array<ffi::Tensor> Hold(const ffi::Array<ffi::Array<ffi::Any>>& items, DLDevice device,
-                             const ffi::String& verb) {
-  for (const auto& item : items) CheckAgainstParam(item, verb);
-  std::map<MemoryKey, ffi::Tensor> made;
-  ffi::Array<ffi::Tensor> out;
-  for (const auto& item : items) {
-    auto view = item[0].cast<ffi::Tensor>();
-    const DLTensor& d = *view.GetDLTensorPtr();
-    const bool remote = d.device.device_type >= detail::kRPCSessMask;
-    const bool keep = item[1].cast<bool>();
-    const DLDevice to = keep ? d.device : device;
-    if (keep && view.IsContiguous() &&
-        (remote || (reinterpret_cast<uintptr_t>(d.data) + d.byte_offset) % kAlignment == 0)) {
-      out.push_back(view);
-      continue;
-    }
-    const bool shared = d.data != nullptr && view.numel() > 0;
-    const MemoryKey key = shared ? KeyOf(view, to) : MemoryKey{};
-    if (auto found = made.find(key); shared && found != made.end()) {
-      out.push_back(found->second);
-      continue;
-    }
-    ffi::Tensor copy;
-    try {
-      copy = AlignedCopy(view, to);
-    } catch (const ffi::Error& err) {
-      uint64_t bytes = 0;
-      if (!detail::IsOutOfMemory(err)) {
-        TVM_FFI_THROW(TypeError) << Where(item, verb) << ": not a usable tensor (" << err.message()
-                                 << ")";
-      }
-      detail::TensorBytes(view.numel(), d.dtype, &bytes);
-      TVM_FFI_THROW(MemoryError) << Where(item, verb) << ": out of memory copying " << bytes
-                                 << " bytes into an aligned tensor on "
-                                 << detail::DeviceString(to.device_type, to.device_id) << " ("
-                                 << err.message() << "); free memory or bind a smaller tensor";
-    }
-    if (shared) made.emplace(key, copy);
-    out.push_back(copy);
-  }
-  return out;
-}
-
-}  // namespace
-
-TVM_FFI_STATIC_INIT_BLOCK() { detail::RegisterGlobalOnce("tvm_partial.Hold", Hold); }
 
 }  // namespace tvm_partial

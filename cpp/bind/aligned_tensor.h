@@ -2,26 +2,33 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file bind/aligned_tensor.h
- * \brief Internal: the byte size of a tensor, counted as the aligned tensors (AlignedEmpty, public
- *        header) allocate it, for the checks made before an allocation.
+ * \brief Internal: a tensor's byte size as AlignedEmpty allocates it, for checks before allocating.
  */
 #ifndef TVM_PARTIAL_BIND_ALIGNED_TENSOR_H_
 #define TVM_PARTIAL_BIND_ALIGNED_TENSOR_H_
 
 #include <dlpack/dlpack.h>
+#include <tvm/ffi/container/shape.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace tvm_partial {
 namespace detail {
 
+/*! \brief The alignment of the tensors bind time makes (TVM kernels assume it). */
+constexpr size_t kTensorAlignment = 64;
+
 /*!
- * \brief The bytes `numel` elements of `dtype` take contiguously: sub-byte dtypes packed and
- *        rounded up to a whole byte (as tvm-ffi's GetDataSize counts, whose product in bits
- *        wraps past 2^64 bits, i.e. 2^61 bytes; this one is exact).
- * \return false when that is 2^63 bytes or more: no tensor can hold it (sizes are int64).
+ * \brief The bytes `numel` elements of `dtype` take contiguously, sub-byte dtypes packed and
+ *        rounded up (as tvm-ffi's GetDataSize, but exact: its bit count wraps past 2^61 bytes).
+ * \return false when that is 2^63 bytes or more (sizes are int64).
  */
 bool TensorBytes(uint64_t numel, DLDataType dtype, uint64_t* bytes);
+
+/*! \brief `(2, 3)`, `(4,)`: a shape as Python prints a tuple. */
+std::string ShapeString(const ::tvm::ffi::Shape& shape);
 
 }  // namespace detail
 }  // namespace tvm_partial

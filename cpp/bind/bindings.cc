@@ -135,11 +135,13 @@ std::string ParamLabel(int64_t position, const ffi::Array<ffi::String>& names) {
 }  // namespace detail
 
 TVM_FFI_STATIC_INIT_BLOCK() {
-  // The position rule for Python's partial() and rebind(), which need the position before any
-  // value reaches C++ (to resolve it through a signature, and to refuse it before a tensor is
-  // converted); `shown`: the key as given, "" when `index` is it.
-  detail::RegisterGlobalOnce("tvm_partial.CheckPosition", [](int64_t index, ffi::String shown) {
-    detail::CheckPosition(index, "", std::string(shown));
+  // For Python's partial() and rebind(), which check a bind's positions, all at once, before
+  // converting any value; `shown[i]`: the key as given where it is not `index[i]` (past int64).
+  detail::RegisterGlobalOnce("tvm_partial.CheckPosition", [](const ffi::Array<int64_t>& index,
+                                                             const ffi::Array<ffi::String>& shown) {
+    for (size_t i = 0; i < index.size(); ++i) {
+      detail::CheckPosition(index[i], "", i < shown.size() ? std::string(shown[i]) : "");
+    }
   });
 }
 

@@ -1,21 +1,15 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Bound values: what the closure holds, made once at bind time, and checked against the parameter.
+"""Bound values: made once at bind time (what the closure holds), checked against the parameter.
 
-- Tensors: a tvm Tensor is held by reference when it is contiguous and 64-byte aligned (copied
-  otherwise); numpy arrays (read-only ones too), DLPack tensors (torch, ...) and ml_dtypes arrays
-  are copied into a contiguous, 64-byte-aligned tvm Tensor on ``device=``. Dtype and static shape
-  are checked before anything is copied. Within one call (``Copies``), the same memory given in
-  several places (the same array, or views with the same data pointer, dtype, shape and strides,
-  as a torch state_dict gives tied weights) is copied once, so those places hold one tensor.
-- Sub-byte dtypes: a tvm Tensor is taken packed as it is; numpy (ml_dtypes) stores
-  float4_e2m1fn one element per byte, so it is packed two per byte as TVM's own
-  ``tvm.runtime.Tensor.copyfrom`` packs it (element 2k in the high nibble). numpy int4 and uint4
-  are refused: TVM's ``Tensor.numpy()`` reads them two per byte while the CPU code ``tvm.compile``
-  makes reads one element per byte, so no packing is unambiguous; int2, uint2 and the float6
-  types, for which TVM defines no packing from numpy, are refused too. torch's float4_e2m1fn_x2 (two
-  per byte) becomes float4_e2m1fn with twice the last dimension, its bytes as they are; torch's
-  int1-7 and uint1-7 (one element per byte, exported over DLPack as int8/uint8) are refused.
+- Tensors: a contiguous, 64-byte-aligned tvm Tensor is held by reference; anything else (numpy, read-only
+  too; DLPack; ml_dtypes) is copied into one on ``device=`` after dtype and static-shape checks. Memory given
+  in several places in one call (tied weights: same data pointer, dtype, shape, strides) is copied once.
+- Sub-byte dtypes: a tvm Tensor is taken as packed; ml_dtypes float4_e2m1fn (one per byte) is packed two per
+  byte; torch float4_e2m1fn_x2 becomes float4_e2m1fn with twice the last dimension, bytes unchanged. Refused:
+  numpy int4/uint4 (``Tensor.numpy()`` reads two per byte, CPU code from ``tvm.compile`` one: no packing is
+  unambiguous); int2, uint2, float6 (no packing from numpy in TVM); torch int1-7/uint1-7 (one per byte,
+  exported as int8/uint8).
 - Scalars reach the kernel unchanged or are refused (``check_scalar``).
 """
 
@@ -49,21 +43,18 @@ def create_view() -> tvm_ffi.Function:
 
 # -- values -------------------------------------------------------------------------------------------
 class Held:
-    """The values one ``partial()`` or ``rebind()`` call binds, made in one crossing.
-
-    ``add`` checks scalars here and adapts each tensor to a view over its memory (numpy, torch
-    or any DLPack tensor; what only Python can see: numpy's extension dtypes, torch's packed
-    ones); ``made`` hands every view to C++ (``tvm_partial.Hold``), which checks dtypes and
-    shapes against the parameters, copies each into contiguous, 64-byte-aligned memory on the
-    device, and copies the same memory given in several places (tied weights) once.
-    """
+    """The values one ``partial()``/``rebind()`` call binds: ``add`` checks scalars and wraps tensors as
+    views (only Python sees numpy's extension dtypes and torch's packed ones); ``made`` hands all views
+    to ``tvm_partial.Hold`` in one crossing, which checks and copies them as the module docstring says."""
 
     def __init__(self, device: Any, verb: str = "bind") -> None:
         self.device, self.verb = device, verb
         self._values: dict[Any, Any] = {}
         self._views: dict[Any, list[Any]] = {}
 
-    def add(self, key: Any, value: Any, param: Param | None, label: str) -> None:
+    def add(self, key: Any, value: Any, param: Param | None, label: str, split: Any = None) -> None:
+        """``split``: (dim, segments, world) of a tensor bound with ``shards=``, whose rank's shard
+        C++ checks against ``param``."""
         if isinstance(value, np.generic):
             value = value.item()
         if value is None or isinstance(value, (bool, int, float, str)):
@@ -86,6 +77,7 @@ class Held:
             None if known is None else known.shape,
             "" if param is None else param.describe(),
             label,
+            None if split is None else [split[0], split[2], split[1]],
         ]
 
     def made(self) -> dict[Any, Any]:
@@ -104,9 +96,8 @@ def convert(value: Any, param: Param | None, label: str, device: Any, verb: str 
 
 
 def view(value: Any, label: str) -> Any:
-    """``value`` as C++ reads it before anything is copied: an array as a tvm Tensor over its
-    memory where DLPack can carry it (numpy, torch, ...; others copied as ``convert`` does), any
-    other value as it is."""
+    """``value`` as C++ reads it before copying: an array as a tvm Tensor over its memory where
+    DLPack carries it (else copied by ``convert``), any other value as is."""
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, np.ndarray) and value.flags.writeable and value.dtype.num < 256:
@@ -122,10 +113,9 @@ def view(value: Any, label: str) -> Any:
 
 
 def _view_of(value: Any, label: str, verb: str) -> tvm_ffi.Tensor | None:
-    """A tensor value -> a tvm Tensor over its memory, typed as TVM types it; None for a value
-    that is not a tensor but is held as is (a function, module or object); else refused."""
+    """A tensor -> a tvm Tensor over its memory, TVM-typed; None for a function, module or object
+    (held as is); anything else refused."""
     if isinstance(value, tvm_ffi.Tensor):
-        _dtype_of(value, value, label, verb)
         return value
     if isinstance(value, np.ndarray):
         return _numpy_view(value, label, verb)
@@ -142,8 +132,6 @@ def _view_of(value: Any, label: str, verb: str) -> tvm_ffi.Tensor | None:
 def _numpy_view(array: np.ndarray, label: str, verb: str) -> tvm_ffi.Tensor:
     if array.dtype.hasobject:
         raise TypeError(f"cannot {verb} {label}: a numpy array of Python objects is not a tensor")
-    if array.dtype.kind == "c":
-        raise TypeError(_complex_message(str(array.dtype), label, verb))
     extension = _extension_dtype(array.dtype, label, verb)
     source = array
     if extension is not None and tvm_ffi.dtype(extension).bits < 8:  # float4_e2m1fn
@@ -163,9 +151,8 @@ def _numpy_view(array: np.ndarray, label: str, verb: str) -> tvm_ffi.Tensor:
 
 
 def _pack_nibbles(array: np.ndarray) -> np.ndarray:
-    """4-bit values stored one per byte (ml_dtypes) -> packed two per byte in C order, element 2k
-    in the high nibble and 2k + 1 in the low one (zero past an odd count), as TVM's own
-    ``tvm.runtime.Tensor.copyfrom`` packs float4_e2m1fn and its ``numpy()`` unpacks it."""
+    """4-bit values one per byte (ml_dtypes) -> two per byte in C order, element 2k in the high
+    nibble (odd count zero-padded), as ``tvm.runtime.Tensor.copyfrom`` packs float4_e2m1fn."""
     nibbles = np.ascontiguousarray(array).reshape(-1).view("uint8") & 0x0F
     if nibbles.size % 2:
         nibbles = np.concatenate([nibbles, np.zeros(1, "uint8")])
@@ -173,7 +160,7 @@ def _pack_nibbles(array: np.ndarray) -> np.ndarray:
 
 
 def _dlpack_view(value: Any, label: str, verb: str) -> tvm_ffi.Tensor:
-    """A DLPack tensor (torch, ...) -> a tvm Tensor over its memory, its dtype a TVM dtype."""
+    """A DLPack tensor (torch, ...) -> a TVM-typed tvm Tensor over its memory."""
     _refuse_unpacked_sub_byte(value, label, verb)
     try:
         tensor = tvm_ffi.from_dlpack(value)  # no copy
@@ -181,7 +168,11 @@ def _dlpack_view(value: Any, label: str, verb: str) -> tvm_ffi.Tensor:
         raise TypeError(
             f"cannot {verb} {label}: {type(value).__name__} is not a usable tensor ({err})"
         ) from err
-    packed = _packed_lanes(_dtype_of(tensor, value, label, verb), tuple(tensor.shape))
+    try:
+        dtype = str(tensor.dtype)
+    except ValueError:  # a dtype TVM has no name for (complex): C++ refuses it by its code
+        return tensor
+    packed = _packed_lanes(dtype, tuple(tensor.shape))
     if packed is None:
         return tensor
     if not tensor.is_contiguous():
@@ -190,9 +181,8 @@ def _dlpack_view(value: Any, label: str, verb: str) -> tvm_ffi.Tensor:
 
 
 def _packed_lanes(dtype: str, shape: tuple[int, ...]) -> tuple[str, tuple[int, ...]] | None:
-    """A vector of sub-byte lanes filling whole bytes (``float4_e2m1fnx2``, how tvm-ffi names
-    torch's float4_e2m1fn_x2) -> (the one-lane dtype, the shape with the last dimension times the
-    lanes): the same bytes, as TVM declares packed parameters. None for any other dtype."""
+    """Sub-byte lanes filling whole bytes (tvm-ffi's ``float4_e2m1fnx2`` for torch float4_e2m1fn_x2)
+    -> (one-lane dtype, last dimension times lanes), as TVM declares packed parameters; else None."""
     parsed = tvm_ffi.dtype(dtype)
     if parsed.lanes <= 1 or parsed.bits >= 8 or (parsed.bits * parsed.lanes) % 8 or not shape:
         return None
@@ -214,34 +204,9 @@ def _refuse_unpacked_sub_byte(value: Any, label: str, verb: str) -> None:
     )
 
 
-def _dtype_of(tensor: tvm_ffi.Tensor, value: Any, label: str, verb: str) -> str:
-    """The TVM dtype of ``tensor``; refused when TVM has none (complex: DLPack type code 5)."""
-    try:
-        return str(tensor.dtype)
-    except ValueError as err:
-        foreign = str(getattr(value, "dtype", "")) if not isinstance(value, tvm_ffi.Tensor) else ""
-        if not foreign:
-            try:  # numpy names every DLPack dtype of host memory
-                foreign = str(np.from_dlpack(tensor).dtype)
-            except Exception:
-                foreign = ""
-        foreign = foreign.rpartition(".")[2]  # torch.complex64 -> complex64
-        if "complex" in foreign or "type_code=5" in str(err):
-            raise TypeError(_complex_message(foreign or "complex", label, verb)) from None
-        raise TypeError(f"cannot {verb} {label}: TVM has no dtype for this tensor ({err})") from None
-
-
-def _complex_message(dtype: str, label: str, verb: str) -> str:
-    return (
-        f"cannot {verb} {label}: {dtype} tensors cannot be bound: TVM has no complex dtypes; bind "
-        "the real and imaginary parts as a float tensor (torch.view_as_real(t), or a numpy "
-        "array's .view(float32 or float64))"
-    )
-
-
 def _extension_dtype(dtype: np.dtype, label: str, verb: str) -> str | None:
-    """The TVM dtype of a numpy dtype that DLPack cannot carry (ml_dtypes: bfloat16, float8...,
-    registered with numpy as user dtypes, some of kind "f"), None for an ordinary dtype."""
+    """The TVM dtype of a numpy user dtype DLPack cannot carry (ml_dtypes: bfloat16, float8...;
+    some of kind "f"); None for an ordinary dtype."""
     if dtype.num < 256 or dtype.fields is not None or dtype.subdtype is not None:  # NPY_USERDEF
         return None
     name = str(dtype)
@@ -267,21 +232,6 @@ def _extension_dtype(dtype: np.dtype, label: str, verb: str) -> str | None:
     return name
 
 
-def check_tensor(dtype: str, shape: tuple[int, ...], param: Param | None, label: str, verb: str) -> None:
-    """A tensor of ``dtype`` and ``shape`` for ``param``: refused when it does not match."""
-    if param is None or param.kind is None:
-        return
-    if param.kind == "scalar":
-        raise TypeError(f"cannot {verb} {label}: a tensor given for scalar parameter {param.describe()}")
-    if param.dtype is not None and dtype != param.dtype:
-        raise TypeError(f"cannot {verb} {label}: dtype {dtype} does not match {param.describe()}")
-    if param.shape is None:
-        return
-    shape = tuple(int(s) for s in shape)
-    if len(shape) != len(param.shape) or any(p is not None and p != s for p, s in zip(param.shape, shape)):
-        raise ValueError(f"cannot {verb} {label}: shape {shape} does not match {param.describe()}")
-
-
 # -- scalars ------------------------------------------------------------------------------------------
 #: The kinds a bound scalar can have; a rebind keeps the kind.
 _SCALAR_KINDS = ((bool, "bool"), (int, "int"), (float, "float"), (str, "str"), (type(None), "None"))
@@ -301,9 +251,8 @@ def _a(kind: str) -> str:
 
 
 def rebound(held: Held, key: Any, old: Any, value: Any, param: Param, label: str) -> None:
-    """Add to ``held`` the value that replaces ``old``: of the same kind (a tensor of the same
-    dtype and shape, or a scalar of the same kind; an int may replace a float), checked against
-    ``param`` (its dtype when the caller gave ``signature=``), else refused."""
+    """Add to ``held`` the value replacing ``old``, checked against ``param``; refused unless of
+    the same kind (a tensor: same dtype and shape; an int may replace a float)."""
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(old, tvm_ffi.Tensor):

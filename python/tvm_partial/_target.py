@@ -1,8 +1,7 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""What ``partial()`` and ``rebind()`` bind: the target (a function, a module, a Relax VM or
-executable), its signature, the position rule, how names and positions reach parameters, and the
-options a parameter name must not be taken for."""
+"""What ``partial()`` and ``rebind()`` bind: the target (function, module, Relax VM or executable), its
+signature, how names and positions reach parameters, and the options a parameter name must not shadow."""
 
 from __future__ import annotations
 
@@ -26,13 +25,9 @@ UNSET = object()
 
 @dataclass
 class Target:
-    """What is bound, classified.
-
-    ``kind`` is "function" or "module"; ``obj`` the ffi object bound; ``names(function)`` the
-    parameters of a Relax function (None for targets that carry no names). A Relax executable
-    (``executable``) runs in a VirtualMachine made on ``device=``, known only after the options
-    are checked: ``relax_vm.bind_model`` makes it.
-    """
+    """What is bound, classified: ``kind`` "function" or "module"; ``obj`` the ffi object;
+    ``names(function)`` a Relax function's parameters (None: no names); ``executable`` a Relax
+    executable, whose VirtualMachine ``relax_vm.bind_model`` makes once ``device=`` is checked."""
 
     kind: str
     obj: Any
@@ -75,12 +70,9 @@ def signature_of(
     entry: str = "partial",
     facts: _facts.Facts | None = None,
 ) -> tuple[Signature | None, frozenset[int], list[str] | None]:
-    """-> (the ORIGINAL function's full parameter list, or None when unknown; the original
-    positions ``obj`` already fills for ``key`` (a partial); the names it recorded, or None).
-
-    ``signature=`` when given, checked against what the target knows (recorded names, a Relax
-    function's names); else what the target knows.
-    """
+    """-> (the ORIGINAL function's full parameter list or None; the original positions ``obj``
+    already fills for ``key``; its recorded names or None). The list is ``signature=`` checked
+    against what the target knows (recorded or Relax names), else what it knows."""
     bound, recorded = already_bound(obj, key, facts)
     hint = None
     if recorded is not None:
@@ -111,13 +103,9 @@ def signature_of(
 
 
 class TargetView:
-    """The target as the binding rules see it.
-
-    ``sig`` is the ORIGINAL function's full parameter list (when known), ``bound`` the original
-    positions the target already binds (a partial), and ``free[p]`` the original position of the
-    target's free argument ``p`` (None when the parameter count is unknown). Names resolve in
-    ``sig``; what the closure's C++ merge receives are positions among the free arguments.
-    """
+    """The target as the binding rules see it: ``sig`` and ``bound`` as ``signature_of`` gives them;
+    ``free[p]`` the original position of free argument ``p`` (None: parameter count unknown).
+    Names resolve in ``sig``; the C++ merge receives positions among the free arguments."""
 
     def __init__(
         self,
@@ -264,28 +252,19 @@ def refuse_option_clashes(sig: Signature | None, given: Iterable[str], entry: st
             raise TypeError(clash_message(option, sig.name, entry))
 
 
-def position(key: Any) -> int:
-    """The position rule: a key that is not a name is a position, an integer (not a bool) from 0
-    to the last position a call can reach.
-
-    The range is C++'s rule (cpp/bind/bindings.cc ``CheckPosition``, asked here): Python needs
-    the position before any value reaches C++, to resolve it through the signature and to refuse
-    it before its value is converted (a copy of a large tensor for a position no call can reach).
-    An int past int64 is clamped to one C++ refuses alike, and named as given."""
+def _position(key: Any) -> int:
+    """A key that is not a name is a position: an integer, not a bool."""
     if isinstance(key, bool) or not isinstance(key, numbers.Integral):
         raise TypeError(
             f"bound key {key!r} is not an integer position or a parameter name "
             "(positions are ints >= 0, names are str)"
         )
-    index = int(key)
-    clamped = min(max(index, -(2**63)), 2**63 - 1)
-    _ffi_api.CheckPosition(clamped, "" if clamped == index else str(index))
-    return index
+    return int(key)
 
 
 def split_keys(bound: Any, by_name: dict[str, Any]) -> tuple[dict[int, Any], dict[str, Any]]:
-    """The ``bound`` mapping and the keywords -> ({position: value}, {name: value}): string keys
-    are names, like keywords; each name once."""
+    """``bound`` and the keywords -> ({position: value}, {name: value}); string keys are names, each
+    once. C++ checks positions before any value is converted (no copy for an unreachable one)."""
     if bound is None:
         bound = {}
     if not isinstance(bound, Mapping):
@@ -295,7 +274,10 @@ def split_keys(bound: Any, by_name: dict[str, Any]) -> tuple[dict[int, Any], dic
         if isinstance(key, str):
             named[str(key)] = value
         else:
-            keyed[position(key)] = value
+            keyed[_position(key)] = value
+    if keyed:  # clamped to int64; the error names an int past it as given
+        clamped = [min(max(k, -(2**63)), 2**63 - 1) for k in keyed]
+        _ffi_api.CheckPosition(clamped, ["" if c == k else str(k) for c, k in zip(clamped, keyed)])
     for name in by_name:
         if name in named:
             raise TypeError(f"parameter {name!r} is bound twice: as a key of the mapping and as a keyword")

@@ -1,11 +1,7 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""The public entry points of binding: ``partial()``, ``rebind()``, ``bindings()``, ``param_names()``.
-
-What is being bound (function, module, Relax VM or executable; its signature; the positions keys
-reach) lives in ``_target``; how values become what the closure holds (aligned tensors, checked
-scalars) in ``_convert``.
-"""
+"""The public entry points of binding: ``partial()``, ``rebind()``, ``bindings()``, ``param_names()``;
+the target, its signature and positions live in ``_target``, value conversion in ``_convert``."""
 
 from __future__ import annotations
 
@@ -133,8 +129,7 @@ def partial(
     if program is not None and view.sig is not None:  # pinned values take effect, or are refused
         described = program.description(view.sig)
         named = {**program.pinned_values(view.sig), **named}
-    # A Relax executable: its VM, on that device, with what the program or the executable records;
-    # the values given by name settled against that record.
+    # A Relax executable: its VM on that device; named values settled against the recorded model.
     executable = bound_target.executable
     bound_target.obj, named = _relax.bind_model(
         executable if executable is not None else bound_target.obj,
@@ -152,14 +147,10 @@ def partial(
             obj, place, [v for _, v in targets.values()], [view.label(p, o) for p, (o, _) in targets.items()]
         )
     place = place or tvm_ffi.device("cpu", 0)
-    held, sharded = _convert.Held(place), {}
+    held = _convert.Held(place)
     for position, (original, value) in targets.items():
         param = _target.param_at(original, view.sig) if original is not None else None
-        if position in split:
-            sharded[position] = (param, view.label(position, original))
-            _shards.refuse_scalar(value, sharded[position][1])
-            param = None
-        held.add(position, value, param, view.label(position, original))
+        held.add(position, value, param, view.label(position, original), split.get(position))
     values = held.made()
     names = view.free_names()
     wanted = None if outputs is _target.UNSET else outputs  # None: none, as when not given
@@ -167,7 +158,7 @@ def partial(
     full_names = view.original_names
     if kind == "function":
         return _ffi_api.PartialApply(obj, values, view.closure_name, names, specs, full_names)
-    module = _ffi_api.PartialApplyModule(
+    return _ffi_api.PartialApplyModule(
         obj,
         {fname: values},
         {fname: names} if names else {},
@@ -175,8 +166,6 @@ def partial(
         {fname: full_names} if full_names else {},
         {fname: [[p, d, w, n] for p, (d, n, w) in sorted(split.items())]} if split else {},
     )
-    _shards.check_params(values, split, sharded)
-    return module
 
 
 def rebind(
@@ -248,8 +237,7 @@ def rebind(
     _target.check_available(place)
     labels = [view.label(i, i) for i in new]
     place = _remote.placement(module, place, [v for _, v in new.values()], labels)
-    # Each value converted to the kind of the one it replaces; C++ decides the rest (a position
-    # not bound, None here; a rank's view; tied places; the code and file the module keeps).
+    # C++ decides the rest: an unbound position (None here), a rank's view, tied places, kept code.
     now, held = facts.bindings.get(fname, {}), _convert.Held(place or tvm_ffi.device("cpu", 0), "rebind")
     for index, (_, value) in new.items():
         if index not in now:

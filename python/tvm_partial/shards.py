@@ -1,19 +1,15 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Tensor parallelism at bind time: ``partial(..., shards={name: dim}, world=W)`` checked, and each
-sharded tensor's parameter; the rule a split must meet is C++'s, applied at bind
-(``runtime.PartialApplyModule``) and by the format's reader."""
+"""``partial(..., shards={name: dim}, world=W)`` read into positions. The split's rule and each
+rank's shard against its parameter are C++'s (``runtime.PartialApplyModule``, ``tvm_partial.Hold``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-import tvm_ffi
-
-from . import _convert, _target
+from . import _target
 from . import relax_vm as _relax
-from .signature import Param, Signature
+from .signature import Signature
 
 
 def positions(
@@ -54,8 +50,7 @@ def positions(
             raise TypeError(f"shards= keys are parameter names, got {name!r}")
         position = _position_of(name, view.sig, bound_positions)
         if target.names is not None and view.sig.params[position].shape is None:
-            # A Relax executable annotates only its inputs when the model says so (frontend.nn's
-            # num_input): without the weight's shard shape no rank's slice could be checked.
+            # frontend.nn's num_input: only inputs annotated, so no rank's slice could be checked.
             raise TypeError(
                 f"shards= names {name!r}, whose shape the Relax executable does not record (a "
                 "frontend.nn model annotates only its inputs): pass signature=irmodule so that "
@@ -83,26 +78,3 @@ def _dim_segments(name: str, split: Any) -> tuple[int, int]:
     if any(not -(2**63) <= v < 2**63 for v in parts):
         raise ValueError(f"shards={{{name!r}: {split!r}}}: out of range")
     return parts[0], parts[1]
-
-
-def refuse_scalar(value: Any, label: str) -> None:
-    """The whole tensor of a sharded parameter must be a tensor: C++ checks its split at bind."""
-    if not (isinstance(value, (tvm_ffi.Tensor, np.ndarray)) or hasattr(value, "__dlpack__")):
-        raise TypeError(f"cannot shard {label}: it is a {type(value).__name__}, not a tensor")
-
-
-def check_params(
-    values: dict[int, Any],
-    split: dict[int, tuple[int, int, int]],
-    params: dict[int, tuple[Param | None, str]],
-) -> None:
-    """Each rank's shard against its parameter (the kernel takes the shard), once C++ has accepted
-    the split: ``params`` is {position: (Param or None, label)}."""
-    for position, (dim, _, world) in split.items():
-        param, label = params[position]
-        shape = tuple(int(s) for s in values[position].shape)
-        shard = list(shape)
-        shard[dim % len(shape)] //= world
-        _convert.check_tensor(
-            str(values[position].dtype), tuple(shard), param, f"{label} (one rank's shard of {shape})", "bind"
-        )
