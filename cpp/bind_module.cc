@@ -361,7 +361,7 @@ std::string BoundPositions(const format::FunctionRecord& r) {
  *         the replacement unless `values` gives it its own. A replacement is of the kind it
  *         replaces (a tensor of the same dtype and shape, as Python converts it, or a scalar);
  *         None (Python found no value bound) is refused. */
-ffi::Module Rebind(ffi::Module mod, ffi::String function, ffi::Map<int64_t, ffi::Any> values) {
+ffi::Module RebindAt(ffi::Module mod, ffi::String function, ffi::Map<int64_t, ffi::Any> values) {
   const std::vector<format::FunctionRecord>* held = detail::PartialModuleRecords(mod);
   if (held == nullptr) {
     TVM_FFI_THROW(TypeError) << "rebind needs a partial module, got a module of kind "
@@ -565,12 +565,47 @@ ffi::Array<ffi::Tensor> Hold(const ffi::Array<ffi::Array<ffi::Any>>& items, DLDe
 
 }  // namespace
 
+ffi::Module Rebind(const ffi::Module& pm, const ffi::String& function,
+                   const ffi::Map<ffi::Any, ffi::Any>& values) {
+  const auto recorded = PartialApplyParamNames(pm);
+  ffi::Map<int64_t, ffi::Any> at;
+  for (auto [key, value] : values) {
+    int64_t position = -1;
+    if (auto name = key.try_cast<ffi::String>()) {
+      const auto names =
+          recorded.count(function) ? recorded.at(function) : ffi::Array<ffi::String>{};
+      const auto it = std::find(names.begin(), names.end(), *name);
+      if (it == names.end()) {
+        TVM_FFI_THROW(KeyError) << "rebind: " << function << "() records no parameter named '"
+                                << *name << "'; give its position";
+      }
+      position = it - names.begin();
+    } else {
+      position = key.cast<int64_t>();
+    }
+    if (auto t = value.try_cast<ffi::Tensor>()) {  // as Python's Hold keeps a tvm Tensor
+      const DLTensor& d = *t->GetDLTensorPtr();
+      if (!t->IsContiguous() ||
+          (d.device.device_type < detail::kRPCSessMask &&
+           (reinterpret_cast<uintptr_t>(d.data) + d.byte_offset) % detail::kTensorAlignment)) {
+        value = AlignedCopy(*t, d.device);
+      }
+    }
+    if (at.count(position)) {
+      TVM_FFI_THROW(ValueError) << "rebind: position " << position << " of " << function
+                                << "() is given twice";
+    }
+    at.Set(position, value);
+  }
+  return RebindAt(pm, function, at);
+}
+
 TVM_FFI_STATIC_INIT_BLOCK() {
   detail::RegisterPackedGlobalOnce<ffi::Module>("runtime.PartialApplyModule",
                                                 &PartialApplyModulePacked);
   detail::RegisterGlobalOnce("runtime.PartialApplyBindings", PartialApplyBindings);
   detail::RegisterGlobalOnce("tvm_partial.Describe", Describe);
-  detail::RegisterGlobalOnce("tvm_partial.Rebind", Rebind);
+  detail::RegisterGlobalOnce("tvm_partial.Rebind", RebindAt);
   detail::RegisterGlobalOnce("tvm_partial.Hold", Hold);
 }
 

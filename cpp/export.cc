@@ -2,11 +2,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file export.cc
- * \brief `tvm_partial.export_library` of a partial module, one call (tvm_partial.Export): the
- *        payloads inline in the bytes TVM embeds, appended to the library once it is linked
- *        (zero-copy), or in a safetensors weights file beside it; or, for a module whose code was
- *        loaded from an artifact (which TVM cannot export again), an updated copy of that file.
- *        TVM's export_library, which links the code, is Python's: Export calls it back.
+ * \brief `tvm_partial.export_library` of a partial module in one call (tvm_partial.Export):
+ *        payloads inline, appended to the linked library (zero-copy), or in a safetensors file
+ *        beside it; for code loaded from an artifact (TVM cannot export it again), an updated copy
+ *        of that file. Linking is TVM's export_library, in Python, which Export calls back.
  */
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -40,14 +39,11 @@ namespace tvm_partial {
 
 namespace {
 
-/*!
- * \brief A copy of the partial_apply module `mod` whose SaveToBytes leaves the payloads to the
- *        region named `symbol`, appended to the library (or, with `weights_file`, in that file
- *        beside it). A new export draws the name and the link at random (None): a region, and
- *        a weights file, belong to the library they were written with; a re-export, and the
- *        tests' fixed artifacts, give the ones recorded.
- * \throws TypeError for another module, ValueError for a bad symbol or an empty file name.
- */
+/*! \brief A copy of `mod` whose SaveToBytes leaves the payloads to the region `symbol` appended
+ *         to the library (or to `weights_file` beside it). A new export draws symbol and link at
+ *         random (None): a region or weights file belongs to the library written with it; a
+ *         re-export and the tests' fixed artifacts pass the recorded ones.
+ *         \throws TypeError for another module, ValueError for a bad symbol or empty file name. */
 ffi::Module WithRegion(const char* who, const ffi::Module& mod,
                        const ffi::Optional<ffi::String>& symbol, ffi::Optional<int64_t> link,
                        const std::optional<std::string>& weights_file) {
@@ -74,9 +70,8 @@ ffi::Module WithRegion(const char* who, const ffi::Module& mod,
   return detail::WithExternalRegion(mod, std::move(region));
 }
 
-/*! \brief The file the code of the loaded partial module `module` was mapped from (the one a
- *         loader of ours kept, when it is that very file; else the file at the name the system's
- *         loader mapped, proven to be it), what its update copies. */
+/*! \brief The file `module`'s code was mapped from (what its update copies): the one our loader
+ *         kept if it is that file, else the one the system's loader mapped by name, proven so. */
 storage::LoadedLibrary SourceOf(const ffi::Module& module, const ffi::Module& library) {
   std::shared_ptr<storage::File> kept = detail::LibraryFile(module);
   if (kept != nullptr && storage::LoadedFrom(library, *kept)) {
@@ -91,15 +86,11 @@ storage::LoadedLibrary SourceOf(const ffi::Module& module, const ffi::Module& li
   TVM_FFI_UNREACHABLE();
 }
 
-/*!
- * \brief The export of a partial module whose code was loaded from an artifact (then perhaps
- *        rebound): TVM cannot export loaded code again, so `staged` (a new file, which Python
- *        moves onto `path`) becomes a copy of the artifact the code was loaded from, with this
- *        module's bytes in TVM's embedded blob and, for a zero-copy artifact, its payload region
- *        written anew (the bytes must keep their length: rebind keeps dtypes and shapes). The
- *        artifact is read by inspect's rules first and the copy after; `options`: the export
- *        options Python was given, which cannot apply to a copy.
- */
+/*! \brief Export of a module whose code was loaded from an artifact (maybe rebound): TVM cannot
+ *         export loaded code, so `staged` (Python moves it onto `path`) becomes a copy of that
+ *         artifact with this module's bytes in TVM's blob and, if zero-copy, its region rewritten
+ *         (same lengths: rebind keeps dtypes and shapes). Inspect's rules check the artifact before
+ *         and the copy after. `options` (Python's export options) cannot apply to a copy. */
 void ExportLoaded(ffi::Module module, ffi::String path, ffi::String staged,
                   ffi::Optional<bool> zero_copy, ffi::Array<ffi::String> options) {
   ffi::Optional<ffi::Module> library = detail::FindLibrary(module->imports());
@@ -130,7 +121,7 @@ void ExportLoaded(ffi::Module module, ffi::String path, ffi::String staged,
   }
   Dict described;
   try {  // the loader's rules: an artifact it would refuse is refused
-    described = Inspect(name, source.file->fd.get(), false).cast<Dict>();
+    described = InspectFile(name, source.file, false).cast<Dict>();
   } catch (const ffi::Error& err) {
     TVM_FFI_THROW(ValueError) << "export_library: this module's code was loaded from " << name
                               << ", which TVM cannot export again, and it is not an intact "
@@ -190,8 +181,7 @@ void ExportLoaded(ffi::Module module, ffi::String path, ffi::String staged,
   }
   const std::string out(staged);
   if (appended) {
-    // The new region goes straight into place (one write of the weights); the code before it
-    // and the trailer after it are copied around it.
+    // The region is written in place (the weights once); code and trailer are copied around it.
     const auto region_at = static_cast<uint64_t>(region->at("file_offset").cast<int64_t>());
     const auto region_bytes = static_cast<uint64_t>(region->at("bytes").cast<int64_t>());
     const std::vector<format::FunctionRecord>& records = *detail::PartialModuleRecords(external);
@@ -215,8 +205,7 @@ void ExportLoaded(ffi::Module module, ffi::String path, ffi::String staged,
   storage::ReplaceEmbeddedModule(out, "partial_apply", was, blob);
   if (fstat(source.file->fd.get(), &of_source) == 0) chmod(out.c_str(), of_source.st_mode & 07777);
   try {  // the copy must read back as its source does
-    storage::UniqueFd fd(open(out.c_str(), O_RDONLY | O_CLOEXEC));
-    Inspect(name, fd.get(), false);
+    InspectFile(name, storage::OpenRegular(out, "artifact"), false);
   } catch (const ffi::Error& err) {
     TVM_FFI_THROW(ValueError) << "export_library: the updated copy of " << name
                               << " does not read back (" << err.message() << "); " << name
@@ -232,16 +221,12 @@ T Option(const ffi::Map<ffi::String, ffi::Any>& options, const char* key, T fall
   return found->cast<T>();
 }
 
-/*!
- * \brief tvm_partial.Export(module, path, staged, link, options): export the partial module
- *        `module` to `staged` (a new file in `path`'s folder, which Python moves onto `path`),
- *        linking through `link(module, file)` (TVM's export_library, with the user's options).
- *        `options`: "zero_copy" (bool; absent: by the constants' size), "weights_file" (the name
- *        the library records) with "weights_path" (the staged file it is written to), "progress"
- *        (progress(done, total) while an appended region is written), "given" (TVM's options
- *        by name: a copy of a loaded artifact refuses them), "symbol" and "link" (the region's,
- *        drawn at random when absent: fixed ones make reproducible files).
- */
+/*! \brief tvm_partial.Export: `module` to `staged` (new, in `path`'s folder; Python moves it onto
+ *         `path`), linked by `link(module, file)` (TVM's export_library with the user's options).
+ *         `options`: "zero_copy" (absent: by the constants' size), "weights_file" (the name the
+ *         library records) with "weights_path" (where it is staged), "progress" (while a region
+ *         is appended), "given" (TVM's options by name: refused for a loaded artifact), "symbol"
+ *         and "link" (the region's; random when absent, fixed ones make reproducible files). */
 void Export(ffi::Module module, ffi::String path, ffi::String staged, ffi::Function link,
             ffi::Map<ffi::String, ffi::Any> options) {
   static const char* const kKnown[] = {"zero_copy", "weights_file", "weights_path", "progress",
@@ -306,8 +291,8 @@ void Export(ffi::Module module, ffi::String path, ffi::String staged, ffi::Funct
                                 << "or pass zero_copy=False)";
     }
   }
-  // Linked with zeros for the payload hashes; the region is appended in one write, hashed as it
-  // is written, and the hashes go over those zeros (the same length).
+  // Linked with zero hashes; the region is appended in one write, hashed as written, and the
+  // hashes then overwrite the zeros (same length).
   format::ExternalRegion region = *detail::PartialModuleRegion(
       WithRegion("export_library", module, symbol, link_number, std::nullopt));
   region.appended = true;

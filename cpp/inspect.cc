@@ -2,13 +2,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file inspect.cc
- * \brief `tvm_partial.inspect` and `verify`, one call each (the globals tvm_partial.Inspect and
- *        tvm_partial.Verify): what kind of file it is, where its parts lie, and the description or
- *        report Python returns as it is. The same parser (format/) and placement rules
- *        (storage/payload_source.h) the loader applies, so the two can never disagree.
- *
- * An artifact is a shared library: where its embedded bytes lie in the file is found without
- * running any of it (storage/module_tree.h). An ONNX model is Python's (a protobuf).
+ * \brief `tvm_partial.inspect` and `verify` (tvm_partial.Inspect, .Verify): a file's kind, where
+ *        its parts lie, the description or report Python returns as is. The loader's parser and
+ *        placement rules (format/, storage/payload_source.h), so they never disagree; a library is
+ *        read without running any of it (storage/module_tree.h).
  */
 #include "inspect.h"
 
@@ -18,6 +15,7 @@
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/function.h>
 #include <tvm/ffi/string.h>
+#include <tvm_partial/partial_apply.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -50,7 +48,7 @@ namespace tvm_partial {
 
 namespace {
 
-/*! \brief Hash each payload of `entries` (from `file`), calling progress(done, total). */
+/*! \brief Hash each range of `file`, calling progress(done, total) over them all. */
 std::vector<uint64_t> HashAll(const std::vector<std::pair<uint64_t, uint64_t>>& ranges,
                               const storage::File& file,
                               const ffi::Optional<ffi::Function>& progress) {
@@ -74,8 +72,6 @@ std::vector<uint64_t> HashAll(const std::vector<std::pair<uint64_t, uint64_t>>& 
 
 }  // namespace
 
-/*! \brief Each entry ({"file_offset", "bytes", ...}) hashed where it lies in `file` and marked
- *         "intact" when the hash is `expected(entry)`. */
 ffi::Array<ffi::Any> CheckEntries(const ffi::Array<ffi::Any>& entries, const storage::File& file,
                                   const ffi::Optional<ffi::Function>& progress,
                                   const std::function<uint64_t(const Dict&)>& expected) {
@@ -96,7 +92,6 @@ ffi::Array<ffi::Any> CheckEntries(const ffi::Array<ffi::Any>& entries, const sto
   return out;
 }
 
-/*! \brief verify's report: {"path", "intact", "checked", "bytes", "payloads", "damaged"}. */
 Dict Report(const ffi::String& path, const ffi::Array<ffi::Any>& payloads) {
   ffi::Array<ffi::Any> damaged;
   int64_t bytes = 0;
@@ -123,7 +118,6 @@ struct FileArtifact {
   bool bytes_only = false;  // save_to_bytes output: no library, so no external payloads here
 };
 
-/*! \brief save_to_bytes output of a module whose payloads lie in a library's file. */
 [[noreturn]] void PayloadsElsewhere(const std::string& path, const format::Parsed& parsed) {
   TVM_FFI_THROW(ValueError) << path << " holds the bindings of a partial module whose payloads "
                             << "lie elsewhere (in the file of the library it was exported in, "
@@ -132,9 +126,8 @@ struct FileArtifact {
   TVM_FFI_UNREACHABLE();
 }
 
-/*! \brief Read and parse the bytes at [blob_offset, + blob_size) of the file `opened` (named
- *         `path`; opened once, so every read is of that file) (size -1: the whole
- *         file, save_to_bytes output, not a library). */
+/*! \brief Read and parse [blob_offset, +blob_size) of `opened` (opened once: every read is of
+ *         that file); size -1: the whole file, save_to_bytes output, not a library. */
 FileArtifact ReadArtifact(const std::string& path, std::shared_ptr<storage::File> opened,
                           int64_t blob_offset, int64_t blob_size) {
   FileArtifact out;
@@ -164,12 +157,10 @@ FileArtifact ReadArtifact(const std::string& path, std::shared_ptr<storage::File
   return out;
 }
 
-/*! \brief {"function", "position", ["name"], "placement", "file_offset", "bytes", "hash",
- *         ["shared_by"]} per payload (its first binding; "shared_by": the other places of a
- *         tensor bound in several, [{"function", "position"}]), where `source` puts it. With
- *         `shards` (verify), a sharded tensor also gives one entry per rank ("rank", its byte
- *         range, its recorded hash); with `rank` >= 0 (verify(path, shard=(rank, world))) it
- *         gives only that rank's entry. */
+/*! \brief One entry per payload where `source` puts it, at its first binding ("shared_by": the
+ *         other places of a tensor bound in several). With `shards` (verify), a sharded tensor
+ *         also gives one entry per rank ("rank", its range, its recorded hash); with `rank` >= 0,
+ *         only that rank's. */
 ffi::Array<ffi::Any> PayloadEntries(const format::Parsed& parsed,
                                     const storage::PayloadSource& source, bool shards = false,
                                     int64_t rank = -1) {
@@ -239,10 +230,9 @@ void CheckShardToVerify(const ffi::String& path, const format::Parsed& parsed, i
   }
 }
 
-/*! \brief What the file `path` (open as `file`) is, from its first bytes: "library" (ELF),
- *         "save_to_bytes" (the format's magic), "weights file" (a safetensors header: its u64
- *         length, then JSON; or a path the weights reader takes for an index), else "unknown";
- *         from its name alone, "onnx model" (a protobuf has no magic). */
+/*! \brief `file`'s kind from its first bytes: "library" (ELF), "save_to_bytes" (our magic),
+ *         "weights file" (safetensors: u64 length, then JSON; or an index by name), else
+ *         ValueError; "onnx model" by name alone (a protobuf has no magic). */
 std::string KindOf(const ffi::String& path, const storage::File& file) {
   if (weights::IsIndex(path)) return "weights file";
   if (weights::IsOnnx(path)) return "onnx model";
@@ -264,8 +254,7 @@ std::string KindOf(const ffi::String& path, const storage::File& file) {
   TVM_FFI_UNREACHABLE();
 }
 
-/*! \brief An artifact's partial module found in its file: where its bytes lie and, for a
- *         library, what TVM embedded beside it. */
+/*! \brief Where an artifact's partial module lies; in a library, what TVM embedded beside it. */
 struct Found {
   std::shared_ptr<storage::File> file;
   std::string kind;  // "library" or "save_to_bytes"
@@ -303,8 +292,7 @@ ffi::Any DimText(const OutputDim& dim, const ffi::Array<ffi::String>& names) {
                      ".shape[" + std::to_string(dim.value) + "]");
 }
 
-/*! \brief inspect's functions: each binding and output with the name of its parameter, and the
- *         free parameters by name. */
+/*! \brief inspect's functions: bindings and outputs with parameter names, and the free ones. */
 ffi::Array<ffi::Any> Functions(const format::Parsed& parsed, const Dict& described) {
   ffi::Array<ffi::Any> out;
   const ffi::Array<ffi::Any> fns = described.at("functions").cast<ffi::Array<ffi::Any>>();
@@ -355,10 +343,9 @@ ffi::Array<ffi::Any> Functions(const format::Parsed& parsed, const Dict& describ
   return out;
 }
 
-/*! \brief Whether a library carries tvm-partial's loader for every module kind of tvm-partial it
- *         embeds (export_library(..., self_contained=True) links them in): then it loads with TVM
- *         alone. The loaders' registered names are looked for outside TVM's embedded blob (a
- *         bound string could spell one). */
+/*! \brief Whether the library links tvm-partial's loader for each tvm-partial kind it embeds
+ *         (self_contained=True), so TVM alone loads it. Loader names are looked for outside TVM's
+ *         embedded blob (a bound string could spell one). */
 bool EmbedsLoaders(const storage::File& file, const storage::LibraryModules& library) {
   const storage::Mapping map = storage::MapPrivate(file, 0, file.size);
   const std::string_view all(static_cast<const char*>(map.data), file.size);
@@ -376,8 +363,7 @@ bool EmbedsLoaders(const storage::File& file, const storage::LibraryModules& lib
   return true;
 }
 
-/*! \brief The Relax VM's record of a Relax model in the library (its devices, what the frontend
- *         compiled in), or None. */
+/*! \brief The library's Relax VM record (devices, what the frontend compiled in), or None. */
 ffi::Any RelaxVM(const ffi::String& path, const storage::File& file,
                  const storage::LibraryModules& library) {
   for (const storage::EmbeddedModule& m : library.modules) {
@@ -474,26 +460,24 @@ Dict VerifyArtifact(const ffi::String& path, const Found& found,
 
 }  // namespace
 
-/*! \brief tvm_partial.inspect: what the file at `path` (open at `fd`: every read is of that
- *         file) holds, without loading it; None for an ONNX model (its protobuf is read in
- *         Python). `as_weights`: read it as a weights file whatever its first bytes say. */
-ffi::Any Inspect(const ffi::String& path, int64_t fd, bool as_weights) {
-  auto file = storage::FromDescriptor(static_cast<int>(fd), path, "artifact");
+ffi::Any InspectFile(const ffi::String& path, std::shared_ptr<storage::File> file,
+                     bool as_weights) {
   const std::string kind = as_weights ? "weights file" : KindOf(path, *file);
   if (kind == "onnx model") return ffi::Any();
-  if (kind == "weights file") return InspectWeights(path);
+  if (kind == "weights file") return InspectWeights(path, std::move(file));
   return InspectArtifact(path, Find(path, std::move(file), kind));
 }
 
-/*! \brief tvm_partial.verify: every payload of the file at `path` (open at `fd`) hashed where the
- *         loader would read it; with `shard` = (rank, world) only that rank's range of each
- *         sharded tensor.
- *         None for an ONNX model (it records no hashes; Python reads and refuses it). */
-static ffi::Any Verify(const ffi::String& path, int64_t fd, ffi::Optional<ffi::Function> progress,
-                       ffi::Optional<ffi::Array<int64_t>> shard, bool as_weights) {
+namespace {
+
+/*! \brief tvm_partial.verify: each payload of `file` (open; `path` names it) hashed where the
+ *         loader reads it; with `shard` = (rank, world) only that rank's ranges. None for an ONNX
+ *         model (it records no hashes; Python refuses it). */
+ffi::Any VerifyFile(const ffi::String& path, std::shared_ptr<storage::File> file,
+                    const ffi::Optional<ffi::Function>& progress,
+                    const ffi::Optional<ffi::Array<int64_t>>& shard, bool as_weights) {
   const auto [rank, world] =
       shard.has_value() ? format::RankWorld("verify", *shard) : std::pair<int64_t, int64_t>{-1, 0};
-  auto file = storage::FromDescriptor(static_cast<int>(fd), path, "artifact");
   const std::string kind = as_weights ? "weights file" : KindOf(path, *file);
   if (kind == "onnx model" || kind == "weights file") {
     if (world > 0) {
@@ -503,14 +487,45 @@ static ffi::Any Verify(const ffi::String& path, int64_t fd, ffi::Optional<ffi::F
                                 << "with shard=";
     }
     if (kind == "onnx model") return ffi::Any();
-    return VerifyWeights(path, progress);
+    return VerifyWeights(path, std::move(file), progress);
   }
   return VerifyArtifact(path, Find(path, std::move(file), kind), progress, rank, world);
 }
 
+/*! \brief A C++ caller's answer: an ONNX model (None) is Python's to read, with onnx. */
+Dict Answer(const ffi::Any& answer, const std::string& path, const char* verb) {
+  if (answer == nullptr) {
+    TVM_FFI_THROW(ValueError) << verb << ": " << path << " is an ONNX model, whose protobuf "
+                              << "Python's tvm_partial." << verb << " reads (with onnx)";
+  }
+  return answer.cast<Dict>();
+}
+
+}  // namespace
+
+Dict Inspect(const std::string& path) {
+  return Answer(InspectFile(path, storage::OpenRegular(path, "artifact"), false), path, "inspect");
+}
+
+Dict Verify(const std::string& path) {
+  return Answer(VerifyFile(path, storage::OpenRegular(path, "artifact"), {}, {}, false), path,
+                "verify");
+}
+
 TVM_FFI_STATIC_INIT_BLOCK() {
-  detail::RegisterGlobalOnce("tvm_partial.Inspect", Inspect);
-  detail::RegisterGlobalOnce("tvm_partial.Verify", Verify);
+  // Python opens the file once (never blocking on a FIFO) and hands its descriptor over.
+  detail::RegisterGlobalOnce(
+      "tvm_partial.Inspect", [](const ffi::String& path, int64_t fd, bool as_weights) {
+        return InspectFile(path, storage::FromDescriptor(static_cast<int>(fd), path, "artifact"),
+                           as_weights);
+      });
+  detail::RegisterGlobalOnce(
+      "tvm_partial.Verify",
+      [](const ffi::String& path, int64_t fd, ffi::Optional<ffi::Function> progress,
+         ffi::Optional<ffi::Array<int64_t>> shard, bool as_weights) {
+        return VerifyFile(path, storage::FromDescriptor(static_cast<int>(fd), path, "artifact"),
+                          progress, shard, as_weights);
+      });
 }
 
 }  // namespace tvm_partial

@@ -2,9 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file inspect.h
- * \brief Internal: what inspect and verify share between an artifact (inspect.cc) and a weights
- *        file or index (open_weights.cc), and the weights half that `tvm_partial.Inspect` and
- *        `tvm_partial.Verify` call.
+ * \brief Internal: what inspect and verify share between artifacts (inspect.cc) and weights
+ *        files or indexes (open_weights.cc).
  */
 #ifndef TVM_PARTIAL_INSPECT_H_
 #define TVM_PARTIAL_INSPECT_H_
@@ -17,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 
 #include "storage/file.h"
 
@@ -26,8 +26,7 @@ namespace ffi = ::tvm::ffi;
 using Dict = ffi::Map<ffi::String, ffi::Any>;
 
 /*! \brief Each entry ({"file_offset", "bytes", ...}) hashed where it lies in `file` (one
- *         progress(done, total) over them all) and marked "intact" when the hash is
- *         `expected(entry)`. */
+ *         progress(done, total) over all), marked "intact" when the hash is `expected(entry)`. */
 ffi::Array<ffi::Any> CheckEntries(const ffi::Array<ffi::Any>& entries, const storage::File& file,
                                   const ffi::Optional<ffi::Function>& progress,
                                   const std::function<uint64_t(const Dict&)>& expected);
@@ -35,17 +34,19 @@ ffi::Array<ffi::Any> CheckEntries(const ffi::Array<ffi::Any>& entries, const sto
 /*! \brief verify's report: {"path", "intact", "checked", "bytes", "payloads", "damaged"}. */
 Dict Report(const ffi::String& path, const ffi::Array<ffi::Any>& payloads);
 
-/*! \brief inspect of a safetensors weights file or an index of several: the keys of an
- *         artifact's description (payloads "weights file"), each tensor with its key and hash. */
-Dict InspectWeights(const ffi::String& path);
+/*! \brief inspect of a safetensors file or an index, `file` (open; `path` names it): an artifact
+ *         description's keys (payloads "weights file"), each tensor with its key and hash. */
+Dict InspectWeights(const ffi::String& path, std::shared_ptr<storage::File> file);
 
-/*! \brief verify of a weights file written by save_weights (or each file of an index): every
- *         payload against the hash its header records. */
-Dict VerifyWeights(const ffi::String& path, const ffi::Optional<ffi::Function>& progress);
+/*! \brief verify of a save_weights file (or each of an index's), `file` (open; `path` names
+ *         it): payloads against header hashes. */
+Dict VerifyWeights(const ffi::String& path, std::shared_ptr<storage::File> file,
+                   const ffi::Optional<ffi::Function>& progress);
 
-/*! \brief tvm_partial.inspect: what the file at `path` (open at `fd`) holds, without loading
- *         it; None for an ONNX model. `as_weights`: read it as a weights file whatever it is. */
-ffi::Any Inspect(const ffi::String& path, int64_t fd, bool as_weights);
+/*! \brief tvm_partial.inspect: what `file` (open: every read is of it; `path` names it) holds,
+ *         without loading it; None for an ONNX model (Python reads its protobuf).
+ *         `as_weights`: read it as a weights file whatever its first bytes say. */
+ffi::Any InspectFile(const ffi::String& path, std::shared_ptr<storage::File> file, bool as_weights);
 
 }  // namespace tvm_partial
 

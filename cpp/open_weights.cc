@@ -2,10 +2,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file open_weights.cc
- * \brief The weights verbs. `open_weights`: the tensors of a safetensors file, of the files of an
- *        index, or at the ranges of a file another format describes (an ONNX model's external
- *        data), each a view of a private mapping where 64-byte aligned, else an aligned copy.
- *        `save_weights`: a partial's records handed to the writer (storage/weights_writer.cc).
+ * \brief The weights verbs. `open_weights`: tensors of a safetensors file, an index's files, or
+ *        ranges another format describes (ONNX external data), each a view of a private mapping
+ *        where 64-byte aligned, else an aligned copy. `save_weights`: a partial's records to the
+ *        writer (storage/weights_writer.cc).
  */
 #include <tvm/ffi/container/array.h>
 #include <tvm/ffi/container/map.h>
@@ -13,6 +13,7 @@
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/function.h>
 #include <tvm/ffi/string.h>
+#include <tvm_partial/partial_apply.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -113,10 +114,8 @@ ffi::Map<ffi::Any, ffi::Any> OpenFileWeights(const weights::WeightsFile& file,
   return out;
 }
 
-/*! \brief OpenWeights(path, "", [[name, offset, bytes, dtype, shape], ...]): tensors
- *         whose payloads lie in a file another format describes (ONNX external data), each a
- *         view of one private mapping where 64-byte aligned, else an aligned copy; every range
- *         checked against the file and against its dtype and shape. */
+/*! \brief OpenWeights' `entries` ([[name, offset, bytes, dtype, shape], ...]) as tensors of
+ *         `path`, each range checked against the file and against its dtype and shape. */
 ffi::Map<ffi::String, ffi::Tensor> MapTensors(const ffi::String& path,
                                               const ffi::Array<ffi::Array<ffi::Any>>& entries) {
   const std::shared_ptr<storage::File> file = storage::OpenRegular(path, "data file");
@@ -166,12 +165,11 @@ ffi::Map<ffi::String, ffi::Tensor> MapTensors(const ffi::String& path,
   return out;
 }
 
-/*! \brief tvm_partial.OpenWeights(path, function, entries=None): a safetensors file's tensors
- *         for `function` ({position or name: tensor}), or those of every file an index names
- *         (each tensor in one of them: weights::OpenSet); given `entries`, the ranges of `path`
- *         another format describes (ONNX external data: MapTensors), {name: tensor}. */
-ffi::Map<ffi::Any, ffi::Any> OpenWeights(const ffi::String& path, const ffi::String& function,
-                                         ffi::Optional<ffi::Array<ffi::Array<ffi::Any>>> entries) {
+/*! \brief tvm_partial.OpenWeights: a safetensors file's tensors for `function` ({position or
+ *         name: tensor}), or an index's (each tensor in one file: weights::OpenSet); given
+ *         `entries`, {name: tensor} (MapTensors). */
+ffi::Map<ffi::Any, ffi::Any> OpenAny(const ffi::String& path, const ffi::String& function,
+                                     ffi::Optional<ffi::Array<ffi::Array<ffi::Any>>> entries) {
   if (entries.has_value()) {
     ffi::Map<ffi::Any, ffi::Any> out;
     for (const auto& [name, tensor] : MapTensors(path, *entries)) out.Set(name, tensor);
@@ -253,9 +251,10 @@ ffi::Array<ffi::Any> WeightsEntries(const weights::WeightsFile& file) {
 
 }  // namespace
 
-Dict InspectWeights(const ffi::String& path) {
-  const weights::WeightsSet set = weights::OpenSet(path);  // an index: each file it names
-  std::vector<std::string> order;                          // functions, as first seen
+Dict InspectWeights(const ffi::String& path, std::shared_ptr<storage::File> file) {
+  const weights::WeightsSet set =
+      weights::OpenSet(path, std::move(file));  // an index: each file it names
+  std::vector<std::string> order;               // functions, as first seen
   std::map<std::string, ffi::Array<ffi::Any>> functions;
   int64_t total = 0, constant = 0;
   bool recorded = false;
@@ -317,8 +316,10 @@ Dict InspectWeights(const ffi::String& path) {
               {"self_contained", ffi::Any()}};
 }
 
-Dict VerifyWeights(const ffi::String& path, const ffi::Optional<ffi::Function>& progress) {
-  const weights::WeightsSet set = weights::OpenSet(path);  // an index: each file it names
+Dict VerifyWeights(const ffi::String& path, std::shared_ptr<storage::File> file,
+                   const ffi::Optional<ffi::Function>& progress) {
+  const weights::WeightsSet set =
+      weights::OpenSet(path, std::move(file));  // an index: each file it names
   std::vector<ffi::Array<ffi::Any>> entries;
   std::vector<std::map<std::string, uint64_t>> hashes;
   int64_t total = 0;
@@ -373,10 +374,14 @@ Dict VerifyWeights(const ffi::String& path, const ffi::Optional<ffi::Function>& 
   return Report(path, payloads);
 }
 
+ffi::Map<ffi::Any, ffi::Any> OpenWeights(const std::string& path, const ffi::String& function) {
+  return OpenAny(path, function, std::nullopt);
+}
+
 TVM_FFI_STATIC_INIT_BLOCK() {
-  detail::RegisterGlobalOnce("tvm_partial.OpenWeights", OpenWeights);
-  // save_weights(obj, path, compiled): a partial's bound tensors, and the values its frontend
-  // compiled into the code (weights::SaveWeights); Python stages the file and renames it.
+  detail::RegisterGlobalOnce("tvm_partial.OpenWeights", OpenAny);
+  // save_weights: a partial's bound tensors and the values its frontend compiled into the code;
+  // Python stages the file and renames it.
   detail::RegisterGlobalOnce(
       "tvm_partial.SaveWeights",
       [](ffi::Any obj, ffi::String path, ffi::Map<ffi::String, ffi::Tensor> compiled) {

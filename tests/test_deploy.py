@@ -271,6 +271,7 @@ def test_cpp_deploy_example(dev, tmp_path):
         "[ok] deploy_ffi_only: artifact with a safetensors weights file, no tvm-partial",
         "[ok] deploy --weights: artifact with another weights file",
         "[ok] deploy --weights: its own weights file gone, another bound",
+        "[ok] deploy --rebind: verified, rebound to another weights file by name, in C++",
         "[ok] deploy --weights: weights of another model refused",
         "[ok] deploy --returns: artifact with outputs, out = main(data)",
         "[ok] deploy --bind-returns: plain library, bound with an output in C++",
@@ -280,7 +281,8 @@ def test_cpp_deploy_example(dev, tmp_path):
         "[ok] deploy_ffi_only --relax: self-contained Relax model, no tvm-partial",
         "[ok] deploy_ffi_only: plain artifact refused, loader not registered",
     ]
-    assert sum("float32 values equal" in line and "bitwise" in line for line in lines) == 16
+    assert sum("float32 values equal" in line and "bitwise" in line for line in lines) == 17
+    assert "verify: 2 payloads intact" in proc.stdout
     assert "expected_v2.bin bitwise" in proc.stdout
     assert LOADER_MISSING in proc.stdout
 

@@ -96,6 +96,33 @@ def test_inspect_and_verify_read_the_file_they_opened(bound, tmp_path, placement
     assert checked["payloads"] and all(p["intact"] for p in checked["payloads"])
 
 
+def test_inspect_and_verify_of_a_weights_file_read_the_file_they_opened(bound, tmp_path):
+    """The same for a safetensors file: the descriptor inspect and verify opened is what C++
+    reads, never the path opened again by name (an update renamed over it meanwhile)."""
+    from tvm_partial import _ffi_api
+
+    exe, b, c = bound
+    path, update = tmp_path / "w.safetensors", tmp_path / "update.safetensors"
+    pm = tvm_partial.partial(exe, {1: b, 2: c})
+    tvm_partial.save_weights(pm, path)
+    tvm_partial.save_weights(tvm_partial.rebind(pm, {1: (b * 5 - 2).astype("float32")}), update)
+
+    def hashes(info):
+        return [str(x["hash"]) for fn in info["functions"] for x in fn["bindings"]]
+
+    of_update = hashes(tvm_partial.inspect(update))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        first = hashes(_ffi_api.Inspect(str(path), fd, False))
+        os.replace(update, path)
+        after = hashes(_ffi_api.Inspect(str(path), fd, False))
+        checked = _ffi_api.Verify(str(path), fd, None, None, False)
+    finally:
+        os.close(fd)
+    assert len(first) == 2 and first != of_update and after == first
+    assert len(checked["payloads"]) == 2 and checked["intact"]
+
+
 @pytest.mark.parametrize("placement", PLACEMENTS)
 def test_a_replaced_file_reloads_and_a_renamed_one_rolls_back(bound, tmp_path, placement):
     """Hot reload the documented way (export to a new file, rename over the old): loading the path

@@ -30,9 +30,8 @@ namespace weights {
 
 namespace {
 
-// The dtypes of safetensors (its Rust `Dtype`, as the safetensors package writes them) that TVM
-// has too. Not here: C64 (TVM has no complex dtype). TVM's float8_e3m4, float8_e4m3,
-// float8_e4m3b11fnuz and its sub-byte ints have no safetensors code.
+// safetensors dtypes (its Rust `Dtype`) TVM has too; not C64 (TVM has no complex dtype). TVM's
+// float8_e3m4, float8_e4m3, float8_e4m3b11fnuz and sub-byte ints have no safetensors code.
 constexpr Dtype kDtypes[] = {{"BOOL", "bool", 8},
                              {"U8", "uint8", 8},
                              {"I8", "int8", 8},
@@ -80,7 +79,6 @@ int NestingDepth(const std::string& text, int limit) {
   return deepest;
 }
 
-/*! \brief `text` parsed as JSON when it is UTF-8 and nests at most `max_depth` deep. */
 ffi::json::Value ParseBounded(const std::string& path, const std::string& text, int max_depth,
                               const char* what) {
   if (!format::IsValidUtf8(text.data(), text.size()))
@@ -127,15 +125,14 @@ Entry ReadEntry(const std::string& path, const std::string& key, const ffi::json
   auto shape = field("shape");
   auto dims = shape ? shape->try_cast<ffi::json::Array>() : std::nullopt;
   bool shape_ok = dims.has_value() && dims->size() <= 64;
-  // The element count in 128 bits, saturated: a crafted shape cannot overflow it.
   unsigned __int128 count = 1;
   for (size_t i = 0; shape_ok && i < dims->size(); ++i) {
     std::optional<int64_t> d = JsonInt((*dims)[i]);
     shape_ok = d.has_value() && *d >= 0;
     if (shape_ok) {
       out.shape.push_back(*d);
-      // Saturated just past 2^64 (each factor is below 2^63), so count * bits (at most 64)
-      // cannot overflow 128 bits.
+      // Saturated just past 2^64 (factors < 2^63): neither this product nor count * bits
+      // (bits <= 64) overflows 128 bits, whatever a crafted shape says.
       constexpr unsigned __int128 kCap = (static_cast<unsigned __int128>(1) << 64) + 1;
       count = count >= kCap ? kCap : std::min(count * static_cast<uint64_t>(*d), kCap);
     }
@@ -227,9 +224,9 @@ bool WeightsFile::IsTensorKey(const std::string& key) {
   return key.rfind(kPaddingPrefix, 0) != 0 && key != kRegionKey;
 }
 
-WeightsFile Open(const std::string& path) {
+WeightsFile Open(const std::string& path, std::shared_ptr<storage::File> opened) {
   WeightsFile out;
-  out.file = storage::OpenRegular(path, "weights file");
+  out.file = opened ? std::move(opened) : storage::OpenRegular(path, "weights file");
   const storage::File& file = *out.file;
   if (IsOnnx(path)) {
     TVM_FFI_THROW(ValueError)
@@ -297,9 +294,8 @@ WeightsFile Open(const std::string& path) {
                     "' overlap in the file");
     }
   }
-  // The format allows no holes: the tensors cover the data exactly (as the safetensors package
-  // checks). A header length that is off, or bytes after the last tensor, would otherwise read
-  // every tensor from the wrong place.
+  // No holes (as the safetensors package checks): otherwise an off header length, or bytes
+  // after the last tensor, would read every tensor from the wrong place.
   uint64_t covered = 0;
   for (const auto& [range, key] : spans) {
     if (range.first != covered) break;
@@ -412,7 +408,7 @@ void CheckRegionFile(const WeightsFile& file, const format::Parsed& parsed) {
     const format::ParsedFunction& fn = parsed.OwnerFunction(k);
     const format::ParsedValue& v = parsed.Owner(k);
     const uint64_t begin = v.tensor.offset, end = v.tensor.offset + v.tensor.nbytes;
-    // Under the key of its first place; files of earlier versions name it FUNCTION/PARAMETER.
+    // Its first place's key, or the qualified key older files use.
     auto entry = file.entries.find(keys[k][0]);
     if (entry == file.entries.end())
       entry = file.entries.find(QualifiedKey(fn.name, v.index, fn.param_names));

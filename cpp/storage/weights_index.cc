@@ -2,8 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file storage/weights_index.cc
- * \brief Checkpoints split in several safetensors files and their index
- *        (`*.safetensors.index.json`): `OpenSet` (storage/weights_file.h).
+ * \brief `OpenSet`: a safetensors file, or a split checkpoint's index (storage/weights_file.h).
  */
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/extra/json.h>
@@ -23,7 +22,6 @@ namespace weights {
 
 namespace {
 
-/*! \brief Refuse the index at `path`: ValueError "weights index PATH: what". */
 [[noreturn]] void BadIndex(const std::string& path, const std::string& what) {
   TVM_FFI_THROW(ValueError) << "weights index " << path << ": " << what;
   TVM_FFI_UNREACHABLE();
@@ -48,11 +46,12 @@ std::string NameProblem(const std::string& name) {
   return "";
 }
 
-WeightsSet OpenIndex(const std::string& path) {
+WeightsSet OpenIndex(const std::string& path, std::shared_ptr<storage::File> opened) {
   WeightsSet out;
   out.path = path;
   out.indexed = true;
-  const std::shared_ptr<storage::File> index = storage::OpenRegular(path, "weights index");
+  const std::shared_ptr<storage::File> index =
+      opened ? std::move(opened) : storage::OpenRegular(path, "weights index");
   if (index->size > kMaxHeader) {
     BadIndex(path, "is an index of " + std::to_string(index->size) + " bytes, more than the " +
                        std::to_string(kMaxHeader) + " read");
@@ -96,8 +95,7 @@ WeightsSet OpenIndex(const std::string& path) {
     wanted.emplace(std::string(*tensor), name);
     if (file_index.emplace(name, names.size()).second) names.push_back(name);
   }
-  // Names resolve in the index's folder as the caller spelt it, not its real one: in the Hugging
-  // Face cache, snapshots/REV/ holds symlinks to blobs/SHA256, each file's own.
+  // In the folder as the caller spelt it, not its real one (see OpenSet).
   for (const std::string& name : names) {
     const std::string full = storage::Beside(path, name);
     try {
@@ -147,11 +145,11 @@ bool IsOnnx(const std::string& path) {
   return path.size() >= 5 && path.compare(path.size() - 5, 5, ".onnx") == 0;
 }
 
-WeightsSet OpenSet(const std::string& path) {
-  if (IsIndex(path)) return OpenIndex(path);
+WeightsSet OpenSet(const std::string& path, std::shared_ptr<storage::File> opened) {
+  if (IsIndex(path)) return OpenIndex(path, std::move(opened));
   WeightsSet out;
   out.path = path;
-  out.files.push_back(Open(path));
+  out.files.push_back(Open(path, std::move(opened)));
   for (const auto& [key, entry] : out.files[0].entries) {
     if (WeightsFile::IsTensorKey(key)) out.tensors.emplace(key, SetEntry{0, entry});
   }

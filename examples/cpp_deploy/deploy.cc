@@ -16,6 +16,10 @@
 //       As the first form, with the tensors of WEIGHTS.safetensors bound instead of the artifact's
 //       (tvm_partial::LoadWithWeights; written by tvm_partial.save_weights): new weights for the
 //       same code. The artifact's own weights file, if it was exported with one, is not opened.
+//   deploy --rebind ARTIFACT.so WEIGHTS.safetensors DATA.bin EXPECTED.bin
+//       The verbs of the Python API from C++: the artifact verified (tvm_partial::Verify), its
+//       partial module rebound to the tensors of WEIGHTS.safetensors by parameter name
+//       (tvm_partial::Rebind of tvm_partial::OpenWeights), then called.
 //   deploy --relax ARTIFACT.so X.bin EXPECTED.bin
 //       ARTIFACT.so is a Relax model (an MLP, x: (2, 8) -> (2, 4)) exported with its weights:
 //       its VirtualMachine is created on first use, and `auto y = main(x)` returns the result.
@@ -138,6 +142,19 @@ int main(int argc, char** argv) {
       if (!main) TVM_FFI_THROW(AttributeError) << argv[2] << " has no function main";
       (*main)(Read(argv[4], kData), result);
       expected = argv[5];
+    } else if (argc == 6 && std::string(argv[1]) == "--rebind") {
+      const std::string path = std::filesystem::absolute(argv[2]).string();
+      const auto report = tvm_partial::Verify(path);
+      if (!report.at("intact").cast<bool>()) TVM_FFI_THROW(ValueError) << argv[2] << " is damaged";
+      std::cout << "verify: " << report.at("checked").cast<int64_t>() << " payloads intact\n";
+      ffi::Map<ffi::Any, ffi::Any> values;  // {"weights": ..., "bias": ...}, where the module runs
+      for (const auto& [name, tensor] : tvm_partial::OpenWeights(argv[3])) {
+        values.Set(name, CopyTo(tensor.cast<ffi::Tensor>(), device));
+      }
+      // The loaded module is the partial module: TVM makes the first embedded module the root.
+      ffi::Module pm = tvm_partial::Rebind(ffi::Module::LoadFromFile(path), "main", values);
+      pm->GetFunction("main").value()(Read(argv[4], kData), result);
+      expected = argv[5];
     } else if (argc == 7 && std::string(argv[1]) == "--bind") {
       ffi::Function conv = tvm_partial::PartialApply(
           LoadMain(argv[2]), {{1, Read(argv[3], kWeights)}, {2, Read(argv[4], kBias)}}, "main",
@@ -160,6 +177,8 @@ int main(int argc, char** argv) {
 #ifndef DEPLOY_FFI_ONLY
                 << "       " << argv[0]
                 << " --weights ARTIFACT.so WEIGHTS.safetensors DATA.bin EXPECTED.bin\n"
+                << "       " << argv[0]
+                << " --rebind ARTIFACT.so WEIGHTS.safetensors DATA.bin EXPECTED.bin\n"
                 << "       " << argv[0]
                 << " --bind LIBRARY.so WEIGHTS.bin BIAS.bin DATA.bin EXPECTED.bin\n"
                 << "       " << argv[0]

@@ -11,7 +11,8 @@
 2. exports it five ways: a tvm-partial artifact, the same self-contained (also zero-copy, and
    with its weights in a safetensors file beside it), one that returns its result
    (`outputs="result"`), and the plain library; and writes a second weight set with
-   `save_weights`, which `deploy --weights` binds in place of an artifact's;
+   `save_weights`, which `deploy --weights` binds in place of an artifact's (and `deploy --rebind`
+   rebinds by name, after verifying the artifact);
 3. writes the data, weights, bias and numpy's result as raw float32 .bin files;
    and a Relax MLP (`tvm.compile` of a Relax IRModule) bound by parameter name, also self-contained;
 4. builds deploy.cc (`cmake -B build && cmake --build build`) and runs every mode, each comparing
@@ -259,6 +260,9 @@ def main(argv=None) -> int:
     )
     checks["deploy --weights: its own weights file gone, another bound"] = (
         run("deploy", "--weights", str(build / "conv2d_bias_gone.so"), v2, *data_v2).returncode == 0
+    )
+    checks["deploy --rebind: verified, rebound to another weights file by name, in C++"] = (
+        run("deploy", "--rebind", artifact, v2, *data_v2).returncode == 0
     )
     mismatched = run("deploy", "--weights", artifact, str(build / "partial.safetensors"), *data_v2)
     checks["deploy --weights: weights of another model refused"] = (

@@ -43,12 +43,12 @@ using Bindings = ffi::Map<int64_t, ffi::Any>;
 /*!
  * \brief Bind constant arguments of `f` by position.
  *
- * \param f The function to wrap. A partial function is flattened: the result wraps the
- *          original function with the bindings merged, so a call costs one hop.
+ * \param f The function to wrap. A partial `f` is flattened (bindings merged), so a call costs
+ *          one hop.
  * \param bound Positions (>= 0) in `f`'s argument list -> values, held by reference.
- * \param name The function's name, used in error messages ("main() takes ...").
- * \param param_names Every parameter of `f`, bound ones included, when known; then the call
- *        checks its argument count and names the free parameters. Empty: unknown.
+ * \param name The function's name in error messages ("main() takes ...").
+ * \param param_names Every parameter of `f`, bound ones included; lets the call check its
+ *        argument count and name the free parameters. Empty: unknown.
  * \return A new function taking the free arguments, in order.
  * \throws ValueError / IndexError naming the offending position.
  */
@@ -56,10 +56,8 @@ TVM_PARTIAL_API ffi::Function PartialApply(ffi::Function f, Bindings bound,
                                            ffi::String name = ffi::String(),
                                            ffi::Array<ffi::String> param_names = {});
 
-/*!
- * \brief One dimension of an output's shape: a static extent (`arg` = -1), or the extent of axis
- *        `value` of the argument at position `arg` of the call (a TIR shape variable such as `n`).
- */
+/*! \brief One dimension of an output's shape: a static extent (`arg` = -1), or the extent of axis
+ *         `value` of the call's argument at position `arg` (a TIR shape variable such as `n`). */
 struct OutputDim {
   int64_t arg = -1;   // position in the wrapped function's argument list, or -1: static
   int64_t value = 0;  // the static extent, or the axis of argument `arg`
@@ -78,7 +76,7 @@ struct Output {
 using Outputs = std::vector<Output>;
 
 /*!
- * \brief `PartialApply` for a destination-passing kernel that should return its outputs:
+ * \brief `PartialApply` for a destination-passing kernel, returning its outputs:
  *
  * \code{.cpp}
  *   // main(data, weights, bias, result): result is allocated per call and returned
@@ -88,10 +86,10 @@ using Outputs = std::vector<Output>;
  *   ffi::Tensor out = conv(x).cast<ffi::Tensor>();
  * \endcode
  *
- * Each call allocates every output (contiguous, 64-byte aligned, on the device of the first
- * tensor argument of the call, else of the first bound tensor, else the CPU), calls `f` with them
- * at their positions, and returns the output (one) or an `ffi::Array<ffi::Tensor>` in the order
- * of `outputs` (several). Positions count as for `bound`: for a partial `f`, in its arguments.
+ * Each call allocates every output (contiguous, 64-byte aligned, on the device of the call's
+ * first tensor argument, else of the first bound tensor, else the CPU), calls `f` with them at
+ * their positions, and returns the output (one) or an `ffi::Array<ffi::Tensor>` in the order of
+ * `outputs` (several). Positions count as for `bound` (for a partial `f`, in its arguments).
  *
  * \throws ValueError / IndexError for an output position that is bound, repeated or past the
  *         parameters, and for a dimension that refers to a bound or missing argument.
@@ -102,12 +100,11 @@ TVM_PARTIAL_API ffi::Function PartialApply(ffi::Function f, Bindings bound, ffi:
 /*!
  * \brief Wrap a module with bindings for some of its functions.
  *
- * `GetFunction(name)` returns the bound closure for names in `bindings` (built once and
- * cached) and forwards every other name to `mod`, searching its imports. A partial module
- * given as `mod` is merged: the result wraps the same compiled code with one level.
- * `GetFunction("main")` (what Python's `pm(...)` calls) on a module whose code has no `main`
- * returns the bound function when there is exactly one (a `frontend.nn` model's `forward`), and
- * throws AttributeError naming the bound functions when there are several.
+ * `GetFunction(name)` returns the bound closure for names in `bindings` (built once, cached) and
+ * forwards other names to `mod`, searching its imports. A partial `mod` is merged into one level.
+ * `GetFunction("main")` (Python's `pm(...)`) on code without `main` returns the only bound
+ * function (a `frontend.nn` model's `forward`), or throws AttributeError naming them when there
+ * are several.
  *
  * \param mod The module to wrap (compiled library, another partial module, ...).
  * \param bindings Function name -> positions -> values.
@@ -117,55 +114,44 @@ TVM_PARTIAL_API ffi::Module PartialApplyModule(
     ffi::Module mod, ffi::Map<ffi::String, Bindings> bindings,
     ffi::Map<ffi::String, ffi::Array<ffi::String>> param_names = {});
 
-/*!
- * \brief The bindings held by a partial function (key "") or a partial module (per function).
- * \throws TypeError when `obj` is neither.
- */
+/*! \brief The bindings held by a partial function (key "") or a partial module (per function).
+ * \throws TypeError when `obj` is neither. */
 TVM_PARTIAL_API ffi::Map<ffi::String, Bindings> PartialApplyBindings(const ffi::Any& obj);
 
-/*!
- * \brief The recorded parameter names of a partial function (key "") or partial module.
- *        Functions without recorded names are absent.
- */
+/*! \brief The recorded parameter names of a partial function (key "") or partial module. Functions
+ *         without recorded names are absent. */
 TVM_PARTIAL_API ffi::Map<ffi::String, ffi::Array<ffi::String>> PartialApplyParamNames(
     const ffi::Any& obj);
 
-/*!
- * \brief The outputs of a partial function (key "") or partial module (per function with outputs).
- * \throws TypeError when `obj` is neither.
- */
+/*! \brief The outputs of a partial function (key "") or partial module (per function with outputs).
+ * \throws TypeError when `obj` is neither. */
 TVM_PARTIAL_API ffi::Map<ffi::String, ffi::Array<ffi::Any>> PartialApplyOutputs(
     const ffi::Any& obj);
 
-/*!
- * \brief An uninitialised contiguous tensor whose data is 64-byte aligned (TVM kernels assume
- *        that alignment), in host memory or, through the TVM runtime, on a device.
- */
+/*! \brief An uninitialised contiguous tensor, data 64-byte aligned (TVM kernels assume it), in host
+ *         memory or, through the TVM runtime, on a device. */
 TVM_PARTIAL_API ffi::Tensor AlignedEmpty(ffi::Shape shape, DLDataType dtype, DLDevice device);
 
-/*!
- * \brief A contiguous, 64-byte-aligned copy of `src` (any strides) on `device`: how values that
- *        are not yet suitable tensors are converted once at bind time.
- */
+/*! \brief A contiguous, 64-byte-aligned copy of `src` (any strides) on `device`; how bind converts
+ *         values that are not yet suitable tensors. */
 TVM_PARTIAL_API ffi::Tensor AlignedCopy(const ffi::Tensor& src, DLDevice device);
 
 /*!
  * \brief Load an artifact with the tensors of another safetensors weights file bound in place of
- *        its own (what `tvm_partial.load(library, weights_file=...)` does from Python):
+ *        its own (Python: `tvm_partial.load(library, weights_file=...)`):
  *
  * \code{.cpp}
  *   ffi::Module m = tvm_partial::LoadWithWeights("model.so", "v2.safetensors");
  *   m->GetFunction("main", true).value()(x, out);  // the artifact's code, v2's weights
  * \endcode
  *
- * Every tensor the artifact binds is taken from `weights_file` by its key (`main/weights`, or
- * `main/1` where no parameter name is recorded): the file must hold each with the same dtype and
- * shape, and nothing else. It is mapped privately; 64-byte-aligned host tensors are views of it,
- * others are copied once (devices: copied to the device). The artifact's own payloads are not
- * read, and the weights file it records (`export_library(..., weights_file=)`) is not opened: it
- * may be absent. Scalars and strings bound in the artifact stay as they are.
+ * Each tensor the artifact binds is taken from `weights_file` by key (`main/weights`, or `main/1`
+ * without a recorded parameter name), with the same dtype and shape; the file holds nothing else.
+ * It is mapped privately: 64-byte-aligned host tensors view it, others are copied once (to their
+ * device). Neither the artifact's payloads nor the weights file it records are read (that one
+ * may be absent). Bound scalars and strings are kept.
  *
- * \param library The artifact (a relative path is taken from the working directory).
+ * \param library The artifact (relative paths: from the working directory).
  * \param weights_file A safetensors file, such as `tvm_partial.save_weights` writes.
  * \throws FileNotFoundError when `weights_file` does not exist; ValueError naming the file and the
  *         tensor when it is damaged or holds the weights of another model, or when `library`
@@ -175,34 +161,62 @@ TVM_PARTIAL_API ffi::Module LoadWithWeights(const std::string& library,
                                             const std::string& weights_file);
 
 /*!
- * \brief Load rank `rank`'s view of an artifact whose tensors were bound whole and split for
- *        tensor parallelism (`partial(..., shards={"w": 0}, world=2)`; what
- *        `tvm_partial.load(library, shard=(rank, world))` does from Python, and the global
- *        `tvm_partial.LoadShard(path)` on a disco worker, which reads rank and world from
- *        `runtime.disco.worker_rank` and `runtime.disco.world_size`):
+ * \brief Load rank `rank`'s view of an artifact bound with tensor-parallel shards
+ *        (`partial(..., shards={"w": 0}, world=2)`). Python: `tvm_partial.load(library,
+ *        shard=(rank, world))`; on a disco worker, the global `tvm_partial.LoadShard(path)` reads
+ *        rank, world and device from `runtime.disco.worker_rank`, `runtime.disco.world_size` and
+ *        `runtime.disco.device`:
  *
  * \code{.cpp}
  *   ffi::Module m = tvm_partial::LoadShard("model.so", rank, 2);
  * \endcode
  *
  * Each sharded tensor becomes its rank's slice along the recorded dimension (one contiguous,
- * 64-byte-aligned byte range: a row shard as bound, any other split stored rank by rank at
- * export), a view of a private mapping of the file that holds it: nothing is read at load, pages
- * are read when the kernel touches them (devices: the slice is copied there). Tensors without a
- * shard record are bound whole on every rank.
+ * 64-byte-aligned byte range), a view of a private mapping of its file: pages are read when the
+ * kernel touches them (devices: the slice is copied there). Tensors without a shard record are
+ * bound whole on every rank.
  *
  * \param weights_file Optional: take the whole tensors from this safetensors file by key, as
  *        LoadWithWeights does, then slice them.
- * \param device Optional: the rank's device. Tensors bound on a device of its type (a GPU:
- *        cuda:0 at bind time) are placed on it instead (cuda:rank), and so is a Relax model's
- *        VirtualMachine; the global reads it from `runtime.disco.device`. CPU (the default)
- *        leaves every device as recorded.
+ * \param device Optional: the rank's device. Tensors bound on a device of its type (cuda:0 at
+ *        bind time) go there instead (cuda:rank), as does a Relax model's VirtualMachine. CPU
+ *        (the default) leaves every device as recorded.
  * \throws ValueError when `rank` is not below `world`, when the artifact records no shards, or
  *         when its shards name another world.
  */
 TVM_PARTIAL_API ffi::Module LoadShard(const std::string& library, int64_t rank, int64_t world,
                                       const std::string& weights_file = "",
                                       DLDevice device = {kDLCPU, 0});
+
+/*!
+ * \brief Python's `tvm_partial.rebind(pm, values, function=...)`: a new partial module over the
+ *        same code with `values` (keys: positions, or parameter names the module records)
+ *        replacing those bound in `function`. Each is of the kind it replaces: a tensor of the
+ *        same dtype, shape and device (copied into 64-byte-aligned memory there when it is not
+ *        so already), or a scalar. A tensor bound in several places (tied) is replaced in each.
+ * \throws TypeError / IndexError / KeyError naming the function and the position or name.
+ */
+TVM_PARTIAL_API ffi::Module Rebind(const ffi::Module& pm, const ffi::String& function,
+                                   const ffi::Map<ffi::Any, ffi::Any>& values);
+
+/*!
+ * \brief Python's `tvm_partial.inspect(path)` and `verify(path)`, the same dictionaries (keys in
+ *        docs/api.md): what an artifact, save_to_bytes file, safetensors weights file or index
+ *        holds, without loading it; and whether each payload matches its recorded hash
+ *        (`"intact"`, `"damaged"`). An ONNX model is Python's to read (ValueError here).
+ * \throws FileNotFoundError; ValueError when the file is not one of these or is damaged.
+ */
+TVM_PARTIAL_API ffi::Map<ffi::String, ffi::Any> Inspect(const std::string& path);
+TVM_PARTIAL_API ffi::Map<ffi::String, ffi::Any> Verify(const std::string& path);
+
+/*!
+ * \brief Python's `tvm_partial.open_weights(path, function)` for a safetensors file or index:
+ *        `function`'s tensors, keyed by parameter name (a position where none was recorded), as
+ *        views of a private mapping of the file; `Rebind(pm, "main", OpenWeights(path))` binds
+ *        them.
+ */
+TVM_PARTIAL_API ffi::Map<ffi::Any, ffi::Any> OpenWeights(const std::string& path,
+                                                         const ffi::String& function = "main");
 
 }  // namespace tvm_partial
 
