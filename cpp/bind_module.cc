@@ -414,6 +414,15 @@ ffi::Module RebindAt(ffi::Module mod, ffi::String function, ffi::Map<int64_t, ff
                                << " takes a value of the kind bound there (a tensor of the same "
                                << "dtype and shape, or a scalar)";
     }
+    if (old.has_value() && (old->device().device_type != now->device().device_type ||
+                            old->device().device_id != now->device().device_id)) {
+      const DLDevice was = old->device(), is = now->device();  // a kernel reads only its own
+      TVM_FFI_THROW(ValueError) << "rebind: " << Label(*fn, position) << " is bound on "
+                                << detail::DeviceString(was.device_type, was.device_id)
+                                << ", the replacement is on "
+                                << detail::DeviceString(is.device_type, is.device_id)
+                                << ": give a tensor there (Python: device=)";
+    }
     places.emplace_back(f, at - fn->bound.begin());
   }
   auto given = [&](size_t g, size_t b) {

@@ -445,3 +445,22 @@ def test_on_the_device_a_module_binds_by_name_and_its_bytes_round_trip(dev, affi
         call(dev.tensor(a), out)
         assert out.numpy().tobytes() == affine4_ref(a, b, c).tobytes()
     assert tvm_partial.save_to_bytes(loaded) == blob
+
+
+@pytest.mark.device
+def test_on_the_device_rebind_places_values_where_the_tensors_replaced_are(dev, affine_dev):
+    """rebind(pm, b=numpy) of a module bound on the device puts b there (the kernel reads only
+    its own device); a tvm tensor on another device than the one it replaces is refused."""
+    exe, sig = affine_dev
+    a, b, c, b2 = (ints(256, seed=s) for s in range(4))
+    pm = tvm_partial.partial(exe, signature=sig, b=b, c=c, device=dev.name)
+    rebound = tvm_partial.rebind(pm, b=b2)
+    assert str(tvm_partial.bindings(rebound)["main"][1].device) == dev.name
+    out = dev.tensor(np.zeros(256, "float32"))
+    rebound(dev.tensor(a), out)
+    assert out.numpy().tobytes() == affine4_ref(a, b2, c).tobytes()
+    if dev.kind != "cpu":
+        with pytest.raises(
+            ValueError, match=rf"'b' \(position 1\) is bound on {dev.name}, the replacement is on cpu:0"
+        ):
+            tvm_partial.rebind(pm, b=tvm.runtime.tensor(b2))

@@ -210,7 +210,9 @@ def rebind(
     function
         The function whose bindings are replaced (default ``"main"``).
     device
-        Where values that are not yet tvm Tensors are placed (default: CPU).
+        Where values that are not yet tvm Tensors are placed (default: where the tensors they
+        replace are, when all are on one device; else the CPU). A tensor is refused on another
+        device than the one it replaces: the kernel reads only its own.
     **by_name
         ``name=value`` replacements. A name that is also an option (``signature``, ``device``,
         ``function``) and a parameter is refused as a keyword: rebind it through the mapping.
@@ -237,8 +239,12 @@ def rebind(
     _target.check_available(place)
     labels = [view.label(i, i) for i in new]
     place = _remote.placement(module, place, [v for _, v in new.values()], labels)
+    now = facts.bindings.get(fname, {})
+    if place is None:  # where the tensors replaced are
+        olds = {str(now[i].device): now[i].device for i in new if isinstance(now.get(i), tvm_ffi.Tensor)}
+        place = next(iter(olds.values())) if len(olds) == 1 else None
     # C++ decides the rest: an unbound position (None here), a rank's view, tied places, kept code.
-    now, held = facts.bindings.get(fname, {}), _convert.Held(place or tvm_ffi.device("cpu", 0), "rebind")
+    held = _convert.Held(place or tvm_ffi.device("cpu", 0), "rebind")
     for index, (_, value) in new.items():
         if index not in now:
             held.add(index, None, None, "")
