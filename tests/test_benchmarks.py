@@ -62,6 +62,19 @@ def _call(out, r):
     ]
 
 
+def _scale(out, r):
+    assert [row[0] for row in _table(r, "scale")] == [
+        "merge n into n (function)",
+        "merge n into n (module)",
+        "load n functions",
+        "describe them",
+        "save them",
+        "merge one into n",
+        "merge n into n",
+    ]
+    assert r["notes"][-1].startswith("the largest growth from n to 8n: ")
+
+
 def _load(out, r):
     assert [row[1] for row in _table(r, "load")] == [
         "tvm_partial (zero_copy=False)",
@@ -123,6 +136,7 @@ def _gpu_load(out, r):
         pytest.param("bench_bind.py", [], _bind, id="bind"),
         pytest.param("bench_bind.py", [], _bind_model, id="bind-model", marks=SLOW),  # torch
         pytest.param("bench_call.py", [], _call, id="call"),
+        pytest.param("bench_scale.py", [], _scale, id="scale"),
         pytest.param("bench_load.py", [], _load, id="load", marks=SLOW),  # 12 fresh processes
         pytest.param("bench_load.py", ["--read-all"], _read_all, id="load-read-all", marks=SLOW),
         pytest.param("bench_rpc.py", [], _rpc, id="rpc", marks=SLOW),  # a tracker, two servers

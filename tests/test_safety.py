@@ -9,9 +9,7 @@ What could hang or crash runs in a subprocess with a timeout.
 from __future__ import annotations
 
 import json
-import statistics
 import struct
-import time
 
 import numpy as np
 import pytest
@@ -111,52 +109,22 @@ def test_merge_near_2_63_is_refused_without_hanging():
         assert results[f"{kind} {2**31 - 3}"] == [0, 2**31 - 2]
 
 
-def _median_seconds(call, repeats: int = 5) -> float:
-    """The median CPU time of `call()`: CPU, not wall-clock, time, so that other processes on a
-    loaded machine, which stretch a long call more often than a short one, do not count."""
-    times = []
-    for _ in range(repeats):
-        start = time.process_time()
-        call()
-        times.append(time.process_time() - start)
-    return statistics.median(times)
-
-
-#: Linear work grows 8 times from n to 8n (measured 13 to 26 times here: the sort, and 8n no longer
-#: fits the caches); quadratic work grows 64 times. Between them:
-LINEAR_BOUND = 40
-
-
-def test_merge_is_linear_in_the_bindings(affine4):
+def test_merging_many_bindings_is_exact(affine4):
     """Merging n bindings into a partial with n bindings, on the function path and the module
-    path: 8n take less than 40 times as long as n (a quadratic merge takes 64 times)."""
+    path: every position lands where it should. (How the time grows with n, 8x for 8n, is
+    benchmarks/bench_scale.py's question: timings are no test's.)"""
     exe, _ = affine4
     f = tvm_ffi.get_global_func("ffi.String")
     apply_module = tvm_ffi.get_global_func("runtime.PartialApplyModule")
     n = 20_000
-
-    def merges(n: int) -> dict:
-        even = {2 * i: i for i in range(n)}  # inner partials bind the even positions
-        inner_f, inner_m = partial_apply(f, even), apply_module(exe.mod, {"main": even})
-        # Converted once, so the calls time the merge and not Python's conversion of a dict.
-        outer = tvm_ffi.convert({i: -i for i in range(n)})  # fills the odd positions in order
-        outer_m = tvm_ffi.convert({"main": outer})
-        return {
-            "function": lambda: partial_apply(inner_f, outer),
-            "module": lambda: apply_module(inner_m, outer_m),
-        }
-
-    small, large = merges(n), merges(8 * n)
-    for path in ("function", "module"):
-        t_small, t_large = _median_seconds(small[path]), _median_seconds(large[path])
-        assert t_large < LINEAR_BOUND * t_small, (
-            f"{path}: {t_small:.4f} s for {n}, {t_large:.4f} s for {8 * n}"
-        )
-    got = tvm_partial.bindings(small["function"]())
+    even = {2 * i: i for i in range(n)}  # inner partials bind the even positions
+    outer = {i: -i for i in range(n)}  # fills the odd positions in order
+    got = tvm_partial.bindings(partial_apply(partial_apply(f, even), outer))
     assert sorted(got) == list(range(2 * n))
     assert [got[2 * i + 1] for i in range(5)] == [0, -1, -2, -3, -4]
     assert [got[2 * i] for i in range(5)] == [0, 1, 2, 3, 4]
-    assert tvm_partial.bindings(small["module"]())["main"] == got
+    merged = apply_module(apply_module(exe.mod, {"main": even}), {"main": outer})
+    assert tvm_partial.bindings(merged)["main"] == got
 
 
 # ---------------------------------------------------------------------------------------------
@@ -173,7 +141,7 @@ def test_unreachable_position_refused_by_the_loader(position):
 
 
 HUGE = """
-import json, struct, sys, time
+import json, struct, sys
 sys.path.insert(0, sys.argv[1])
 import tvm_ffi, tvm_partial
 from blob_writer import make_blob
@@ -183,32 +151,15 @@ save = tvm_ffi.get_global_func("tvm_partial.SaveToBytes")
 apply_module = tvm_ffi.get_global_func("runtime.PartialApplyModule")
 bindings = tvm_ffi.get_global_func("runtime.PartialApplyBindings")
 
-def cpu_seconds(call):  # the least CPU time of 5 calls: a test running beside this one only adds
-    times = []            # (its cache misses took a median of 3 past the bound once in CI)
-    for _ in range(5):
-        start = time.process_time()
-        call()
-        times.append(time.process_time() - start)
-    return min(times)
-
 def functions(n):
     return [(f"f{i}", [], [struct.pack("<qBq", 0, 1, i)]) for i in range(n)]
 
-seconds, checks = {}, {}
+checks = {}
 for n in (25_000, 200_000):
     blob = make_blob(functions(n))
     module = load(blob)
     last = f"f{n - 1}"
-    every = tvm_ffi.convert({f"f{i}": {1: 5} for i in range(n)})  # converted once, not timed
-    seconds[n] = {
-        "load": cpu_seconds(lambda: load(blob)),
-        "describe": cpu_seconds(lambda: describe(blob, "")),
-        "save": cpu_seconds(lambda: save(module)),
-        # Merging one function into a loaded module of that size looks it up once (no scan) ...
-        "merge one": cpu_seconds(lambda: apply_module(module, {last: {1: 5}, "g": {0: 1}})),
-        # ... and merging every function looks each up once.
-        "merge every": cpu_seconds(lambda: apply_module(module, every)),
-    }
+    every = {f"f{i}": {1: 5} for i in range(n)}
     info = describe(blob, "")
     merged = bindings(apply_module(module, {last: {1: 5}, "g": {0: 1}}))
     checks[n] = {"functions": len(info["functions"]), "last": info["functions"][-1]["name"],
@@ -223,22 +174,20 @@ for duplicate in (table + [table[123]], [table[-1]] + table):
         errors.append(None)
     except ValueError as err:
         errors.append(str(err))
-print(json.dumps({"seconds": seconds, "checks": checks, "errors": errors}))
+print(json.dumps({"checks": checks, "errors": errors}))
 """
 
 
-@pytest.mark.slow  # a scale test: tables of 25,000 and 200,000 functions, 15 s here
-def test_200k_functions_load_describe_and_merge_in_linear_time():
-    """Function tables of 25,000 and 200,000 entries: 8 times the functions take less than
-    LINEAR_BOUND times as long to load, describe, save and merge into (one function, every one)."""
+@pytest.mark.slow  # a scale test: tables of 25,000 and 200,000 functions
+def test_200k_functions_load_describe_save_and_merge():
+    """Function tables of 25,000 and 200,000 entries load, describe, save (the same bytes) and
+    merge (one function, every one) exactly; duplicates are refused. (How the time grows with
+    the table is benchmarks/bench_scale.py's question.)"""
     from pathlib import Path
 
     proc = run_python(HUGE, str(Path(__file__).parent), timeout=120)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    small, large = result["seconds"]["25000"], result["seconds"]["200000"]
-    for step in small:
-        assert large[step] < LINEAR_BOUND * small[step], (step, small[step], large[step])
     for n, checks in result["checks"].items():
         assert checks == {
             "functions": int(n),
