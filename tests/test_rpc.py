@@ -110,7 +110,17 @@ def _check_plain_refused(session, name):
         r"self_contained=True.*install tvm-partial",
     ) as info:
         tp_remote.load_module(session, name)
-    assert "partial_apply" in str(info.value.__cause__)
+    assert "partial_apply" in str(info.value.__cause__)  # the server's own error, chained
+
+
+def test_a_load_that_fails_on_a_server_with_the_loader_keeps_its_own_error():
+    """tp_remote.load_module asks the server whether tvm-partial's loader is there: where it is
+    (a server that loads tvm-partial), a load that fails for another reason keeps its own error."""
+    with rpc_server() as port:
+        session = rpc.connect(HOST, port, session_timeout=300)
+        with pytest.raises(Exception) as info:
+            tp_remote.load_module(session, "no-such-file.so")
+    assert "loader" not in str(info.value) and "no-such-file.so" in str(info.value)
 
 
 def test_remote_module_binds_numpy_by_name_on_the_session_device(session, files, affine4):

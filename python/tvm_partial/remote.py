@@ -107,13 +107,24 @@ def load_module(session: Any, path: str) -> tvm_ffi.Module:
     try:
         return session.load_module(path)
     except Exception as err:
-        if "partial_apply" not in str(err):
+        if not _lacks(session, LOADER):  # asked of the server, not read from its words
             raise
         raise RuntimeError(
-            f"the RPC server cannot load {path}: its loader {LOADER} is not registered there "
-            "(tvm-partial is not loaded in the server). Either export the artifact with "
+            f"the RPC server cannot load {path}, and tvm-partial's loader {LOADER} is not registered "
+            "there (tvm-partial is not loaded in the server). Either export the artifact with "
             "tvm_partial.export_library(pm, path, self_contained=True), which carries its own "
             "loader, or install tvm-partial on the server (no package index carries it yet: pip install "
             "the wheel that scripts/build_wheel.sh builds, or a checkout; the tvm.backends entry "
             "point loads it in rpc_server, unless TVM_DEVICE_BACKEND_AUTOLOAD=0)"
         ) from err
+
+
+def _lacks(session: Any, name: str) -> bool:
+    """Whether the server says it has no global ``name`` (False when it cannot be asked)."""
+    try:
+        session.get_function(name)
+    except AttributeError:
+        return True
+    except Exception:
+        return False
+    return False
