@@ -499,6 +499,7 @@ void CheckAgainstParam(const ffi::Array<ffi::Any>& item, const ffi::String& verb
   std::string whole;
   if (item.size() > 6 && item[6] != nullptr) {
     const auto split = item[6].cast<ffi::Array<int64_t>>();
+    if (split.size() != 3) TVM_FFI_THROW(ValueError) << "Hold: a split is [dim, world, segments]";
     const int64_t ndim = static_cast<int64_t>(shape.size());
     const int64_t dim = split[0] < 0 && split[0] >= -ndim ? split[0] + ndim : split[0];
     if (!format::ShardProblem(shape, t.dtype(), dim, split[1], split[2]).empty()) return;
