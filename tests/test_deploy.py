@@ -19,7 +19,7 @@ from tvm import te
 from tvm.support import cc
 
 import tvm_partial
-from helpers import Device, run_json, without_sanitizer
+from helpers import Device, ints, run_json, without_sanitizer
 from tvm_partial import _fixtures as fixtures
 from tvm_partial import config
 from tvm_partial.artifact import export
@@ -333,6 +333,61 @@ def test_getting_started_cpp_program(tmp_path):
         run.stdout
         == f"out: 1 x 8 x 30 x 30, out[0] = {expected.flat[0]:g}, out[last] = {expected.flat[-1]:g}\n"
     )
+
+
+@pytest.mark.slow  # a CMake configure and build
+@pytest.mark.skipif(_missing_cpp_tools() is not None, reason=f"C++ program: {_missing_cpp_tools()}")
+def test_the_cpp_verbs_answer_and_refuse_as_python_does(affine4, tmp_path):
+    """tests/cpp/verbs.cc, built with deploy.md's CMakeLists.txt: tvm_partial::Inspect, Verify,
+    OpenWeights and Rebind (by name, a misaligned tensor copied), and each refusal in its words."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_docs import blocks
+
+    (cmake,) = [b["code"] for b in blocks(ROOT / "docs" / "deploy.md") if b["lang"] == "cmake"]
+    (tmp_path / "deploy.cc").write_text((ROOT / "tests" / "cpp" / "verbs.cc").read_text())
+    (tmp_path / "CMakeLists.txt").write_text(cmake)
+    exe, tensors = affine4
+    b, c = ints(16, seed=1), ints(16, seed=2)
+    pm = tvm_partial.partial(exe, signature=tensors, b=b, c=c)
+    tvm_partial.export_library(pm, tmp_path / "model.so")
+    tvm_partial.save_weights(tvm_partial.rebind(pm, b=b * 2, c=c * 2), tmp_path / "v2.safetensors")
+    (tmp_path / "m.onnx").write_bytes(b"not read")
+    for cmd in (
+        [
+            "cmake",
+            "-B",
+            "build",
+            f"-Dtvm_partial_DIR={config.cmakedir()}",
+            f"-DPython_EXECUTABLE={sys.executable}",
+        ],
+        ["cmake", "--build", "build"],
+    ):
+        proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    run = subprocess.run(
+        ["./build/deploy", "model.so", "v2.safetensors", "m.onnx"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    model = tmp_path / "model.so"
+    assert run.stdout.splitlines() == [
+        "inspect: library",
+        "verify: intact true",
+        "rebound by name, b held as given: true",
+        "misaligned b copied, aligned: true",
+        "unknown name: KeyError: rebind: main() records no parameter named 'z'; give its position",
+        "twice: ValueError: rebind: position 1 of main() is given twice",
+        "not bound: IndexError: rebind: position 0 of main() is not bound (bound: [1, 2]); rebind "
+        "replaces bound values",
+        "other function: KeyError: rebind: function 'other' has no bindings (bound: main)",
+        "onnx: ValueError: inspect: m.onnx is an ONNX model, whose protobuf Python's "
+        "tvm_partial.inspect reads (with onnx)",
+        f"missing: FileNotFoundError: {run.stdout.split('missing: FileNotFoundError: ')[-1].strip()}",
+    ]
+    assert f"{model}.gone" in run.stdout
 
 
 def _cuda_sources(module) -> list[str]:

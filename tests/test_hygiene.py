@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SPDX = "SPDX-License-Identifier: Apache-2.0"
 SOURCE_FOLDERS = ["cpp", "python", "tests", "benchmarks", "examples", "scripts", "fuzz", "cmake", ".ci"]
-CPP_FOLDERS = ["cpp", "examples", "benchmarks", "fuzz"]
+CPP_FOLDERS = ["cpp", "examples", "benchmarks", "fuzz", "tests"]
 
 
 def _sources() -> list[Path]:
