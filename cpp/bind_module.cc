@@ -577,13 +577,15 @@ ffi::Array<ffi::Tensor> Hold(const ffi::Array<ffi::Array<ffi::Any>>& items, DLDe
 
 ffi::Module Rebind(const ffi::Module& pm, const ffi::String& function,
                    const ffi::Map<ffi::Any, ffi::Any>& values) {
-  const auto recorded = PartialApplyParamNames(pm);
+  const std::vector<format::FunctionRecord> records = detail::PartialRecords(pm, "rebind");
+  const auto fn = std::find_if(records.begin(), records.end(),
+                               [&](const format::FunctionRecord& r) { return r.name == function; });
+  const ffi::Array<ffi::String> names =
+      fn == records.end() ? ffi::Array<ffi::String>{} : fn->param_names;
   ffi::Map<int64_t, ffi::Any> at;
   for (auto [key, value] : values) {
     int64_t position = -1;
     if (auto name = key.try_cast<ffi::String>()) {
-      const auto names =
-          recorded.count(function) ? recorded.at(function) : ffi::Array<ffi::String>{};
       const auto it = std::find(names.begin(), names.end(), *name);
       if (it == names.end()) {
         TVM_FFI_THROW(KeyError) << "rebind: " << function << "() records no parameter named '"

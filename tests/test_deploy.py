@@ -352,6 +352,7 @@ def test_the_cpp_verbs_answer_and_refuse_as_python_does(affine4, tmp_path):
     tvm_partial.export_library(pm, tmp_path / "model.so")
     tvm_partial.save_weights(tvm_partial.rebind(pm, b=b * 2, c=c * 2), tmp_path / "v2.safetensors")
     (tmp_path / "m.onnx").write_bytes(b"not read")
+    exe.export_library(str(tmp_path / "plain.so"))
     for cmd in (
         [
             "cmake",
@@ -365,7 +366,7 @@ def test_the_cpp_verbs_answer_and_refuse_as_python_does(affine4, tmp_path):
         proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stdout + proc.stderr
     run = subprocess.run(
-        ["./build/deploy", "model.so", "v2.safetensors", "m.onnx"],
+        ["./build/deploy", "model.so", "v2.safetensors", "m.onnx", "plain.so"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -383,6 +384,7 @@ def test_the_cpp_verbs_answer_and_refuse_as_python_does(affine4, tmp_path):
         "not bound: IndexError: rebind: position 0 of main() is not bound (bound: [1, 2]); rebind "
         "replaces bound values",
         "other function: KeyError: rebind: function 'other' has no bindings (bound: main)",
+        "plain: TypeError: rebind: expected a partial function or a partial_apply module, got ffi.Module",
         "onnx: ValueError: inspect: m.onnx is an ONNX model, whose protobuf Python's "
         "tvm_partial.inspect reads (with onnx)",
         f"missing: FileNotFoundError: {run.stdout.split('missing: FileNotFoundError: ')[-1].strip()}",

@@ -3,9 +3,10 @@
 // The public C++ verbs (tvm_partial::Inspect, Verify, OpenWeights, Rebind), their answers and
 // refusals, printed one line each for tests/test_deploy.py to compare:
 //
-//   verbs ARTIFACT.so WEIGHTS.safetensors NOT_A_MODEL.onnx
+//   verbs ARTIFACT.so WEIGHTS.safetensors NOT_A_MODEL.onnx PLAIN.so
 //
-// ARTIFACT.so binds b and c of main(a, b, c, out) by name; WEIGHTS.safetensors holds other b, c.
+// ARTIFACT.so binds b and c of main(a, b, c, out) by name; WEIGHTS.safetensors holds other b, c;
+// PLAIN.so is the compiled code alone.
 #include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/extra/module.h>
@@ -36,7 +37,7 @@ struct Misaligned {
 };
 
 int main(int argc, char** argv) {
-  if (argc != 4) return 2;
+  if (argc != 5) return 2;
   const std::string artifact = std::filesystem::absolute(argv[1]).string();
   std::cout << std::boolalpha;
   try {
@@ -67,6 +68,10 @@ int main(int argc, char** argv) {
     Refused("twice", [&] { tvm_partial::Rebind(pm, "main", {{ffi::String("b"), b}, {1, b}}); });
     Refused("not bound", [&] { tvm_partial::Rebind(pm, "main", {{0, b}}); });
     Refused("other function", [&] { tvm_partial::Rebind(pm, "other", {{1, b}}); });
+    Refused("plain", [&] {
+      tvm_partial::Rebind(ffi::Module::LoadFromFile(std::filesystem::absolute(argv[4]).string()),
+                          "main", {{ffi::String("b"), b}});
+    });
     Refused("onnx", [&] { tvm_partial::Inspect(argv[3]); });
     Refused("missing", [&] { tvm_partial::Verify(artifact + ".gone"); });
   } catch (const ffi::Error& err) {
