@@ -10,6 +10,7 @@ import collections
 
 import numpy as np
 import pytest
+import tvm
 import tvm_ffi
 
 import tvm_partial
@@ -76,3 +77,23 @@ def test_each_verb_crosses_once(affine4, tmp_path, calls):
     loaded(tensor(a), out)
     assert out.numpy().tobytes() == (a * 2 + state["b"] * 3 + state["c"]).tobytes()
     assert {k: v.numpy().tobytes() for k, v in opened.items()} == {k: v.tobytes() for k, v in state.items()}
+
+
+def test_a_relax_model_bound_by_name_crosses_once_per_step(calls):
+    """Values given by name to a Relax executable reach BindModel as views of their memory (a
+    read-only numpy array too: no copy, no crossing of its own), then Hold once."""
+    from tvm import relax
+    from tvm.script import relax as R
+
+    bb = relax.BlockBuilder()
+    x, w, b = (relax.Var(n, R.Tensor((16,), "float32")) for n in ("x", "w", "b"))
+    with bb.function("main", [x, w, b]):
+        bb.emit_func_output(relax.op.add(relax.op.multiply(x, w), b))
+    exe = tvm.compile(bb.get(), target="llvm")
+    w_value, b_value = ints(16, seed=1), ints(16, seed=2)
+    w_value.setflags(write=False)
+    calls.clear()
+    pm = tvm_partial.partial(exe, w=w_value, b=b_value)
+    assert dict(calls) == {"Describe": 1, "BindModel": 1, "Hold": 1, "PartialApplyModule": 1}
+    a = ints(16, seed=3)
+    assert pm(tensor(a)).numpy().tobytes() == (a * w_value + b_value).tobytes()

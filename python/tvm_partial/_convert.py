@@ -88,27 +88,15 @@ class Held:
         return self._values
 
 
-def convert(value: Any, param: Param | None, label: str, device: Any, verb: str = "bind") -> Any:
-    """One bound value as the closure holds it (``Held`` for one value)."""
-    held = Held(device, verb)
-    held.add(0, value, param, label)
-    return held.made()[0]
-
-
 def view(value: Any, label: str) -> Any:
-    """``value`` as C++ reads it before copying: an array as a tvm Tensor over its memory where
-    DLPack carries it (else copied by ``convert``), any other value as is."""
+    """``value`` as C++ reads it, nothing copied: an array (numpy, any DLPack tensor) as a tvm
+    Tensor over its memory, any other value as is."""
     if isinstance(value, np.generic):
         return value.item()
-    if isinstance(value, np.ndarray) and value.flags.writeable and value.dtype.num < 256:
-        return tvm_ffi.from_dlpack(value)
     if isinstance(value, np.ndarray) or (
         hasattr(value, "__dlpack__") and not isinstance(value, tvm_ffi.Tensor)
     ):
-        try:
-            return tvm_ffi.from_dlpack(value)
-        except Exception:
-            return convert(value, None, label, tvm_ffi.device("cpu", 0))
+        return _view_of(value, label, "bind")
     return value
 
 
