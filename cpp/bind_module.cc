@@ -59,67 +59,55 @@ ffi::Module MakePartialModule(
                                     << ") has no function '" << r.name << "' to bind";
     }
   }
-  if (inner != nullptr) {
-    const bool sharded =
-        std::any_of(inner->begin(), inner->end(),
-                    [](const format::FunctionRecord& r) { return !r.shards.empty(); }) ||
-        std::any_of(functions.begin(), functions.end(),
-                    [](const format::FunctionRecord& r) { return !r.shards.empty(); });
-    if (sharded) {
-      TVM_FFI_THROW(ValueError)
-          << "PartialApplyModule: a partial module with shards cannot be bound again (its "
-          << "levels would merge): bind every value, with shards= and world=, in one partial() "
-          << "of the compiled module";
-    }
-    std::vector<format::FunctionRecord> merged = *inner;
-    std::unordered_map<std::string, size_t> index;
-    for (size_t i = 0; i < merged.size(); ++i) index.emplace(std::string(merged[i].name), i);
-    for (format::FunctionRecord& outer : functions) {
-      auto existing = index.find(std::string(outer.name));
-      if (existing == index.end()) {
-        merged.push_back(std::move(outer));
-        continue;
-      }
-      format::FunctionRecord* it = &merged[existing->second];
-      const std::string who = "PartialApplyModule('" + std::string(outer.name) + "')";
-      detail::Level level = detail::Merge(
-          detail::Level{std::move(it->bound), std::move(it->param_names), std::move(it->outputs)},
-          detail::Level{std::move(outer.bound), std::move(outer.param_names),
-                        std::move(outer.outputs)},
-          originals.Get(outer.name).value_or(ffi::Array<ffi::String>()), who);
-      it->bound = std::move(level.bound);
-      it->param_names = std::move(level.param_names);
-      it->outputs = std::move(level.outputs);
-    }
-    return detail::NewPartialModule(std::move(merged), code);
+  if (inner == nullptr) return detail::NewPartialModule(std::move(functions), mod);
+  auto sharded = [](const format::FunctionRecord& r) { return !r.shards.empty(); };
+  if (std::any_of(inner->begin(), inner->end(), sharded) ||
+      std::any_of(functions.begin(), functions.end(), sharded)) {
+    TVM_FFI_THROW(ValueError)
+        << "PartialApplyModule: a partial module with shards cannot be bound again (its "
+        << "levels would merge): bind every value, with shards= and world=, in one partial() "
+        << "of the compiled module";
   }
-  return detail::NewPartialModule(std::move(functions), mod);
+  std::vector<format::FunctionRecord> merged = *inner;
+  std::unordered_map<std::string, size_t> index;
+  for (size_t i = 0; i < merged.size(); ++i) index.emplace(std::string(merged[i].name), i);
+  for (format::FunctionRecord& outer : functions) {
+    auto existing = index.find(std::string(outer.name));
+    if (existing == index.end()) {
+      merged.push_back(std::move(outer));
+      continue;
+    }
+    format::FunctionRecord& it = merged[existing->second];
+    const std::string who = "PartialApplyModule('" + std::string(outer.name) + "')";
+    detail::Level level = detail::Merge(
+        detail::Level{std::move(it.bound), std::move(it.param_names), std::move(it.outputs)},
+        detail::Level{std::move(outer.bound), std::move(outer.param_names),
+                      std::move(outer.outputs)},
+        originals.Get(outer.name).value_or(ffi::Array<ffi::String>()), who);
+    it.bound = std::move(level.bound);
+    it.param_names = std::move(level.param_names);
+    it.outputs = std::move(level.outputs);
+  }
+  return detail::NewPartialModule(std::move(merged), code);
 }
 
 /*! \brief One function's record, its positions checked against its names (when given). */
 format::FunctionRecord MakeRecord(const ffi::String& name,
                                   const ffi::Map<ffi::String, ffi::Array<ffi::String>>& names,
                                   BoundList bound, Outputs outputs = {}) {
+  const std::string who = "PartialApplyModule('" + std::string(name) + "')";
   format::FunctionRecord r{name, names.Get(name).value_or(ffi::Array<ffi::String>()),
                            std::move(bound)};
   // Checked here against this level's bindings (as given); merged with an inner module's later.
-  r.outputs = std::move(outputs);
-  if (!r.outputs.empty()) {
-    r.outputs = detail::CheckOutputs(std::move(r.outputs), r.bound, r.param_names,
-                                     "PartialApplyModule('" + std::string(name) + "')");
-  }
-  detail::CheckAgainstSignature(r.bound, r.param_names,
-                                "PartialApplyModule('" + std::string(name) + "')");
+  r.outputs = detail::CheckOutputs(std::move(outputs), r.bound, r.param_names, who);
+  detail::CheckAgainstSignature(r.bound, r.param_names, who);
   return r;
 }
 
 /*! \brief How messages name the binding at `position`: "parameter 'w' (position 1)". */
 std::string Label(const format::FunctionRecord& r, int64_t position) {
-  if (position >= 0 && position < static_cast<int64_t>(r.param_names.size())) {
-    return "parameter '" + std::string(r.param_names[position]) + "' (position " +
-           std::to_string(position) + ")";
-  }
-  return "position " + std::to_string(position);
+  const bool named = position >= 0 && position < static_cast<int64_t>(r.param_names.size());
+  return (named ? "parameter " : "") + detail::ParamLabel(position, r.param_names);
 }
 
 /*! \brief Shards from Python ([[position, dim, world(, segments)]...]; a negative dim counts from
@@ -177,8 +165,8 @@ std::optional<std::vector<format::FunctionRecord>> RecordsOf(const ffi::Any& obj
   if (auto f = obj.try_cast<ffi::Function>()) {
     detail::PartialParts parts;
     if (!detail::GetPartialParts(*f, &parts)) return std::nullopt;
-    format::FunctionRecord record{"", parts.param_names, std::move(parts.bound)};
-    record.outputs = std::move(parts.outputs);
+    format::FunctionRecord record{"", parts.param_names, std::move(parts.bound),
+                                  std::move(parts.outputs)};
     return std::vector<format::FunctionRecord>{std::move(record)};
   }
   if (auto m = obj.try_cast<ffi::Module>()) {
@@ -228,28 +216,24 @@ ffi::Module PartialApplyModule(ffi::Module mod, ffi::Map<ffi::String, Bindings> 
 }
 
 ffi::Map<ffi::String, Bindings> PartialApplyBindings(const ffi::Any& obj) {
-  const std::vector<format::FunctionRecord> records =
-      detail::PartialRecords(obj, "PartialApplyBindings");
   ffi::Map<ffi::String, Bindings> out;
-  for (const auto& r : records) out.Set(r.name, detail::ToBindings(r.bound));
+  for (const auto& r : detail::PartialRecords(obj, "PartialApplyBindings")) {
+    out.Set(r.name, detail::ToBindings(r.bound));
+  }
   return out;
 }
 
 ffi::Map<ffi::String, ffi::Array<ffi::String>> PartialApplyParamNames(const ffi::Any& obj) {
-  const std::vector<format::FunctionRecord> records =
-      detail::PartialRecords(obj, "PartialApplyParamNames");
   ffi::Map<ffi::String, ffi::Array<ffi::String>> out;
-  for (const auto& r : records) {
+  for (const auto& r : detail::PartialRecords(obj, "PartialApplyParamNames")) {
     if (!r.param_names.empty()) out.Set(r.name, r.param_names);
   }
   return out;
 }
 
 ffi::Map<ffi::String, ffi::Array<ffi::Any>> PartialApplyOutputs(const ffi::Any& obj) {
-  const std::vector<format::FunctionRecord> records =
-      detail::PartialRecords(obj, "PartialApplyOutputs");
   ffi::Map<ffi::String, ffi::Array<ffi::Any>> out;
-  for (const auto& r : records) {
+  for (const auto& r : detail::PartialRecords(obj, "PartialApplyOutputs")) {
     if (!r.outputs.empty()) out.Set(r.name, detail::OutputsToAny(r.outputs));
   }
   return out;
@@ -393,7 +377,7 @@ ffi::Module RebindAt(ffi::Module mod, ffi::String function, ffi::Map<int64_t, ff
   }
   const size_t f = fn - records.begin();
   const std::vector<std::vector<int64_t>> numbers = format::TensorNumbers(records);
-  std::vector<std::pair<size_t, size_t>> places;  // (function, binding) of each value given
+  std::vector<size_t> places;  // the binding of `fn` each value given replaces
   for (const auto& [position, value] : values) {
     auto at = std::find_if(fn->bound.begin(), fn->bound.end(),
                            [position = position](const auto& b) { return b.first == position; });
@@ -423,24 +407,17 @@ ffi::Module RebindAt(ffi::Module mod, ffi::String function, ffi::Map<int64_t, ff
                                 << detail::DeviceString(is.device_type, is.device_id)
                                 << ": give a tensor there (Python: device=)";
     }
-    places.emplace_back(f, at - fn->bound.begin());
+    places.push_back(at - fn->bound.begin());
   }
-  auto given = [&](size_t g, size_t b) {
-    return std::find(places.begin(), places.end(), std::make_pair(g, b)) != places.end();
-  };
-  for (const auto& [g, b] : places) {  // tied places first, so a given value wins over a tie
-    const int64_t number = numbers[g][b];
+  for (size_t b : places) {  // tied places first, then the given ones: a given value wins
+    const int64_t number = numbers[f][b];
     for (size_t h = 0; number >= 0 && h < records.size(); ++h) {
       for (size_t c = 0; c < records[h].bound.size(); ++c) {
-        if (numbers[h][c] == number && !given(h, c)) {
-          records[h].bound[c].second = values.at(records[g].bound[b].first);
-        }
+        if (numbers[h][c] == number) records[h].bound[c].second = values.at(fn->bound[b].first);
       }
     }
   }
-  for (const auto& [g, b] : places) {
-    records[g].bound[b].second = values.at(records[g].bound[b].first);
-  }
+  for (size_t b : places) fn->bound[b].second = values.at(fn->bound[b].first);
   ffi::Module out = detail::NewPartialModule(std::move(records), code);
   detail::InheritLibraryFile(out, mod);
   return out;
@@ -463,6 +440,15 @@ MemoryKey KeyOf(const ffi::Tensor& t, DLDevice to) {
           d.device.device_id,
           to.device_type,
           to.device_id};
+}
+
+/*! \brief Whether a tvm Tensor given is held as is: contiguous and 64-byte aligned, or remote
+ *         (its server aligns it). */
+bool HeldAsIs(const ffi::Tensor& t) {
+  const DLTensor& d = *t.GetDLTensorPtr();
+  return t.IsContiguous() &&
+         (d.device.device_type >= detail::kRPCSessMask ||
+          (reinterpret_cast<uintptr_t>(d.data) + d.byte_offset) % detail::kTensorAlignment == 0);
 }
 
 /*! \brief "cannot VERB LABEL", how Hold's errors about `item` begin. */
@@ -537,12 +523,9 @@ ffi::Array<ffi::Tensor> Hold(const ffi::Array<ffi::Array<ffi::Any>>& items, DLDe
   for (const auto& item : items) {
     auto view = item[0].cast<ffi::Tensor>();
     const DLTensor& d = *view.GetDLTensorPtr();
-    const bool remote = d.device.device_type >= detail::kRPCSessMask;
     const bool keep = item[1].cast<bool>();
     const DLDevice to = keep ? d.device : device;
-    if (keep && view.IsContiguous() &&
-        (remote ||
-         (reinterpret_cast<uintptr_t>(d.data) + d.byte_offset) % detail::kTensorAlignment == 0)) {
+    if (keep && HeldAsIs(view)) {
       out.push_back(view);
       continue;
     }
@@ -595,13 +578,8 @@ ffi::Module Rebind(const ffi::Module& pm, const ffi::String& function,
     } else {
       position = key.cast<int64_t>();
     }
-    if (auto t = value.try_cast<ffi::Tensor>()) {  // as Python's Hold keeps a tvm Tensor
-      const DLTensor& d = *t->GetDLTensorPtr();
-      if (!t->IsContiguous() ||
-          (d.device.device_type < detail::kRPCSessMask &&
-           (reinterpret_cast<uintptr_t>(d.data) + d.byte_offset) % detail::kTensorAlignment)) {
-        value = AlignedCopy(*t, d.device);
-      }
+    if (auto t = value.try_cast<ffi::Tensor>(); t && !HeldAsIs(*t)) {  // as Hold keeps a tvm one
+      value = AlignedCopy(*t, t->GetDLTensorPtr()->device);
     }
     if (at.count(position)) {
       TVM_FFI_THROW(ValueError) << "rebind: position " << position << " of " << function

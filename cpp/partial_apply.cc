@@ -52,7 +52,18 @@ class PartialFunctionObj final : public ffi::FunctionObj {
       positions_.push_back(index);
       views_.push_back(*reinterpret_cast<const TVMFFIAny*>(&value));
     }
-    if (!outputs_.empty()) AddOutputSlots();
+    // Outputs: slots among the bound ones, filled per call with fresh tensors.
+    for (const Output& o : outputs_) {
+      auto at = std::lower_bound(positions_.begin(), positions_.end(), o.position);
+      views_.insert(views_.begin() + (at - positions_.begin()), TVMFFIAny{});
+      positions_.insert(at, o.position);
+    }
+    for (const Output& o : outputs_) {
+      output_slots_.push_back(static_cast<int32_t>(
+          std::lower_bound(positions_.begin(), positions_.end(), o.position) - positions_.begin()));
+    }
+    num_outputs_ = static_cast<int32_t>(outputs_.size());
+    if (num_outputs_ != 0) plan_ = detail::OutputPlan(outputs_, bound_, name_, param_names_);
     num_bound_ = static_cast<int32_t>(positions_.size());  // bound values and outputs
     last_position_ = positions_.empty() ? -1 : positions_.back();
     expected_args_ =
@@ -100,14 +111,7 @@ class PartialFunctionObj final : public ffi::FunctionObj {
     const int64_t total = static_cast<int64_t>(num_args) + self->num_bound_;
     const auto* caller = reinterpret_cast<const TVMFFIAny*>(args);
     if (self->num_outputs_ != 0) return self->CallWithOutputs(caller, num_args, total, result);
-    if (total > kGatherSlots) return self->CallSpread(caller, self->views_.data(), total, result);
-
-    // Short calls: an unrolled gather by the bind-time plan (no library calls, no trip counts for
-    // the CPU to predict); measured in benchmarks/cpp.
-    TVMFFIAny packed[kGatherSlots];
-    self->GatherShort(caller, self->views_.data(), total, packed);
-    self->target_obj_->CallPacked(reinterpret_cast<const ffi::AnyView*>(packed),
-                                  static_cast<int32_t>(total), result);
+    self->Call(caller, self->views_.data(), total, result);
   }
 
   /*! \brief Calls of up to this many arguments (bound included) take the unrolled gather. */
@@ -122,21 +126,6 @@ class PartialFunctionObj final : public ffi::FunctionObj {
   Outputs outputs_;  // allocated per call and returned, in this order (bind/output_plan.h)
 
  private:
-  // ---- Outputs: slots among the bound ones, filled per call with fresh tensors. ----
-  void AddOutputSlots() {
-    for (const Output& o : outputs_) {
-      auto at = std::lower_bound(positions_.begin(), positions_.end(), o.position);
-      views_.insert(views_.begin() + (at - positions_.begin()), TVMFFIAny{});
-      positions_.insert(at, o.position);
-    }
-    for (const Output& o : outputs_) {
-      output_slots_.push_back(static_cast<int32_t>(
-          std::lower_bound(positions_.begin(), positions_.end(), o.position) - positions_.begin()));
-    }
-    num_outputs_ = static_cast<int32_t>(outputs_.size());
-    plan_ = detail::OutputPlan(outputs_, bound_, name_, param_names_);
-  }
-
   /*! \brief Allocate the outputs, call, return them. A failed allocation is a MemoryError; the
    *         wrapped function's errors pass through unchanged. */
   TVM_FFI_NO_INLINE void CallWithOutputs(const TVMFFIAny* caller, int32_t num_args, int64_t total,
@@ -165,21 +154,19 @@ class PartialFunctionObj final : public ffi::FunctionObj {
     for (int32_t k = 0; k < num_outputs_; ++k) {
       views[output_slots_[k]] = *reinterpret_cast<const TVMFFIAny*>(&outs[k]);
     }
-    if (total > kGatherSlots) {
-      CallSpread(caller, views, total, result);
-    } else {
-      TVMFFIAny packed[kGatherSlots];
-      GatherShort(caller, views, total, packed);
-      target_obj_->CallPacked(reinterpret_cast<const ffi::AnyView*>(packed),
-                              static_cast<int32_t>(total), result);
-    }
+    Call(caller, views, total, result);
     plan_.Return(outs, result);
   }
 
-  /*! \brief Fill `packed` with the `total` (<= kGatherSlots) arguments of a short call. */
-  TVM_FFI_INLINE void GatherShort(const TVMFFIAny* caller, const TVMFFIAny* views, int64_t total,
-                                  TVMFFIAny* packed) const {
+  /*! \brief Call the target with `total` arguments: the caller's, and `views` at the bound
+   *         positions. */
+  TVM_FFI_INLINE void Call(const TVMFFIAny* caller, const TVMFFIAny* views, int64_t total,
+                           ffi::Any* result) const {
+    if (total > kGatherSlots) return CallSpread(caller, views, total, result);
+    // Short calls: an unrolled gather by the bind-time plan (no library calls, no trip counts for
+    // the CPU to predict); measured in benchmarks/cpp.
     const TVMFFIAny* sources[2] = {caller, views};
+    TVMFFIAny packed[kGatherSlots];
     switch (total) {
 #define TVM_PARTIAL_GATHER_CASE(n) \
   case n:                          \
@@ -205,6 +192,8 @@ class PartialFunctionObj final : public ffi::FunctionObj {
       default:
         break;  // total == 0
     }
+    target_obj_->CallPacked(reinterpret_cast<const ffi::AnyView*>(packed),
+                            static_cast<int32_t>(total), result);
   }
 
   template <int kSlots>
@@ -238,29 +227,20 @@ class PartialFunctionObj final : public ffi::FunctionObj {
   }
 
   [[noreturn]] TVM_FFI_NO_INLINE void ThrowBadCount(int32_t num_args) const {
-    if (expected_args_ >= 0) ThrowArgCount(num_args);
-    ThrowPastEnd(num_args);
-  }
-
-  [[noreturn]] TVM_FFI_NO_INLINE void ThrowArgCount(int32_t num_args) const {
-    std::ostringstream free;
-    bool first = true;
-    size_t j = 0;
-    for (size_t i = 0; i < param_names_.size(); ++i) {
-      if (j < positions_.size() && positions_[j] == static_cast<int64_t>(i)) {
-        ++j;
-        continue;
+    if (expected_args_ >= 0) {
+      std::ostringstream free;  // the parameters not bound (positions_ is sorted)
+      bool first = true;
+      for (size_t i = 0; i < param_names_.size(); ++i) {
+        if (std::binary_search(positions_.begin(), positions_.end(), static_cast<int64_t>(i))) {
+          continue;
+        }
+        free << (first ? "" : ", ") << param_names_[i];
+        first = false;
       }
-      free << (first ? "" : ", ") << param_names_[i];
-      first = false;
+      TVM_FFI_THROW(TypeError) << DisplayName() << "() takes " << expected_args_ << " argument"
+                               << (expected_args_ == 1 ? "" : "s") << " (" << free.str() << "), "
+                               << num_args << " given";
     }
-    TVM_FFI_THROW(TypeError) << DisplayName() << "() takes " << expected_args_ << " argument"
-                             << (expected_args_ == 1 ? "" : "s") << " (" << free.str() << "), "
-                             << num_args << " given";
-    TVM_FFI_UNREACHABLE();
-  }
-
-  [[noreturn]] TVM_FFI_NO_INLINE void ThrowPastEnd(int32_t num_args) const {
     const int64_t total = static_cast<int64_t>(num_args) + num_bound_;
     if (total > detail::kMaxCallArgs) {
       TVM_FFI_THROW(ValueError) << DisplayName() << ": " << num_args << " arguments given + "
@@ -295,18 +275,10 @@ class PartialFunctionObj final : public ffi::FunctionObj {
 }  // namespace
 
 namespace detail {
-bool IsPartialFunction(const ffi::Function& f) {
-  return f.defined() && f->safe_call == &PartialFunctionObj::SafeCall;
-}
-
 bool GetPartialParts(const ffi::Function& f, PartialParts* out) {
-  if (!IsPartialFunction(f)) return false;
+  if (!f.defined() || f->safe_call != &PartialFunctionObj::SafeCall) return false;
   const auto* self = static_cast<const PartialFunctionObj*>(f.get());
-  out->target = self->target_;
-  out->bound = self->bound_;
-  out->name = self->name_;
-  out->param_names = self->param_names_;
-  out->outputs = self->outputs_;
+  *out = PartialParts{self->target_, self->bound_, self->name_, self->param_names_, self->outputs_};
   return true;
 }
 }  // namespace detail
@@ -315,7 +287,7 @@ namespace {
 /*! \param original_names The full parameter list of the function a partial `f` wraps, for when
  *         `f` recorded none (see detail::Merge); empty: unknown. */
 ffi::Function MakePartial(ffi::Function f, BoundList bound, ffi::String name,
-                          ffi::Array<ffi::String> param_names, Outputs outputs = {},
+                          ffi::Array<ffi::String> param_names, Outputs outputs,
                           const ffi::Array<ffi::String>& original_names = {}) {
   if (!f.defined()) TVM_FFI_THROW(TypeError) << "PartialApply: the function to wrap is None";
   const std::string who = name.empty() ? "PartialApply" : std::string(name);
@@ -340,8 +312,7 @@ ffi::Function MakePartial(ffi::Function f, BoundList bound, ffi::String name,
 
 ffi::Function PartialApply(ffi::Function f, Bindings bound, ffi::String name,
                            ffi::Array<ffi::String> param_names) {
-  return MakePartial(std::move(f), detail::FromBindings(bound, "PartialApply"), std::move(name),
-                     std::move(param_names));
+  return PartialApply(std::move(f), std::move(bound), std::move(name), std::move(param_names), {});
 }
 
 ffi::Function PartialApply(ffi::Function f, Bindings bound, ffi::String name,

@@ -2,8 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file partial_function.h
- * \brief Internal: reading a partial function made by this copy of the code (the closure lives in
- *        partial_apply.cc), for partial_module.cc.
+ * \brief Internal: the parts of a partial function this copy of the code made (partial_apply.cc).
  */
 #ifndef TVM_PARTIAL_PARTIAL_FUNCTION_H_
 #define TVM_PARTIAL_PARTIAL_FUNCTION_H_
@@ -15,9 +14,6 @@
 
 namespace tvm_partial {
 namespace detail {
-
-/*! \brief Whether `f` is a partial function made by this copy of the code. */
-bool IsPartialFunction(const ffi::Function& f);
 
 /*! \brief The parts of a partial function: what it wraps and what it records. */
 struct PartialParts {

@@ -14,18 +14,14 @@
 #include <tvm/ffi/function.h>
 #include <tvm_partial/partial_apply.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <string>
-#include <tuple>
-#include <utility>
-#include <vector>
 
 #include "device.h"
-#include "out_of_memory.h"
 
 namespace tvm_partial {
 
@@ -120,10 +116,9 @@ void StridedCopy(const DLTensor& src, int dim, const char* from, char** to, size
 ffi::Tensor AlignedEmpty(ffi::Shape shape, DLDataType dtype, DLDevice device) {
   const uint64_t nbytes = CheckedBytes(shape, dtype);
   if (device.device_type == kDLCPU) {
-    // aligned_alloc needs a multiple of the alignment; nbytes <= INT64_MAX: this cannot wrap.
-    const uint64_t padded = nbytes == 0 ? detail::kTensorAlignment
-                                        : (nbytes + detail::kTensorAlignment - 1) /
-                                              detail::kTensorAlignment * detail::kTensorAlignment;
+    // aligned_alloc needs a non-zero multiple of the alignment; nbytes <= INT64_MAX: no wrap.
+    constexpr uint64_t kAlign = detail::kTensorAlignment;
+    const uint64_t padded = (std::max<uint64_t>(nbytes, 1) + kAlign - 1) / kAlign * kAlign;
     std::unique_ptr<void, FreeDeleter> data(
         padded > SIZE_MAX
             ? nullptr

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "registry.h"
@@ -21,14 +22,15 @@ namespace detail {
 
 namespace {
 
-void SortAndCheckUnique(BoundList* list, const std::string& who) {
-  std::sort(list->begin(), list->end(),
+BoundList SortAndCheckUnique(BoundList list, const std::string& who) {
+  std::sort(list.begin(), list.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (size_t i = 1; i < list->size(); ++i) {
-    if ((*list)[i].first == (*list)[i - 1].first) {
-      TVM_FFI_THROW(ValueError) << who << ": position " << (*list)[i].first << " is bound twice";
-    }
+  auto twice = std::adjacent_find(list.begin(), list.end(),
+                                  [](const auto& a, const auto& b) { return a.first == b.first; });
+  if (twice != list.end()) {
+    TVM_FFI_THROW(ValueError) << who << ": position " << twice->first << " is bound twice";
   }
+  return list;
 }
 
 }  // namespace
@@ -59,8 +61,7 @@ BoundList FromAnyMap(const ffi::Map<ffi::Any, ffi::Any>& raw, const std::string&
     CheckPosition(index, who);
     list.emplace_back(index, value);
   }
-  SortAndCheckUnique(&list, who);
-  return list;
+  return SortAndCheckUnique(std::move(list), who);
 }
 
 BoundList FromBindings(const Bindings& bound, const std::string& who) {
@@ -70,8 +71,7 @@ BoundList FromBindings(const Bindings& bound, const std::string& who) {
     CheckPosition(index, who);
     list.emplace_back(index, value);
   }
-  SortAndCheckUnique(&list, who);
-  return list;
+  return SortAndCheckUnique(std::move(list), who);
 }
 
 Bindings ToBindings(const BoundList& list) {

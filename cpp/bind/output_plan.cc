@@ -35,7 +35,6 @@ OutputPlan::OutputPlan(const Outputs& outputs, const BoundList& bound, const ffi
   taken_ = TakenPositions(bound, outputs);
   for (const Output& o : outputs) {
     Spec spec{o.position, o.dtype, {}, std::nullopt};
-    bool all_static = true;
     std::vector<int64_t> extents;
     for (const OutputDim& dim : o.shape) {
       if (dim.arg < 0) {
@@ -44,11 +43,10 @@ OutputPlan::OutputPlan(const Outputs& outputs, const BoundList& bound, const ffi
       } else {
         spec.dims.push_back(Dim{-1, static_cast<int32_t>(ToCaller(taken_, dim.arg)),
                                 static_cast<int32_t>(dim.value)});
-        all_static = false;
       }
     }
-    if (all_static) {
-      // Checked once; every call reuses the shape.
+    if (extents.size() == o.shape.size()) {
+      // All static: checked once; every call reuses the shape.
       spec.shape = ffi::Shape(extents);
       ResolveShape(spec, nullptr, 0);
     }
@@ -141,21 +139,18 @@ void OutputPlan::Allocate(const TVMFFIAny* caller, int32_t num_args, ffi::Any* o
             name_ + "(): allocating output " + Label(spec.position) + ": " + err.message(),
             err.backtrace());
       }
-      ThrowCannotAllocate(spec, true, err.message());
+      ThrowNoMemory(spec, err.message());
     } catch (const std::bad_alloc& err) {
-      ThrowCannotAllocate(spec, true, err.what());
+      ThrowNoMemory(spec, err.what());
     } catch (const std::length_error& err) {
-      ThrowCannotAllocate(spec, true, err.what());
+      ThrowNoMemory(spec, err.what());
     }
   }
 }
 
-void OutputPlan::ThrowCannotAllocate(const Spec& spec, bool out_of_memory,
-                                     const std::string& why) const {
-  const std::string what =
-      name_ + "(): cannot allocate output " + Label(spec.position) + ": " + why;
-  if (out_of_memory) TVM_FFI_THROW(MemoryError) << what;
-  TVM_FFI_THROW(RuntimeError) << what;
+void OutputPlan::ThrowNoMemory(const Spec& spec, const std::string& why) const {
+  TVM_FFI_THROW(MemoryError) << name_ << "(): cannot allocate output " << Label(spec.position)
+                             << ": " << why;
   TVM_FFI_UNREACHABLE();
 }
 

@@ -56,9 +56,8 @@ class OutputPlan {
   [[noreturn]] TVM_FFI_NO_INLINE void ThrowSource(const Spec& spec, size_t d, const DLTensor* t,
                                                   int32_t num_args) const;
   std::string Label(int64_t position) const;
-  /*! \brief MemoryError (out of memory) or RuntimeError naming the output, and why. */
-  [[noreturn]] TVM_FFI_NO_INLINE void ThrowCannotAllocate(const Spec& spec, bool out_of_memory,
-                                                          const std::string& why) const;
+  /*! \brief MemoryError naming the output, and why. */
+  [[noreturn]] TVM_FFI_NO_INLINE void ThrowNoMemory(const Spec& spec, const std::string& why) const;
 
   std::vector<Spec> specs_;
   DLDevice default_device_{kDLCPU, 0};  // of the first bound tensor, else the CPU

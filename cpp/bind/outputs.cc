@@ -11,8 +11,6 @@
 #include <tvm/ffi/error.h>
 
 #include <algorithm>
-#include <climits>
-#include <sstream>
 #include <string>
 #include <utility>
 
@@ -28,10 +26,8 @@ const ffi::Any* FindBound(const BoundList& bound, int64_t position) {
 }
 
 bool IsOutput(const Outputs& outputs, int64_t position) {
-  for (const Output& o : outputs) {
-    if (o.position == position) return true;
-  }
-  return false;
+  return std::any_of(outputs.begin(), outputs.end(),
+                     [&](const Output& o) { return o.position == position; });
 }
 
 /*! \brief Checks of one level that need neither bound values nor names. */
@@ -181,17 +177,11 @@ ffi::Array<ffi::Any> OutputsToAny(const Outputs& outputs) {
   for (const Output& o : outputs) {
     ffi::Array<ffi::Any> shape;
     for (const OutputDim& dim : o.shape) {
-      if (dim.arg < 0) {
-        shape.push_back(dim.value);
-      } else {
-        shape.push_back(ffi::Array<int64_t>{dim.arg, dim.value});
-      }
+      shape.push_back(dim.arg < 0 ? ffi::Any(dim.value)
+                                  : ffi::Any(ffi::Array<int64_t>{dim.arg, dim.value}));
     }
-    ffi::Map<ffi::String, ffi::Any> entry;
-    entry.Set("position", o.position);
-    entry.Set("dtype", ffi::DLDataTypeToString(o.dtype));
-    entry.Set("shape", shape);
-    out.push_back(entry);
+    out.push_back(ffi::Map<ffi::String, ffi::Any>{
+        {"position", o.position}, {"dtype", ffi::DLDataTypeToString(o.dtype)}, {"shape", shape}});
   }
   return out;
 }
