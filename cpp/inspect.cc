@@ -21,7 +21,6 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,7 +33,6 @@
 #include "format/common.h"
 #include "format/format.h"
 #include "format/hash.h"
-#include "format/model_record.h"
 #include "partial_module.h"
 #include "registry.h"
 #include "storage/file.h"
@@ -46,49 +44,30 @@
 
 namespace tvm_partial {
 
-namespace {
-
-/*! \brief Hash each range of `file`, calling progress(done, total) over them all. */
-std::vector<uint64_t> HashAll(const std::vector<std::pair<uint64_t, uint64_t>>& ranges,
-                              const storage::File& file,
-                              const ffi::Optional<ffi::Function>& progress) {
+ffi::Array<ffi::Any> CheckEntries(const ffi::Array<ffi::Any>& entries,
+                                  const std::vector<uint64_t>& expected, const storage::File& file,
+                                  const ffi::Optional<ffi::Function>& progress) {
   uint64_t total = 0;
-  for (const auto& r : ranges) total += r.second;
-  std::vector<uint64_t> out;
+  for (const ffi::Any& any : entries) {
+    total += static_cast<uint64_t>(any.cast<Dict>().at("bytes").cast<int64_t>());
+  }
   uint64_t base = 0;
   std::function<void(uint64_t)> report;
-  for (const auto& [offset, size] : ranges) {
-    if (progress.has_value()) {
-      report = [&](uint64_t done) {
-        (*progress)(static_cast<int64_t>(base + done), static_cast<int64_t>(total));
-      };
-    }
-    out.push_back(storage::HashRange(file, offset, size, report));
-    base += size;
+  if (progress.has_value()) {
+    report = [&](uint64_t done) {
+      (*progress)(static_cast<int64_t>(base + done), static_cast<int64_t>(total));
+    };
   }
-  if (progress.has_value()) (*progress)(static_cast<int64_t>(total), static_cast<int64_t>(total));
-  return out;
-}
-
-}  // namespace
-
-ffi::Array<ffi::Any> CheckEntries(const ffi::Array<ffi::Any>& entries, const storage::File& file,
-                                  const ffi::Optional<ffi::Function>& progress,
-                                  const std::function<uint64_t(const Dict&)>& expected) {
-  std::vector<std::pair<uint64_t, uint64_t>> ranges;
-  for (const ffi::Any& any : entries) {
-    const Dict e = any.cast<Dict>();
-    ranges.emplace_back(static_cast<uint64_t>(e.at("file_offset").cast<int64_t>()),
-                        static_cast<uint64_t>(e.at("bytes").cast<int64_t>()));
-  }
-  const std::vector<uint64_t> got = HashAll(ranges, file, progress);
   ffi::Array<ffi::Any> out;
-  for (size_t i = 0; i < got.size(); ++i) {
+  for (size_t i = 0; i < entries.size(); ++i) {
     Dict e = entries[i].cast<Dict>();
-    if (!e.count("placement")) e.Set("placement", ffi::String("weights file"));
-    e.Set("intact", got[i] == expected(e));
+    const uint64_t offset = static_cast<uint64_t>(e.at("file_offset").cast<int64_t>());
+    const uint64_t size = static_cast<uint64_t>(e.at("bytes").cast<int64_t>());
+    e.Set("intact", storage::HashRange(file, offset, size, report) == expected[i]);
+    base += size;
     out.push_back(e);
   }
+  if (progress.has_value()) (*progress)(static_cast<int64_t>(total), static_cast<int64_t>(total));
   return out;
 }
 
@@ -118,14 +97,6 @@ struct FileArtifact {
   bool bytes_only = false;  // save_to_bytes output: no library, so no external payloads here
 };
 
-[[noreturn]] void PayloadsElsewhere(const std::string& path, const format::Parsed& parsed) {
-  TVM_FFI_THROW(ValueError) << path << " holds the bindings of a partial module whose payloads "
-                            << "lie elsewhere (in the file of the library it was exported in, "
-                            << "region " << parsed.symbol << "), not the payloads themselves: "
-                            << "verify that library instead";
-  TVM_FFI_UNREACHABLE();
-}
-
 /*! \brief Read and parse [blob_offset, +blob_size) of `opened` (opened once: every read is of
  *         that file); size -1: the whole file, save_to_bytes output, not a library. */
 FileArtifact ReadArtifact(const std::string& path, std::shared_ptr<storage::File> opened,
@@ -133,9 +104,9 @@ FileArtifact ReadArtifact(const std::string& path, std::shared_ptr<storage::File
   FileArtifact out;
   out.origin.blob_file = std::move(opened);
   const storage::File& file = *out.origin.blob_file;
-  const bool library = blob_size >= 0;
-  if (library) out.origin.library = out.origin.blob_file;
-  if (blob_size < 0) blob_size = static_cast<int64_t>(file.size) - blob_offset;
+  out.bytes_only = blob_size < 0;
+  if (!out.bytes_only) out.origin.library = out.origin.blob_file;
+  if (out.bytes_only) blob_size = static_cast<int64_t>(file.size) - blob_offset;
   if (blob_offset < 0 || blob_size < 0 || static_cast<uint64_t>(blob_offset) > file.size ||
       static_cast<uint64_t>(blob_size) > file.size - static_cast<uint64_t>(blob_offset)) {
     TVM_FFI_THROW(ValueError) << path << " is truncated: its partial module's " << blob_size
@@ -153,53 +124,49 @@ FileArtifact ReadArtifact(const std::string& path, std::shared_ptr<storage::File
   }
   out.origin.library_path = storage::RealPath(file);
   out.origin.blob_offset = static_cast<uint64_t>(blob_offset);
-  out.bytes_only = !library;
   return out;
 }
 
-/*! \brief One entry per payload where `source` puts it, at its first binding ("shared_by": the
- *         other places of a tensor bound in several). With `shards` (verify), a sharded tensor
- *         also gives one entry per rank ("rank", its range, its recorded hash); with `rank` >= 0,
- *         only that rank's. */
-ffi::Array<ffi::Any> PayloadEntries(const format::Parsed& parsed,
-                                    const storage::PayloadSource& source, bool shards = false,
-                                    int64_t rank = -1) {
+/*! \brief verify's entries: one per payload where `source` puts it, at its first binding
+ *         ("shared_by": the other places of a tensor bound in several), its recorded hash pushed
+ *         to `hashes`. A sharded tensor's is followed by one per rank ("rank", its range, its
+ *         hash); with `rank` >= 0, only that rank's replaces them. */
+ffi::Array<ffi::Any> PayloadEntries(const ffi::String& path, const format::Parsed& parsed,
+                                    const storage::PayloadSource& source, int64_t rank,
+                                    std::vector<uint64_t>* hashes) {
   std::vector<ffi::Array<ffi::Any>> shared_by(parsed.payloads.size());
   for (const format::ParsedFunction& fn : parsed.functions) {
     for (const format::ParsedValue& v : fn.values) {
-      if (v.kind != format::kSharedTensor) continue;
-      Dict place;
-      place.Set("function", fn.name);
-      place.Set("position", v.index);
-      shared_by[v.payload].push_back(place);
+      if (v.kind == format::kSharedTensor) {
+        shared_by[v.payload].push_back(Dict{{"function", fn.name}, {"position", v.index}});
+      }
     }
   }
   ffi::Array<ffi::Any> out;
   for (size_t k = 0; k < parsed.payloads.size(); ++k) {
     const format::ParsedFunction& fn = parsed.OwnerFunction(k);
     const format::ParsedValue& v = parsed.Owner(k);
-    Dict e;
-    e.Set("function", fn.name);
-    e.Set("position", v.index);
+    Dict e{{"function", fn.name}, {"position", v.index}};
     if (v.index < static_cast<int64_t>(fn.param_names.size())) {
       e.Set("name", fn.param_names[v.index]);
     }
     e.Set("placement", ffi::String(source.placement));
-    e.Set("file", ffi::String(source.file->path));
+    if (ffi::String(source.file->path) != path) {
+      e.Set("weights_file", ffi::String(source.file->path));
+    }
     const uint64_t offset = source.offsets[k];
     e.Set("file_offset", static_cast<int64_t>(offset));
     e.Set("bytes", static_cast<int64_t>(v.tensor.nbytes));
-    e.Set("hash", static_cast<int64_t>(v.tensor.hash));
     if (!shared_by[k].empty()) e.Set("shared_by", shared_by[k]);
     const format::Shard* shard = nullptr;
     for (const format::Shard& s : fn.shards) {
       if (s.position == v.index) shard = &s;
     }
-    if (shard == nullptr || !shards) {
+    if (shard == nullptr || rank < 0) {  // the whole payload, then each rank's range
       out.push_back(e);
-      continue;
+      hashes->push_back(v.tensor.hash);
     }
-    if (rank < 0) out.push_back(e);  // the whole payload, then each rank's range
+    if (shard == nullptr) continue;
     const uint64_t per_rank = v.tensor.nbytes / static_cast<uint64_t>(shard->world);
     for (int64_t r = 0; r < shard->world; ++r) {
       if (rank >= 0 && r != rank) continue;
@@ -207,8 +174,8 @@ ffi::Array<ffi::Any> PayloadEntries(const format::Parsed& parsed,
       p.Set("rank", r);
       p.Set("file_offset", static_cast<int64_t>(offset + per_rank * static_cast<uint64_t>(r)));
       p.Set("bytes", static_cast<int64_t>(per_rank));
-      p.Set("hash", static_cast<int64_t>(shard->hashes[static_cast<size_t>(r)]));
       out.push_back(p);
+      hashes->push_back(shard->hashes[static_cast<size_t>(r)]);
     }
   }
   return out;
@@ -243,11 +210,7 @@ std::string KindOf(const ffi::String& path, const storage::File& file) {
   }
   if (n >= sizeof(format::kMagic) && std::memcmp(head, format::kMagic, sizeof(format::kMagic)) == 0)
     return "save_to_bytes";
-  if (n >= 4 && std::memcmp(head,
-                            "\x7f"
-                            "ELF",
-                            4) == 0)
-    return "library";
+  if (n >= 4 && std::memcmp(head, "\177ELF", 4) == 0) return "library";
   if (n == sizeof(head) && head[8] == '{') return "weights file";
   TVM_FFI_THROW(ValueError) << path << " is not a tvm-partial artifact: not an ELF shared library "
                             << "(nor save_to_bytes output, nor a safetensors weights file)";
@@ -414,9 +377,7 @@ Dict InspectArtifact(const ffi::String& path, const Found& found) {
            {"functions", Functions(parsed, described)},
            {"region", region}};
   if (!found.library.has_value()) {
-    out.Set("self_contained", ffi::Any());
-    out.Set("relax_vm", ffi::Any());
-    out.Set("embedded", ffi::Any());
+    for (const char* key : {"self_contained", "relax_vm", "embedded"}) out.Set(key, ffi::Any());
     return out;
   }
   const storage::LibraryModules& library = *found.library;
@@ -438,37 +399,18 @@ Dict VerifyArtifact(const ffi::String& path, const Found& found,
                     const ffi::Optional<ffi::Function>& progress, int64_t rank, int64_t world) {
   FileArtifact art = ReadArtifact(path, found.file, found.blob_offset, found.blob_size);
   if (world > 0) CheckShardToVerify(path, art.parsed, world);
-  if (art.bytes_only && art.parsed.external()) PayloadsElsewhere(path, art.parsed);
-  const storage::PayloadSource source = storage::Locate(art.parsed, art.origin);
-  const ffi::Array<ffi::Any> checked = CheckEntries(
-      PayloadEntries(art.parsed, source, /*shards=*/true, world > 0 ? rank : -1), *source.file,
-      progress, [](const Dict& e) { return static_cast<uint64_t>(e.at("hash").cast<int64_t>()); });
-  ffi::Array<ffi::Any> payloads;
-  for (const ffi::Any& any : checked) {
-    Dict e;
-    for (const auto& [k, v] : any.cast<Dict>()) {
-      if (k == "file") {
-        if (v.cast<ffi::String>() != path) e.Set("weights_file", v);
-      } else if (k != "hash") {
-        e.Set(k, v);
-      }
-    }
-    payloads.push_back(e);
+  if (art.bytes_only && art.parsed.external()) {
+    TVM_FFI_THROW(ValueError) << path << " holds the bindings of a partial module whose payloads "
+                              << "lie elsewhere (in the file of the library it was exported in, "
+                              << "region " << art.parsed.symbol << "), not the payloads "
+                              << "themselves: verify that library instead";
   }
-  return Report(path, payloads);
+  const storage::PayloadSource source = storage::Locate(art.parsed, art.origin);
+  std::vector<uint64_t> hashes;
+  const ffi::Array<ffi::Any> payloads =
+      PayloadEntries(path, art.parsed, source, world > 0 ? rank : -1, &hashes);
+  return Report(path, CheckEntries(payloads, hashes, *source.file, progress));
 }
-
-}  // namespace
-
-ffi::Any InspectFile(const ffi::String& path, std::shared_ptr<storage::File> file,
-                     bool as_weights) {
-  const std::string kind = as_weights ? "weights file" : KindOf(path, *file);
-  if (kind == "onnx model") return ffi::Any();
-  if (kind == "weights file") return InspectWeights(path, std::move(file));
-  return InspectArtifact(path, Find(path, std::move(file), kind));
-}
-
-namespace {
 
 /*! \brief tvm_partial.verify: each payload of `file` (open; `path` names it) hashed where the
  *         loader reads it; with `shard` = (rank, world) only that rank's ranges. None for an ONNX
@@ -502,6 +444,14 @@ Dict Answer(const ffi::Any& answer, const std::string& path, const char* verb) {
 }
 
 }  // namespace
+
+ffi::Any InspectFile(const ffi::String& path, std::shared_ptr<storage::File> file,
+                     bool as_weights) {
+  const std::string kind = as_weights ? "weights file" : KindOf(path, *file);
+  if (kind == "onnx model") return ffi::Any();
+  if (kind == "weights file") return InspectWeights(path, std::move(file));
+  return InspectArtifact(path, Find(path, std::move(file), kind));
+}
 
 Dict Inspect(const std::string& path) {
   return Answer(InspectFile(path, storage::OpenRegular(path, "artifact"), false), path, "inspect");

@@ -15,8 +15,8 @@
 #include <tvm/ffi/string.h>
 
 #include <cstdint>
-#include <functional>
 #include <memory>
+#include <vector>
 
 #include "storage/file.h"
 
@@ -26,10 +26,10 @@ namespace ffi = ::tvm::ffi;
 using Dict = ffi::Map<ffi::String, ffi::Any>;
 
 /*! \brief Each entry ({"file_offset", "bytes", ...}) hashed where it lies in `file` (one
- *         progress(done, total) over all), marked "intact" when the hash is `expected(entry)`. */
-ffi::Array<ffi::Any> CheckEntries(const ffi::Array<ffi::Any>& entries, const storage::File& file,
-                                  const ffi::Optional<ffi::Function>& progress,
-                                  const std::function<uint64_t(const Dict&)>& expected);
+ *         progress(done, total) over all), marked "intact" when the hash is `expected[i]`. */
+ffi::Array<ffi::Any> CheckEntries(const ffi::Array<ffi::Any>& entries,
+                                  const std::vector<uint64_t>& expected, const storage::File& file,
+                                  const ffi::Optional<ffi::Function>& progress);
 
 /*! \brief verify's report: {"path", "intact", "checked", "bytes", "payloads", "damaged"}. */
 Dict Report(const ffi::String& path, const ffi::Array<ffi::Any>& payloads);

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,14 +46,14 @@ ffi::Map<ffi::Any, ffi::Any> OpenFileWeights(const weights::WeightsFile& file,
   const auto shared = weights::RecordedShared(file);
   std::map<std::string, std::string> by_name;  // name -> the key it came from
   std::map<int64_t, std::string> by_position;
-  std::vector<std::pair<std::string, std::string>> keys;  // (key, the stored tensor it reads)
-  std::vector<std::string> functions;
+  std::vector<std::pair<weights::KeyRef, std::string>> keys;  // (its key parsed, the stored tensor)
+  std::set<std::string> functions;  // the others the file gives tensors for
   auto take = [&](const std::string& key, const std::string& stored) {
-    const weights::KeyRef ref = weights::ParseKey(std::string(path), key);
+    const weights::KeyRef ref = weights::ParseKey(path, key);
     auto at = recorded.find(key);
     const std::string owner = at != recorded.end() ? at->second.first : ref.function;
     if (!owner.empty() && owner != std::string(function)) {
-      functions.push_back(owner);
+      functions.insert(owner);
       return;
     }
     std::string earlier;
@@ -70,7 +71,7 @@ ffi::Map<ffi::Any, ffi::Any> OpenFileWeights(const weights::WeightsFile& file,
                                                      : "parameter '" + ref.name + "'")
                                 << " of function '" << function << "'; keep one";
     }
-    keys.emplace_back(key, stored);
+    keys.emplace_back(ref, stored);
   };
   for (const auto& [key, e] : file.entries) {
     if (weights::WeightsFile::IsTensorKey(key)) take(key, key);
@@ -78,8 +79,6 @@ ffi::Map<ffi::Any, ffi::Any> OpenFileWeights(const weights::WeightsFile& file,
   for (const auto& [alias, stored] : shared) take(alias, stored);
   if (keys.empty() && none_is_empty) return {};
   if (keys.empty()) {
-    std::sort(functions.begin(), functions.end());
-    functions.erase(std::unique(functions.begin(), functions.end()), functions.end());
     std::string names;
     for (const std::string& f : functions) names += (names.empty() ? "" : ", ") + f;
     TVM_FFI_THROW(ValueError) << path << ": no weights for function '" << function
@@ -87,14 +86,14 @@ ffi::Map<ffi::Any, ffi::Any> OpenFileWeights(const weights::WeightsFile& file,
                               << ")";
   }
   uint64_t lo = UINT64_MAX, hi = 0;
-  for (const auto& [key, stored] : keys) {
+  for (const auto& [ref, stored] : keys) {
     lo = std::min(lo, file.entries.at(stored).begin);
     hi = std::max(hi, file.entries.at(stored).end);
   }
   const storage::Mapping mapping = storage::MapPrivate(*file.file, file.data_start + lo, hi - lo);
   std::map<std::string, ffi::Tensor> made;  // stored key -> its tensor: one per stored tensor
   ffi::Map<ffi::Any, ffi::Any> out;
-  for (const auto& [key, stored] : keys) {
+  for (const auto& [ref, stored] : keys) {
     auto it = made.find(stored);
     if (it == made.end()) {
       const weights::Entry& e = file.entries.at(stored);
@@ -104,20 +103,16 @@ ffi::Map<ffi::Any, ffi::Any> OpenFileWeights(const weights::WeightsFile& file,
                                    ffi::StringToDLDataType(e.dtype->tvm), e.shape, e.end - e.begin))
               .first;
     }
-    const weights::KeyRef ref = weights::ParseKey(std::string(path), key);
-    if (ref.name.empty()) {
-      out.Set(ref.position, it->second);
-    } else {
-      out.Set(ffi::String(ref.name), it->second);
-    }
+    out.Set(ref.name.empty() ? ffi::Any(ref.position) : ffi::Any(ffi::String(ref.name)),
+            it->second);
   }
   return out;
 }
 
 /*! \brief OpenWeights' `entries` ([[name, offset, bytes, dtype, shape], ...]) as tensors of
  *         `path`, each range checked against the file and against its dtype and shape. */
-ffi::Map<ffi::String, ffi::Tensor> MapTensors(const ffi::String& path,
-                                              const ffi::Array<ffi::Array<ffi::Any>>& entries) {
+ffi::Map<ffi::Any, ffi::Any> MapTensors(const ffi::String& path,
+                                        const ffi::Array<ffi::Array<ffi::Any>>& entries) {
   const std::shared_ptr<storage::File> file = storage::OpenRegular(path, "data file");
   struct Range {
     std::string name;
@@ -154,7 +149,7 @@ ffi::Map<ffi::String, ffi::Tensor> MapTensors(const ffi::String& path,
     hi = std::max(hi, r.offset + r.bytes);
     ranges.push_back(std::move(r));
   }
-  ffi::Map<ffi::String, ffi::Tensor> out;
+  ffi::Map<ffi::Any, ffi::Any> out;
   if (ranges.empty()) return out;
   const storage::Mapping mapping = storage::MapPrivate(*file, lo, hi - lo);
   for (const Range& r : ranges) {
@@ -170,11 +165,7 @@ ffi::Map<ffi::String, ffi::Tensor> MapTensors(const ffi::String& path,
  *         `entries`, {name: tensor} (MapTensors). */
 ffi::Map<ffi::Any, ffi::Any> OpenAny(const ffi::String& path, const ffi::String& function,
                                      ffi::Optional<ffi::Array<ffi::Array<ffi::Any>>> entries) {
-  if (entries.has_value()) {
-    ffi::Map<ffi::Any, ffi::Any> out;
-    for (const auto& [name, tensor] : MapTensors(path, *entries)) out.Set(name, tensor);
-    return out;
-  }
+  if (entries.has_value()) return MapTensors(path, *entries);
   if (!weights::IsIndex(path)) return OpenFileWeights(weights::Open(path), function, false);
   const weights::WeightsSet set = weights::OpenSet(path);
   ffi::Map<ffi::Any, ffi::Any> out;
@@ -211,14 +202,13 @@ ffi::Array<ffi::Any> WeightsEntries(const weights::WeightsFile& file) {
   ffi::Array<ffi::Any> out;
   for (const auto& [begin, key] : order) {
     const weights::Entry& e = file.entries.at(key);
-    Dict d;
-    d.Set("key", ffi::String(key));
-    d.Set("dtype", ffi::String(e.dtype->tvm));
-    d.Set("shape", ffi::Array<int64_t>(e.shape.begin(), e.shape.end()));
-    d.Set("file_offset", static_cast<int64_t>(file.data_start + e.begin));
-    d.Set("bytes", static_cast<int64_t>(e.end - e.begin));
-    // Whether open_weights can hand the tensor out as a view of the mapping (else a copy).
-    d.Set("aligned", (file.data_start + e.begin) % format::kPayloadAlignment == 0);
+    // "aligned": whether open_weights hands the tensor out as a view of the mapping, not a copy.
+    Dict d{{"key", ffi::String(key)},
+           {"dtype", ffi::String(e.dtype->tvm)},
+           {"shape", ffi::Array<int64_t>(e.shape.begin(), e.shape.end())},
+           {"file_offset", static_cast<int64_t>(file.data_start + e.begin)},
+           {"bytes", static_cast<int64_t>(e.end - e.begin)},
+           {"aligned", (file.data_start + e.begin) % format::kPayloadAlignment == 0}};
     const weights::KeyRef ref = weights::ParseKey(file.file->path, key);
     auto where = recorded.find(key);
     if (where != recorded.end()) {
@@ -233,8 +223,7 @@ ffi::Array<ffi::Any> WeightsEntries(const weights::WeightsFile& file) {
     if (others != aliases.end()) {
       ffi::Array<ffi::Any> places;
       for (const std::string& alias : others->second) {
-        Dict place;
-        place.Set("key", ffi::String(alias));
+        Dict place{{"key", ffi::String(alias)}};
         auto at = recorded.find(alias);
         if (at != recorded.end()) {
           place.Set("function", ffi::String(at->second.first));
@@ -321,27 +310,29 @@ Dict VerifyWeights(const ffi::String& path, std::shared_ptr<storage::File> file,
   const weights::WeightsSet set =
       weights::OpenSet(path, std::move(file));  // an index: each file it names
   std::vector<ffi::Array<ffi::Any>> entries;
-  std::vector<std::map<std::string, uint64_t>> hashes;
+  std::vector<std::vector<uint64_t>> hashes;  // per file, per entry: its recorded hash
   int64_t total = 0;
   for (const weights::WeightsFile& file : set.files) {
     const std::string& name = file.file->path;
     const std::string of_index = set.indexed ? ", a file of the index " + set.path + "," : "";
-    auto recorded = weights::RecordedHashes(file);
+    const auto recorded = weights::RecordedHashes(file);
     if (!recorded.has_value()) {
       TVM_FFI_THROW(ValueError) << "weights file " << name << of_index << " records no payload "
                                 << "hashes (it was not written by tvm_partial.save_weights): its "
                                 << "header is consistent, its bytes cannot be checked";
     }
     entries.push_back(WeightsEntries(file));
+    hashes.emplace_back();
     for (const ffi::Any& any : entries.back()) {
       const Dict e = any.cast<Dict>();
-      if (!recorded->count(std::string(e.at("key").cast<ffi::String>()))) {
+      const auto hash = recorded->find(std::string(e.at("key").cast<ffi::String>()));
+      if (hash == recorded->end()) {
         TVM_FFI_THROW(ValueError) << "weights file " << name << of_index << ": tensor '"
                                   << e.at("key").cast<ffi::String>() << "' has no recorded hash";
       }
+      hashes.back().push_back(hash->second);
       total += e.at("bytes").cast<int64_t>();
     }
-    hashes.push_back(*std::move(recorded));
   }
   ffi::Array<ffi::Any> payloads;
   int64_t base = 0;  // bytes of the files before this one, for one progress over them all
@@ -351,10 +342,7 @@ Dict VerifyWeights(const ffi::String& path, std::shared_ptr<storage::File> file,
       step =
           ffi::Function::FromTyped([&](int64_t done, int64_t) { (*progress)(base + done, total); });
     }
-    auto expected = [&recorded = hashes[f]](const Dict& e) {
-      return recorded.at(std::string(e.at("key").cast<ffi::String>()));
-    };
-    for (const ffi::Any& any : CheckEntries(entries[f], *set.files[f].file, step, expected)) {
+    for (const ffi::Any& any : CheckEntries(entries[f], hashes[f], *set.files[f].file, step)) {
       const Dict p = any.cast<Dict>();
       base += p.at("bytes").cast<int64_t>();
       Dict e{{"key", p.at("key")},
