@@ -7,11 +7,9 @@
 #include "storage/device_copy.h"
 
 #include <sys/mman.h>
-#include <tvm/ffi/container/map.h>
 #include <tvm/ffi/container/shape.h>
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/function.h>
-#include <tvm/ffi/string.h>
 #include <tvm_partial/partial_apply.h>
 #include <unistd.h>
 
@@ -20,7 +18,6 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -30,8 +27,6 @@
 #include <vector>
 
 #include "device.h"
-#include "registry.h"
-#include "storage/file.h"
 
 namespace tvm_partial {
 namespace storage {
@@ -53,30 +48,12 @@ ffi::Function RuntimeGlobal(const char* name) {
   return *f;
 }
 
-int32_t PinnedHostType(DLDevice device) {
-  switch (device.device_type) {
-    case kDLCUDA:
-      return kDLCUDAHost;
-    case kDLROCM:
-      return kDLROCMHost;
-    default:
-      return -1;
-  }
-}
-
 /*! \brief `n` bytes as a flat uint8 DLTensor, what TVM's copy takes. Not copyable: `t.shape`
  *         points into it. */
 struct FlatBytes {
   FlatBytes(void* data, DLDevice device, uint64_t byte_offset, uint64_t n)
-      : extent(static_cast<int64_t>(n)) {
-    t.data = data;
-    t.device = device;
-    t.ndim = 1;
-    t.dtype = kBytes;
-    t.shape = &extent;
-    t.strides = nullptr;
-    t.byte_offset = byte_offset;
-  }
+      : extent(static_cast<int64_t>(n)),
+        t{data, device, 1, kBytes, &extent, nullptr, byte_offset} {}
   FlatBytes(const FlatBytes&) = delete;
   FlatBytes& operator=(const FlatBytes&) = delete;
   int64_t extent;
@@ -91,9 +68,7 @@ struct StagingBuffers {
 };
 
 StagingBuffers Allocate(DLDevice device, uint64_t size) {
-  StagingBuffers out;
-  out.size = size;
-  out.device_type = device.device_type;
+  StagingBuffers out{{}, size, device.device_type};
   for (ffi::Tensor& b : out.buffer) {
     b = AlignedEmpty(ffi::Shape({static_cast<int64_t>(size)}), kBytes, device);
   }
@@ -114,19 +89,18 @@ class PinnedCache {
   /*! \brief Buffers of at least `size` bytes in pinned memory of `host_type`, or none, with the
    *         reason in `why_not`. */
   std::optional<StagingBuffers> Take(int32_t host_type, uint64_t size, std::string* why_not) {
-    std::optional<StagingBuffers> smaller;  // freed outside the lock
+    std::optional<StagingBuffers> kept;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      for (auto it = free_.begin(); it != free_.end(); ++it) {
-        if (it->device_type != host_type) continue;
-        StagingBuffers found = std::move(*it);
+      auto it = std::find_if(free_.begin(), free_.end(),
+                             [&](const StagingBuffers& b) { return b.device_type == host_type; });
+      if (it != free_.end()) {
+        kept = std::move(*it);
         free_.erase(it);
-        if (found.size >= size) return found;
-        smaller = std::move(found);
-        break;
       }
     }
-    smaller.reset();
+    if (kept.has_value() && kept->size >= size) return kept;
+    kept.reset();  // too small: freed outside the lock, before allocating a larger pair
     const char* name = detail::DeviceName(host_type);
     if (!ffi::Function::GetGlobal(std::string("device_api.") + name).has_value()) {
       *why_not = std::string("TVM's runtime registers no device_api.") + name;
@@ -181,8 +155,6 @@ class ParallelCopy {
   }
   ParallelCopy(const ParallelCopy&) = delete;
   ParallelCopy& operator=(const ParallelCopy&) = delete;
-
-  int threads() const { return static_cast<int>(workers_.size()) + 1; }
 
   void operator()(char* to, const char* from, uint64_t n) {
     if (workers_.empty() || n < kMinSlice * 2) {
@@ -260,17 +232,13 @@ class PageReleaser {
     const uintptr_t upto = (base_ + end) / page_ * page_;
     if (upto <= done_) return;
     // Best effort: if refused, the pages merely stay until the mapping goes.
-    if (madvise(reinterpret_cast<void*>(done_), upto - done_, MADV_DONTNEED) == 0) {
-      released_ += upto - done_;
-    }
+    madvise(reinterpret_cast<void*>(done_), upto - done_, MADV_DONTNEED);
     done_ = upto;
   }
-  uint64_t released() const { return released_; }
 
  private:
   uintptr_t page_, base_, done_;
   bool enabled_;
-  uint64_t released_ = 0;
 };
 
 /*! \brief The staging `kind` asks for, for a copy of `pieces` pieces of `piece` bytes to
@@ -279,17 +247,17 @@ std::optional<StagingBuffers> ChooseStaging(Staging kind, DLDevice device, uint6
                                             uint64_t piece) {
   if (kind == Staging::kDirect) return std::nullopt;
   if (kind == Staging::kHost) return Allocate(kHostDevice, piece);
-  const int32_t host_type = PinnedHostType(device);
+  const int32_t host_type = device.device_type == kDLCUDA   ? kDLCUDAHost
+                            : device.device_type == kDLROCM ? kDLROCMHost
+                                                            : -1;
   if (kind == Staging::kAuto && (pieces < 2 || host_type < 0)) return std::nullopt;
-  const std::string dev = detail::DeviceString(device.device_type, device.device_id);
-  if (host_type < 0) {
-    TVM_FFI_THROW(ValueError) << "no pinned host memory to stage a copy to " << dev
-                              << " through: TVM offers it for CUDA and ROCm devices only";
-  }
-  std::string why_not;
-  std::optional<StagingBuffers> out = PinnedCache::Global()->Take(host_type, piece, &why_not);
+  // Here kind is kPinned whenever host_type < 0.
+  std::string why_not = "TVM offers it for CUDA and ROCm devices only";
+  std::optional<StagingBuffers> out;
+  if (host_type >= 0) out = PinnedCache::Global()->Take(host_type, piece, &why_not);
   if (!out.has_value() && kind == Staging::kPinned) {
-    TVM_FFI_THROW(ValueError) << "no pinned host memory to stage a copy to " << dev
+    TVM_FFI_THROW(ValueError) << "no pinned host memory to stage a copy to "
+                              << detail::DeviceString(device.device_type, device.device_id)
                               << " through: " << why_not;
   }
   return out;
@@ -306,10 +274,7 @@ uint64_t ParseCount(const char* value, uint64_t least, uint64_t most, const char
   return n;
 }
 
-}  // namespace
-
-DeviceCopyOptions::Staging DeviceCopyOptions::ParseStaging(const std::string& value,
-                                                           const char* what) {
+Staging ParseStaging(const std::string& value, const char* what) {
   if (value == "auto") return Staging::kAuto;
   if (value == "pinned") return Staging::kPinned;
   if (value == "direct") return Staging::kDirect;
@@ -317,6 +282,8 @@ DeviceCopyOptions::Staging DeviceCopyOptions::ParseStaging(const std::string& va
   TVM_FFI_THROW(ValueError) << what << " is '" << value << "'; use auto, pinned, direct or host";
   TVM_FFI_UNREACHABLE();
 }
+
+}  // namespace
 
 DeviceCopyOptions DeviceCopyOptions::FromEnvironment(bool release_source) {
   DeviceCopyOptions out;
@@ -339,8 +306,8 @@ DeviceCopyOptions DeviceCopyOptions::FromEnvironment(bool release_source) {
   return out;
 }
 
-DeviceCopyStats CopyToDevice(const char* src, uint64_t nbytes, const ffi::Tensor& dst,
-                             const DeviceCopyOptions& options) {
+void CopyToDevice(const char* src, uint64_t nbytes, const ffi::Tensor& dst,
+                  const DeviceCopyOptions& options) {
   const DLTensor& d = *dst.GetDLTensorPtr();
   if (!dst.IsContiguous()) {
     TVM_FFI_THROW(ValueError) << "CopyToDevice: the destination tensor is not contiguous";
@@ -349,11 +316,7 @@ DeviceCopyStats CopyToDevice(const char* src, uint64_t nbytes, const ffi::Tensor
     TVM_FFI_THROW(ValueError) << "CopyToDevice: the destination tensor holds "
                               << ffi::GetDataSize(d) << " bytes, the payload " << nbytes;
   }
-  DeviceCopyStats stats;
-  if (nbytes == 0) {
-    stats.staging = "none";
-    return stats;
-  }
+  if (nbytes == 0) return;
   const ffi::Function copy = RuntimeGlobal("runtime.TVMTensorCopyFromTo");
   const ffi::Function sync = RuntimeGlobal("runtime.Device_StreamSync");
   const int64_t default_stream = 0;  // TVMTensorCopyFromTo copies on it
@@ -361,11 +324,9 @@ DeviceCopyStats CopyToDevice(const char* src, uint64_t nbytes, const ffi::Tensor
   const uint64_t pieces = (nbytes + piece - 1) / piece;
   auto length = [&](uint64_t i) { return std::min(piece, nbytes - i * piece); };
   PageReleaser release(src, options.release_source);
-  stats.pieces = pieces;
 
   std::optional<StagingBuffers> staging = ChooseStaging(options.staging, d.device, pieces, piece);
   if (!staging.has_value()) {
-    stats.staging = "direct";
     for (uint64_t i = 0; i < pieces; ++i) {
       FlatBytes from(const_cast<char*>(src) + i * piece, kHostDevice, 0, length(i));
       FlatBytes to(d.data, d.device, d.byte_offset + i * piece, length(i));
@@ -373,14 +334,10 @@ DeviceCopyStats CopyToDevice(const char* src, uint64_t nbytes, const ffi::Tensor
       sync(d.device, default_stream);
       release.ReadUpTo(i * piece + length(i));
     }
-    stats.released_bytes = release.released();
-    return stats;
+    return;
   }
 
-  const bool pinned = staging->device_type != kDLCPU;
-  stats.staging = pinned ? "pinned" : "host";
   ParallelCopy fill(piece >= 2 * kMiB ? options.fill_threads : 1);
-  stats.fill_threads = fill.threads();
   fill(staging->data(0), src, length(0));
   release.ReadUpTo(length(0));
   try {
@@ -404,9 +361,7 @@ DeviceCopyStats CopyToDevice(const char* src, uint64_t nbytes, const ffi::Tensor
     }
     throw;
   }
-  if (pinned) PinnedCache::Global()->Give(std::move(*staging));
-  stats.released_bytes = release.released();
-  return stats;
+  if (staging->device_type != kDLCPU) PinnedCache::Global()->Give(std::move(*staging));
 }
 
 }  // namespace storage

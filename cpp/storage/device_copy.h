@@ -26,7 +26,6 @@
 #include <tvm/ffi/container/tensor.h>
 
 #include <cstdint>
-#include <string>
 
 namespace tvm_partial {
 namespace storage {
@@ -52,25 +51,14 @@ struct DeviceCopyOptions {
   /*! \brief The defaults, overridden by TVM_PARTIAL_COPY_STAGING, _CHUNK_MIB and _THREADS where
    *         set; fill_threads capped at the core count. \throws ValueError naming a bad one. */
   static DeviceCopyOptions FromEnvironment(bool release_source);
-
-  /*! \brief "auto", "pinned", "direct" or "host"; \throws ValueError naming `what` otherwise. */
-  static Staging ParseStaging(const std::string& value, const char* what);
-};
-
-/*! \brief What a copy did. */
-struct DeviceCopyStats {
-  std::string staging;          // "pinned", "host", "direct", or "none" (0 bytes)
-  uint64_t pieces = 0;          // copies issued
-  uint64_t released_bytes = 0;  // bytes of the source released after reading
-  int fill_threads = 1;         // threads that read into staging
 };
 
 /*! \brief Copy `nbytes` at `src` (host memory) into the contiguous tensor `dst` on any device TVM
  *         copies to (CPU included), staged as `options` say. \throws ValueError when `dst` is not
  *         contiguous or not `nbytes` long, or kPinned finds no pinned memory; RuntimeError without
  *         TVM's runtime; the runtime's error when a copy fails. */
-DeviceCopyStats CopyToDevice(const char* src, uint64_t nbytes, const ffi::Tensor& dst,
-                             const DeviceCopyOptions& options);
+void CopyToDevice(const char* src, uint64_t nbytes, const ffi::Tensor& dst,
+                  const DeviceCopyOptions& options);
 
 }  // namespace storage
 }  // namespace tvm_partial
