@@ -26,7 +26,11 @@ namespace storage {
 
 namespace {
 
+/*! \brief The region's file offset is a multiple of this (of every page size: it maps in place). */
+constexpr uint64_t kAppendAlignment = 64 * 1024;
 constexpr char kTrailerMagic[8] = {'T', 'V', 'M', 'P', 'T', 'R', 'L', 'R'};
+constexpr size_t kTrailerSize = 64;
+constexpr uint32_t kTrailerVersion = 1;
 
 /*! \brief Positioned writes to a file; every failure names the file and the system's error. */
 class FileWriter {
@@ -70,8 +74,8 @@ class FileWriter {
   uint64_t at_ = 0;
 };
 
-}  // namespace
-
+/*! \brief The trailer (docs/format.md) of a library whose region of `size` bytes was appended at
+ *         `offset`. */
 std::string EncodeTrailer(uint64_t offset, uint64_t size, uint64_t link) {
   std::string trailer(kTrailerSize, '\0');
   std::memcpy(&trailer[0], kTrailerMagic, 8);
@@ -84,27 +88,22 @@ std::string EncodeTrailer(uint64_t offset, uint64_t size, uint64_t link) {
   return trailer;
 }
 
-Trailer DecodeTrailer(const char* trailer) {
-  Trailer out;
-  uint32_t version;
-  uint64_t h;
-  std::memcpy(&version, trailer + 8, 4);
-  std::memcpy(&out.offset, trailer + 16, 8);
-  std::memcpy(&out.size, trailer + 24, 8);
-  std::memcpy(&out.link, trailer + 32, 8);
-  std::memcpy(&h, trailer + 40, 8);
-  out.intact = std::memcmp(trailer, kTrailerMagic, 8) == 0 && version == kTrailerVersion &&
-               h == hash::Hash(trailer, 40);
-  return out;
-}
+}  // namespace
 
 uint64_t LocateAppended(const File& library, uint64_t size, uint64_t link) {
-  char bytes[kTrailerSize];
-  const Trailer trailer = library.size >= kTrailerSize &&
-                                  ReadAt(library, library.size - kTrailerSize, kTrailerSize, bytes)
-                              ? DecodeTrailer(bytes)
-                              : Trailer();
-  if (!trailer.intact) {
+  char bytes[kTrailerSize] = {};
+  const bool read = library.size >= kTrailerSize &&
+                    ReadAt(library, library.size - kTrailerSize, kTrailerSize, bytes);
+  uint32_t version;
+  struct {
+    uint64_t offset, size, link;
+  } trailer;
+  uint64_t h;
+  std::memcpy(&version, bytes + 8, 4);
+  std::memcpy(&trailer, bytes + 16, sizeof(trailer));
+  std::memcpy(&h, bytes + 40, 8);
+  if (!read || std::memcmp(bytes, kTrailerMagic, 8) != 0 || version != kTrailerVersion ||
+      h != hash::Hash(bytes, 40)) {
     TVM_FFI_THROW(ValueError) << library.path << " is truncated or was rewritten: its payload "
                               << "region (" << size << " bytes, appended after the code) is "
                               << "missing, and so is the trailer at the end of the file that "

@@ -5,7 +5,7 @@
  * \brief Internal: the payload region appended to a zero-copy artifact's library (format flags
  *        1 | 4), the trailer that locates it, and writing a region into any file.
  *
- * Layout (docs/format.md): [library] [zeros to kAppendAlignment] [region] [64-byte trailer].
+ * Layout (docs/format.md): [library] [zeros to a multiple of 64 KiB] [region] [64-byte trailer].
  */
 #ifndef TVM_PARTIAL_STORAGE_APPENDED_REGION_H_
 #define TVM_PARTIAL_STORAGE_APPENDED_REGION_H_
@@ -22,23 +22,6 @@
 
 namespace tvm_partial {
 namespace storage {
-
-/*! \brief The region's file offset is a multiple of this (of every page size: it maps in place). */
-constexpr uint64_t kAppendAlignment = 64 * 1024;
-constexpr size_t kTrailerSize = 64;
-constexpr uint32_t kTrailerVersion = 1;
-
-/*! \brief The trailer of a library whose region of `size` bytes was appended at `offset`. */
-std::string EncodeTrailer(uint64_t offset, uint64_t size, uint64_t link);
-
-/*! \brief A trailer as read: whether magic, version and hash hold, and what it records. */
-struct Trailer {
-  bool intact = false;
-  uint64_t offset = 0;
-  uint64_t size = 0;
-  uint64_t link = 0;
-};
-Trailer DecodeTrailer(const char* trailer);
 
 /*! \brief The file offset of the region appended to `library`, checked: intact trailer recording
  *         `size` and `link`, aligned start, ends at the trailer, header matching the metadata.
