@@ -8,10 +8,8 @@
 #include "storage/loaded_library.h"
 
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <link.h>
 #include <sys/stat.h>
-#include <tvm/ffi/container/map.h>
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/function.h>
 #include <tvm/ffi/string.h>
@@ -29,7 +27,6 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "storage/module_tree.h"
@@ -115,15 +112,6 @@ bool ObjectAt(const void* address, const char* symbol, Object* out) {
   return !out->segments.loads.empty();
 }
 
-/*! \brief Where tvm-ffi may keep the address of the `__tvm_ffi_<name>` symbol `f` wraps (its
- *         safe_call, or the first word it captures); the caller accepts one only if the loader
- *         resolves the symbol to it. */
-std::vector<const void*> Candidates(const ffi::Function& f) {
-  const ffi::FunctionObj* obj = f.operator->();
-  return {reinterpret_cast<const void*>(obj->safe_call),
-          *reinterpret_cast<const void* const*>(obj + 1)};
-}
-
 bool SameBytes(const File& file, uint64_t offset, const char* memory, uint64_t size) {
   constexpr size_t kChunk = size_t{1} << 20;
   std::vector<char> buffer(static_cast<size_t>(std::min<uint64_t>(size, kChunk)));
@@ -184,7 +172,11 @@ bool FindBlob(const ffi::Module& library, Blob* blob) {
   // function is never called: it only carries the address the module resolved.
   ffi::Optional<ffi::Function> bin = library->GetFunction("_library_bin", /*query_imports=*/false);
   if (!bin.has_value()) return false;
-  for (const void* candidate : Candidates(*bin)) {
+  // tvm-ffi may keep the symbol's address as the function's safe_call or the first word it
+  // captures; one is taken only if the loader resolves the symbol to it.
+  const ffi::FunctionObj* obj = bin.get();
+  for (const void* candidate : {reinterpret_cast<const void*>(obj->safe_call),
+                                *reinterpret_cast<const void* const*>(obj + 1)}) {
     if (!ObjectAt(candidate, kBinSymbol, &blob->object)) continue;
     blob->address = static_cast<const char*>(candidate);
     const std::optional<uint64_t> offset =
@@ -209,29 +201,6 @@ bool IsMappedFile(const File& file, const Blob& blob) {
          SameBytes(file, blob.at, blob.address, 8 + blob.length);
 }
 
-/*! \brief The refusal of a path that does not hold the code the loader returned for it. */
-[[noreturn]] void ThrowReplaced(const std::string& path, const Blob& blob) {
-  if (!blob.inode.has_value()) {
-    TVM_FFI_THROW(ValueError) << "cannot prove that " << path << " is the file this process "
-                              << "maps its code from (/proc/self/maps cannot be read, or shows "
-                              << "no file there); refused rather than read another file";
-  }
-  TVM_FFI_THROW(ValueError) << path << " was replaced after this process first loaded it: the "
-                            << "system's loader returns the code and bindings it loaded first, "
-                            << "not the artifact the file holds now; load it with "
-                            << "tvm_partial.load(path), which loads what the path holds now";
-}
-
-/*! \brief Find `library`'s blob, or refuse: nothing else can be proven about it. */
-void RequireBlob(const ffi::Module& library, Blob* blob) {
-  if (!FindBlob(library, blob)) {
-    TVM_FFI_THROW(ValueError) << "cannot tell which file this module's code was loaded from (its "
-                              << "library holds no embedded module blob that the system's loader "
-                              << "places in one loaded object); load the artifact with "
-                              << "tvm.runtime.load_module or tvm_partial.load";
-  }
-}
-
 /*! \brief Check, before TVM decodes it, that the blob `handle`'s object holds (dlsym on the
  *         handle TVM reads through) lies in that object's file and is a whole module tree. */
 void CheckBlobOf(void* handle, const std::string& path) {
@@ -248,7 +217,9 @@ void CheckBlobOf(void* handle, const std::string& path) {
                               << length << " bytes, runs past the file's loaded segments; copy "
                               << "or export the artifact again";
   }
-  CheckModuleTree(blob + 8, length, path);
+  ParseModuleTree(
+      [blob](uint64_t pos, uint64_t n, char* out) { std::memcpy(out, blob + 8 + pos, n); }, length,
+      path);
 }
 
 /*! \brief Whether `map`'s object is never unloaded (-z nodelete, as self-contained artifacts). */
@@ -263,7 +234,12 @@ bool NeverUnloaded(const struct link_map* map) {
 
 LoadedLibrary OpenLoadedLibrary(const ffi::Module& library, const std::shared_ptr<File>& proven) {
   Blob blob;
-  RequireBlob(library, &blob);
+  if (!FindBlob(library, &blob)) {
+    TVM_FFI_THROW(ValueError) << "cannot tell which file this module's code was loaded from (its "
+                              << "library holds no embedded module blob that the system's loader "
+                              << "places in one loaded object); load the artifact with "
+                              << "tvm.runtime.load_module or tvm_partial.load";
+  }
   const std::string path = proven ? proven->path : blob.object.segments.name;
   LoadedLibrary out;
   try {
@@ -275,7 +251,17 @@ LoadedLibrary OpenLoadedLibrary(const ffi::Module& library, const std::shared_pt
         << "since; its code is still loaded, but its payloads, which stay in the file, cannot be "
         << "read: load the artifact from where it is now, in a new process or under a new path";
   }
-  if (!IsMappedFile(*out.file, blob)) ThrowReplaced(path, blob);
+  if (!blob.inode.has_value()) {
+    TVM_FFI_THROW(ValueError) << "cannot prove that " << path << " is the file this process "
+                              << "maps its code from (/proc/self/maps cannot be read, or shows "
+                              << "no file there); refused rather than read another file";
+  }
+  if (!IsMappedFile(*out.file, blob)) {
+    TVM_FFI_THROW(ValueError) << path << " was replaced after this process first loaded it: the "
+                              << "system's loader returns the code and bindings it loaded first, "
+                              << "not the artifact the file holds now; load it with "
+                              << "tvm_partial.load(path), which loads what the path holds now";
+  }
   out.real_path = RealPath(*out.file);
   return out;
 }

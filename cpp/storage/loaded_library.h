@@ -18,7 +18,6 @@
 
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "storage/file.h"
@@ -50,19 +49,13 @@ LoadedLibrary OpenLoadedLibrary(const ffi::Module& library,
  *         \throws ValueError naming the file and what is wrong. */
 void CheckComplete(const File& file);
 
-/*! \brief Refuse TVM's embedded module blob `data` (`size` bytes after its u64 length) unless it
- *         is a whole module tree, as TVM's loader trusts its counts, lengths and import indices.
- *         Run after the system's loader maps the file, before TVM decodes the blob.
- *         \throws ValueError naming `path` and what is wrong. */
-void CheckModuleTree(const char* data, uint64_t size, const std::string& path);
-
 /*! \brief Load `file` (opened from `path`) with the system's loader, which answers a name it has
  *         seen with the object it has: first under `path`; if that gives another file's object
  *         (`is_file` false: an earlier version, by that name or an alias), under a fresh name (a
  *         temporary symlink to the descriptor). A file already mapped under another name (a
  *         rename) is that object. The caller keeps `file` for the payloads.
  *         \throws ValueError when neither name gives this file's object, its module tree is
- *         damaged (CheckModuleTree), or decoding fails; prefixed with `path` if not named. */
+ *         damaged (ParseModuleTree), or decoding fails; prefixed with `path` if not named. */
 ffi::Module LoadArtifactFile(const std::shared_ptr<File>& file, const std::string& path,
                              const std::function<bool(const ffi::Module&)>& is_file);
 

@@ -10,30 +10,20 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <tvm/ffi/container/array.h>
-#include <tvm/ffi/container/map.h>
 #include <tvm/ffi/error.h>
-#include <tvm/ffi/function.h>
-#include <tvm/ffi/string.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <memory>
 #include <optional>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "registry.h"
-#include "storage/loaded_library.h"
-
 namespace tvm_partial {
 namespace storage {
-
-namespace ffi = ::tvm::ffi;
 
 std::vector<EmbeddedModule> ParseModuleTree(
     const std::function<void(uint64_t pos, uint64_t n, char* out)>& read, uint64_t size,
@@ -96,11 +86,6 @@ std::vector<EmbeddedModule> ParseModuleTree(
     }
   }
   return modules;
-}
-
-void CheckModuleTree(const char* data, uint64_t size, const std::string& path) {
-  ParseModuleTree([data](uint64_t pos, uint64_t n, char* out) { std::memcpy(out, data + pos, n); },
-                  size, path);
 }
 
 namespace {

@@ -3,7 +3,7 @@
 /*!
  * \file storage/module_tree.h
  * \brief Internal: TVM's embedded module blob (`__tvm_ffi__library_bin`), one parser for two
- *        readers: in memory as the system's loader mapped it (CheckModuleTree), and from an
+ *        readers: in memory as the system's loader mapped it (before TVM decodes it), and from an
  *        artifact's file via its ELF symbol tables, without loading it (inspect, verify, update).
  */
 #ifndef TVM_PARTIAL_STORAGE_MODULE_TREE_H_
