@@ -6,53 +6,31 @@
  */
 #include "device.h"
 
-#include <sstream>
 #include <string>
 
 namespace tvm_partial {
 namespace detail {
 
 const char* DeviceName(int32_t device_type) {
-  switch (device_type) {
-    case kDLCPU:
-      return "cpu";
-    case kDLCUDA:
-      return "cuda";
-    case kDLCUDAHost:
-      return "cuda_host";
-    case kDLOpenCL:
-      return "opencl";
-    case kDLVulkan:
-      return "vulkan";
-    case kDLMetal:
-      return "metal";
-    case kDLROCM:
-      return "rocm";
-    case kDLROCMHost:
-      return "rocm_host";
-    case kDLCUDAManaged:
-      return "cuda_managed";
-    case kDLOneAPI:
-      return "oneapi";
-    case kDLWebGPU:
-      return "webgpu";
-    case kDLHexagon:
-      return "hexagon";
-    default:
-      return nullptr;
+  static constexpr struct {
+    int32_t type;
+    const char* name;
+  } kNames[] = {
+      {kDLCPU, "cpu"},       {kDLCUDA, "cuda"},          {kDLCUDAHost, "cuda_host"},
+      {kDLOpenCL, "opencl"}, {kDLVulkan, "vulkan"},      {kDLMetal, "metal"},
+      {kDLROCM, "rocm"},     {kDLROCMHost, "rocm_host"}, {kDLCUDAManaged, "cuda_managed"},
+      {kDLOneAPI, "oneapi"}, {kDLWebGPU, "webgpu"},      {kDLHexagon, "hexagon"},
+  };
+  for (const auto& entry : kNames) {
+    if (entry.type == device_type) return entry.name;
   }
+  return nullptr;
 }
 
 std::string DeviceString(int32_t device_type, int32_t device_id) {
   const char* name = DeviceName(device_type);
-  std::ostringstream os;
-  if (name) {
-    os << name;
-  } else {
-    os << "device_type " << device_type;
-  }
-  os << ":" << device_id;
-  return os.str();
+  return (name != nullptr ? std::string(name) : "device_type " + std::to_string(device_type)) +
+         ":" + std::to_string(device_id);
 }
 
 }  // namespace detail

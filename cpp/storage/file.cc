@@ -26,16 +26,13 @@ namespace storage {
 
 namespace {
 
-const char* KindOf(mode_t mode) {
-  if (S_ISDIR(mode)) return "a folder";
-  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
-  return "not a regular file";
-}
-
 [[noreturn]] void NotRegular(const std::string& path, const char* what, mode_t mode) {
-  TVM_FFI_THROW(ValueError) << what << " " << path << " is " << KindOf(mode)
+  const char* kind = S_ISDIR(mode)                    ? "a folder"
+                     : S_ISFIFO(mode)                 ? "a FIFO (named pipe)"
+                     : S_ISSOCK(mode)                 ? "a socket"
+                     : S_ISCHR(mode) || S_ISBLK(mode) ? "a device"
+                                                      : "not a regular file";
+  TVM_FFI_THROW(ValueError) << what << " " << path << " is " << kind
                             << ", not a regular file; give the path of a file";
   TVM_FFI_UNREACHABLE();
 }
@@ -48,11 +45,7 @@ std::shared_ptr<File> FromOwnedFd(UniqueFd fd, const std::string& path, const ch
                                 << std::strerror(errno);
   }
   if (!S_ISREG(st.st_mode)) NotRegular(path, what, st.st_mode);
-  auto file = std::make_shared<File>();
-  file->fd = std::move(fd);
-  file->path = path;
-  file->size = static_cast<uint64_t>(st.st_size);
-  return file;
+  return std::make_shared<File>(File{std::move(fd), path, static_cast<uint64_t>(st.st_size)});
 }
 
 }  // namespace
@@ -182,11 +175,8 @@ std::string RealPath(const File& file) {
   char buffer[PATH_MAX + 1];
   const std::string link = "/proc/self/fd/" + std::to_string(file.fd.get());
   const ssize_t n = readlink(link.c_str(), buffer, PATH_MAX);
-  if (n > 0 && buffer[0] == '/') {
-    std::string out(buffer, static_cast<size_t>(n));
-    // A file removed since it was opened reads "PATH (deleted)"; its folder is still that path's.
-    return out;
-  }
+  // A file removed since it was opened reads "PATH (deleted)"; its folder is still that path's.
+  if (n > 0 && buffer[0] == '/') return std::string(buffer, static_cast<size_t>(n));
   if (char* resolved = realpath(file.path.c_str(), nullptr)) {
     std::string out(resolved);
     free(resolved);
