@@ -25,6 +25,12 @@ namespace format {
 namespace {
 /*! \brief Device ids at or above this are refused: no process has that many devices of a kind. */
 constexpr int32_t kMaxDeviceId = 1024;
+
+/*! \brief The tensor's data when it lives in host memory (readable directly), else null. */
+const char* HostData(const DLTensor* t) {
+  if (!detail::IsHostDevice(t->device)) return nullptr;
+  return static_cast<const char*>(t->data) + t->byte_offset;
+}
 }  // namespace
 
 uint64_t MetadataHash(const char* blob, size_t meta_size) {
@@ -117,11 +123,6 @@ std::string ShapeProblem(const int64_t* shape, size_t ndim, DLDataType dtype, ui
   if (!detail::TensorBytes(nonzero, dtype, bytes)) return "the shape's byte size overflows";
   if (empty) *bytes = 0;
   return "";
-}
-
-const char* HostData(const DLTensor* t) {
-  if (!detail::IsHostDevice(t->device)) return nullptr;
-  return static_cast<const char*>(t->data) + t->byte_offset;
 }
 
 void CopyTensorToHost(const ffi::Tensor& tensor, char* dst, size_t nbytes) {

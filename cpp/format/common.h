@@ -62,9 +62,6 @@ std::string TensorProblem(DLDataType dtype, int32_t device_type, int32_t device_
  *         another dimension is 0: no real tensor has such a shape). */
 std::string ShapeProblem(const int64_t* shape, size_t ndim, DLDataType dtype, uint64_t* bytes);
 
-/*! \brief The tensor's data when it lives in host memory (readable directly), else null. */
-const char* HostData(const DLTensor* t);
-
 /*! \brief Copy `nbytes` of `tensor` (any device, through the TVM runtime) to host memory `dst`. */
 void CopyTensorToHost(const ffi::Tensor& tensor, char* dst, size_t nbytes);
 

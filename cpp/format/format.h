@@ -33,8 +33,7 @@ constexpr uint32_t kVersion = 3;
 /*! \brief The version of a payload region's header (a header of its own). */
 constexpr uint32_t kRegionVersion = 1;
 constexpr size_t kPayloadAlignment = 64;
-/*! \brief Region header: "TVMPREGN" | u32 version | u32 0 | u64 size | u64 link, zero-padded to
- *         64 bytes; payloads follow as in a blob, offsets counted from the region's start. */
+/*! \brief A payload region's header, before its payloads (layout: docs/format.md, flag 1). */
 constexpr size_t kRegionHeaderSize = 64;
 /*! \brief Region names: this, then a random hex id per export. Recorded in the metadata; messages
  *         and inspect name the region by it. */

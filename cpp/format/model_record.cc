@@ -40,14 +40,12 @@ std::string Text(DLDataType dtype, const std::vector<int64_t>& shape) {
   return os.str();
 }
 
-void PutU32(uint32_t v, std::string* out) {
-  for (int i = 0; i < 4; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-void PutU64(uint64_t v, std::string* out) {
-  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+/*! \brief The low `bytes` bytes of `v`, little-endian. */
+void Put(uint64_t v, int bytes, std::string* out) {
+  for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
 void PutStr(const std::string& s, std::string* out) {
-  PutU32(static_cast<uint32_t>(s.size()), out);
+  Put(s.size(), 4, out);
   out->append(s);
 }
 
@@ -156,9 +154,7 @@ const CompiledIn* ModelRecord::Find(const std::string& name) const {
 
 const std::vector<std::string>* ModelRecord::TieOf(const std::string& name) const {
   for (const std::vector<std::string>& group : ties) {
-    for (const std::string& n : group) {
-      if (n == name) return &group;
-    }
+    if (std::find(group.begin(), group.end(), name) != group.end()) return &group;
   }
   return nullptr;
 }
@@ -166,8 +162,7 @@ const std::vector<std::string>* ModelRecord::TieOf(const std::string& name) cons
 std::string CompiledInProblem(const CompiledIn& compiled, DLDataType dtype,
                               const std::vector<int64_t>& shape, uint64_t hash) {
   if (compiled.kind == CompiledIn::kUnused) return "";
-  const bool same_type = dtype.code == compiled.dtype.code && dtype.bits == compiled.dtype.bits &&
-                         dtype.lanes == compiled.dtype.lanes && shape == compiled.shape;
+  const bool same_type = dtype == compiled.dtype && shape == compiled.shape;
   if (same_type && hash == compiled.hash) return "";
   const bool read = compiled.kind == CompiledIn::kRead || compiled.kind == CompiledIn::kPinned;
   std::ostringstream os;
@@ -209,15 +204,13 @@ bool SameMemory(const ffi::Any& value, const ffi::Tensor& source) {
   const DLTensor& a = *tensor->GetDLTensorPtr();
   const DLTensor& b = *source.GetDLTensorPtr();
   return a.data == b.data && a.byte_offset == b.byte_offset && a.ndim == b.ndim &&
-         a.dtype.code == b.dtype.code && a.dtype.bits == b.dtype.bits &&
-         a.dtype.lanes == b.dtype.lanes && a.device.device_type == b.device.device_type &&
+         a.dtype == b.dtype && a.device.device_type == b.device.device_type &&
          a.device.device_id == b.device.device_id && tensor->IsContiguous() &&
          source.IsContiguous() && std::equal(a.shape, a.shape + a.ndim, b.shape);
 }
 
 bool SameRecord(const CompiledIn& a, const CompiledIn& b) {
-  return a.dtype.code == b.dtype.code && a.dtype.bits == b.dtype.bits &&
-         a.dtype.lanes == b.dtype.lanes && a.shape == b.shape && a.hash == b.hash;
+  return a.dtype == b.dtype && a.shape == b.shape && a.hash == b.hash;
 }
 
 }  // namespace
@@ -239,12 +232,6 @@ ffi::Map<ffi::String, ffi::String> SettleNames(const ModelRecord& record,
     }
     if (c == nullptr || c->kind == CompiledIn::kPinned) out.Set(name, name);
   }
-  auto is_param = [&params](const std::string& name) {
-    for (const std::string& p : params) {
-      if (p == name) return true;
-    }
-    return false;
-  };
   for (const std::vector<std::string>& group : record.ties) {
     std::vector<std::string> named;  // the group's names given, in the model's order
     for (const std::string& n : group) {
@@ -263,7 +250,7 @@ ffi::Map<ffi::String, ffi::String> SettleNames(const ModelRecord& record,
       }
     }
     for (const std::string& n : group) {
-      if (is_param(n)) {
+      if (std::find(params.begin(), params.end(), n) != params.end()) {
         out.Set(n, named[0]);
       } else {
         out.erase(n);
@@ -275,18 +262,18 @@ ffi::Map<ffi::String, ffi::String> SettleNames(const ModelRecord& record,
 
 void WriteModelRecord(const ModelRecord& record, std::string* out) {
   PutStr(record.what, out);
-  PutU32(static_cast<uint32_t>(record.compiled_in.size()), out);
+  Put(record.compiled_in.size(), 4, out);
   for (const CompiledIn& c : record.compiled_in) {
     PutStr(c.name, out);
     PutStr(std::string(ffi::DLDataTypeToString(c.dtype)), out);
-    PutU32(static_cast<uint32_t>(c.shape.size()), out);
-    for (int64_t d : c.shape) PutU64(static_cast<uint64_t>(d), out);
-    PutU64(c.hash, out);
-    out->push_back(static_cast<char>(c.kind));
+    Put(c.shape.size(), 4, out);
+    for (int64_t d : c.shape) Put(static_cast<uint64_t>(d), 8, out);
+    Put(c.hash, 8, out);
+    Put(c.kind, 1, out);
   }
-  PutU32(static_cast<uint32_t>(record.ties.size()), out);
+  Put(record.ties.size(), 4, out);
   for (const std::vector<std::string>& group : record.ties) {
-    PutU32(static_cast<uint32_t>(group.size()), out);
+    Put(group.size(), 4, out);
     for (const std::string& n : group) PutStr(n, out);
   }
 }

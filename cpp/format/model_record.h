@@ -53,7 +53,6 @@ struct ModelRecord {
   const CompiledIn* Find(const std::string& name) const;
   /*! \brief The group `name` is tied in, or null. */
   const std::vector<std::string>* TieOf(const std::string& name) const;
-  bool empty() const { return compiled_in.empty() && ties.empty(); }
 };
 
 /*! \brief The record of `tensor` under `name` (its bytes hashed on the host). */

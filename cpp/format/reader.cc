@@ -16,10 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "device.h"
 #include "format/common.h"
 #include "format/format.h"
-#include "format/hash.h"
 
 namespace tvm_partial {
 namespace format {
@@ -55,8 +53,7 @@ class Reader {
     uint32_t n = Get<uint32_t>(what);
     Need(n, what);
     if (!IsValidUtf8(data_ + pos_, n)) {
-      TVM_FFI_THROW(ValueError) << "corrupted partial_apply data: " << what << " at byte " << pos_
-                                << " is not valid UTF-8";
+      Corrupt(std::string(what) + " at byte " + std::to_string(pos_) + " is not valid UTF-8");
     }
     std::string s(data_ + pos_, n);
     pos_ += n;
@@ -66,34 +63,24 @@ class Reader {
   uint32_t GetCount(const char* what, size_t min_item) {
     uint32_t n = Get<uint32_t>(what);
     if (static_cast<uint64_t>(n) * min_item > end_ - pos_) {
-      TVM_FFI_THROW(ValueError) << "corrupted partial_apply data: " << what << " " << n
-                                << " cannot fit in the " << (end_ - pos_)
-                                << " bytes of metadata left";
+      Corrupt(std::string(what) + " " + std::to_string(n) + " cannot fit in the " +
+              std::to_string(end_ - pos_) + " bytes of metadata left");
     }
     return n;
   }
-  size_t pos() const { return pos_; }
   size_t left() const { return end_ - pos_; }
 
  private:
   void Need(size_t n, const char* what) {
     if (n > end_ - pos_) {
-      TVM_FFI_THROW(ValueError) << "corrupted partial_apply data: " << what << " at byte " << pos_
-                                << " needs " << n << " bytes, " << (end_ - pos_) << " left";
+      Corrupt(std::string(what) + " at byte " + std::to_string(pos_) + " needs " +
+              std::to_string(n) + " bytes, " + std::to_string(end_ - pos_) + " left");
     }
   }
   const char* data_;
   size_t pos_;
   size_t end_;
 };
-
-uint64_t CheckedByteSize(const std::vector<int64_t>& shape, DLDataType dtype,
-                         const std::string& where) {
-  uint64_t bytes = 0;
-  std::string problem = ShapeProblem(shape.data(), shape.size(), dtype, &bytes);
-  if (!problem.empty()) Corrupt(where + ": " + problem);
-  return bytes;
-}
 
 /*! \brief The outputs of one function, bounds-checked and checked for consistency. */
 void ReadOutputs(Reader* r, ParsedFunction* fn, uint32_t num_names) {
@@ -102,17 +89,16 @@ void ReadOutputs(Reader* r, ParsedFunction* fn, uint32_t num_names) {
   for (uint32_t k = 0; k < count; ++k) {
     Output o;
     o.position = r->Get<int64_t>("output position");
+    const std::string where = who + " output at position " + std::to_string(o.position);
     std::string dtype = r->GetStr("output dtype");
     try {
       o.dtype = ffi::StringToDLDataType(dtype);
     } catch (const ffi::Error&) {
-      Corrupt(who + " output at position " + std::to_string(o.position) + ": unknown dtype '" +
-              dtype + "'");
+      Corrupt(where + ": unknown dtype '" + dtype + "'");
     }
     uint32_t ndim = r->Get<uint32_t>("output ndim");
     if (ndim > kMaxNdim) {
-      Corrupt(who + " output at position " + std::to_string(o.position) + ": ndim " +
-              std::to_string(ndim) + " exceeds " + std::to_string(kMaxNdim));
+      Corrupt(where + ": ndim " + std::to_string(ndim) + " exceeds " + std::to_string(kMaxNdim));
     }
     for (uint32_t d = 0; d < ndim; ++d) {
       int64_t source = r->Get<int64_t>("output dimension source");
@@ -278,7 +264,9 @@ void ReadTensor(Reader* r, const std::string& where, Layout* layout, TensorMeta*
   t->nbytes = r->Get<uint64_t>("tensor byte length");
   t->offset = r->Get<uint64_t>("tensor payload offset");
   t->hash = r->Get<uint64_t>("tensor payload hash");
-  const uint64_t expected_bytes = CheckedByteSize(t->shape, t->dtype, where);
+  uint64_t expected_bytes = 0;
+  problem = ShapeProblem(t->shape.data(), t->shape.size(), t->dtype, &expected_bytes);
+  if (!problem.empty()) Corrupt(where + ": " + problem);
   if (t->nbytes != expected_bytes) {
     Corrupt(where + ": byte length " + std::to_string(t->nbytes) +
             " does not match its shape and dtype (" + std::to_string(expected_bytes) + ")");

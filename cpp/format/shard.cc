@@ -12,7 +12,6 @@
 #include <tvm/ffi/string.h>
 
 #include <cstring>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -62,22 +61,17 @@ std::string BlocksOf(const std::vector<int64_t>& shape, DLDataType dtype, int64_
 
 }  // namespace
 
-std::string RankProblem(int64_t rank, int64_t world) {
-  if (world < 1) return "the world must be at least 1 (the number of ranks)";
-  if (rank < 0 || rank >= world) return "the rank must be 0 to " + std::to_string(world - 1);
-  return "";
-}
-
 std::pair<int64_t, int64_t> RankWorld(const char* who, const ffi::Array<int64_t>& shard) {
   if (shard.size() != 2) {
     TVM_FFI_THROW(TypeError) << who << ": shard= must be (rank, world), two ints";
   }
-  const std::string problem = RankProblem(shard[0], shard[1]);
-  if (!problem.empty()) {
-    TVM_FFI_THROW(ValueError) << who << ": shard=(" << shard[0] << ", " << shard[1]
-                              << "): " << problem;
+  const int64_t rank = shard[0], world = shard[1];
+  if (world < 1 || rank < 0 || rank >= world) {
+    TVM_FFI_THROW(ValueError) << who << ": shard=(" << rank << ", " << world << "): "
+                              << (world < 1 ? "the world must be at least 1 (the number of ranks)"
+                                            : "the rank must be 0 to " + std::to_string(world - 1));
   }
-  return {shard[0], shard[1]};
+  return {rank, world};
 }
 
 std::string ShardProblem(const std::vector<int64_t>& shape, DLDataType dtype, int64_t dim,

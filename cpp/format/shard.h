@@ -51,10 +51,7 @@ struct Shard {
 std::string ShardProblem(const std::vector<int64_t>& shape, DLDataType dtype, int64_t dim,
                          int64_t world, int64_t segments = 1);
 
-/*! \brief Why (`rank`, `world`) names no rank to load or verify, or "" when 0 <= rank < world. */
-std::string RankProblem(int64_t rank, int64_t world);
-
-/*! \brief `shard` = (rank, world) as given to `who` (load, verify), checked.
+/*! \brief `shard` = (rank, world) as given to `who` (load, verify), checked: 0 <= rank < world.
  * \throws TypeError / ValueError ("load: shard=(2, 2): the rank must be 0 to 1"). */
 std::pair<int64_t, int64_t> RankWorld(const char* who, const ::tvm::ffi::Array<int64_t>& shard);
 

@@ -18,7 +18,6 @@
 #include <utility>
 #include <vector>
 
-#include "device.h"
 #include "format/common.h"
 #include "format/format.h"
 #include "format/hash.h"
@@ -287,8 +286,7 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
       end = offset + p.nbytes;
     }
     w.Patch<uint64_t>(region_size_at, end);
-  }
-  if (!region) {  // payloads follow the metadata, each at the next multiple of 64
+  } else {  // payloads follow the metadata, each at the next multiple of 64
     for (Pending& p : tensors) {
       size_t offset = AlignUp(w.size());
       w.str().resize(offset, '\0');
@@ -314,37 +312,22 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
 
 namespace {
 
-/*! \brief What makes two bound tensors one (TensorNumbers): the same object, or the same data
- *         pointer, byte offset, device, dtype, shape and strides. */
-struct TensorIdentity {
-  const void* object;  // only where the data pointer is null (an empty tensor): objects differ
-  const void* data;
-  uint64_t byte_offset;
-  int32_t device_type, device_id;
-  uint8_t code, bits;
-  uint16_t lanes;
-  std::vector<int64_t> shape, strides;  // strides: empty when contiguous
+/*! \brief A bound tensor's key in TensorNumbers: its object where the data pointer is null (empty
+ *         tensors are one only when the same object), data pointer, byte offset, device, dtype,
+ *         shape and strides (empty when contiguous). */
+using TensorIdentity = std::tuple<const void*, const void*, uint64_t, int32_t, int32_t, uint8_t,
+                                  uint8_t, uint16_t, std::vector<int64_t>, std::vector<int64_t>>;
 
-  explicit TensorIdentity(const ffi::Tensor& tensor) {
-    const DLTensor* t = tensor.GetDLTensorPtr();
-    object = t->data == nullptr ? static_cast<const void*>(t) : nullptr;
-    data = t->data;
-    byte_offset = t->byte_offset;
-    device_type = t->device.device_type;
-    device_id = t->device.device_id;
-    code = t->dtype.code;
-    bits = t->dtype.bits;
-    lanes = t->dtype.lanes;
-    shape.assign(t->shape, t->shape + t->ndim);
-    if (t->strides != nullptr && !tensor.IsContiguous())
-      strides.assign(t->strides, t->strides + t->ndim);
-  }
-  bool operator<(const TensorIdentity& o) const {
-    return std::tie(object, data, byte_offset, device_type, device_id, code, bits, lanes, shape,
-                    strides) < std::tie(o.object, o.data, o.byte_offset, o.device_type, o.device_id,
-                                        o.code, o.bits, o.lanes, o.shape, o.strides);
-  }
-};
+TensorIdentity IdentityOf(const ffi::Tensor& tensor) {
+  const DLTensor* t = tensor.GetDLTensorPtr();
+  std::vector<int64_t> strides;
+  if (t->strides != nullptr && !tensor.IsContiguous())
+    strides.assign(t->strides, t->strides + t->ndim);
+  return TensorIdentity(t->data == nullptr ? static_cast<const void*>(t) : nullptr, t->data,
+                        t->byte_offset, t->device.device_type, t->device.device_id, t->dtype.code,
+                        t->dtype.bits, t->dtype.lanes,
+                        std::vector<int64_t>(t->shape, t->shape + t->ndim), std::move(strides));
+}
 
 }  // namespace
 
@@ -361,8 +344,7 @@ std::vector<std::vector<int64_t>> TensorNumbers(const std::vector<FunctionRecord
         continue;
       }
       const int64_t next = static_cast<int64_t>(seen.size());
-      numbers.push_back(
-          seen.emplace(TensorIdentity(value.cast<ffi::Tensor>()), next).first->second);
+      numbers.push_back(seen.emplace(IdentityOf(value.cast<ffi::Tensor>()), next).first->second);
     }
   }
   return out;
