@@ -7,10 +7,8 @@
 #include "storage/payload_source.h"
 
 #include <tvm/ffi/container/shape.h>
-#include <tvm/ffi/dtype.h>
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/function.h>
-#include <tvm_partial/partial_apply.h>
 
 #include <algorithm>
 #include <cstring>
@@ -56,6 +54,16 @@ const File& RequireLibrary(const format::Parsed& parsed, const Origin& origin) {
   return *origin.library;
 }
 
+/*! \brief `parsed`'s payloads at their recorded offsets from `base` in `file` (null: the blob). */
+PayloadSource At(const char* placement, std::shared_ptr<File> file, uint64_t base,
+                 const format::Parsed& parsed) {
+  PayloadSource out{placement, std::move(file), {}, base, {}, {}};
+  ForEachTensor(parsed, [&](const format::ParsedFunction&, const format::ParsedValue& v) {
+    out.offsets.push_back(base + v.tensor.offset);
+  });
+  return out;
+}
+
 PayloadSource FromOverride(const format::Parsed& parsed, const Origin& origin) {
   const weights::WeightsSet set = weights::OpenSet(origin.options.weights_file);
   PayloadSource out{"weights file given to load", set.files[0].file, {}};
@@ -83,38 +91,21 @@ PayloadSource FromWeightsFile(const format::Parsed& parsed, const Origin& origin
         << "another file";
   }
   weights::CheckRegionFile(file, parsed);
-  PayloadSource out{"weights file", file.file, {}, file.data_start};
-  ForEachTensor(parsed, [&](const format::ParsedFunction&, const format::ParsedValue& v) {
-    out.offsets.push_back(file.data_start + v.tensor.offset);
-  });
-  return out;
+  return At("weights file", file.file, file.data_start, parsed);
 }
 
 PayloadSource FromAppended(const format::Parsed& parsed, const Origin& origin) {
   const File& library = RequireLibrary(parsed, origin);
-  const uint64_t region = LocateAppended(library, parsed.region_size, parsed.link);
-  PayloadSource out{"appended", origin.library, {}, region};
-  ForEachTensor(parsed, [&](const format::ParsedFunction&, const format::ParsedValue& v) {
-    out.offsets.push_back(region + v.tensor.offset);
-  });
-  return out;
+  return At("appended", origin.library, LocateAppended(library, parsed.region_size, parsed.link),
+            parsed);
 }
 
 PayloadSource FromBlob(const format::Parsed& parsed, const Origin& origin) {
-  PayloadSource out{"inline", nullptr, {}};
-  uint64_t base = 0;
-  if (origin.blob == nullptr) {  // read from the file where the bytes lie
-    if (origin.blob_file == nullptr) {
-      TVM_FFI_THROW(InternalError) << "Locate: inline payloads without their bytes";
-    }
-    out.file = origin.blob_file;
-    base = origin.blob_offset;
+  if (origin.blob != nullptr) return At("inline", nullptr, 0, parsed);
+  if (origin.blob_file == nullptr) {  // else read from the file where the bytes lie
+    TVM_FFI_THROW(InternalError) << "Locate: inline payloads without their bytes";
   }
-  out.base = base;
-  ForEachTensor(parsed, [&](const format::ParsedFunction&, const format::ParsedValue& v) {
-    out.offsets.push_back(base + v.tensor.offset);
-  });
-  return out;
+  return At("inline", origin.blob_file, origin.blob_offset, parsed);
 }
 
 // A host tensor viewing a mapping: no copy; it keeps the mapping alive.

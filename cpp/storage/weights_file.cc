@@ -13,8 +13,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
-#include <cstring>
 #include <map>
 #include <optional>
 #include <set>
@@ -22,7 +20,6 @@
 #include <utility>
 #include <vector>
 
-#include "bind/bindings.h"
 #include "format/common.h"
 
 namespace tvm_partial {
@@ -54,6 +51,14 @@ constexpr Dtype kDtypes[] = {{"BOOL", "bool", 8},
                              {"F6_E3M2", "float6_e3m2fn", 6},
                              {"F4", "float4_e2m1fn", 4}};
 
+/*! \brief The entry whose `field` is `name`, else null. */
+const Dtype* FindDtype(const char* Dtype::* field, const std::string& name) {
+  for (const Dtype& d : kDtypes) {
+    if (name == d.*field) return &d;
+  }
+  return nullptr;
+}
+
 /*! \brief How deep `text` (JSON) nests arrays and objects, counted without parsing it (strings
  *         skipped, escapes honoured); stops counting past `limit`. */
 int NestingDepth(const std::string& text, int limit) {
@@ -79,22 +84,6 @@ int NestingDepth(const std::string& text, int limit) {
   return deepest;
 }
 
-ffi::json::Value ParseBounded(const std::string& path, const std::string& text, int max_depth,
-                              const char* what) {
-  if (!format::IsValidUtf8(text.data(), text.size()))
-    Bad(path, std::string(what) + " is not UTF-8");
-  if (NestingDepth(text, max_depth) > max_depth) {
-    Bad(path, std::string(what) + " nests deeper than " + std::to_string(max_depth) +
-                  " levels; a safetensors header never does (damaged or crafted)");
-  }
-  ffi::String error;
-  ffi::json::Value parsed = ffi::json::Parse(ffi::String(text), &error);
-  if (!error.empty()) {
-    Bad(path, std::string("malformed ") + what + " (" + std::string(error).substr(0, 200) + ")");
-  }
-  return parsed;
-}
-
 /*! \brief An int of the JSON header (not a bool, a float or a string), else nullopt. */
 std::optional<int64_t> JsonInt(const ffi::json::Value& v) {
   if (v.type_index() != ffi::TypeIndex::kTVMFFIInt) return std::nullopt;
@@ -114,7 +103,8 @@ Entry ReadEntry(const std::string& path, const std::string& key, const ffi::json
   };
   auto dtype_field = field("dtype");
   auto dtype_text = dtype_field ? dtype_field->try_cast<ffi::String>() : std::nullopt;
-  const Dtype* dtype = dtype_text.has_value() ? DtypeByCode(std::string(*dtype_text)) : nullptr;
+  const Dtype* dtype =
+      dtype_text.has_value() ? FindDtype(&Dtype::code, std::string(*dtype_text)) : nullptr;
   if (dtype == nullptr) {
     Bad(path, where + ": dtype " +
                   (dtype_text ? "'" + std::string(*dtype_text).substr(0, 40) + "'"
@@ -182,7 +172,18 @@ Entry ReadEntry(const std::string& path, const std::string& key, const ffi::json
 
 ffi::json::Value ParseJson(const std::string& path, const std::string& text, int max_depth,
                            const char* what) {
-  return ParseBounded(path, text, max_depth, what);
+  if (!format::IsValidUtf8(text.data(), text.size()))
+    Bad(path, std::string(what) + " is not UTF-8");
+  if (NestingDepth(text, max_depth) > max_depth) {
+    Bad(path, std::string(what) + " nests deeper than " + std::to_string(max_depth) +
+                  " levels; a safetensors header never does (damaged or crafted)");
+  }
+  ffi::String error;
+  ffi::json::Value parsed = ffi::json::Parse(ffi::String(text), &error);
+  if (!error.empty()) {
+    Bad(path, std::string("malformed ") + what + " (" + std::string(error).substr(0, 200) + ")");
+  }
+  return parsed;
 }
 
 void Bad(const std::string& path, const std::string& what) {
@@ -197,24 +198,11 @@ std::string ShapeText(const std::vector<int64_t>& shape) {
   return out + "]";
 }
 
-const Dtype* DtypeByCode(const std::string& code) {
-  for (const Dtype& d : kDtypes) {
-    if (code == d.code) return &d;
-  }
-  return nullptr;
-}
-
-const Dtype* DtypeByTvm(const std::string& tvm) {
-  for (const Dtype& d : kDtypes) {
-    if (tvm == d.tvm) return &d;
-  }
-  return nullptr;
-}
+const Dtype* DtypeByTvm(const std::string& tvm) { return FindDtype(&Dtype::tvm, tvm); }
 
 std::string KnownCodes() {
-  std::vector<std::string> codes;
-  for (const Dtype& d : kDtypes) codes.emplace_back(d.code);
-  std::sort(codes.begin(), codes.end());
+  std::set<std::string> codes;  // sorted
+  for (const Dtype& d : kDtypes) codes.insert(d.code);
   std::string out;
   for (const std::string& c : codes) out += (out.empty() ? "" : ", ") + c;
   return out;
@@ -255,7 +243,7 @@ WeightsFile Open(const std::string& path, std::shared_ptr<storage::File> opened)
   if (length && !storage::ReadAt(file, 8, text.size(), &text[0])) {
     Bad(path, "is truncated inside its JSON header");
   }
-  auto object = ParseBounded(path, text, kMaxDepth, "JSON header").try_cast<ffi::json::Object>();
+  auto object = ParseJson(path, text, kMaxDepth, "JSON header").try_cast<ffi::json::Object>();
   if (!object.has_value()) Bad(path, "malformed JSON header (not an object)");
   out.data_start = 8 + length;
   out.data_size = file.size - out.data_start;
@@ -314,7 +302,7 @@ std::optional<std::map<std::string, uint64_t>> RecordedHashes(const WeightsFile&
   if (it == file.metadata.end()) return std::nullopt;
   const std::string& path = file.file->path;
   auto object =
-      ParseBounded(path, it->second, 1, "tvm_partial.hashes record").try_cast<ffi::json::Object>();
+      ParseJson(path, it->second, 1, "tvm_partial.hashes record").try_cast<ffi::json::Object>();
   if (!object.has_value()) Bad(path, "malformed tvm_partial metadata (hashes: not an object)");
   std::map<std::string, uint64_t> out;
   for (const auto& kv : *object) {
@@ -335,8 +323,8 @@ std::map<std::string, std::pair<std::string, int64_t>> RecordedBindings(const We
   auto it = file.metadata.find(kMetadataBindings);
   if (it == file.metadata.end()) return out;
   const std::string& path = file.file->path;
-  auto object = ParseBounded(path, it->second, 2, "tvm_partial.bindings record")
-                    .try_cast<ffi::json::Object>();
+  auto object =
+      ParseJson(path, it->second, 2, "tvm_partial.bindings record").try_cast<ffi::json::Object>();
   if (!object.has_value()) Bad(path, "malformed tvm_partial metadata (bindings: not an object)");
   for (const auto& kv : *object) {
     auto key = kv.first.try_cast<ffi::String>();
@@ -361,7 +349,7 @@ std::map<std::string, std::string> RecordedShared(const WeightsFile& file) {
   if (it == file.metadata.end()) return out;
   const std::string& path = file.file->path;
   auto object =
-      ParseBounded(path, it->second, 1, "tvm_partial.shared record").try_cast<ffi::json::Object>();
+      ParseJson(path, it->second, 1, "tvm_partial.shared record").try_cast<ffi::json::Object>();
   if (!object.has_value()) Bad(path, "malformed tvm_partial metadata (shared: not an object)");
   for (const auto& kv : *object) {
     auto alias = kv.first.try_cast<ffi::String>();

@@ -56,8 +56,7 @@ struct Dtype {
 /*! \brief `[8, 3, 3, 3]`, as Python prints a list (for messages). */
 std::string ShapeText(const std::vector<int64_t>& shape);
 
-/*! \brief The entry for a safetensors code ("F32") or a TVM dtype ("float32"), else null. */
-const Dtype* DtypeByCode(const std::string& code);
+/*! \brief The entry for a TVM dtype ("float32"), else null. */
 const Dtype* DtypeByTvm(const std::string& tvm);
 /*! \brief "BF16, BOOL, F16, ...": the codes read, for messages. */
 std::string KnownCodes();
@@ -189,26 +188,6 @@ std::vector<Wanted> WantedOf(const format::Parsed& parsed);
  *         [0, 64) holding that header, each payload's entry at exactly its offsets, whole region.
  *         \throws ValueError naming the file ("was not written with this artifact", truncated). */
 void CheckRegionFile(const WeightsFile& file, const format::Parsed& parsed);
-
-/*! \brief `s` quoted as JSON, escaping only `"`, `\\` and control characters (keys stay
- *         readable: `main/weights`). */
-std::string JsonQuote(const std::string& s);
-
-/*! \brief One entry of a header being written; `where` names its binding in messages. */
-struct OutEntry {
-  std::string key;
-  std::string tvm_dtype;
-  std::vector<int64_t> shape;
-  uint64_t begin;
-  uint64_t end;
-  std::string where = {};
-};
-/*! \brief The bytes before a safetensors file's data: u64 length, JSON header of `entries` (gaps
- *         filled by `__padding__/N`) and `metadata`, space-padded so the data is 64-byte aligned.
- *         \throws TypeError naming key, binding and dtype for a dtype safetensors has no code
- *         for, or a sub-byte tensor not filling whole bytes. */
-std::string EncodeHeader(std::vector<OutEntry> entries,
-                         const std::map<std::string, std::string>& metadata, uint64_t data_size);
 
 /*! \brief Write the weights file of a `weights_file=` export (`region`) of `records` to `path`.
  *         \throws RuntimeError naming the file and the system's error. */

@@ -7,7 +7,6 @@
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/extra/json.h>
 
-#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -35,14 +34,7 @@ constexpr int kIndexDepth = 3;
 std::string NameProblem(const std::string& name) {
   if (name.empty() || name.find('\0') != std::string::npos) return "is empty or holds a NUL byte";
   if (name[0] == '/') return "is an absolute path";
-  size_t begin = 0;
-  while (begin <= name.size()) {
-    const size_t end = std::min(name.find('/', begin), name.size());
-    if (name.compare(begin, end - begin, "..") == 0 && end - begin == 2) {
-      return "leaves the index's folder (..)";
-    }
-    begin = end + 1;
-  }
+  if (("/" + name + "/").find("/../") != std::string::npos) return "leaves the index's folder (..)";
   return "";
 }
 
@@ -62,18 +54,13 @@ WeightsSet OpenIndex(const std::string& path, std::shared_ptr<storage::File> ope
   }
   auto object = ParseJson(path, text, kIndexDepth, "index").try_cast<ffi::json::Object>();
   if (!object.has_value()) BadIndex(path, "is not a safetensors index (not a JSON object)");
-  std::optional<ffi::json::Object> weight_map;
-  for (const auto& kv : *object) {
-    auto key = kv.first.try_cast<ffi::String>();
-    if (key.has_value() && std::string(*key) == "weight_map") {
-      weight_map = kv.second.try_cast<ffi::json::Object>();
-      if (!weight_map.has_value()) BadIndex(path, "its weight_map is not an object");
-    }
-  }
-  if (!weight_map.has_value()) {
+  auto found = object->find(ffi::String("weight_map"));
+  if (found == object->end()) {
     BadIndex(path,
              "is not a safetensors index: it has no weight_map ({\"weight_map\": {tensor: file}})");
   }
+  auto weight_map = (*found).second.try_cast<ffi::json::Object>();
+  if (!weight_map.has_value()) BadIndex(path, "its weight_map is not an object");
   if (weight_map->empty()) {
     BadIndex(path,
              "its weight_map is empty: it names no file, so it holds no tensors; give the "

@@ -28,12 +28,9 @@ namespace {
 
 /*! \brief `s` parsed as a position: ASCII digits only (so "²" or "-1" is a name, not a number). */
 std::optional<int64_t> AsPosition(const std::string& s) {
-  if (s.empty() || s.size() > 19 || s.find_first_not_of("0123456789") != std::string::npos) {
-    return s.size() > 19 && s.find_first_not_of("0123456789") == std::string::npos
-               ? std::optional<int64_t>(INT64_MAX)  // out of range: refused by the caller
-               : std::nullopt;
-  }
-  return static_cast<int64_t>(std::stoull(s));
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  // More than 19 digits is out of range: refused by the caller.
+  return s.size() > 19 ? INT64_MAX : static_cast<int64_t>(std::stoull(s));
 }
 
 /*! \brief Whether two tensors of `set` have one dtype, shape and payload (the format's hash). */
@@ -44,6 +41,14 @@ bool SameTensor(const WeightsSet& set, const SetEntry& a, const SetEntry& b) {
                               t.entry.end - t.entry.begin);
   };
   return a.entry.dtype == b.entry.dtype && a.entry.shape == b.entry.shape && hash(a) == hash(b);
+}
+
+/*! \brief A place's name, where it can make a key (as QualifiedKey decides: unique in its
+ *         function, no '/', not digits), else "". */
+std::string NameOf(const Place& p) {
+  const std::string key = QualifiedKey(p.function, p.position, *p.param_names);
+  const std::string rest = key.substr(p.function.size() + 1);
+  return rest == std::to_string(p.position) ? std::string() : rest;
 }
 
 }  // namespace
@@ -61,18 +66,6 @@ std::string QualifiedKey(const std::string& function, int64_t position,
   }
   return function + "/" + (unique ? name : std::to_string(position));
 }
-
-namespace {
-
-/*! \brief A place's name, where it can make a key (as QualifiedKey decides: unique in its
- *         function, no '/', not digits), else "". */
-std::string NameOf(const Place& p) {
-  const std::string key = QualifiedKey(p.function, p.position, *p.param_names);
-  const std::string rest = key.substr(p.function.size() + 1);
-  return rest == std::to_string(p.position) ? std::string() : rest;
-}
-
-}  // namespace
 
 std::vector<std::vector<std::string>> Keys(const std::vector<Wanted>& tensors) {
   // Each name -> the tensors bound at a parameter of that name, and its first place.

@@ -10,14 +10,11 @@
 #include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/dtype.h>
 #include <tvm/ffi/error.h>
-#include <tvm/ffi/function.h>
 #include <tvm/ffi/string.h>
-#include <tvm_partial/partial_apply.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -35,6 +32,10 @@
 namespace tvm_partial {
 namespace weights {
 
+namespace {
+
+/*! \brief `s` quoted as JSON, escaping only `"`, `\\` and control characters (keys stay
+ *         readable: `main/weights`). */
 std::string JsonQuote(const std::string& s) {
   std::string out = "\"";
   for (const char c : s) {
@@ -52,19 +53,32 @@ std::string JsonQuote(const std::string& s) {
   return out + "\"";
 }
 
+/*! \brief One entry of a header being written; `where` names its binding in messages. */
+struct OutEntry {
+  std::string key;
+  std::string tvm_dtype;
+  std::vector<int64_t> shape;
+  uint64_t begin;
+  uint64_t end;
+  std::string where = {};
+};
+
+/*! \brief The bytes before a safetensors file's data: u64 length, JSON header of `entries` (gaps
+ *         filled by `__padding__/N`) and `metadata`, space-padded so the data is 64-byte aligned.
+ *         \throws TypeError naming key, binding and dtype for a dtype safetensors has no code
+ *         for, or a sub-byte tensor not filling whole bytes. */
 std::string EncodeHeader(std::vector<OutEntry> entries,
                          const std::map<std::string, std::string>& metadata, uint64_t data_size) {
   std::sort(entries.begin(), entries.end(),
             [](const OutEntry& a, const OutEntry& b) { return a.begin < b.begin; });
-  auto quote = JsonQuote;
   std::string json = "{";
   auto add = [&](const std::string& key, const char* code, const std::vector<int64_t>& shape,
                  uint64_t begin, uint64_t end) {
     std::string dims;
     for (size_t i = 0; i < shape.size(); ++i) dims += (i ? "," : "") + std::to_string(shape[i]);
-    json += (json.size() > 1 ? "," : "") + quote(key) + ":{\"dtype\":\"" + code + "\",\"shape\":[" +
-            dims + "],\"data_offsets\":[" + std::to_string(begin) + "," + std::to_string(end) +
-            "]}";
+    json += (json.size() > 1 ? "," : "") + JsonQuote(key) + ":{\"dtype\":\"" + code +
+            "\",\"shape\":[" + dims + "],\"data_offsets\":[" + std::to_string(begin) + "," +
+            std::to_string(end) + "]}";
   };
   uint64_t at = 0;
   for (const OutEntry& e : entries) {
@@ -96,13 +110,11 @@ std::string EncodeHeader(std::vector<OutEntry> entries,
     add(std::string(kPaddingPrefix) + std::to_string(at), "U8",
         {static_cast<int64_t>(data_size - at)}, at, data_size);
   if (!metadata.empty()) {
-    json += (json.size() > 1 ? "," : "") + std::string("\"__metadata__\":{");
-    bool first = true;
+    std::string members;
     for (const auto& [k, v] : metadata) {
-      json += (first ? "" : ",") + quote(k) + ":" + quote(v);
-      first = false;
+      members += (members.empty() ? "" : ",") + JsonQuote(k) + ":" + JsonQuote(v);
     }
-    json += "}";
+    json += (json.size() > 1 ? "," : "") + std::string("\"__metadata__\":{") + members + "}";
   }
   json += "}";
   json.append((format::kPayloadAlignment - (8 + json.size()) % format::kPayloadAlignment) %
@@ -114,14 +126,11 @@ std::string EncodeHeader(std::vector<OutEntry> entries,
   return out + json;
 }
 
-namespace {
-
-/*! \brief A file's tensors, described for its header: each distinct tensor (its entry, and the
- *         function and position of its first place), the keys of its other places. */
+/*! \brief A file's tensors, described for its header: each distinct tensor's entry and the key,
+ *         function and position of each of its places (the first is the entry's). */
 struct Layout {
   std::vector<OutEntry> entries;
-  std::vector<std::pair<std::string, int64_t>> owners;  // per entry: its first place
-  std::vector<std::vector<std::pair<std::string, std::pair<std::string, int64_t>>>> others;
+  std::vector<std::vector<std::pair<std::string, std::pair<std::string, int64_t>>>> places;
   /*! \brief Other names of a tied tensor that are no place (a strict torch.export makes one
    *         parameter of them) -> the stored key: read as that tensor, bound nowhere. */
   std::vector<std::pair<std::string, std::string>> aliases;
@@ -131,24 +140,23 @@ struct Layout {
  *         places, shared (docs/weights_files.md). */
 std::map<std::string, std::string> Metadata(const Layout& layout,
                                             const std::map<std::string, uint64_t>& hashes) {
-  auto quote = JsonQuote;
   std::string bindings = "{", recorded = "{", shared = "{";
-  auto place = [&](const std::string& key, const std::pair<std::string, int64_t>& at) {
-    bindings += (bindings.size() > 1 ? "," : "") + quote(key) + ":[" + quote(at.first) + "," +
-                std::to_string(at.second) + "]";
-  };
-  for (size_t i = 0; i < layout.owners.size(); ++i) {  // entries past them are bound nowhere
-    place(layout.entries[i].key, layout.owners[i]);
-    for (const auto& [key, at] : layout.others[i]) {
-      place(key, at);
-      shared += (shared.size() > 1 ? "," : "") + quote(key) + ":" + quote(layout.entries[i].key);
+  for (size_t i = 0; i < layout.places.size(); ++i) {  // entries past them are bound nowhere
+    for (size_t j = 0; j < layout.places[i].size(); ++j) {
+      const auto& [key, at] = layout.places[i][j];
+      bindings += (bindings.size() > 1 ? "," : "") + JsonQuote(key) + ":[" + JsonQuote(at.first) +
+                  "," + std::to_string(at.second) + "]";
+      if (j > 0) {
+        shared += (shared.size() > 1 ? "," : "") + JsonQuote(key) + ":" +
+                  JsonQuote(layout.entries[i].key);
+      }
     }
   }
   for (const auto& [alias, stored] : layout.aliases) {
-    shared += (shared.size() > 1 ? "," : "") + quote(alias) + ":" + quote(stored);
+    shared += (shared.size() > 1 ? "," : "") + JsonQuote(alias) + ":" + JsonQuote(stored);
   }
   for (const auto& [key, h] : hashes) {
-    recorded += (recorded.size() > 1 ? "," : "") + quote(key) + ":\"" + hash::HashHex(h) + "\"";
+    recorded += (recorded.size() > 1 ? "," : "") + JsonQuote(key) + ":\"" + hash::HashHex(h) + "\"";
   }
   std::map<std::string, std::string> out{{kMetadataFormat, "1"},
                                          {kMetadataBindings, bindings + "}"},
@@ -178,11 +186,10 @@ Layout LayOut(const std::vector<Wanted>& wanted, const std::vector<uint64_t>& of
     out.entries.push_back(
         {keys[i][0], wanted[i].dtype, wanted[i].shape, offsets[i], offsets[i] + sizes[i],
          "function '" + first.function + "' position " + std::to_string(first.position)});
-    out.owners.emplace_back(first.function, first.position);
-    out.others.emplace_back();
-    for (size_t j = 1; j < wanted[i].places.size(); ++j) {
+    out.places.emplace_back();
+    for (size_t j = 0; j < wanted[i].places.size(); ++j) {
       const Place& p = wanted[i].places[j];
-      out.others.back().push_back({keys[i][j], {p.function, p.position}});
+      out.places.back().push_back({keys[i][j], {p.function, p.position}});
     }
   }
   return out;
@@ -263,15 +270,14 @@ void SaveWeights(std::vector<format::FunctionRecord> records, const ModelRecord&
   for (const std::vector<std::string>& group : model.ties) {
     std::set<std::string> keys;  // every key the file has for the group's tensor
     const std::string* stored = nullptr;
-    for (size_t i = 0; i < layout.owners.size(); ++i) {
-      bool named = std::find(group.begin(), group.end(), layout.entries[i].key) != group.end();
-      for (const auto& other : layout.others[i]) {
-        named |= std::find(group.begin(), group.end(), other.first) != group.end();
+    for (size_t i = 0; i < layout.places.size(); ++i) {
+      bool named = false;
+      for (const auto& p : layout.places[i]) {
+        named |= std::find(group.begin(), group.end(), p.first) != group.end();
       }
       if (!named) continue;
       stored = &layout.entries[i].key;
-      keys.insert(*stored);
-      for (const auto& other : layout.others[i]) keys.insert(other.first);
+      for (const auto& p : layout.places[i]) keys.insert(p.first);
     }
     for (const std::string& name : group) {
       if (stored != nullptr && !keys.count(name)) layout.aliases.emplace_back(name, *stored);
@@ -347,5 +353,4 @@ void WriteRegionFile(const std::vector<format::FunctionRecord>& records,
 }
 
 }  // namespace weights
-
 }  // namespace tvm_partial
