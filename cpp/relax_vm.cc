@@ -65,6 +65,14 @@ struct VMRecord {
   ModelRecord model;
 };
 
+using Tensors = ffi::Map<ffi::String, ffi::Tensor>;
+
+/*! \brief Entry `key` of a program's description (MakeRelaxVMModule) as a T; empty when absent. */
+template <typename T>
+T Entry(const ffi::Map<ffi::String, ffi::Any>& desc, const char* key) {
+  return desc.Get(key).value_or(T()).template cast<T>();
+}
+
 /*! \brief A copy of the Relax executable `exe` from its bytes, with the same imports (kernels). */
 ffi::Module CopyExecutable(const ffi::Module& exe, const ffi::Bytes& bytes) {
   static const ffi::Function load =
@@ -128,9 +136,7 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
     };
     put(static_cast<uint32_t>(devices_.size()));
     for (const VMDevice& d : devices_) {
-      put(static_cast<uint32_t>(d.type));
-      put(static_cast<uint32_t>(d.id));
-      put(static_cast<uint32_t>(d.allocator));
+      for (int32_t v : {d.type, d.id, d.allocator}) put(static_cast<uint32_t>(v));
     }
     WriteModelRecord(model_, &out);
     return ffi::Bytes(out);
@@ -185,8 +191,6 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
     return record;
   }
 
-  const ModelRecord& model() const { return model_; }
-
   /*! \brief Take the executable's model record (kRecordFunction), if any: its JSON names the
    *         compiled-in tensors that follow it and the aliases of tied ones. */
   void ReadRecordFunction(const char* who) {
@@ -195,13 +199,11 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
     if (!probe->ImplementsFunction(kRecordFunction)) return;
     ffi::Array<ffi::Any> found =
         (*VM()->GetFunction(kRecordFunction, false))().cast<ffi::Array<ffi::Any>>();
-    auto bad =
-        [who](const std::string& what) {
-          TVM_FFI_THROW(ValueError)
-              << who << ": the executable's model record " << what
-              << "; import the model again with tvm_partial.from_exported_program "
-                 "or from_onnx";
-        };
+    auto bad = [who](const std::string& what) {
+      TVM_FFI_THROW(ValueError) << who << ": the executable's model record " << what
+                                << "; import the model again with "
+                                   "tvm_partial.from_exported_program or from_onnx";
+    };
     if (found.empty()) bad("is empty");
     auto text = found[0].try_cast<ffi::String>();
     if (!text.has_value()) bad("does not start with its JSON");
@@ -261,15 +263,13 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
                                << ") is not a Relax VM executable";
     }
     ffi::Optional<ffi::Function> exists = ffi::Function::GetGlobal("runtime.GetDeviceAttr");
-    std::vector<ffi::AnyView> init_args;
     std::vector<ffi::Any> keep;
     for (const VMDevice& d : devices_) {
       if (d.type != kDLCPU && exists.has_value()) {
-        int64_t present = 0;
+        int64_t present = 0;  // stays 0 when the query fails
         try {
           present = (*exists)(d.type, d.id, 0 /* kExist */).cast<int64_t>();
         } catch (const ffi::Error&) {
-          present = 0;
         }
         if (!present) {
           TVM_FFI_THROW(RuntimeError)
@@ -279,11 +279,9 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
                  "again for a device this machine has";
         }
       }
-      keep.push_back(ffi::Any(static_cast<int64_t>(d.type)));
-      keep.push_back(ffi::Any(static_cast<int64_t>(d.id)));
-      keep.push_back(ffi::Any(static_cast<int64_t>(d.allocator)));
+      for (int32_t v : {d.type, d.id, d.allocator}) keep.push_back(ffi::Any(int64_t{v}));
     }
-    for (const ffi::Any& a : keep) init_args.push_back(a);
+    const std::vector<ffi::AnyView> init_args(keep.begin(), keep.end());
     ffi::Module vm = (*load)().cast<ffi::Module>();
     ffi::Optional<ffi::Function> init = vm->GetFunction("vm_initialization", false);
     if (!init.has_value()) {
@@ -329,20 +327,14 @@ ffi::Module MakeRelaxVMModule(ffi::Module executable, ffi::Array<ffi::Array<int6
   const ffi::Map<ffi::String, ffi::Any> desc = *program;
   ModelRecord& model = record.model;
   model.what = desc.Get("what").value_or(ffi::String("the program")).cast<ffi::String>();
-  auto kinds = desc.Get("kinds")
-                   .value_or(ffi::Map<ffi::String, int64_t>())
-                   .cast<ffi::Map<ffi::String, int64_t>>();
-  for (const auto& [name, tensor] : desc.Get("compiled_in")
-                                        .value_or(ffi::Map<ffi::String, ffi::Tensor>())
-                                        .cast<ffi::Map<ffi::String, ffi::Tensor>>()) {
+  const auto kinds = Entry<ffi::Map<ffi::String, int64_t>>(desc, "kinds");
+  for (const auto& [name, tensor] : Entry<Tensors>(desc, "compiled_in")) {
     model.compiled_in.push_back(RecordCompiledIn(name, tensor));
     model.compiled_in.back().kind = static_cast<CompiledIn::Kind>(kinds.Get(name).value_or(0));
   }
   std::sort(model.compiled_in.begin(), model.compiled_in.end(),
             [](const CompiledIn& a, const CompiledIn& b) { return a.name < b.name; });
-  for (const ffi::Array<ffi::String>& group : desc.Get("ties")
-                                                  .value_or(ffi::Array<ffi::Array<ffi::String>>())
-                                                  .cast<ffi::Array<ffi::Array<ffi::String>>>()) {
+  for (const auto& group : Entry<ffi::Array<ffi::Array<ffi::String>>>(desc, "ties")) {
     model.ties.emplace_back(group.begin(), group.end());
   }
   // One serialisation of the executable proves what it holds and, where asked, copies it.
@@ -377,13 +369,7 @@ ffi::Map<ffi::String, ffi::Any> BindModel(ffi::Module target,
                                           ffi::Map<ffi::String, ffi::Any> given) {
   ffi::Module module = target;
   if (devices.has_value()) module = MakeRelaxVMModule(target, *devices, program);
-  ffi::Map<ffi::String, ffi::Tensor> sources;
-  if (program.has_value()) {
-    sources = program.value()
-                  .Get("compiled_in")
-                  .value_or(ffi::Map<ffi::String, ffi::Tensor>())
-                  .cast<ffi::Map<ffi::String, ffi::Tensor>>();
-  }
+  const Tensors sources = program.has_value() ? Entry<Tensors>(*program, "compiled_in") : Tensors();
   ffi::Map<ffi::String, ffi::String> names =
       SettleNames(detail::ModelRecordOf(module),
                   std::vector<std::string>(params.begin(), params.end()), given, sources);
@@ -412,16 +398,6 @@ ModelRecord ModelRecordOf(const ffi::Module& mod) {
   }
   return {};
 }
-
-}  // namespace detail
-
-TVM_FFI_STATIC_INIT_BLOCK() {
-  detail::RegisterGlobalOnce("tvm_partial.BindModel", BindModel);
-  detail::RegisterGlobalOnce("ffi.Module.load_from_bytes.partial_apply_vm",
-                             RelaxVMModuleObj::LoadFromBytes);
-}
-
-namespace detail {
 
 ffi::Map<ffi::String, ffi::Any> DescribeVMRecord(const ffi::Bytes& bytes) {
   static const char* kAllocators[] = {"allocator 0", "naive", "pooled"};
@@ -454,5 +430,11 @@ ffi::Map<ffi::String, ffi::Any> DescribeVMRecord(const ffi::Bytes& bytes) {
 }
 
 }  // namespace detail
+
+TVM_FFI_STATIC_INIT_BLOCK() {
+  detail::RegisterGlobalOnce("tvm_partial.BindModel", BindModel);
+  detail::RegisterGlobalOnce("ffi.Module.load_from_bytes.partial_apply_vm",
+                             RelaxVMModuleObj::LoadFromBytes);
+}
 
 }  // namespace tvm_partial
