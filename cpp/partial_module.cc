@@ -7,7 +7,6 @@
  */
 #include "partial_module.h"
 
-#include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/memory.h>
 #include <tvm/ffi/string.h>
@@ -15,22 +14,15 @@
 
 #include <cstring>
 #include <mutex>
-#include <new>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "bind/bindings.h"
-#include "bind/merge.h"
-#include "bind/outputs.h"
-#include "format/common.h"
 #include "format/format.h"
 #include "out_of_memory.h"
-#include "packed_args.h"
-#include "partial_function.h"
 #include "registry.h"
 #include "storage/loaded_library.h"
 #include "storage/payload_source.h"
@@ -38,8 +30,6 @@
 namespace tvm_partial {
 
 namespace {
-
-using detail::BoundList;
 
 /*! \brief The kind; its address identifies this copy's modules (TVM is built without RTTI, so
  *         no dynamic_cast). */
@@ -68,15 +58,14 @@ class PartialModuleObj final : public ffi::ModuleObj {
                    std::optional<format::ExternalRegion> external = std::nullopt)
       : functions_(std::move(functions)),
         index_(IndexByName(functions_)),
-        external_(std::move(external)),
-        resolved_(true) {
+        external_(std::move(external)) {
     if (wrapped.has_value()) imports_.push_back(*wrapped);
   }
 
   /*! \brief Loaded from `bytes` (parsed): records are built on first use, once the library loader
    *         has attached the imports (they say which file holds the payloads). */
   PartialModuleObj(ffi::Bytes bytes, format::Parsed parsed)
-      : functions_(Skeleton(parsed)), index_(IndexByName(functions_)), resolved_(false) {
+      : functions_(Skeleton(parsed)), index_(IndexByName(functions_)) {
     pending_.emplace(Pending{std::move(bytes), std::move(parsed), {}});
   }
 
@@ -84,28 +73,27 @@ class PartialModuleObj final : public ffi::ModuleObj {
 
   ffi::Optional<ffi::Function> GetFunction(const ffi::String& name) final {
     const format::FunctionRecord* record = Find(name);
-    if (record == nullptr && name == "main" && !functions_.empty() && !WrappedHasMain()) {
+    if (record == nullptr && name == "main" && !functions_.empty() &&
+        !WrappedFunction("main").has_value()) {
       // pm(...) calls main: the one bound function if it is not main (frontend.nn's forward);
       // with several, the caller must pick one.
       if (functions_.size() > 1) ThrowNoMain();
       record = &functions_[0];
     }
-    if (record == nullptr) {
-      if (!HasWrapped()) return std::nullopt;
-      return Wrapped()->GetFunction(name, /*query_imports=*/true);
-    }
+    if (record == nullptr) return WrappedFunction(name);
     const size_t at = static_cast<size_t>(record - functions_.data());  // before Records() fills
     const format::FunctionRecord& bound = Records()[at];
     if (!bound.shards.empty() && !shard_view_) ThrowWholeShards(bound);
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = cache_.find(std::string(name));
     if (it != cache_.end()) return it->second;
-    if (!HasWrapped()) {
+    const ffi::Optional<ffi::Module> code = Wrapped();
+    if (!code.has_value()) {
       TVM_FFI_THROW(RuntimeError) << "partial_apply module: function '" << bound.name
                                   << "' is bound but the module wraps no compiled code; import "
                                      "the module it was made from";
     }
-    ffi::Optional<ffi::Function> f = Wrapped()->GetFunction(bound.name, /*query_imports=*/true);
+    ffi::Optional<ffi::Function> f = (*code)->GetFunction(bound.name, /*query_imports=*/true);
     if (!f.has_value()) {
       TVM_FFI_THROW(AttributeError) << "partial_apply module: function '" << bound.name
                                     << "' is bound but the wrapped module has no such function";
@@ -121,7 +109,7 @@ class PartialModuleObj final : public ffi::ModuleObj {
   bool ImplementsFunction(const ffi::String& name) final {
     if (Find(name) != nullptr) return true;
     if (name == "main" && functions_.size() == 1) return true;
-    return HasWrapped() && Wrapped()->GetFunction(name, /*query_imports=*/true).has_value();
+    return WrappedFunction(name).has_value();
   }
 
   ffi::Bytes SaveToBytes() const final {
@@ -143,11 +131,6 @@ class PartialModuleObj final : public ffi::ModuleObj {
 
   int GetPropertyMask() const final {
     return ffi::Module::kBinarySerializable | ffi::Module::kRunnable;
-  }
-
-  /*! \brief Whether the wrapped code has its own `main` (then pm(...) calls that). */
-  bool WrappedHasMain() const {
-    return HasWrapped() && Wrapped()->GetFunction("main", /*query_imports=*/true).has_value();
   }
 
   [[noreturn]] TVM_FFI_NO_INLINE static void ThrowWholeShards(const format::FunctionRecord& r) {
@@ -196,7 +179,7 @@ class PartialModuleObj final : public ffi::ModuleObj {
    *         failure is raised again on the next use. */
   const std::vector<format::FunctionRecord>& Records() {
     std::lock_guard<std::mutex> lock(resolve_mutex_);
-    if (!resolved_) {
+    if (pending_.has_value()) {
       std::vector<format::FunctionRecord> decoded =
           OutOfMemoryAsError("loading the tensors of a partial_apply module", [&] {
             return detail::DecodeRecords(pending_->bytes.data(), pending_->parsed, imports_,
@@ -211,7 +194,6 @@ class PartialModuleObj final : public ffi::ModuleObj {
       library_file_ = pending_->options.library_file;
       loaded_object_ = ShareLoadedObjectOf(imports_);
       pending_.reset();
-      resolved_ = true;
     }
     return functions_;
   }
@@ -225,9 +207,9 @@ class PartialModuleObj final : public ffi::ModuleObj {
   }
 
   /*! \brief ConfigureLoad (partial_module.h): only before the records are built. */
-  int Configure(const detail::LoadOptions& options) {
+  int Configure(const storage::LoadOptions& options) {
     std::lock_guard<std::mutex> lock(resolve_mutex_);
-    if (resolved_) return -1;
+    if (!pending_.has_value()) return -1;
     const bool sharded = pending_->parsed.Sharded();
     for (const format::ParsedFunction& fn : pending_->parsed.functions) {
       for (const format::Shard& s : fn.shards) {
@@ -260,26 +242,27 @@ class PartialModuleObj final : public ffi::ModuleObj {
     std::vector<format::FunctionRecord> out;
     out.reserve(parsed.functions.size());
     for (const format::ParsedFunction& fn : parsed.functions) {
-      format::FunctionRecord r{fn.name, fn.param_names, {}};
-      r.outputs = fn.outputs;
-      r.shards = fn.shards;
-      out.push_back(std::move(r));
+      out.push_back({fn.name, fn.param_names, {}, fn.outputs, fn.shards});
     }
     return out;
   }
 
   /*! \brief The code bound: the first import not ours (a partial over a partial is merged; the
    *         library loader may place other imported partial modules before the code). */
-  bool HasWrapped() const { return WrappedIndex() < imports_.size(); }
-  ffi::Module Wrapped() const { return imports_[WrappedIndex()].cast<ffi::Module>(); }
-  size_t WrappedIndex() const {
-    for (size_t i = 0; i < imports_.size(); ++i) {
-      if (!IsOurs(imports_[i].cast<ffi::Module>())) return i;
+  ffi::Optional<ffi::Module> Wrapped() const {
+    for (const ffi::Any& import : imports_) {
+      ffi::Module mod = import.cast<ffi::Module>();
+      if (mod->kind() != kKind) return mod;
     }
-    return imports_.size();
+    return std::nullopt;
   }
-  static bool IsOurs(const ffi::Module& mod) { return mod->kind() == kKind; }
-  const ffi::Array<ffi::Any>& Imports() const { return imports_; }
+
+  /*! \brief Function `name` of the code bound (its imports searched), if any. */
+  ffi::Optional<ffi::Function> WrappedFunction(const ffi::String& name) const {
+    ffi::Optional<ffi::Module> code = Wrapped();
+    if (!code.has_value()) return std::nullopt;
+    return (*code)->GetFunction(name, /*query_imports=*/true);
+  }
 
   /*! \brief Names, order and outputs fixed at construction; a loaded module's values filled in
    *         once by Records(), immutable afterwards. */
@@ -287,28 +270,23 @@ class PartialModuleObj final : public ffi::ModuleObj {
   const std::unordered_map<std::string, size_t> index_;
   /*! \brief Set for a zero-copy export: SaveToBytes writes metadata referring to this region. */
   const std::optional<format::ExternalRegion> external_;
-  /*! \brief What a module loaded from bytes keeps until Records() builds its values. */
+  /*! \brief What a module loaded from bytes keeps until Records() builds its values (then
+   *         reset); guarded by resolve_mutex_. */
   struct Pending {
     ffi::Bytes bytes;
     format::Parsed parsed;
-    detail::LoadOptions options;  // ConfigureLoad's
+    storage::LoadOptions options;  // ConfigureLoad's
   };
   std::optional<Pending> pending_;
-  /*! \brief Whether the tensors are one rank's view of sharded ones (set once by Records()). */
-  bool shard_view_ = false;
+  bool shard_view_ = false;  // one rank's view of sharded tensors (set once by Records())
   /*! \brief The library's file as our loader opened it (set once by Records()): what a re-export
    *         copies, whatever names it has now. */
   std::shared_ptr<storage::File> library_file_;
-  /*! \brief ShareLoadedObjectOf the code's library (set once by Records()). */
-  std::shared_ptr<void> loaded_object_;
+  std::shared_ptr<void> loaded_object_;  // ShareLoadedObjectOf the code's library, by Records()
   int64_t shard_rank_ = -1;
-  /*! \brief Whether functions_ holds its values; guarded by resolve_mutex_. */
-  bool resolved_;
   std::mutex resolve_mutex_;
-  /*! \brief Guards cache_. */
-  std::mutex mutex_;
-  /*! \brief Bound closures built on first lookup. */
-  std::unordered_map<std::string, ffi::Function> cache_;
+  std::mutex mutex_;                                      // guards cache_
+  std::unordered_map<std::string, ffi::Function> cache_;  // closures built on first lookup
 };
 
 PartialModuleObj* AsPartialModule(const ffi::Module& mod) {
@@ -341,14 +319,14 @@ void InheritLibraryFile(const ffi::Module& to, const ffi::Module& from) {
   PartialModuleObj* target = AsPartialModule(to);
   std::shared_ptr<storage::File> file = LibraryFile(from);
   if (target == nullptr || file == nullptr) return;
-  const ffi::Array<ffi::Any>& a = target->Imports();
-  const ffi::Array<ffi::Any>& b = AsPartialModule(from)->Imports();
+  const ffi::Array<ffi::Any>& a = to->imports();
+  const ffi::Array<ffi::Any>& b = from->imports();
   if (a.empty() || b.empty() || !a[0].cast<ffi::Module>().same_as(b[0].cast<ffi::Module>())) return;
   target->Records();
   target->library_file_ = std::move(file);
 }
 
-int ConfigureLoad(const ffi::Module& mod, const LoadOptions& options) {
+int ConfigureLoad(const ffi::Module& mod, const storage::LoadOptions& options) {
   PartialModuleObj* pm = AsPartialModule(mod);
   return pm == nullptr ? -1 : pm->Configure(options);
 }
@@ -359,7 +337,7 @@ bool IsForeignPartialModule(const ffi::Module& mod) {
 
 ffi::Optional<ffi::Module> PartialModuleCode(const ffi::Module& mod) {
   PartialModuleObj* pm = AsPartialModule(mod);
-  if (pm == nullptr || !pm->HasWrapped()) return std::nullopt;
+  if (pm == nullptr) return std::nullopt;
   return pm->Wrapped();
 }
 
@@ -384,13 +362,12 @@ void RefuseShardView(const ffi::Module& mod, const char* what) {
 }
 
 ffi::Module WithExternalRegion(const ffi::Module& mod, format::ExternalRegion region) {
+  RefuseShardView(mod, "exported");
   PartialModuleObj* pm = AsPartialModule(mod);
-  pm->Records();
-  pm->RefuseShardView("exported");
   ffi::Module out(
       ffi::make_object<PartialModuleObj>(pm->Records(), std::nullopt, std::move(region)));
   // Every import (the code first) travels with the copy: the same module tree as an inline export.
-  for (const ffi::Any& import : pm->Imports()) out->ImportModule(import.cast<ffi::Module>());
+  for (const ffi::Any& import : mod->imports()) out->ImportModule(import.cast<ffi::Module>());
   return out;
 }
 

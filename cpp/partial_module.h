@@ -49,12 +49,10 @@ ffi::Optional<ffi::Module> PartialModuleCode(const ffi::Module& mod);
 ffi::Module NewPartialModule(std::vector<format::FunctionRecord> functions,
                              ffi::Optional<ffi::Module> code);
 
-using storage::LoadOptions;
-
 /*! \brief Make `mod`, a partial_apply module of this copy loaded from bytes and unused, build its
  *         values as `options` say. \return -1 for any other module (nothing set), else 1 if it
  *         records shards, else 0. \throws ValueError when a shard of another world is asked. */
-int ConfigureLoad(const ffi::Module& mod, const LoadOptions& options);
+int ConfigureLoad(const ffi::Module& mod, const storage::LoadOptions& options);
 
 /*! \brief The file our loader loaded `mod`'s library from (LoadOptions::library_file), or null. */
 std::shared_ptr<storage::File> LibraryFile(const ffi::Module& mod);
@@ -82,7 +80,7 @@ ffi::Optional<ffi::Module> FindLibrary(const ffi::Array<ffi::Any>& imports, int 
  *         them from what the module offers (`blob`, the library among `imports`, `options`). */
 std::vector<format::FunctionRecord> DecodeRecords(const char* blob, const format::Parsed& parsed,
                                                   const ffi::Array<ffi::Any>& imports,
-                                                  const LoadOptions& options);
+                                                  const storage::LoadOptions& options);
 
 /*! \brief A copy of `mod` (a partial_apply module of this copy) over the same code, whose
  *         SaveToBytes leaves the payloads to `region`. \throws ValueError for a rank's view. */
