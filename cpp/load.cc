@@ -40,6 +40,13 @@ void Collect(const ffi::Module& mod, std::vector<ffi::Module>* out, int depth = 
   for (const ffi::Any& any : mod->imports()) Collect(any.cast<ffi::Module>(), out, depth + 1);
 }
 
+/*! \brief Build the records of every partial module of this copy in `mod`'s tree. */
+void ResolveTree(const ffi::Module& mod) {
+  std::vector<ffi::Module> all;
+  Collect(mod, &all);
+  for (const ffi::Module& m : all) detail::PartialModuleRecords(m);
+}
+
 }  // namespace
 
 namespace detail {
@@ -56,7 +63,7 @@ ffi::Optional<ffi::Module> FindLibrary(const ffi::Array<ffi::Any>& imports, int 
 
 std::vector<format::FunctionRecord> DecodeRecords(const char* blob, const format::Parsed& parsed,
                                                   const ffi::Array<ffi::Any>& imports,
-                                                  const LoadOptions& options) {
+                                                  const storage::LoadOptions& options) {
   storage::Origin origin;
   origin.blob = blob;
   origin.options = options;
@@ -80,28 +87,15 @@ std::vector<format::FunctionRecord> DecodeRecords(const char* blob, const format
   std::vector<format::FunctionRecord> out;
   out.reserve(parsed.functions.size());
   for (const format::ParsedFunction& fn : parsed.functions) {
-    format::FunctionRecord rec{fn.name, fn.param_names, {}};
-    rec.outputs = fn.outputs;
+    format::FunctionRecord rec{fn.name, fn.param_names, {}, fn.outputs};
     for (const format::ParsedValue& v : fn.values) {
-      if (v.kind == format::kTensor || v.kind == format::kSharedTensor) {
-        // One tensor object per payload: every place of a shared tensor holds the same one.
-        rec.bound.emplace_back(v.index, tensors[v.payload]);
-      } else {
-        rec.bound.emplace_back(v.index, v.scalar);
-      }
+      // One tensor object per payload: every place of a shared tensor holds the same one.
+      const bool tensor = v.kind == format::kTensor || v.kind == format::kSharedTensor;
+      rec.bound.emplace_back(v.index, tensor ? ffi::Any(tensors[v.payload]) : v.scalar);
     }
     out.push_back(std::move(rec));
   }
   return out;
-}
-
-/*! \brief Build the records of every partial module of this copy in `mod`'s tree; how many. */
-int ResolveTree(const ffi::Module& mod) {
-  std::vector<ffi::Module> all;
-  Collect(mod, &all);
-  int count = 0;
-  for (const ffi::Module& m : all) count += PartialModuleRecords(m) != nullptr;
-  return count;
 }
 
 }  // namespace detail
@@ -111,7 +105,7 @@ namespace {
 /*! \brief The artifact `library` holds now (storage::LoadArtifactFile), opened from `fd` (the one
  *         Python checked) or by name; every library of its tree proven to be that file, every
  *         partial module configured by `options` to read payloads from it, and built now. */
-ffi::Module LoadArtifact(const std::string& library, detail::LoadOptions options, int fd) {
+ffi::Module LoadArtifact(const std::string& library, storage::LoadOptions options, int fd) {
   const bool shard = options.shard_world > 0;  // checked by the caller (format::RankWorld)
   // dlopen searches the library path for a bare file name: pass a path.
   const std::string path = library.find('/') == std::string::npos ? "./" + library : library;
@@ -152,7 +146,7 @@ ffi::Module LoadArtifact(const std::string& library, detail::LoadOptions options
                               << "partial(..., shards={name: dim}, world=" << options.shard_world
                               << ") and export again";
   }
-  detail::ResolveTree(mod);
+  ResolveTree(mod);
   return mod;
 }
 
@@ -162,9 +156,7 @@ ffi::Module LoadWithWeights(const std::string& library, const std::string& weigh
   if (weights_file.empty()) {
     TVM_FFI_THROW(ValueError) << "LoadWithWeights: weights_file is empty; name a safetensors file";
   }
-  detail::LoadOptions options;
-  options.weights_file = weights_file;
-  return LoadArtifact(library, options, -1);
+  return LoadArtifact(library, {nullptr, weights_file}, -1);
 }
 
 ffi::Module LoadShard(const std::string& library, int64_t rank, int64_t world,
@@ -211,7 +203,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   detail::RegisterGlobalOnce(
       "tvm_partial.LoadArtifact", [](ffi::String path, int64_t fd, ffi::String weights_file,
                                      ffi::Optional<ffi::Array<int64_t>> shard) {
-        detail::LoadOptions options;
+        storage::LoadOptions options;
         options.weights_file = weights_file;
         if (shard.has_value()) {
           std::tie(options.shard_rank, options.shard_world) = format::RankWorld("load", *shard);
@@ -226,7 +218,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
             ffi::Function::GetGlobalRequired("ffi.Module.load_from_bytes.partial_apply");
         ffi::Module mod = load(bytes).cast<ffi::Module>();
         if (wrapped.has_value()) mod->ImportModule(*wrapped);
-        detail::ResolveTree(mod);
+        ResolveTree(mod);
         return mod;
       });
 }
