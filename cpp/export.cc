@@ -42,13 +42,11 @@ namespace {
 /*! \brief A copy of `mod` whose SaveToBytes leaves the payloads to the region `symbol` appended
  *         to the library (or to `weights_file` beside it). A new export draws symbol and link at
  *         random (None): a region or weights file belongs to the library written with it; a
- *         re-export and the tests' fixed artifacts pass the recorded ones.
- *         \throws TypeError for another module, ValueError for a bad symbol or empty file name. */
-ffi::Module WithRegion(const char* who, const ffi::Module& mod,
-                       const ffi::Optional<ffi::String>& symbol, ffi::Optional<int64_t> link,
+ *         re-export and the tests' fixed artifacts pass the recorded ones. `mod` is a partial
+ *         module (Export checks). \throws ValueError for a bad symbol or empty file name. */
+ffi::Module WithRegion(const ffi::Module& mod, const ffi::Optional<ffi::String>& symbol,
+                       ffi::Optional<int64_t> link,
                        const std::optional<std::string>& weights_file) {
-  if (detail::PartialModuleRecords(mod) == nullptr)
-    TVM_FFI_THROW(TypeError) << who << ": not a partial_apply module";
   std::random_device random;
   auto draw = [&random] { return (uint64_t{random()} << 32) | uint64_t{random()}; };
   std::string name;
@@ -60,11 +58,11 @@ ffi::Module WithRegion(const char* who, const ffi::Module& mod,
     name = std::string(format::kRegionSymbolPrefix) + hex;
   }
   if (name.rfind(format::kRegionSymbolPrefix, 0) != 0) {
-    TVM_FFI_THROW(ValueError) << who << ": the symbol must start with "
+    TVM_FFI_THROW(ValueError) << "export_library: the symbol must start with "
                               << format::kRegionSymbolPrefix;
   }
   if (weights_file.has_value() && weights_file->empty())
-    TVM_FFI_THROW(ValueError) << who << ": empty weights file name";
+    TVM_FFI_THROW(ValueError) << "export_library: empty weights file name";
   const uint64_t drawn = link.has_value() ? static_cast<uint64_t>(*link) : draw() >> 1;
   format::ExternalRegion region{std::move(name), drawn, weights_file.value_or("")};
   return detail::WithExternalRegion(mod, std::move(region));
@@ -267,7 +265,7 @@ void Export(ffi::Module module, ffi::String path, ffi::String staged, ffi::Funct
   }
   if (weights_file.has_value()) {  // the weights file first: the library names it
     const ffi::Module external =
-        WithRegion("export_library", module, symbol, link_number, std::string(*weights_file));
+        WithRegion(module, symbol, link_number, std::string(*weights_file));
     weights::WriteRegionFile(*detail::PartialModuleRecords(external),
                              *detail::PartialModuleRegion(external),
                              options.at("weights_path").cast<ffi::String>());
@@ -293,8 +291,8 @@ void Export(ffi::Module module, ffi::String path, ffi::String staged, ffi::Funct
   }
   // Linked with zero hashes; the region is appended in one write, hashed as written, and the
   // hashes then overwrite the zeros (same length).
-  format::ExternalRegion region = *detail::PartialModuleRegion(
-      WithRegion("export_library", module, symbol, link_number, std::nullopt));
+  format::ExternalRegion region =
+      *detail::PartialModuleRegion(WithRegion(module, symbol, link_number, std::nullopt));
   region.appended = true;
   region.hashes_given = true;
   const ffi::Module external = detail::WithExternalRegion(module, region);
