@@ -22,6 +22,9 @@
 #include "out_of_memory.h"
 
 namespace tvm_partial {
+
+namespace ffi = ::tvm::ffi;
+
 namespace detail {
 
 /*! \brief An embedded copy also registers each global as prefix + name, so the installed
@@ -34,9 +37,8 @@ bool IsEmbeddedCopy() noexcept;
 
 /*! \brief Set global `name` with "type_schema" metadata (for tvm-ffi-stubgen) as GlobalDef does,
  *         but honouring `can_override`, which GlobalDef lacks. Throws on failure. */
-inline void SetGlobalWithSchema(const char* name, const ::tvm::ffi::Function& func,
+inline void SetGlobalWithSchema(const char* name, const ffi::Function& func,
                                 const std::string& type_schema, bool can_override) {
-  namespace ffi = ::tvm::ffi;
   const std::string metadata = std::string(R"({"type_schema":)") +
                                ffi::EscapeStringJSON(ffi::String(type_schema)).c_str() + "}";
   TVMFFIMethodInfo info;
@@ -56,9 +58,8 @@ inline void SetGlobalWithSchema(const char* name, const ::tvm::ffi::Function& fu
  * copy's closures and modules stay valid) and leaves any other alone.
  * Never throws: a throw in a static initialiser during dlopen aborts the process.
  */
-inline void RegisterGlobalWithSchemaOnce(const char* name, const ::tvm::ffi::Function& func,
+inline void RegisterGlobalWithSchemaOnce(const char* name, const ffi::Function& func,
                                          const std::string& type_schema) noexcept {
-  namespace ffi = ::tvm::ffi;
   try {
     const std::string marker = std::string(kEmbeddedPrefix) + name;
     ffi::Optional<ffi::Function> existing = ffi::Function::GetGlobal(name);
@@ -79,28 +80,21 @@ inline void RegisterGlobalWithSchemaOnce(const char* name, const ::tvm::ffi::Fun
   }
 }
 
-/*! \brief `func` wrapped so a failed allocation in it, argument conversions included (tvm-ffi's
- *         unpacking, before its body), raises MemoryError naming `name`. Costs one direct C++ call
- *         per call; closures the global returns are not wrapped. */
-inline ::tvm::ffi::Function WithMemoryErrors(const char* name, ::tvm::ffi::Function func) {
-  namespace ffi = ::tvm::ffi;
-  // CallPacked uses func's cpp_call, which lets C++ exceptions reach the handler here.
-  return ffi::Function::FromPacked(
-      [name, func = std::move(func)](ffi::PackedArgs args, ffi::Any* rv) {
-        OutOfMemoryAsMemoryError([&] { func.CallPacked(args, rv); },
-                                 [name] { return std::string(name); });
-      });
-}
-
 /*! \brief Register typed `func` (as for Function::FromTyped) as global `name`, with its
- *         signature's type schema (as GlobalDef().def records). */
+ *         signature's type schema (as GlobalDef().def records). A failed allocation in it, argument
+ *         conversions included (tvm-ffi's unpacking, before its body), raises MemoryError naming
+ *         `name`, for one direct C++ call per call; closures the global returns are not wrapped. */
 template <typename F>
 inline void RegisterGlobalOnce(const char* name, F func) noexcept {
-  namespace ffi = ::tvm::ffi;
   try {
     using Info = ffi::detail::FunctionInfo<std::decay_t<F>>;
-    RegisterGlobalWithSchemaOnce(name,
-                                 WithMemoryErrors(name, ffi::Function::FromTyped(std::move(func))),
+    // CallPacked uses typed's cpp_call, which lets C++ exceptions reach the handler here.
+    auto guarded = [name, typed = ffi::Function::FromTyped(std::move(func))](ffi::PackedArgs args,
+                                                                             ffi::Any* rv) {
+      OutOfMemoryAsMemoryError([&] { typed.CallPacked(args, rv); },
+                               [name] { return std::string(name); });
+    };
+    RegisterGlobalWithSchemaOnce(name, ffi::Function::FromPacked(std::move(guarded)),
                                  Info::TypeSchema());
   } catch (...) {
     // Must not throw out of a static initialiser.
@@ -112,7 +106,6 @@ inline void RegisterGlobalOnce(const char* name, F func) noexcept {
  *         GlobalDef().def_packed records no return type. */
 template <typename R, typename F>
 inline void RegisterPackedGlobalOnce(const char* name, F func) noexcept {
-  namespace ffi = ::tvm::ffi;
   try {
     const std::string schema = std::string(R"({"type":")") + ffi::StaticTypeKey::kTVMFFIFunction +
                                R"(","named_args":{"return":[)" + ffi::detail::TypeSchema<R>::v() +
