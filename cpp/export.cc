@@ -211,11 +211,11 @@ void ExportLoaded(ffi::Module module, ffi::String path, ffi::String staged,
   }
 }
 
-/*! \brief `options[key]` as a T, or `fallback` when absent or None. */
+/*! \brief `options[key]` as a T, or T() (nullopt, empty) when absent or None. */
 template <typename T>
-T Option(const ffi::Map<ffi::String, ffi::Any>& options, const char* key, T fallback) {
+T Option(const ffi::Map<ffi::String, ffi::Any>& options, const char* key) {
   auto found = options.Get(key);
-  if (!found.has_value() || found->type_index() == ffi::TypeIndex::kTVMFFINone) return fallback;
+  if (!found.has_value() || found->type_index() == ffi::TypeIndex::kTVMFFINone) return T();
   return found->cast<T>();
 }
 
@@ -244,11 +244,10 @@ void Export(ffi::Module module, ffi::String path, ffi::String staged, ffi::Funct
         << "saved; bind the executable instead: tvm_partial.partial(exe, device=dev, ...) (what "
         << "tvm.compile returned), which records the device and creates the VM when loaded";
   }
-  const auto zero_copy = Option<ffi::Optional<bool>>(options, "zero_copy", std::nullopt);
-  const auto weights_file =
-      Option<ffi::Optional<ffi::String>>(options, "weights_file", std::nullopt);
-  const auto symbol = Option<ffi::Optional<ffi::String>>(options, "symbol", std::nullopt);
-  const auto link_number = Option<ffi::Optional<int64_t>>(options, "link", std::nullopt);
+  const auto zero_copy = Option<ffi::Optional<bool>>(options, "zero_copy");
+  const auto weights_file = Option<ffi::Optional<ffi::String>>(options, "weights_file");
+  const auto symbol = Option<ffi::Optional<ffi::String>>(options, "symbol");
+  const auto link_number = Option<ffi::Optional<int64_t>>(options, "link");
   if (weights_file.has_value() && zero_copy.has_value() && !*zero_copy) {
     TVM_FFI_THROW(ValueError) << "export_library: weights_file= places the payloads in that file; "
                               << "zero_copy=False (payloads inside the library) contradicts it";
@@ -260,7 +259,7 @@ void Export(ffi::Module module, ffi::String path, ffi::String staged, ffi::Funct
           << "supported: bind the compiled module with tvm_partial.partial() and export that";
     }
     ExportLoaded(module, path, staged, zero_copy,
-                 Option<ffi::Array<ffi::String>>(options, "given", {}));
+                 Option<ffi::Array<ffi::String>>(options, "given"));
     return;
   }
   if (weights_file.has_value()) {  // the weights file first: the library names it
@@ -298,9 +297,8 @@ void Export(ffi::Module module, ffi::String path, ffi::String staged, ffi::Funct
   const ffi::Module external = detail::WithExternalRegion(module, region);
   const ffi::Bytes linked = external->SaveToBytes();
   link(external, staged);
-  region.hashes = storage::AppendRegion(
-      *records, region, std::string(staged),
-      Option<ffi::Optional<ffi::Function>>(options, "progress", std::nullopt));
+  region.hashes = storage::AppendRegion(*records, region, std::string(staged),
+                                        Option<ffi::Optional<ffi::Function>>(options, "progress"));
   region.hashes_given = !region.hashes.empty();
   storage::ReplaceEmbeddedModule(std::string(staged), "partial_apply",
                                  std::string(linked.data(), linked.size()),
