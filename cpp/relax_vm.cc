@@ -47,8 +47,6 @@ constexpr const char kVMMagic[] = "TVMPAVM1";  // 8 bytes, no terminator written
 constexpr uint32_t kMaxDevices = 8;
 /*! \brief The largest DLDeviceType value (kDLMAIA in DLPack 1.1). */
 constexpr int32_t kMaxDeviceType = 17;
-/*! \brief GetFunction(kConfigName) returns the recorded devices: [[type, id, allocator], ...]. */
-constexpr const char kConfigName[] = "__tvm_partial_vm_devices";
 
 struct VMDevice {
   int32_t type;
@@ -121,11 +119,6 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
   }
 
   ffi::Optional<ffi::Function> GetFunction(const ffi::String& name) final {
-    if (name == kConfigName) {
-      ffi::Array<ffi::Array<int64_t>> out;
-      for (const VMDevice& d : devices_) out.push_back({d.type, d.id, d.allocator});
-      return ffi::Function::FromTyped([out]() { return out; });
-    }
     return VM()->GetFunction(name, /*query_imports=*/false);
   }
 
