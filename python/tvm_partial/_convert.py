@@ -36,9 +36,9 @@ def runtime_global(name: str) -> tvm_ffi.Function:
     return found
 
 
-def create_view() -> tvm_ffi.Function:
-    """``runtime.TVMTensorCreateView(tensor, shape, dtype, offset)``: the same bytes, retyped."""
-    return runtime_global("runtime.TVMTensorCreateView")
+def _retyped(tensor: tvm_ffi.Tensor, shape: Any, dtype: str) -> tvm_ffi.Tensor:
+    """The same bytes, as ``dtype`` of ``shape``."""
+    return runtime_global("runtime.TVMTensorCreateView")(tensor, tvm_ffi.Shape(shape), dtype, 0)
 
 
 # -- values -------------------------------------------------------------------------------------------
@@ -93,9 +93,7 @@ def view(value: Any, label: str) -> Any:
     Tensor over its memory, any other value as is."""
     if isinstance(value, np.generic):
         return value.item()
-    if isinstance(value, np.ndarray) or (
-        hasattr(value, "__dlpack__") and not isinstance(value, tvm_ffi.Tensor)
-    ):
+    if isinstance(value, np.ndarray) or hasattr(value, "__dlpack__"):  # a tvm Tensor stays itself
         return _view_of(value, label, "bind")
     return value
 
@@ -134,7 +132,7 @@ def _numpy_view(array: np.ndarray, label: str, verb: str) -> tvm_ffi.Tensor:
         except TypeError:  # numpy < 2 has no DLPack 1.0
             tensor = tvm_ffi.from_dlpack(np.array(source))
     if extension is not None:
-        tensor = create_view()(tensor, tvm_ffi.Shape(array.shape), extension, 0)
+        tensor = _retyped(tensor, array.shape, extension)
     return tensor
 
 
@@ -160,21 +158,14 @@ def _dlpack_view(value: Any, label: str, verb: str) -> tvm_ffi.Tensor:
         dtype = str(tensor.dtype)
     except ValueError:  # a dtype TVM has no name for (complex): C++ refuses it by its code
         return tensor
-    packed = _packed_lanes(dtype, tuple(tensor.shape))
-    if packed is None:
+    # Sub-byte lanes filling whole bytes (tvm-ffi's float4_e2m1fnx2 for torch float4_e2m1fn_x2) become
+    # one lane with the last dimension times the lanes, as TVM declares packed parameters.
+    parsed, shape = tvm_ffi.dtype(dtype), tuple(tensor.shape)
+    if parsed.lanes <= 1 or parsed.bits >= 8 or (parsed.bits * parsed.lanes) % 8 or not shape:
         return tensor
     if not tensor.is_contiguous():
         raise TypeError(f"cannot {verb} {label}: a packed {tensor.dtype} tensor must be contiguous")
-    return create_view()(tensor, tvm_ffi.Shape(packed[1]), packed[0], 0)
-
-
-def _packed_lanes(dtype: str, shape: tuple[int, ...]) -> tuple[str, tuple[int, ...]] | None:
-    """Sub-byte lanes filling whole bytes (tvm-ffi's ``float4_e2m1fnx2`` for torch float4_e2m1fn_x2)
-    -> (one-lane dtype, last dimension times lanes), as TVM declares packed parameters; else None."""
-    parsed = tvm_ffi.dtype(dtype)
-    if parsed.lanes <= 1 or parsed.bits >= 8 or (parsed.bits * parsed.lanes) % 8 or not shape:
-        return None
-    return str(parsed.with_lanes(1)), (*shape[:-1], shape[-1] * parsed.lanes)
+    return _retyped(tensor, (*shape[:-1], shape[-1] * parsed.lanes), str(parsed.with_lanes(1)))
 
 
 def _refuse_unpacked_sub_byte(value: Any, label: str, verb: str) -> None:
@@ -182,14 +173,13 @@ def _refuse_unpacked_sub_byte(value: Any, label: str, verb: str) -> None:
     them would hand a kernel declared int4 bytes of another layout (or be taken as int8)."""
     name = str(getattr(value, "dtype", "")).rpartition(".")[2]
     match = re.fullmatch(r"(u?int)([1-7])", name)
-    if match is None or not hasattr(value, "__dlpack__"):
-        return
-    raise TypeError(
-        f"cannot {verb} {label}: torch stores {name} one element per byte and hands it over DLPack "
-        f"as {match.group(1)}8; TVM packs {name} ({match.group(2)} bits per element): pack the "
-        f"values and bind a tvm Tensor (tvm.runtime.tensor(packed_uint8)._create_view(shape, "
-        f"'{name}')), or for 4 bits an ml_dtypes {name} numpy array"
-    )
+    if match is not None:
+        raise TypeError(
+            f"cannot {verb} {label}: torch stores {name} one element per byte and hands it over DLPack "
+            f"as {match.group(1)}8; TVM packs {name} ({match.group(2)} bits per element): pack the "
+            f"values and bind a tvm Tensor (tvm.runtime.tensor(packed_uint8)._create_view(shape, "
+            f"'{name}')), or for 4 bits an ml_dtypes {name} numpy array"
+        )
 
 
 def _extension_dtype(dtype: np.dtype, label: str, verb: str) -> str | None:

@@ -6,7 +6,7 @@ signature, how names and positions reach parameters, and the options a parameter
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,8 +73,13 @@ def signature_of(
     """-> (the ORIGINAL function's full parameter list or None; the original positions ``obj``
     already fills for ``key``; its recorded names or None). The list is ``signature=`` checked
     against what the target knows (recorded or Relax names), else what it knows."""
-    bound, recorded = already_bound(obj, key, facts)
-    hint = None
+    facts = facts or _facts.of(obj)
+    bound: frozenset[int] = frozenset()
+    recorded: list[str] | None = None
+    hint: Signature | None = None
+    if facts is not None:  # outputs fill their positions as bound values do
+        outputs = {int(s["position"]) for s in facts.outputs.get(key, [])}
+        bound, recorded = frozenset(facts.bindings.get(key, {})) | outputs, facts.names.get(key)
     if recorded is not None:
         hint = Signature(fname, tuple(Param(n) for n in recorded))
     elif names is not None:
@@ -200,18 +205,6 @@ class TargetView:
         )
 
 
-def already_bound(
-    obj: Any, key: str, facts: _facts.Facts | None = None
-) -> tuple[frozenset[int], list[str] | None]:
-    """-> (original positions a partial fills for ``key`` (bound values and outputs), its
-    recorded names or None). ``facts``: obj's, when the caller has them."""
-    facts = facts or _facts.of(obj)
-    if facts is None:
-        return frozenset(), None
-    outputs = {int(s["position"]) for s in facts.outputs.get(key, [])}
-    return frozenset(facts.bindings.get(key, {})) | outputs, facts.names.get(key)
-
-
 def check_against_recorded(sig: Signature, recorded: list[str], bound: frozenset[int]) -> None:
     """A signature given on top of a partial must be the list the partial recorded."""
     if len(sig.params) != len(recorded):
@@ -231,8 +224,7 @@ def check_against_recorded(sig: Signature, recorded: list[str], bound: frozenset
 
 def clash_message(option: str, function: str, entry: str = "partial") -> str:
     """A keyword that is both an option of ``entry`` (partial or rebind) and a parameter."""
-    first = "f" if entry == "partial" else "module"
-    verb = "bind" if entry == "partial" else "rebind"
+    first, verb = ("f", "bind") if entry == "partial" else ("module", "rebind")
     text = (
         f"{option} is both a parameter of {function}() and an option of {entry}(): {verb} it as "
         f'{entry}({first}, {{"{option}": value}}, ...)'
@@ -242,39 +234,23 @@ def clash_message(option: str, function: str, entry: str = "partial") -> str:
     return text
 
 
-def refuse_option_clashes(sig: Signature | None, given: Iterable[str], entry: str = "partial") -> None:
-    """Options given as keywords that are also parameters of the signature: never guess which is
-    meant (DESIGN.md "String keys in the bound mapping bind by name")."""
-    if sig is None:
-        return
-    for option in given:
-        if option in sig.names:
-            raise TypeError(clash_message(option, sig.name, entry))
-
-
-def _position(key: Any) -> int:
-    """A key that is not a name is a position: an integer, not a bool."""
-    if isinstance(key, bool) or not isinstance(key, numbers.Integral):
-        raise TypeError(
-            f"bound key {key!r} is not an integer position or a parameter name "
-            "(positions are ints >= 0, names are str)"
-        )
-    return int(key)
-
-
 def split_keys(bound: Any, by_name: dict[str, Any]) -> tuple[dict[int, Any], dict[str, Any]]:
     """``bound`` and the keywords -> ({position: value}, {name: value}); string keys are names, each
     once. C++ checks positions before any value is converted (no copy for an unreachable one)."""
-    if bound is None:
-        bound = {}
+    bound = {} if bound is None else bound
     if not isinstance(bound, Mapping):
         raise TypeError(f"bound must be a mapping {{position or name: value}}, got {type(bound).__name__}")
     keyed, named = {}, {}
     for key, value in bound.items():
         if isinstance(key, str):
             named[str(key)] = value
+        elif isinstance(key, bool) or not isinstance(key, numbers.Integral):
+            raise TypeError(
+                f"bound key {key!r} is not an integer position or a parameter name "
+                "(positions are ints >= 0, names are str)"
+            )
         else:
-            keyed[_position(key)] = value
+            keyed[int(key)] = value
     if keyed:  # clamped to int64; the error names an int past it as given
         clamped = [min(max(k, -(2**63)), 2**63 - 1) for k in keyed]
         _ffi_api.CheckPosition(clamped, ["" if c == k else str(k) for c, k in zip(clamped, keyed)])

@@ -28,22 +28,17 @@ def outputs(obj: tvm_ffi.Function | tvm_ffi.Module) -> list[dict[str, Any]] | di
     [...]}`` for a partial module. Each is ``{"position", "name" (when recorded), "dtype",
     "shape"}``, a dimension being an int or ``(argument position, axis)`` read from the call."""
     facts = _facts.of(obj, "outputs")
-    names = facts.names
-    result = {}
+    result: dict[str, list[dict[str, Any]]] = {}
     for function, specs in facts.outputs.items():
-        listed = []
+        recorded = facts.names.get(function, [])
+        result[function] = []
         for spec in specs:
             position = int(spec["position"])
-            entry: dict[str, Any] = {
-                "position": position,
-                "dtype": str(spec["dtype"]),
-                "shape": [int(d) if isinstance(d, int) else (int(d[0]), int(d[1])) for d in spec["shape"]],
-            }
-            recorded = names.get(function, [])
+            shape = [int(d) if isinstance(d, int) else (int(d[0]), int(d[1])) for d in spec["shape"]]
+            entry: dict[str, Any] = {"position": position, "dtype": str(spec["dtype"]), "shape": shape}
             if position < len(recorded):
                 entry["name"] = recorded[position]
-            listed.append(entry)
-        result[function] = listed
+            result[function].append(entry)
     return result.get("", []) if isinstance(obj, tvm_ffi.Function) else result
 
 
@@ -138,6 +133,5 @@ def dim_text(d: Any, names: list[str]) -> int | str:
     if isinstance(d, numbers.Integral):
         return int(d)
     position, axis = int(d[0]), int(d[1])
-    return (
-        f"{names[position] if position < len(names) and names[position] else f'arg{position}'}.shape[{axis}]"
-    )
+    name = names[position] if position < len(names) and names[position] else f"arg{position}"
+    return f"{name}.shape[{axis}]"

@@ -16,7 +16,7 @@ from . import programs as _programs
 from . import relax_vm as _relax
 from . import remote as _remote
 from . import shards as _shards
-from .signature import Param
+from .signature import Param, Signature
 
 if TYPE_CHECKING:
     from ._typing import Bound, ModuleTarget, Target
@@ -111,11 +111,9 @@ def partial(
     bound_target = _target.classify(target)
     kind = bound_target.kind
     view = _target.TargetView.of(bound_target, "" if kind == "function" else fname, fname, signature)
-    _target.refuse_option_clashes(
-        view.sig, _given(device=device, function=function, outputs=outputs, shards=shards, world=world)
+    _check_options(
+        view.sig, "partial", device=device, function=function, outputs=outputs, shards=shards, world=world
     )
-    if function is not _target.UNSET and not isinstance(function, str):
-        raise TypeError(f"function= must be the name of a function (str), got {type(function).__name__}")
     place = _target.as_device(None if device is _target.UNSET else device)
     program = view.program
     if program is not None and bound_target.executable is None and _relax.find_executable(target) is None:
@@ -224,9 +222,7 @@ def rebind(
     if _programs.is_program(signature):  # the module records the model's names already
         signature = None
     sig, _, _ = _target.signature_of(module, fname, fname, signature, None, "rebind", facts)
-    _target.refuse_option_clashes(sig, _given(device=device, function=function), entry="rebind")
-    if function is not _target.UNSET and not isinstance(function, str):
-        raise TypeError(f"function= must be the name of a function (str), got {type(function).__name__}")
+    _check_options(sig, "rebind", device=device, function=function)
     keyed, named = _target.split_keys(bound, by_name)
     if named and sig is None:
         raise TypeError(
@@ -254,9 +250,15 @@ def rebind(
     return _ffi_api.Rebind(module, fname, held.made())
 
 
-def _given(**options: Any) -> list[str]:
-    """The options given (None included): those a parameter name must not be taken for."""
-    return [name for name, value in options.items() if value is not _target.UNSET]
+def _check_options(sig: Signature | None, entry: str, **options: Any) -> None:
+    """Refuse an option given (None included) that is also a parameter, never guessing which is
+    meant (docs/design.md); ``function=`` must be a name."""
+    for option, value in options.items():
+        if value is not _target.UNSET and sig is not None and option in sig.names:
+            raise TypeError(_target.clash_message(option, sig.name, entry))
+    function = options["function"]
+    if function is not _target.UNSET and not isinstance(function, str):
+        raise TypeError(f"function= must be the name of a function (str), got {type(function).__name__}")
 
 
 @overload

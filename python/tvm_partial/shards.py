@@ -9,7 +9,6 @@ from typing import Any
 
 from . import _target
 from . import relax_vm as _relax
-from .signature import Signature
 
 
 def positions(
@@ -48,7 +47,9 @@ def positions(
     for name, split in shards.items():
         if not isinstance(name, str):
             raise TypeError(f"shards= keys are parameter names, got {name!r}")
-        position = _position_of(name, view.sig, bound_positions)
+        position = view.sig.index_of(name)  # the target is no partial: positions are its own
+        if position not in bound_positions:
+            raise ValueError(f"shards= names {name!r}, which this partial() does not bind")
         if target.names is not None and view.sig.params[position].shape is None:
             # frontend.nn's num_input: only inputs annotated, so no rank's slice could be checked.
             raise TypeError(
@@ -56,25 +57,14 @@ def positions(
                 "frontend.nn model annotates only its inputs): pass signature=irmodule so that "
                 "each rank's shard is checked against the parameter"
             )
-        out[position] = (*_dim_segments(name, split), world)
+        # A dim, or (dim, segments) for a dim of fused blocks.
+        dim, segments = split if isinstance(split, tuple) and len(split) == 2 else (split, 1)
+        if any(isinstance(v, bool) or not isinstance(v, int) for v in (dim, segments)):
+            raise TypeError(
+                f"shards={{{name!r}: ...}}: give the dim (an int), or (dim, segments) for a dim that "
+                f"holds several fused blocks split alike (QKV: (0, 3)); got {split!r}"
+            )
+        if any(not -(2**63) <= v < 2**63 for v in (dim, segments)):
+            raise ValueError(f"shards={{{name!r}: {split!r}}}: out of range")
+        out[position] = (dim, segments, world)
     return out
-
-
-def _position_of(name: str, sig: Signature, bound_positions: Any) -> int:
-    position = sig.index_of(name)  # the target is no partial: positions are its own
-    if position not in bound_positions:
-        raise ValueError(f"shards= names {name!r}, which this partial() does not bind")
-    return position
-
-
-def _dim_segments(name: str, split: Any) -> tuple[int, int]:
-    """A ``shards=`` value: ``dim``, or ``(dim, segments)`` for a dim of fused blocks."""
-    parts = split if isinstance(split, tuple) and len(split) == 2 else (split, 1)
-    if any(isinstance(v, bool) or not isinstance(v, int) for v in parts):
-        raise TypeError(
-            f"shards={{{name!r}: ...}}: give the dim (an int), or (dim, segments) for a dim that "
-            f"holds several fused blocks split alike (QKV: (0, 3)); got {split!r}"
-        )
-    if any(not -(2**63) <= v < 2**63 for v in parts):
-        raise ValueError(f"shards={{{name!r}: {split!r}}}: out of range")
-    return parts[0], parts[1]

@@ -62,15 +62,10 @@ class Signature:
         return found[0]
 
 
-def _static_dims(extents: Any) -> tuple[int | None, ...]:
-    dims = []
-    for e in extents:
-        value = getattr(e, "value", e)
-        dims.append(int(value) if isinstance(value, int) else None)
-    return tuple(dims)
-
-
-def _symbolic_dims(extents: Any) -> tuple[int | tuple[str, str], ...]:
+def _tensor(name: Any, dtype: Any, extents: Any) -> Param:
+    """A tensor parameter with its static and symbolic dims (``extents`` None: shape unknown)."""
+    if extents is None:
+        return Param(str(name), "tensor", str(dtype))
     dims: list[int | tuple[str, str]] = []
     for e in extents:
         value = getattr(e, "value", e)
@@ -80,7 +75,8 @@ def _symbolic_dims(extents: Any) -> tuple[int | tuple[str, str], ...]:
             dims.append(("var", str(e.name)))
         else:
             dims.append(("expr", str(e)))
-    return tuple(dims)
+    static = tuple(d if isinstance(d, int) else None for d in dims)
+    return Param(str(name), "tensor", str(dtype), static, tuple(dims))
 
 
 def _param_from_var(var: Any) -> Param:
@@ -89,18 +85,11 @@ def _param_from_var(var: Any) -> Param:
 
     name = str(var.name)
     if _buffer.is_buffer_var(var):
-        return Param(name, "tensor", str(var.dtype), _static_dims(var.shape), _symbolic_dims(var.shape))
+        return _tensor(name, var.dtype, var.shape)
     ty: Any = getattr(var, "ty", None)
     shape = getattr(ty, "shape", None)
     if shape is not None or type(ty).__name__ == "TensorType":
-        values = getattr(shape, "values", None)
-        return Param(
-            name,
-            "tensor",
-            str(ty.dtype),
-            None if values is None else _static_dims(values),
-            None if values is None else _symbolic_dims(values),
-        )
+        return _tensor(name, ty.dtype, getattr(shape, "values", None))
     dtype = getattr(ty, "dtype", None)
     if dtype is not None and type(ty).__name__ == "PrimType":
         return Param(name, "scalar", str(dtype))
@@ -113,15 +102,7 @@ def _from_prim_func(func: Any, name: str) -> Signature:
     for var in func.params:
         if buffer_map is not None and var in buffer_map:
             buf = buffer_map[var]
-            params.append(
-                Param(
-                    str(buf.name),
-                    "tensor",
-                    str(buf.dtype),
-                    _static_dims(buf.shape),
-                    _symbolic_dims(buf.shape),
-                )
-            )
+            params.append(_tensor(buf.name, buf.dtype, buf.shape))
         else:
             params.append(_param_from_var(var))
     attrs = getattr(func, "attrs", None)
@@ -137,15 +118,7 @@ def _from_sequence(items: Sequence[Any], name: str) -> Signature:
         if isinstance(item, str):
             params.append(Param(item))
         elif isinstance(item, te.Tensor):
-            params.append(
-                Param(
-                    str(item.op.name),
-                    "tensor",
-                    str(item.dtype),
-                    _static_dims(item.shape),
-                    _symbolic_dims(item.shape),
-                )
-            )
+            params.append(_tensor(item.op.name, item.dtype, item.shape))
         elif hasattr(item, "name") and hasattr(item, "ty"):
             params.append(_param_from_var(item))
         else:
