@@ -47,22 +47,16 @@ def describe(obj: tvm_ffi.Function | tvm_ffi.Module) -> str:
     _add_shards(facts, notes)
     if isinstance(obj, tvm_ffi.Function):
         return "partial function" + _function(
-            held[""], names.get("", []), _outputs.outputs(obj), indent="", notes=notes.get("", {})
+            held[""], names.get("", []), _outputs.outputs(obj), "", notes.get("", {})
         )
     allocated = _outputs.outputs(obj)
-    lines = [f"{_KIND} module over {_wrapped(facts.code)}, {_count(len(held))}"]
+    count = f"{len(held)} function{'' if len(held) == 1 else 's'} with bindings"
+    lines = [f"{_KIND} module over {_wrapped(facts.code)}, {count}"]
     for fname in sorted(str(f) for f in held):
-        lines.append(
-            "  "
-            + fname
-            + _function(
-                held[fname],
-                names.get(fname, []),
-                allocated.get(fname, []),
-                indent="  ",
-                notes=notes.get(fname, {}),
-            )
+        shown = _function(
+            held[fname], names.get(fname, []), allocated.get(fname, []), "  ", notes.get(fname, {})
         )
+        lines.append(f"  {fname}{shown}")
     return "\n".join(lines)
 
 
@@ -74,11 +68,10 @@ def _tied(numbers: dict[str, dict[int, int]]) -> dict[str, dict[int, str]]:
     for fname in sorted(numbers):
         for position in sorted(numbers[fname]):
             n = numbers[fname][position]
-            where = f"{fname}[{position}]" if fname else f"[{position}]"
             if n in first:
                 out.setdefault(fname, {})[position] = f"the tensor bound at {first[n]}"
             else:
-                first[n] = where
+                first[n] = f"{fname}[{position}]"  # "[0]" for a partial function's
     return out
 
 
@@ -92,10 +85,6 @@ def _add_shards(facts: _facts.Facts, notes: dict[str, dict[int, str]]) -> None:
             notes.setdefault(str(fname), {})[position] = (
                 f"rank {rank}'s shard of a tensor {split}" if rank >= 0 else split
             )
-
-
-def _count(n: int) -> str:
-    return f"{n} function{'' if n == 1 else 's'} with bindings"
 
 
 def _wrapped(code: tvm_ffi.Module | None) -> str:

@@ -45,7 +45,7 @@ def from_exported_program(exported_program: Any, **options: Any) -> Any:
     # is a state tensor's is that tensor, any other of the program's tensors a compiled-in one.
     constants = {str(s.target): program.constants[s.target] for s in specs if s.target in program.constants}
     by_memory: dict[tuple, str] = {}
-    for key, t in [*((k, t) for k, t in state.items()), *constants.items()]:
+    for key, t in [*state.items(), *constants.items()]:
         by_memory.setdefault(_memory(t), ties.get(key) or key)
 
     def state_of(var_name: str) -> str | None:
@@ -55,15 +55,10 @@ def from_exported_program(exported_program: Any, **options: Any) -> Any:
     def of_constant(data: Any) -> str | None:
         return by_memory.get((data.data_ptr(), tuple(int(d) for d in data.shape), str(data.dtype)))
 
-    return _rewrite(
-        mod,
-        "torch.export",
-        state,
-        ties,
-        state_of,
-        of_constant,
-        _copies(constants),
-    )
+    held = _convert.Held(tvm_ffi.device("cpu", 0))  # the compiled-in tensors, aligned copies of their own
+    for key, t in constants.items():
+        held.add(key, t.detach(), None, f"the model's {key!r}")
+    return _rewrite(mod, "torch.export", state, ties, state_of, of_constant, held.made())
 
 
 def from_onnx(model: Any, **options: Any) -> Any:
@@ -251,11 +246,3 @@ def _torch_ties(state: dict[str, Any]) -> dict[str, str]:
         )
         out[key] = first.setdefault(identity, key)
     return out
-
-
-def _copies(tensors: dict[str, Any]) -> dict[str, Any]:
-    """Torch tensors' values in aligned tvm tensors of their own (one copy of tied ones)."""
-    held = _convert.Held(tvm_ffi.device("cpu", 0))
-    for key, t in tensors.items():
-        held.add(key, t.detach(), None, f"the model's {key!r}")
-    return held.made()

@@ -108,13 +108,10 @@ def runs_relax(mod: Any) -> bool:
     """Whether ``mod`` is a ``partial_apply_vm`` module or a partial module wrapping one."""
     if not isinstance(mod, tvm_ffi.Module):
         return False
-    return mod.kind == KIND or (mod.kind == "partial_apply" and _code_kind(mod) == KIND)
-
-
-def _code_kind(pm: tvm_ffi.Module) -> str | None:
-    """The kind of the code a partial module of this copy binds (C++'s ``WrappedCode``)."""
-    facts = _facts.of(pm)
-    return None if facts is None else facts.code_kind
+    if mod.kind != "partial_apply":
+        return mod.kind == KIND
+    facts = _facts.of(mod)  # the kind of the code it binds (C++'s ``WrappedCode``)
+    return facts is not None and facts.code_kind == KIND
 
 
 def signature_of(mod: tvm_ffi.Module, name: str, annotated: tvm_ffi.Module | None = None) -> Signature:
@@ -130,10 +127,9 @@ def signature_of(mod: tvm_ffi.Module, name: str, annotated: tvm_ffi.Module | Non
     get_name = mod["get_function_param_name"]
     names = [str(get_name(name, i)) for i in range(arity)]
     known = _annotations(annotated if annotated is not None else mod, name)
-    params = []
-    for i, param in enumerate(names):
-        dtype, shape = known.get((i, param), (None, None))
-        params.append(Param(param, "tensor", dtype, shape) if dtype is not None else Param(param))
+    params = (
+        Param(p, "tensor", *known[(i, p)]) if (i, p) in known else Param(p) for i, p in enumerate(names)
+    )
     return Signature(name, tuple(params))
 
 

@@ -92,8 +92,8 @@ def export_library(
             link(module, staged)
         return
     # C++ decides the rest (cpp/export.cc): where the payloads go, a loaded module's copy.
-    chosen: dict[str, Any] = {"zero_copy": None if zero_copy is None else bool(zero_copy), "given": given}
-    chosen["progress"] = progress
+    zero_copy = None if zero_copy is None else bool(zero_copy)
+    chosen: dict[str, Any] = {"zero_copy": zero_copy, "given": given, "progress": progress}
     with new_file(path) as staged:
         if weights_file is None:
             return _ffi_api.Export(pm, path, staged, link, chosen)

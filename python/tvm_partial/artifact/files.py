@@ -1,7 +1,7 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Files an export writes: staged under a new name and renamed into place (``new_file``), where
-they will lie (``real_path``), and which modules were loaded from one (``relax_loaded``)."""
+"""Files an export writes: staged under a new name and renamed into place (``new_file``), and where
+they will lie (``real_path``)."""
 
 from __future__ import annotations
 
@@ -9,19 +9,7 @@ import os
 import secrets
 from types import TracebackType
 
-import tvm_ffi
-
-from .. import _facts
 from .._typing import PathLike
-
-
-def relax_loaded(module: tvm_ffi.Module) -> bool:
-    """A partial module over a Relax VM (partial_apply_vm) whose executable's code was loaded."""
-    facts = _facts.of(module)
-    vm = facts.code if facts is not None else None
-    if vm is None or vm.kind != "partial_apply_vm" or not vm.imports:
-        return False
-    return any(m.kind == "library" for m in vm.imports[0].imports)
 
 
 def real_path(path: PathLike) -> str:

@@ -42,9 +42,7 @@ def inspect(path: PathLike) -> dict[str, Any]:
     """
     path = os.fspath(path)
     info = read_file(_ffi_api.Inspect, path, False)
-    if info is None:  # an ONNX model
-        return inspect_onnx(path)
-    return info
+    return inspect_onnx(path) if info is None else info  # None: an ONNX model
 
 
 def verify(

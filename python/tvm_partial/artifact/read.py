@@ -15,17 +15,11 @@ import tvm_ffi
 
 
 def _refuse_non_regular(path: str, mode: int, what: str) -> None:
-    kinds = [
-        (stat.S_ISDIR, "a folder"),
-        (stat.S_ISFIFO, "a FIFO (named pipe)"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISCHR, "a device"),
-        (stat.S_ISBLK, "a device"),
-    ]
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, "is a folder, not a file", path)
     if not stat.S_ISREG(mode):
-        kind = next((name for test, name in kinds if test(mode)), "not a regular file")
-        if kind == "a folder":
-            raise IsADirectoryError(errno.EISDIR, "is a folder, not a file", path)
+        kinds = {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a device"}
+        kind = kinds.get(stat.S_IFMT(mode), "a device" if stat.S_ISBLK(mode) else "not a regular file")
         raise ValueError(f"{what} {path} is {kind}, not a regular file; give the path of a file")
 
 

@@ -87,13 +87,6 @@ def _parser() -> argparse.ArgumentParser:
         "payloads lie and whether it is self-contained, without loading it. Payload bytes are not "
         "read: run verify for that.",
     )
-    inspect.add_argument("path", help=what)
-    inspect.add_argument("--json", action="store_true", help="print JSON (sizes in bytes) instead of text")
-    inspect.add_argument(
-        "--all",
-        action="store_true",
-        help=f"list every binding (text lists the first {LISTED} of each function, then counts the rest)",
-    )
     verify = sub.add_parser(
         "verify",
         help="check every payload of an artifact against its recorded hash "
@@ -103,8 +96,14 @@ def _parser() -> argparse.ArgumentParser:
         "unreadable, not an artifact, damaged or truncated. On a terminal, work of 64 MiB or more "
         "shows a progress line on stderr.",
     )
-    verify.add_argument("path", help=what)
-    verify.add_argument("--json", action="store_true", help="print JSON (sizes in bytes) instead of text")
+    for p in (inspect, verify):
+        p.add_argument("path", help=what)
+        p.add_argument("--json", action="store_true", help="print JSON (sizes in bytes) instead of text")
+    inspect.add_argument(
+        "--all",
+        action="store_true",
+        help=f"list every binding (text lists the first {LISTED} of each function, then counts the rest)",
+    )
     verify.add_argument(
         "--shard",
         metavar="RANK/WORLD",
@@ -160,8 +159,7 @@ def main(argv: list[str] | None = None) -> int:
             _emit(json.dumps({"path": args.path, "error": message, "exit_code": EXIT_UNREADABLE}, indent=2))
         return EXIT_UNREADABLE
     if args.command == "verify":
-        text = json.dumps(report, indent=2) if args.json else format_verify(report, quiet=args.quiet)
-        _emit(text)
+        _emit(json.dumps(report, indent=2) if args.json else format_verify(report, quiet=args.quiet))
         return EXIT_OK if report["intact"] else EXIT_DAMAGED
     _emit(json.dumps(info, indent=2) if args.json else format_inspect(info, None if args.all else LISTED))
     return EXIT_OK
