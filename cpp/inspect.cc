@@ -2,10 +2,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file inspect.cc
- * \brief `tvm_partial.inspect` and `verify` (tvm_partial.Inspect, .Verify): a file's kind, where
- *        its parts lie, the description or report Python returns as is. The loader's parser and
- *        placement rules (format/, storage/payload_source.h), so they never disagree; a library is
- *        read without running any of it (storage/module_tree.h).
+ * \brief `tvm_partial.inspect` and `verify` (tvm_partial.Inspect, .Verify) of an artifact or a
+ *        weights file: its kind, where its parts lie, the description or report Python returns as
+ *        is. The loader's parser and placement rules (format/, storage/payload_source.h), so they
+ *        never disagree; a library is read without running any of it (storage/module_tree.h).
  */
 #include "inspect.h"
 
@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,7 +29,6 @@
 #include <utility>
 #include <vector>
 
-#include "bind/bindings.h"
 #include "bind/outputs.h"
 #include "format/common.h"
 #include "format/format.h"
@@ -44,9 +44,17 @@
 
 namespace tvm_partial {
 
-ffi::Array<ffi::Any> CheckEntries(const ffi::Array<ffi::Any>& entries,
-                                  const std::vector<uint64_t>& expected, const storage::File& file,
-                                  const ffi::Optional<ffi::Function>& progress) {
+namespace {
+
+/*! \brief A payload's file and the hash recorded for it. */
+using Recorded = std::pair<const storage::File*, uint64_t>;
+
+/*! \brief verify's report: each of `entries` ({"file_offset", "bytes", ...}) hashed where it lies
+ *         in its `recorded` file (one progress(done, total) over all), marked "intact" when the
+ *         hash is the recorded one; with `name_files`, then its "weights_file" (an index's). */
+Dict Report(const ffi::String& path, const ffi::Array<ffi::Any>& entries,
+            const std::vector<Recorded>& recorded, const ffi::Optional<ffi::Function>& progress,
+            bool name_files) {
   uint64_t total = 0;
   for (const ffi::Any& any : entries) {
     total += static_cast<uint64_t>(any.cast<Dict>().at("bytes").cast<int64_t>());
@@ -58,67 +66,219 @@ ffi::Array<ffi::Any> CheckEntries(const ffi::Array<ffi::Any>& entries,
       (*progress)(static_cast<int64_t>(base + done), static_cast<int64_t>(total));
     };
   }
-  ffi::Array<ffi::Any> out;
+  ffi::Array<ffi::Any> payloads, damaged;
   for (size_t i = 0; i < entries.size(); ++i) {
-    Dict e = entries[i].cast<Dict>();
-    const uint64_t offset = static_cast<uint64_t>(e.at("file_offset").cast<int64_t>());
-    const uint64_t size = static_cast<uint64_t>(e.at("bytes").cast<int64_t>());
-    e.Set("intact", storage::HashRange(file, offset, size, report) == expected[i]);
+    Dict p = entries[i].cast<Dict>();
+    const auto [file, hash] = recorded[i];
+    const uint64_t offset = static_cast<uint64_t>(p.at("file_offset").cast<int64_t>());
+    const uint64_t size = static_cast<uint64_t>(p.at("bytes").cast<int64_t>());
+    const bool intact = storage::HashRange(*file, offset, size, report) == hash;
+    p.Set("intact", intact);
+    if (name_files) p.Set("weights_file", ffi::String(file->path));
     base += size;
-    out.push_back(e);
+    payloads.push_back(p);
+    if (!intact) damaged.push_back(p);
   }
   if (progress.has_value()) (*progress)(static_cast<int64_t>(total), static_cast<int64_t>(total));
-  return out;
-}
-
-Dict Report(const ffi::String& path, const ffi::Array<ffi::Any>& payloads) {
-  ffi::Array<ffi::Any> damaged;
-  int64_t bytes = 0;
-  for (const ffi::Any& any : payloads) {
-    const Dict p = any.cast<Dict>();
-    bytes += p.at("bytes").cast<int64_t>();
-    if (!p.at("intact").cast<bool>()) damaged.push_back(p);
-  }
   return Dict{{"path", path},
               {"intact", damaged.empty()},
               {"checked", static_cast<int64_t>(payloads.size())},
-              {"bytes", bytes},
+              {"bytes", static_cast<int64_t>(total)},
               {"payloads", payloads},
               {"damaged", damaged}};
 }
 
-namespace {
+/*! \brief A weights file's tensors (tensor keys only) by file offset, as verify reports them
+ *         (before "intact"); with `shared_by`, then a tied tensor's other places. */
+ffi::Array<ffi::Any> WeightsEntries(const weights::WeightsFile& file, bool shared_by) {
+  const auto recorded = weights::RecordedBindings(file);
+  std::map<std::string, std::vector<std::string>> aliases;  // stored key -> its other places' keys
+  for (const auto& [alias, stored] : weights::RecordedShared(file))
+    aliases[stored].push_back(alias);
+  std::vector<std::pair<uint64_t, std::string>> order;
+  for (const auto& [key, e] : file.entries) {
+    if (weights::WeightsFile::IsTensorKey(key)) order.emplace_back(e.begin, key);
+  }
+  std::sort(order.begin(), order.end());
+  ffi::Array<ffi::Any> out;
+  for (const auto& [begin, key] : order) {
+    const weights::Entry& e = file.entries.at(key);
+    const weights::KeyRef ref = weights::ParseKey(file.file->path, key);
+    const auto where = recorded.find(key);
+    const bool known = where != recorded.end();
+    Dict d{{"key", ffi::String(key)},
+           {"function", ffi::String(known ? where->second.first : ref.function)},
+           {"position", known              ? ffi::Any(where->second.second)
+                        : ref.name.empty() ? ffi::Any(ref.position)
+                                           : ffi::Any()},
+           {"name", ffi::String(ref.name.empty() ? std::to_string(ref.position) : ref.name)},
+           {"placement", ffi::String("weights file")},
+           {"dtype", ffi::String(e.dtype->tvm)},
+           {"shape", ffi::Array<int64_t>(e.shape.begin(), e.shape.end())},
+           {"file_offset", static_cast<int64_t>(file.data_start + e.begin)},
+           {"bytes", static_cast<int64_t>(e.end - e.begin)}};
+    const auto others = aliases.find(key);
+    if (shared_by && others != aliases.end()) {
+      ffi::Array<ffi::Any> places;
+      for (const std::string& alias : others->second) {
+        Dict place{{"key", ffi::String(alias)}};
+        auto at = recorded.find(alias);
+        if (at != recorded.end()) {
+          place.Set("function", ffi::String(at->second.first));
+          place.Set("position", at->second.second);
+        }
+        places.push_back(place);
+      }
+      d.Set("shared_by", places);
+    }
+    out.push_back(d);
+  }
+  return out;
+}
 
-/*! \brief A partial module's bytes as they lie in a file, parsed, and what Locate needs. */
-struct FileArtifact {
-  std::string blob;
+/*! \brief inspect of a safetensors file or an index (`file` open, `path` names it): an artifact
+ *         description's keys (payloads "weights file"), each tensor with its key and hash. */
+Dict InspectWeights(const ffi::String& path, std::shared_ptr<storage::File> file) {
+  const weights::WeightsSet set = weights::OpenSet(path, std::move(file));
+  std::vector<std::string> order;  // functions, as first seen
+  std::map<std::string, ffi::Array<ffi::Any>> functions;
+  int64_t total = 0, constant = 0;
+  bool recorded = false;
+  ffi::Array<ffi::Any> files;
+  for (const weights::WeightsFile& file : set.files) {
+    total += static_cast<int64_t>(file.file->size);
+    files.push_back(Dict{{"path", ffi::String(file.file->path)},
+                         {"bytes", static_cast<int64_t>(file.file->size)}});
+    const auto hashes = weights::RecordedHashes(file);
+    recorded = recorded || hashes.has_value();
+    for (const ffi::Any& any : WeightsEntries(file, true)) {
+      const Dict t = any.cast<Dict>();
+      const std::string key(t.at("key").cast<ffi::String>());
+      const int64_t offset = t.at("file_offset").cast<int64_t>();
+      // "aligned": whether open_weights hands the tensor out as a view of the mapping, not a copy.
+      Dict b{{"position", t.at("position") == nullptr ? t.at("key") : t.at("position")},
+             {"name", t.at("name")},
+             {"kind", ffi::String("tensor")},
+             {"dtype", t.at("dtype")},
+             {"shape", t.at("shape")},
+             {"device", ffi::String("cpu:0")},
+             {"bytes", t.at("bytes")},
+             {"offset", offset},
+             {"key", t.at("key")},
+             {"aligned", offset % format::kPayloadAlignment == 0}};
+      if (set.indexed) b.Set("file", ffi::String(file.file->path));
+      if (t.count("shared_by")) b.Set("shared_by", t.at("shared_by"));
+      if (hashes.has_value() && hashes->count(key)) {
+        b.Set("hash", ffi::String(hash::HashHex(hashes->at(key))));
+      }
+      constant += t.at("bytes").cast<int64_t>();
+      const std::string function(t.at("function").cast<ffi::String>());
+      if (!functions.count(function)) order.push_back(function);
+      functions[function].push_back(b);
+    }
+  }
+  ffi::Array<ffi::Any> fns;
+  for (const std::string& name : order) {
+    fns.push_back(Dict{{"name", ffi::String(name)},
+                       {"param_names", ffi::Array<ffi::Any>()},
+                       {"free", ffi::Array<ffi::Any>()},
+                       {"bindings", functions[name]}});
+  }
+  Dict metadata;
+  if (!set.indexed) {
+    for (const auto& [k, v] : set.files[0].metadata) metadata.Set(ffi::String(k), ffi::String(v));
+  }
+  return Dict{{"path", path},
+              {"kind", ffi::String("weights file")},
+              {"format_version", ffi::String("safetensors")},
+              {"total_bytes", total},
+              {"constant_bytes", constant},
+              {"payloads", ffi::String("weights file")},
+              {"region", ffi::Any()},
+              {"payload_hashes",
+               ffi::String(recorded ? "recorded, not checked (run tvm-partial verify)"
+                                    : "none recorded (not written by tvm_partial.save_weights)")},
+              {"functions", fns},
+              {"metadata", metadata},
+              {"files", set.indexed ? ffi::Any(files) : ffi::Any()},
+              {"self_contained", ffi::Any()}};
+}
+
+/*! \brief verify of a save_weights file (or each of an index's): payloads against header hashes. */
+Dict VerifyWeights(const ffi::String& path, std::shared_ptr<storage::File> file,
+                   const ffi::Optional<ffi::Function>& progress) {
+  const weights::WeightsSet set = weights::OpenSet(path, std::move(file));
+  ffi::Array<ffi::Any> payloads;
+  std::vector<Recorded> hashes;
+  for (const weights::WeightsFile& file : set.files) {
+    const std::string of_index = set.indexed ? ", a file of the index " + set.path + "," : "";
+    const auto recorded = weights::RecordedHashes(file);
+    if (!recorded.has_value()) {
+      TVM_FFI_THROW(ValueError) << "weights file " << file.file->path << of_index
+                                << " records no payload "
+                                << "hashes (it was not written by tvm_partial.save_weights): its "
+                                << "header is consistent, its bytes cannot be checked";
+    }
+    for (const ffi::Any& any : WeightsEntries(file, false)) {
+      const ffi::String key = any.cast<Dict>().at("key").cast<ffi::String>();
+      const auto hash = recorded->find(std::string(key));
+      if (hash == recorded->end()) {
+        TVM_FFI_THROW(ValueError) << "weights file " << file.file->path << of_index << ": tensor '"
+                                  << key << "' has no recorded hash";
+      }
+      payloads.push_back(any);
+      hashes.emplace_back(file.file.get(), hash->second);
+    }
+  }
+  return Report(path, payloads, hashes, progress, set.indexed);
+}
+
+/*! \brief An artifact's partial module, parsed; in a library, what TVM embedded beside it. */
+struct Artifact {
+  std::string kind;                                // "library" or "save_to_bytes"
+  std::optional<storage::LibraryModules> library;  // none: save_to_bytes output
   format::Parsed parsed;
-  storage::Origin origin;
-  bool bytes_only = false;  // save_to_bytes output: no library, so no external payloads here
+  storage::Origin origin;  // blob_file: the file, opened once (every read is of it)
 };
 
-/*! \brief Read and parse [blob_offset, +blob_size) of `opened` (opened once: every read is of
- *         that file); size -1: the whole file, save_to_bytes output, not a library. */
-FileArtifact ReadArtifact(const std::string& path, std::shared_ptr<storage::File> opened,
-                          int64_t blob_offset, int64_t blob_size) {
-  FileArtifact out;
+Artifact ReadArtifact(const ffi::String& path, std::shared_ptr<storage::File> opened,
+                      std::string kind) {
+  Artifact out{std::move(kind), {}, {}, {}};
   out.origin.blob_file = std::move(opened);
   const storage::File& file = *out.origin.blob_file;
-  out.bytes_only = blob_size < 0;
-  if (!out.bytes_only) out.origin.library = out.origin.blob_file;
-  if (out.bytes_only) blob_size = static_cast<int64_t>(file.size) - blob_offset;
+  int64_t blob_offset = 0;
+  int64_t blob_size = static_cast<int64_t>(file.size);  // save_to_bytes: the whole file
+  if (out.kind == "library") {
+    storage::CheckComplete(file);  // what the loaders refuse before the system's loader runs
+    out.library = storage::ReadLibraryModules(file);
+    out.origin.library = out.origin.blob_file;
+    const std::vector<storage::EmbeddedModule>& modules = out.library->modules;
+    const auto m =
+        std::find_if(modules.begin(), modules.end(),
+                     [](const storage::EmbeddedModule& m) { return m.kind == "partial_apply"; });
+    if (m == modules.end()) {
+      std::string kinds;
+      for (const storage::EmbeddedModule& e : modules)
+        kinds += (kinds.empty() ? "" : ", ") + e.kind;
+      TVM_FFI_THROW(ValueError) << path << " is not a tvm-partial artifact: it embeds no "
+                                << "partial_apply module (embedded modules: "
+                                << (kinds.empty() ? "none" : kinds) << ")";
+    }
+    blob_offset = static_cast<int64_t>(m->offset);
+    blob_size = static_cast<int64_t>(m->size);
+  }
   if (blob_offset < 0 || blob_size < 0 || static_cast<uint64_t>(blob_offset) > file.size ||
       static_cast<uint64_t>(blob_size) > file.size - static_cast<uint64_t>(blob_offset)) {
     TVM_FFI_THROW(ValueError) << path << " is truncated: its partial module's " << blob_size
                               << " bytes at offset " << blob_offset
                               << " run past the end of the file (" << file.size << " bytes)";
   }
-  out.blob.resize(static_cast<size_t>(blob_size));
-  if (!storage::ReadAt(file, static_cast<uint64_t>(blob_offset), out.blob.size(), &out.blob[0])) {
+  std::string blob(static_cast<size_t>(blob_size), '\0');
+  if (!storage::ReadAt(file, static_cast<uint64_t>(blob_offset), blob.size(), &blob[0])) {
     TVM_FFI_THROW(ValueError) << path << " is truncated inside its partial module's bytes";
   }
   try {
-    out.parsed = format::Parse(out.blob.data(), out.blob.size());
+    out.parsed = format::Parse(blob.data(), blob.size());
   } catch (const ffi::Error& err) {
     TVM_FFI_THROW(ValueError) << path << ": " << err.message();
   }
@@ -128,12 +288,13 @@ FileArtifact ReadArtifact(const std::string& path, std::shared_ptr<storage::File
 }
 
 /*! \brief verify's entries: one per payload where `source` puts it, at its first binding
- *         ("shared_by": the other places of a tensor bound in several), its recorded hash pushed
+ *         ("shared_by": the other places of a tensor bound in several), its file and hash pushed
  *         to `hashes`. A sharded tensor's is followed by one per rank ("rank", its range, its
  *         hash); with `rank` >= 0, only that rank's replaces them. */
 ffi::Array<ffi::Any> PayloadEntries(const ffi::String& path, const format::Parsed& parsed,
                                     const storage::PayloadSource& source, int64_t rank,
-                                    std::vector<uint64_t>* hashes) {
+                                    std::vector<Recorded>* hashes) {
+  const ffi::String file(source.file->path);
   std::vector<ffi::Array<ffi::Any>> shared_by(parsed.payloads.size());
   for (const format::ParsedFunction& fn : parsed.functions) {
     for (const format::ParsedValue& v : fn.values) {
@@ -151,9 +312,7 @@ ffi::Array<ffi::Any> PayloadEntries(const ffi::String& path, const format::Parse
       e.Set("name", fn.param_names[v.index]);
     }
     e.Set("placement", ffi::String(source.placement));
-    if (ffi::String(source.file->path) != path) {
-      e.Set("weights_file", ffi::String(source.file->path));
-    }
+    if (file != path) e.Set("weights_file", file);
     const uint64_t offset = source.offsets[k];
     e.Set("file_offset", static_cast<int64_t>(offset));
     e.Set("bytes", static_cast<int64_t>(v.tensor.nbytes));
@@ -164,7 +323,7 @@ ffi::Array<ffi::Any> PayloadEntries(const ffi::String& path, const format::Parse
     }
     if (shard == nullptr || rank < 0) {  // the whole payload, then each rank's range
       out.push_back(e);
-      hashes->push_back(v.tensor.hash);
+      hashes->emplace_back(source.file.get(), v.tensor.hash);
     }
     if (shard == nullptr) continue;
     const uint64_t per_rank = v.tensor.nbytes / static_cast<uint64_t>(shard->world);
@@ -175,26 +334,10 @@ ffi::Array<ffi::Any> PayloadEntries(const ffi::String& path, const format::Parse
       p.Set("file_offset", static_cast<int64_t>(offset + per_rank * static_cast<uint64_t>(r)));
       p.Set("bytes", static_cast<int64_t>(per_rank));
       out.push_back(p);
-      hashes->push_back(shard->hashes[static_cast<size_t>(r)]);
+      hashes->emplace_back(source.file.get(), shard->hashes[static_cast<size_t>(r)]);
     }
   }
   return out;
-}
-
-/*! \brief verify(path, shard=(rank, world)): the artifact must record shards of that world. */
-void CheckShardToVerify(const ffi::String& path, const format::Parsed& parsed, int64_t world) {
-  if (!parsed.Sharded()) {
-    TVM_FFI_THROW(ValueError) << path << " binds no sharded tensors (it was exported without "
-                              << "shards=): verify it whole, without shard=";
-  }
-  for (const format::ParsedFunction& fn : parsed.functions) {
-    for (const format::Shard& s : fn.shards) {
-      if (s.world != world) {
-        TVM_FFI_THROW(ValueError) << path << ": this artifact is sharded over world " << s.world
-                                  << " (" << format::Where(fn, s.position) << "), not " << world;
-      }
-    }
-  }
 }
 
 /*! \brief `file`'s kind from its first bytes: "library" (ELF), "save_to_bytes" (our magic),
@@ -217,35 +360,6 @@ std::string KindOf(const ffi::String& path, const storage::File& file) {
   TVM_FFI_UNREACHABLE();
 }
 
-/*! \brief Where an artifact's partial module lies; in a library, what TVM embedded beside it. */
-struct Found {
-  std::shared_ptr<storage::File> file;
-  std::string kind;  // "library" or "save_to_bytes"
-  int64_t blob_offset = 0;
-  int64_t blob_size = -1;  // -1: the whole file (save_to_bytes)
-  std::optional<storage::LibraryModules> library;
-};
-
-Found Find(const ffi::String& path, std::shared_ptr<storage::File> file, std::string kind) {
-  Found out{std::move(file), std::move(kind)};
-  if (out.kind != "library") return out;
-  storage::CheckComplete(*out.file);  // what the loaders refuse before the system's loader runs
-  out.library = storage::ReadLibraryModules(*out.file);
-  std::string kinds;
-  for (const storage::EmbeddedModule& m : out.library->modules) {
-    if (m.kind == "partial_apply") {
-      out.blob_offset = static_cast<int64_t>(m.offset);
-      out.blob_size = static_cast<int64_t>(m.size);
-      return out;
-    }
-    kinds += (kinds.empty() ? "" : ", ") + m.kind;
-  }
-  TVM_FFI_THROW(ValueError) << path << " is not a tvm-partial artifact: it embeds no "
-                            << "partial_apply module (embedded modules: "
-                            << (kinds.empty() ? "none" : kinds) << ")";
-  TVM_FFI_UNREACHABLE();
-}
-
 /*! \brief An output's extent as inspect shows it: a static extent, else the axis of the argument
  *         it is read from ("data.shape[0]"; "arg3" where no name is known). */
 ffi::Any DimText(const OutputDim& dim, const ffi::Array<ffi::String>& names) {
@@ -263,7 +377,7 @@ ffi::Array<ffi::Any> Functions(const format::Parsed& parsed, const Dict& describ
     const format::ParsedFunction& fn = parsed.functions[f];
     const ffi::Array<ffi::String>& names = fn.param_names;
     const int64_t count = static_cast<int64_t>(names.size());
-    std::vector<int64_t> taken;
+    std::vector<bool> taken(names.size());
     ffi::Array<ffi::Any> bindings;
     for (const ffi::Any& any : fns[f].cast<Dict>().at("bindings").cast<ffi::Array<ffi::Any>>()) {
       Dict b;
@@ -277,7 +391,7 @@ ffi::Array<ffi::Any> Functions(const format::Parsed& parsed, const Dict& describ
       const int64_t position = b.at("position").cast<int64_t>();
       if (position < count) {
         b.Set("name", names[position]);
-        taken.push_back(position);
+        taken[position] = true;
       }
       bindings.push_back(b);
     }
@@ -289,14 +403,14 @@ ffi::Array<ffi::Any> Functions(const format::Parsed& parsed, const Dict& describ
           {"position", o.position}, {"dtype", ffi::DLDataTypeToString(o.dtype)}, {"shape", shape}};
       if (o.position < count) {
         entry.Set("name", names[o.position]);
-        taken.push_back(o.position);
+        taken[o.position] = true;
       }
       outputs.push_back(entry);
     }
-    std::sort(taken.begin(), taken.end());
-    taken.erase(std::unique(taken.begin(), taken.end()), taken.end());
     ffi::Array<ffi::String> free;
-    for (int64_t p : detail::FreePositions(taken, count)) free.push_back(names[p]);
+    for (size_t p = 0; p < names.size(); ++p) {
+      if (!taken[p]) free.push_back(names[p]);
+    }
     out.push_back(Dict{{"name", fn.name},
                        {"param_names", names},
                        {"free", free},
@@ -317,9 +431,8 @@ bool EmbedsLoaders(const storage::File& file, const storage::LibraryModules& lib
   for (const storage::EmbeddedModule& m : library.modules) {
     if (m.kind.rfind("partial_apply", 0) != 0) continue;
     const std::string needle = "ffi.Module.load_from_bytes." + m.kind + std::string(1, '\0');
-    if (std::none_of(std::begin(spans), std::end(spans), [&](std::string_view span) {
-          return span.find(needle) != std::string_view::npos;
-        })) {
+    if (spans[0].find(needle) == std::string_view::npos &&
+        spans[1].find(needle) == std::string_view::npos) {
       return false;
     }
   }
@@ -344,12 +457,11 @@ ffi::Any RelaxVM(const ffi::String& path, const storage::File& file,
   return ffi::Any();
 }
 
-Dict InspectArtifact(const ffi::String& path, const Found& found) {
-  FileArtifact art = ReadArtifact(path, found.file, found.blob_offset, found.blob_size);
+Dict InspectArtifact(const ffi::String& path, const Artifact& art) {
   const format::Parsed& parsed = art.parsed;
   const Dict described = format::Describe(parsed);
   ffi::Any region;
-  if (parsed.external() && !art.bytes_only) {  // save_to_bytes: described, not located
+  if (parsed.external() && art.library.has_value()) {  // save_to_bytes: described, not located
     const storage::PayloadSource source = storage::Locate(parsed, art.origin);  // the loader's rule
     Dict r{{"symbol", ffi::String(parsed.symbol)},
            {"placement", ffi::String(source.placement)},
@@ -366,7 +478,7 @@ Dict InspectArtifact(const ffi::String& path, const Found& found) {
     storage::Locate(parsed, art.origin);  // inline payloads inside the file: checked the same
   }
   Dict out{{"path", path},
-           {"kind", ffi::String(found.kind)},
+           {"kind", ffi::String(art.kind)},
            {"format_version", static_cast<int64_t>(parsed.version)},
            {"total_bytes", static_cast<int64_t>(parsed.total)},
            {"constant_bytes", described.at("constant_bytes")},
@@ -376,13 +488,14 @@ Dict InspectArtifact(const ffi::String& path, const Found& found) {
             parsed.weights_file.empty() ? ffi::Any() : ffi::Any(ffi::String(parsed.weights_file))},
            {"functions", Functions(parsed, described)},
            {"region", region}};
-  if (!found.library.has_value()) {
+  if (!art.library.has_value()) {
     for (const char* key : {"self_contained", "relax_vm", "embedded"}) out.Set(key, ffi::Any());
     return out;
   }
-  const storage::LibraryModules& library = *found.library;
-  out.Set("self_contained", EmbedsLoaders(*found.file, library));
-  out.Set("relax_vm", RelaxVM(path, *found.file, library));
+  const storage::LibraryModules& library = *art.library;
+  const storage::File& file = *art.origin.blob_file;
+  out.Set("self_contained", EmbedsLoaders(file, library));
+  out.Set("relax_vm", RelaxVM(path, file, library));
   ffi::Array<ffi::Any> modules;
   for (const storage::EmbeddedModule& m : library.modules) {
     modules.push_back(Dict{{"kind", ffi::String(m.kind)},
@@ -393,23 +506,6 @@ Dict InspectArtifact(const ffi::String& path, const Found& found) {
                            {"bytes", static_cast<int64_t>(8 + library.length)},
                            {"modules", modules}});
   return out;
-}
-
-Dict VerifyArtifact(const ffi::String& path, const Found& found,
-                    const ffi::Optional<ffi::Function>& progress, int64_t rank, int64_t world) {
-  FileArtifact art = ReadArtifact(path, found.file, found.blob_offset, found.blob_size);
-  if (world > 0) CheckShardToVerify(path, art.parsed, world);
-  if (art.bytes_only && art.parsed.external()) {
-    TVM_FFI_THROW(ValueError) << path << " holds the bindings of a partial module whose payloads "
-                              << "lie elsewhere (in the file of the library it was exported in, "
-                              << "region " << art.parsed.symbol << "), not the payloads "
-                              << "themselves: verify that library instead";
-  }
-  const storage::PayloadSource source = storage::Locate(art.parsed, art.origin);
-  std::vector<uint64_t> hashes;
-  const ffi::Array<ffi::Any> payloads =
-      PayloadEntries(path, art.parsed, source, world > 0 ? rank : -1, &hashes);
-  return Report(path, CheckEntries(payloads, hashes, *source.file, progress));
 }
 
 /*! \brief tvm_partial.verify: each payload of `file` (open; `path` names it) hashed where the
@@ -431,7 +527,29 @@ ffi::Any VerifyFile(const ffi::String& path, std::shared_ptr<storage::File> file
     if (kind == "onnx model") return ffi::Any();
     return VerifyWeights(path, std::move(file), progress);
   }
-  return VerifyArtifact(path, Find(path, std::move(file), kind), progress, rank, world);
+  const Artifact art = ReadArtifact(path, std::move(file), kind);
+  const format::Parsed& parsed = art.parsed;
+  if (world > 0 && !parsed.Sharded()) {
+    TVM_FFI_THROW(ValueError) << path << " binds no sharded tensors (it was exported without "
+                              << "shards=): verify it whole, without shard=";
+  }
+  for (const format::ParsedFunction& fn : parsed.functions) {
+    for (const format::Shard& s : fn.shards) {
+      if (world > 0 && s.world != world) {
+        TVM_FFI_THROW(ValueError) << path << ": this artifact is sharded over world " << s.world
+                                  << " (" << format::Where(fn, s.position) << "), not " << world;
+      }
+    }
+  }
+  if (!art.library.has_value() && parsed.external()) {
+    TVM_FFI_THROW(ValueError) << path << " holds the bindings of a partial module whose payloads "
+                              << "lie elsewhere (in the file of the library it was exported in, "
+                              << "region " << parsed.symbol << "), not the payloads "
+                              << "themselves: verify that library instead";
+  }
+  const storage::PayloadSource source = storage::Locate(parsed, art.origin);
+  std::vector<Recorded> hashes;  // filled by PayloadEntries before Report reads it
+  return Report(path, PayloadEntries(path, parsed, source, rank, &hashes), hashes, progress, false);
 }
 
 /*! \brief A C++ caller's answer: an ONNX model (None) is Python's to read, with onnx. */
@@ -450,7 +568,7 @@ ffi::Any InspectFile(const ffi::String& path, std::shared_ptr<storage::File> fil
   const std::string kind = as_weights ? "weights file" : KindOf(path, *file);
   if (kind == "onnx model") return ffi::Any();
   if (kind == "weights file") return InspectWeights(path, std::move(file));
-  return InspectArtifact(path, Find(path, std::move(file), kind));
+  return InspectArtifact(path, ReadArtifact(path, std::move(file), kind));
 }
 
 Dict Inspect(const std::string& path) {

@@ -25,8 +25,6 @@
 #include <vector>
 
 #include "format/common.h"
-#include "format/hash.h"
-#include "inspect.h"
 #include "partial_module.h"
 #include "registry.h"
 #include "storage/file.h"
@@ -44,8 +42,7 @@ ffi::Map<ffi::Any, ffi::Any> OpenFileWeights(const weights::WeightsFile& file,
   const std::string path = file.file->path;
   const auto recorded = weights::RecordedBindings(file);
   const auto shared = weights::RecordedShared(file);
-  std::map<std::string, std::string> by_name;  // name -> the key it came from
-  std::map<int64_t, std::string> by_position;
+  std::map<std::string, std::string> seen;  // "parameter 'x'" or "position 3" -> the key giving it
   std::vector<std::pair<weights::KeyRef, std::string>> keys;  // (its key parsed, the stored tensor)
   std::set<std::string> functions;  // the others the file gives tensors for
   auto take = [&](const std::string& key, const std::string& stored) {
@@ -56,20 +53,13 @@ ffi::Map<ffi::Any, ffi::Any> OpenFileWeights(const weights::WeightsFile& file,
       functions.insert(owner);
       return;
     }
-    std::string earlier;
-    if (ref.name.empty()) {
-      auto [it, fresh] = by_position.emplace(ref.position, key);
-      if (!fresh) earlier = it->second;
-    } else {
-      auto [it, fresh] = by_name.emplace(ref.name, key);
-      if (!fresh) earlier = it->second;
-    }
-    if (!earlier.empty()) {
-      TVM_FFI_THROW(ValueError) << "weights file " << path << ": tensors '" << earlier << "' and '"
-                                << key << "' both name "
-                                << (ref.name.empty() ? "position " + std::to_string(ref.position)
-                                                     : "parameter '" + ref.name + "'")
-                                << " of function '" << function << "'; keep one";
+    const std::string what = ref.name.empty() ? "position " + std::to_string(ref.position)
+                                              : "parameter '" + ref.name + "'";
+    const auto [earlier, fresh] = seen.emplace(what, key);
+    if (!fresh && !earlier->second.empty()) {
+      TVM_FFI_THROW(ValueError) << "weights file " << path << ": tensors '" << earlier->second
+                                << "' and '" << key << "' both name " << what << " of function '"
+                                << function << "'; keep one";
     }
     keys.emplace_back(ref, stored);
   };
@@ -188,179 +178,7 @@ ffi::Map<ffi::Any, ffi::Any> OpenAny(const ffi::String& path, const ffi::String&
   return out;
 }
 
-/*! \brief The tensors of a weights file as entries (tensor keys only), by file offset. */
-ffi::Array<ffi::Any> WeightsEntries(const weights::WeightsFile& file) {
-  const auto recorded = weights::RecordedBindings(file);
-  std::map<std::string, std::vector<std::string>> aliases;  // stored key -> its other places' keys
-  for (const auto& [alias, stored] : weights::RecordedShared(file))
-    aliases[stored].push_back(alias);
-  std::vector<std::pair<uint64_t, std::string>> order;
-  for (const auto& [key, e] : file.entries) {
-    if (weights::WeightsFile::IsTensorKey(key)) order.emplace_back(e.begin, key);
-  }
-  std::sort(order.begin(), order.end());
-  ffi::Array<ffi::Any> out;
-  for (const auto& [begin, key] : order) {
-    const weights::Entry& e = file.entries.at(key);
-    // "aligned": whether open_weights hands the tensor out as a view of the mapping, not a copy.
-    Dict d{{"key", ffi::String(key)},
-           {"dtype", ffi::String(e.dtype->tvm)},
-           {"shape", ffi::Array<int64_t>(e.shape.begin(), e.shape.end())},
-           {"file_offset", static_cast<int64_t>(file.data_start + e.begin)},
-           {"bytes", static_cast<int64_t>(e.end - e.begin)},
-           {"aligned", (file.data_start + e.begin) % format::kPayloadAlignment == 0}};
-    const weights::KeyRef ref = weights::ParseKey(file.file->path, key);
-    auto where = recorded.find(key);
-    if (where != recorded.end()) {
-      d.Set("function", ffi::String(where->second.first));
-      d.Set("position", where->second.second);
-    } else {
-      d.Set("function", ffi::String(ref.function));
-      if (ref.name.empty()) d.Set("position", ref.position);
-    }
-    d.Set("name", ffi::String(ref.name.empty() ? std::to_string(ref.position) : ref.name));
-    auto others = aliases.find(key);
-    if (others != aliases.end()) {
-      ffi::Array<ffi::Any> places;
-      for (const std::string& alias : others->second) {
-        Dict place{{"key", ffi::String(alias)}};
-        auto at = recorded.find(alias);
-        if (at != recorded.end()) {
-          place.Set("function", ffi::String(at->second.first));
-          place.Set("position", at->second.second);
-        }
-        places.push_back(place);
-      }
-      d.Set("shared_by", places);
-    }
-    out.push_back(d);
-  }
-  return out;
-}
-
 }  // namespace
-
-Dict InspectWeights(const ffi::String& path, std::shared_ptr<storage::File> file) {
-  const weights::WeightsSet set =
-      weights::OpenSet(path, std::move(file));  // an index: each file it names
-  std::vector<std::string> order;               // functions, as first seen
-  std::map<std::string, ffi::Array<ffi::Any>> functions;
-  int64_t total = 0, constant = 0;
-  bool recorded = false;
-  ffi::Array<ffi::Any> files;
-  for (const weights::WeightsFile& file : set.files) {
-    total += static_cast<int64_t>(file.file->size);
-    files.push_back(Dict{{"path", ffi::String(file.file->path)},
-                         {"bytes", static_cast<int64_t>(file.file->size)}});
-    const auto hashes = weights::RecordedHashes(file);
-    recorded = recorded || hashes.has_value();
-    for (const ffi::Any& any : WeightsEntries(file)) {
-      const Dict t = any.cast<Dict>();
-      const std::string key(t.at("key").cast<ffi::String>());
-      Dict b{{"position", t.count("position") ? t.at("position") : t.at("key")},
-             {"name", t.at("name")},
-             {"kind", ffi::String("tensor")},
-             {"dtype", t.at("dtype")},
-             {"shape", t.at("shape")},
-             {"device", ffi::String("cpu:0")},
-             {"bytes", t.at("bytes")},
-             {"offset", t.at("file_offset")},
-             {"key", t.at("key")},
-             {"aligned", t.at("aligned")}};
-      if (set.indexed) b.Set("file", ffi::String(file.file->path));
-      if (t.count("shared_by")) b.Set("shared_by", t.at("shared_by"));
-      if (hashes.has_value() && hashes->count(key)) {
-        b.Set("hash", ffi::String(hash::HashHex(hashes->at(key))));
-      }
-      constant += t.at("bytes").cast<int64_t>();
-      const std::string function(t.at("function").cast<ffi::String>());
-      if (!functions.count(function)) order.push_back(function);
-      functions[function].push_back(b);
-    }
-  }
-  ffi::Array<ffi::Any> fns;
-  for (const std::string& name : order) {
-    fns.push_back(Dict{{"name", ffi::String(name)},
-                       {"param_names", ffi::Array<ffi::Any>()},
-                       {"free", ffi::Array<ffi::Any>()},
-                       {"bindings", functions[name]}});
-  }
-  Dict metadata;
-  if (!set.indexed) {
-    for (const auto& [k, v] : set.files[0].metadata) metadata.Set(ffi::String(k), ffi::String(v));
-  }
-  return Dict{{"path", path},
-              {"kind", ffi::String("weights file")},
-              {"format_version", ffi::String("safetensors")},
-              {"total_bytes", total},
-              {"constant_bytes", constant},
-              {"payloads", ffi::String("weights file")},
-              {"region", ffi::Any()},
-              {"payload_hashes",
-               ffi::String(recorded ? "recorded, not checked (run tvm-partial verify)"
-                                    : "none recorded (not written by tvm_partial.save_weights)")},
-              {"functions", fns},
-              {"metadata", metadata},
-              {"files", set.indexed ? ffi::Any(files) : ffi::Any()},
-              {"self_contained", ffi::Any()}};
-}
-
-Dict VerifyWeights(const ffi::String& path, std::shared_ptr<storage::File> file,
-                   const ffi::Optional<ffi::Function>& progress) {
-  const weights::WeightsSet set =
-      weights::OpenSet(path, std::move(file));  // an index: each file it names
-  std::vector<ffi::Array<ffi::Any>> entries;
-  std::vector<std::vector<uint64_t>> hashes;  // per file, per entry: its recorded hash
-  int64_t total = 0;
-  for (const weights::WeightsFile& file : set.files) {
-    const std::string& name = file.file->path;
-    const std::string of_index = set.indexed ? ", a file of the index " + set.path + "," : "";
-    const auto recorded = weights::RecordedHashes(file);
-    if (!recorded.has_value()) {
-      TVM_FFI_THROW(ValueError) << "weights file " << name << of_index << " records no payload "
-                                << "hashes (it was not written by tvm_partial.save_weights): its "
-                                << "header is consistent, its bytes cannot be checked";
-    }
-    entries.push_back(WeightsEntries(file));
-    hashes.emplace_back();
-    for (const ffi::Any& any : entries.back()) {
-      const Dict e = any.cast<Dict>();
-      const auto hash = recorded->find(std::string(e.at("key").cast<ffi::String>()));
-      if (hash == recorded->end()) {
-        TVM_FFI_THROW(ValueError) << "weights file " << name << of_index << ": tensor '"
-                                  << e.at("key").cast<ffi::String>() << "' has no recorded hash";
-      }
-      hashes.back().push_back(hash->second);
-      total += e.at("bytes").cast<int64_t>();
-    }
-  }
-  ffi::Array<ffi::Any> payloads;
-  int64_t base = 0;  // bytes of the files before this one, for one progress over them all
-  for (size_t f = 0; f < set.files.size(); ++f) {
-    ffi::Optional<ffi::Function> step;
-    if (progress.has_value()) {
-      step =
-          ffi::Function::FromTyped([&](int64_t done, int64_t) { (*progress)(base + done, total); });
-    }
-    for (const ffi::Any& any : CheckEntries(entries[f], hashes[f], *set.files[f].file, step)) {
-      const Dict p = any.cast<Dict>();
-      base += p.at("bytes").cast<int64_t>();
-      Dict e{{"key", p.at("key")},
-             {"function", p.at("function")},
-             {"position", p.count("position") ? p.at("position") : ffi::Any()},
-             {"name", p.at("name")},
-             {"placement", ffi::String("weights file")},
-             {"dtype", p.at("dtype")},
-             {"shape", p.at("shape")},
-             {"file_offset", p.at("file_offset")},
-             {"bytes", p.at("bytes")},
-             {"intact", p.at("intact")}};
-      if (set.indexed) e.Set("weights_file", ffi::String(set.files[f].file->path));
-      payloads.push_back(e);
-    }
-  }
-  return Report(path, payloads);
-}
 
 ffi::Map<ffi::Any, ffi::Any> OpenWeights(const std::string& path, const ffi::String& function) {
   return OpenAny(path, function, std::nullopt);
