@@ -84,17 +84,14 @@ ffi::Map<ffi::Any, ffi::Any> OpenFileWeights(const weights::WeightsFile& file,
   std::map<std::string, ffi::Tensor> made;  // stored key -> its tensor: one per stored tensor
   ffi::Map<ffi::Any, ffi::Any> out;
   for (const auto& [ref, stored] : keys) {
-    auto it = made.find(stored);
-    if (it == made.end()) {
+    ffi::Tensor& tensor = made[stored];
+    if (!tensor.defined()) {
       const weights::Entry& e = file.entries.at(stored);
-      it =
-          made.emplace(stored, storage::HostPayloadTensor(
-                                   mapping.data + (e.begin - lo), mapping.keepalive,
-                                   ffi::StringToDLDataType(e.dtype->tvm), e.shape, e.end - e.begin))
-              .first;
+      tensor = storage::HostPayloadTensor(mapping.data + (e.begin - lo), mapping.keepalive,
+                                          ffi::StringToDLDataType(e.dtype->tvm), e.shape,
+                                          e.end - e.begin);
     }
-    out.Set(ref.name.empty() ? ffi::Any(ref.position) : ffi::Any(ffi::String(ref.name)),
-            it->second);
+    out.Set(ref.name.empty() ? ffi::Any(ref.position) : ffi::Any(ffi::String(ref.name)), tensor);
   }
   return out;
 }
