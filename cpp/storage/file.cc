@@ -17,9 +17,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
-#include <string>
-#include <utility>
 
 namespace tvm_partial {
 namespace storage {
@@ -122,12 +119,9 @@ Mapping MapPrivate(const File& file, uint64_t offset, uint64_t size) {
                               << offset << " run past the end of the file (" << file.size
                               << " bytes)";
   }
-  Mapping out;
-  out.size = static_cast<size_t>(size);
   if (size == 0) {
     alignas(64) static const char kEmpty[64] = {};
-    out.data = kEmpty;
-    return out;
+    return Mapping{kEmpty, 0, nullptr};
   }
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   const uint64_t start = offset - offset % page;
@@ -141,9 +135,8 @@ Mapping MapPrivate(const File& file, uint64_t offset, uint64_t size) {
     }
     TVM_FFI_THROW(RuntimeError) << "cannot map " << file.path << ": " << std::strerror(errno);
   }
-  out.keepalive = std::shared_ptr<void>(base, [length](void* p) { munmap(p, length); });
-  out.data = static_cast<const char*>(base) + (offset - start);
-  return out;
+  return Mapping{static_cast<const char*>(base) + (offset - start), static_cast<size_t>(size),
+                 std::shared_ptr<void>(base, [length](void* p) { munmap(p, length); })};
 }
 
 void Prefault(const char* data, size_t size) {

@@ -2,12 +2,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file storage/file.h
- * \brief Internal: the files tvm-partial reads (artifacts, weights files): regular files only,
- *        exact positioned reads, private mappings.
- *
- * Every open for reading goes through `OpenRegular`, so a FIFO, device or folder is refused by
- * name instead of blocking `open()` forever. Mappings are `MAP_PRIVATE`: pages are read on first
- * touch, a kernel writing into a bound tensor gets a private copy; the file never changes.
+ * \brief Internal: the files tvm-partial reads (artifacts, weights files): regular files only
+ *        (a FIFO would block `open()` forever), exact positioned reads, private mappings (a
+ *        kernel writing into a bound tensor gets a private copy; the file never changes).
  */
 #ifndef TVM_PARTIAL_STORAGE_FILE_H_
 #define TVM_PARTIAL_STORAGE_FILE_H_
@@ -18,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 namespace tvm_partial {
 namespace storage {
@@ -27,29 +25,18 @@ class UniqueFd {
  public:
   UniqueFd() = default;
   explicit UniqueFd(int fd) : fd_(fd) {}
-  ~UniqueFd() { Reset(); }
+  ~UniqueFd() {
+    if (fd_ >= 0) close(fd_);
+  }
   UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept {
-    if (this != &other) {
-      Reset();
-      fd_ = other.release();
-    }
+  UniqueFd& operator=(UniqueFd other) noexcept {  // the old descriptor closes with `other`
+    std::swap(fd_, other.fd_);
     return *this;
   }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
   int get() const { return fd_; }
-  int release() {
-    const int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
+  int release() { return std::exchange(fd_, -1); }
 
  private:
-  void Reset() {
-    if (fd_ >= 0) close(fd_);
-    fd_ = -1;
-  }
   int fd_ = -1;
 };
 
@@ -60,25 +47,23 @@ struct File {
   uint64_t size = 0;  // at open time
 };
 
-/*! \brief Open `path` (symlinks followed) for reading if it is a regular file; `what` names it in
- *         messages ("weights file", "artifact"). \throws FileNotFoundError when missing;
- *         ValueError for a folder, FIFO, device or socket (checked before opening, so opening
- *         never blocks); RuntimeError with the system's error otherwise. */
+/*! \brief Open `path` for reading if it is a regular file; `what` names it in messages
+ *         ("artifact"). \throws FileNotFoundError when missing; ValueError for a folder, FIFO,
+ *         device or socket (checked before opening); RuntimeError with the system's error. */
 std::shared_ptr<File> OpenRegular(const std::string& path, const char* what);
 
 /*! \brief The regular file open at descriptor `fd` (a copy of it is kept), named `path` in
  *         messages. \throws ValueError when it is not a regular file. */
 std::shared_ptr<File> FromDescriptor(int fd, const std::string& path, const char* what);
 
-/*! \brief Read exactly `size` bytes at `offset` into `out`; false if the file ends first (it
- *         shrank, or is shorter than its metadata says). \throws RuntimeError naming the file. */
+/*! \brief Read exactly `size` bytes at `offset` into `out`; false if the file ends first.
+ *         \throws RuntimeError naming the file. */
 bool ReadAt(const File& file, uint64_t offset, size_t size, char* out);
 
 /*! \brief Write all of `data` at `offset` of `fd` (retrying EINTR, at most 1 GiB per call);
  *         false with errno set on failure (ENOSPC when a write makes no progress). */
 bool WriteAt(int fd, const char* data, size_t size, uint64_t offset);
 
-/*! \brief A private mapping of part of a file, kept alive by `keepalive`. */
 struct Mapping {
   const char* data = nullptr;       // the first mapped byte of the range asked for
   size_t size = 0;                  // the bytes asked for
@@ -86,16 +71,15 @@ struct Mapping {
 };
 
 /*! \brief Map `size` bytes of `file` at `offset` (any alignment) privately: read-write, COW.
- *         \throws ValueError when past the file's size at open; RuntimeError (MemoryError when
- *         out of address space) if mmap fails. */
+ *         \throws ValueError past the file's end; MemoryError or RuntimeError if mmap fails. */
 Mapping MapPrivate(const File& file, uint64_t offset, uint64_t size);
 
 /*! \brief Fault in the pages of `size` bytes at `data` (a file mapping) now, not at the first
- *         call: `madvise(MADV_POPULATE_READ)` (Linux 5.14+), else one read per page. No copy. */
+ *         call: `madvise(MADV_POPULATE_READ)`, else one read per page. */
 void Prefault(const char* data, size_t size);
 
-/*! \brief Whether loads prefault host views of file payloads: `TVM_PARTIAL_PREFAULT=1` (for
- *         latency-sensitive serving); unset or 0: no. \throws ValueError for any other value. */
+/*! \brief Whether loads prefault host views of file payloads: `TVM_PARTIAL_PREFAULT=1`; unset
+ *         or 0: no. \throws ValueError for any other value. */
 bool PrefaultFromEnvironment();
 
 /*! \brief The absolute path of the file `file` has open (symlinks resolved), or its path made

@@ -2,8 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file storage/loaded_library.cc
- * \brief The file a loaded library module was mapped from (storage/loaded_library.h). The
- *        LoadedLibraryFile global is registered in load.cc, beside its loader's descriptor.
+ * \brief The file a loaded library module was mapped from (LoadedLibraryFile is in load.cc).
  */
 #include "storage/loaded_library.h"
 
@@ -21,12 +20,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <map>
-#include <memory>
 #include <mutex>
 #include <optional>
-#include <string>
 #include <vector>
 
 #include "storage/module_tree.h"
@@ -36,40 +32,18 @@ namespace storage {
 
 namespace {
 
-/*! \brief A loaded object as dl_iterate_phdr reports it, copied out of the callback. */
-struct Segments {
-  std::string name;
-  ElfW(Addr) base = 0;
-  std::vector<ElfW(Phdr)> loads;  // its PT_LOAD program headers
-};
-
-// Runs under the loader's lock: no dlopen, dlsym or dlclose here (they would deadlock with
-// another thread's dlopen). Only copy.
-int CollectSegments(struct dl_phdr_info* info, size_t, void* data) {
-  auto* want = static_cast<Segments*>(data);
-  if (info->dlpi_addr != want->base || info->dlpi_name == nullptr ||
-      want->name != info->dlpi_name) {
-    return 0;
-  }
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    if (info->dlpi_phdr[i].p_type == PT_LOAD) want->loads.push_back(info->dlpi_phdr[i]);
-  }
-  return 1;
-}
-
 /*! \brief A loaded object found by ObjectAt, with a reference that keeps it loaded. */
 struct Object {
   void* handle = nullptr;  // dlopen(RTLD_NOLOAD) reference, released by the destructor
   struct link_map* map = nullptr;
-  Segments segments;
+  std::vector<ElfW(Phdr)> loads;  // its PT_LOAD program headers
   ~Object() {
     if (handle != nullptr) dlclose(handle);
   }
-  /*! \brief The file offset of [address, address + size) when it lies in one file-backed part of
-   *         one of the object's PT_LOAD segments, else nullopt. */
+  // The file offset of [address, address + size) if in the file-backed part of one segment.
   std::optional<uint64_t> FileOffset(const char* address, uint64_t size) const {
-    for (const ElfW(Phdr) & ph : segments.loads) {
-      const char* start = reinterpret_cast<const char*>(segments.base + ph.p_vaddr);
+    for (const ElfW(Phdr) & ph : loads) {
+      const char* start = reinterpret_cast<const char*>(map->l_addr + ph.p_vaddr);
       if (address < start || address >= start + ph.p_filesz) continue;
       const uint64_t into = static_cast<uint64_t>(address - start);
       if (size > ph.p_filesz - into) return std::nullopt;
@@ -77,8 +51,7 @@ struct Object {
     }
     return std::nullopt;
   }
-  /*! \brief The file offset of TVM's embedded blob at `address` (a u64 length, stored in
-   *         `length`, then that many bytes) when all of it lies in the file, else nullopt. */
+  // The file offset of the blob at `address` (u64 `length`, then the bytes) if all in the file.
   std::optional<uint64_t> BlobFileOffset(const char* address, uint64_t* length) const {
     if (!FileOffset(address, 8).has_value()) return std::nullopt;
     std::memcpy(length, address, sizeof(*length));
@@ -86,6 +59,20 @@ struct Object {
     return FileOffset(address, 8 + *length);
   }
 };
+
+// Runs under the loader's lock: no dlopen, dlsym or dlclose here (they would deadlock with
+// another thread's dlopen). Only copy.
+int CollectLoads(struct dl_phdr_info* info, size_t, void* data) {
+  auto* object = static_cast<Object*>(data);
+  if (info->dlpi_addr != object->map->l_addr || info->dlpi_name == nullptr ||
+      std::strcmp(object->map->l_name, info->dlpi_name) != 0) {
+    return 0;
+  }
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    if (info->dlpi_phdr[i].p_type == PT_LOAD) object->loads.push_back(info->dlpi_phdr[i]);
+  }
+  return 1;
+}
 
 /*! \brief Fill `out` if `address` is `symbol` as the loader resolves it in its own object. */
 bool ObjectAt(const void* address, const char* symbol, Object* out) {
@@ -106,29 +93,12 @@ bool ObjectAt(const void* address, const char* symbol, Object* out) {
   }
   out->handle = handle;
   out->map = map;
-  out->segments.name = map->l_name;
-  out->segments.base = map->l_addr;
-  dl_iterate_phdr(CollectSegments, &out->segments);
-  return !out->segments.loads.empty();
+  dl_iterate_phdr(CollectLoads, out);
+  return !out->loads.empty();
 }
 
-bool SameBytes(const File& file, uint64_t offset, const char* memory, uint64_t size) {
-  constexpr size_t kChunk = size_t{1} << 20;
-  std::vector<char> buffer(static_cast<size_t>(std::min<uint64_t>(size, kChunk)));
-  for (uint64_t done = 0; done < size;) {
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(size - done, kChunk));
-    if (!ReadAt(file, offset + done, n, buffer.data()) ||
-        std::memcmp(buffer.data(), memory + done, n) != 0) {
-      return false;
-    }
-    done += n;
-  }
-  return true;
-}
-
-/*! \brief The inode this process maps at `address` (/proc/self/maps), or nullopt. Only the
- *         inode is compared, not the device: on overlay file systems the mapping names the
- *         underlying device, stat the overlay's. */
+/*! \brief The inode this process maps at `address`, or nullopt. Only the inode is compared, not
+ *         the device: on overlay file systems the mapping names the underlying device. */
 std::optional<uint64_t> MappedInode(const void* address) {
   std::FILE* maps = std::fopen("/proc/self/maps", "re");
   if (maps == nullptr) return std::nullopt;
@@ -137,13 +107,9 @@ std::optional<uint64_t> MappedInode(const void* address) {
   char* line = nullptr;
   size_t capacity = 0;
   while (getline(&line, &capacity, maps) > 0) {
-    unsigned long long lo = 0, hi = 0, offset = 0,
-                       inode = 0;  // NOLINT(runtime/int): sscanf's types
-    unsigned major = 0, minor = 0;
-    char perms[8] = {};
-    if (std::sscanf(line, "%llx-%llx %7s %llx %x:%x %llu", &lo, &hi, perms, &offset, &major, &minor,
-                    &inode) == 7 &&
-        want >= lo && want < hi) {
+    unsigned long long lo = 0, hi = 0, inode = 0;  // NOLINT(runtime/int): sscanf's types
+    if (std::sscanf(line, "%llx-%llx %*s %*x %*x:%*x %llu", &lo, &hi, &inode) == 3 && want >= lo &&
+        want < hi) {
       if (inode != 0) out = inode;
       break;
     }
@@ -182,7 +148,7 @@ bool FindBlob(const ffi::Module& library, Blob* blob) {
     const std::optional<uint64_t> offset =
         blob->object.BlobFileOffset(blob->address, &blob->length);
     if (!offset.has_value()) {
-      TVM_FFI_THROW(ValueError) << "the embedded module blob of " << blob->object.segments.name
+      TVM_FFI_THROW(ValueError) << "the embedded module blob of " << blob->object.map->l_name
                                 << " does not lie inside the file's loaded segments";
     }
     blob->at = *offset;
@@ -196,13 +162,26 @@ bool FindBlob(const ffi::Module& library, Blob* blob) {
  *         renamed over the path, is another) holding the blob's very bytes (not written over). */
 bool IsMappedFile(const File& file, const Blob& blob) {
   struct stat st{};
-  return blob.inode.has_value() && fstat(file.fd.get(), &st) == 0 &&
-         static_cast<uint64_t>(st.st_ino) == *blob.inode &&
-         SameBytes(file, blob.at, blob.address, 8 + blob.length);
+  if (!blob.inode.has_value() || fstat(file.fd.get(), &st) != 0 ||
+      static_cast<uint64_t>(st.st_ino) != *blob.inode) {
+    return false;
+  }
+  const uint64_t size = 8 + blob.length;
+  constexpr size_t kChunk = size_t{1} << 20;
+  std::vector<char> buffer(static_cast<size_t>(std::min<uint64_t>(size, kChunk)));
+  for (uint64_t done = 0; done < size;) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(size - done, kChunk));
+    if (!ReadAt(file, blob.at + done, n, buffer.data()) ||
+        std::memcmp(buffer.data(), blob.address + done, n) != 0) {
+      return false;
+    }
+    done += n;
+  }
+  return true;
 }
 
-/*! \brief Check, before TVM decodes it, that the blob `handle`'s object holds (dlsym on the
- *         handle TVM reads through) lies in that object's file and is a whole module tree. */
+/*! \brief Check, before TVM decodes it, that the blob of `handle`'s object (the handle TVM reads
+ *         through) lies in that object's file and is a whole module tree. */
 void CheckBlobOf(void* handle, const std::string& path) {
   const char* blob = static_cast<const char*>(dlsym(handle, kBinSymbol));
   if (blob == nullptr) return;  // no embedded modules: TVM makes the library module alone
@@ -240,7 +219,7 @@ LoadedLibrary OpenLoadedLibrary(const ffi::Module& library, const std::shared_pt
                               << "places in one loaded object); load the artifact with "
                               << "tvm.runtime.load_module or tvm_partial.load";
   }
-  const std::string path = proven ? proven->path : blob.object.segments.name;
+  const std::string path = proven ? proven->path : blob.object.map->l_name;
   LoadedLibrary out;
   try {
     out.file = proven ? proven : OpenRegular(path, "artifact");
@@ -300,7 +279,7 @@ bool WasReplaced(const ffi::Module& library) {
   if (!FindBlob(library, &blob)) return false;
   std::shared_ptr<File> file;
   try {
-    file = OpenRegular(blob.object.segments.name, "artifact");
+    file = OpenRegular(blob.object.map->l_name, "artifact");
   } catch (const ffi::Error&) {
     return false;  // removed (or unreadable): the loaded version is the only one
   }
@@ -308,34 +287,28 @@ bool WasReplaced(const ffi::Module& library) {
 }
 
 void CheckComplete(const File& file) {
-  unsigned char header[64] = {};
-  const size_t n = static_cast<size_t>(std::min<uint64_t>(file.size, sizeof(header)));
-  const bool elf = n >= 4 && ReadAt(file, 0, n, reinterpret_cast<char*>(header)) &&
-                   std::memcmp(header,
-                               "\x7f"
-                               "ELF",
-                               4) == 0;
-  if (elf && n < sizeof(header)) {
+  Elf64_Ehdr eh{};
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(file.size, sizeof(eh)));
+  const bool elf = n >= 4 && ReadAt(file, 0, n, reinterpret_cast<char*>(&eh)) &&
+                   std::memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0;
+  if (elf && n < sizeof(eh)) {
     TVM_FFI_THROW(ValueError) << file.path << " is truncated: " << n << " bytes, less than its ELF "
-                              << "header (" << sizeof(header) << "); copy or export it again";
+                              << "header (" << sizeof(eh) << "); copy or export it again";
   }
-  if (!elf || header[4] != 2 || header[5] != 1) {
+  if (!elf || eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB) {
     TVM_FFI_THROW(ValueError) << file.path << " is not a tvm-partial artifact: not an ELF shared "
                               << "library (64-bit, little-endian)";
   }
-  uint64_t phoff = 0;
-  uint16_t phentsize = 0, phnum = 0;
-  std::memcpy(&phoff, header + 0x20, 8);
-  std::memcpy(&phentsize, header + 0x36, 2);
-  std::memcpy(&phnum, header + 0x38, 2);
-  if (phnum != 0 && phentsize < sizeof(ElfW(Phdr))) {
-    TVM_FFI_THROW(ValueError) << file.path << " is damaged: program header entries of " << phentsize
-                              << " bytes (ELF64 needs " << sizeof(ElfW(Phdr)) << ")";
+  if (eh.e_phnum != 0 && eh.e_phentsize < sizeof(ElfW(Phdr))) {
+    TVM_FFI_THROW(ValueError) << file.path << " is damaged: program header entries of "
+                              << eh.e_phentsize << " bytes (ELF64 needs " << sizeof(ElfW(Phdr))
+                              << ")";
   }
-  for (uint16_t i = 0; i < phnum; ++i) {
+  for (uint16_t i = 0; i < eh.e_phnum; ++i) {
     ElfW(Phdr) ph;
-    if (phoff > file.size || uint64_t{i} * phentsize > file.size - phoff ||
-        !ReadAt(file, phoff + uint64_t{i} * phentsize, sizeof(ph), reinterpret_cast<char*>(&ph))) {
+    const uint64_t at = uint64_t{i} * eh.e_phentsize;
+    if (eh.e_phoff > file.size || at > file.size - eh.e_phoff ||
+        !ReadAt(file, eh.e_phoff + at, sizeof(ph), reinterpret_cast<char*>(&ph))) {
       TVM_FFI_THROW(ValueError) << file.path << " is truncated: its program headers run past "
                                 << "its end (" << file.size << " bytes); copy or export it again";
     }
@@ -347,11 +320,7 @@ void CheckComplete(const File& file) {
   }
   // A cut sparing every segment still takes the section header table (linkers write it last)
   // and the sections it lists; the system's loader would map what is left.
-  uint64_t shoff = 0;
-  uint16_t shentsize = 0, shnum = 0;
-  std::memcpy(&shoff, header + 0x28, 8);
-  std::memcpy(&shentsize, header + 0x3a, 2);
-  std::memcpy(&shnum, header + 0x3c, 2);
+  const uint64_t shoff = eh.e_shoff, shentsize = eh.e_shentsize;
   if (shoff == 0) return;  // no section table: the loader needs none
   if (shentsize < sizeof(ElfW(Shdr))) {
     TVM_FFI_THROW(ValueError) << file.path << " is damaged: section header entries of " << shentsize
@@ -372,8 +341,8 @@ void CheckComplete(const File& file) {
     }
     return sh;
   };
-  if (shnum == 0) check(shoff, shentsize, "ELF section table needs");  // section 0 counts them
-  const uint64_t count = shnum != 0 ? shnum : section(0).sh_size;
+  if (eh.e_shnum == 0) check(shoff, shentsize, "ELF section table needs");  // section 0 counts them
+  const uint64_t count = eh.e_shnum != 0 ? eh.e_shnum : section(0).sh_size;
   check(shoff, count > UINT64_MAX / shentsize ? UINT64_MAX : count * shentsize,
         "ELF section table needs");
   for (uint64_t i = 0; i < count; ++i) {

@@ -2,8 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file storage/module_tree.cc
- * \brief TVM's embedded module tree: parsing it, finding it in an ELF file, rewriting one module
- *        in place (storage/module_tree.h).
+ * \brief Parsing TVM's module tree, finding it in an ELF file, rewriting one module in place.
  */
 #include "storage/module_tree.h"
 
@@ -14,13 +13,10 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdint>
 #include <cstring>
 #include <optional>
 #include <set>
-#include <string>
 #include <utility>
-#include <vector>
 
 namespace tvm_partial {
 namespace storage {
@@ -37,15 +33,11 @@ std::vector<EmbeddedModule> ParseModuleTree(
     TVM_FFI_THROW(ValueError) << path << ": the embedded module blob is damaged: " << what
                               << "; copy or export the artifact again";
   };
-  auto u64 = [&](const char* what) {
-    if (size - pos < 8) fail(std::string(what) + " runs past its end");
-    uint64_t value = 0;
-    read(pos, 8, reinterpret_cast<char*>(&value));
-    pos += 8;
-    return value;
-  };
   auto counted = [&](const std::string& what, uint64_t item) {  // a count whose items must fit
-    const uint64_t n = u64(what.c_str());
+    if (size - pos < 8) fail(what + " runs past its end");
+    uint64_t n = 0;
+    read(pos, 8, reinterpret_cast<char*>(&n));
+    pos += 8;
     if (n > (size - pos) / item) {
       fail(what + " " + std::to_string(n) + " cannot fit in its " + std::to_string(size - pos) +
            " remaining bytes");
