@@ -6,8 +6,6 @@
  */
 #include "device.h"
 
-#include <string>
-
 namespace tvm_partial {
 namespace detail {
 

@@ -3,8 +3,7 @@
 /*!
  * \file out_of_memory.h
  * \brief Internal: failed allocations reach the caller as MemoryError, not the InternalError
- *        tvm-ffi's safe-call boundary makes of std::bad_alloc. Used by every global (registry.h)
- *        and the closure's per-call allocations (partial_apply.cc).
+ *        tvm-ffi's safe-call boundary makes of std::bad_alloc.
  */
 #ifndef TVM_PARTIAL_OUT_OF_MEMORY_H_
 #define TVM_PARTIAL_OUT_OF_MEMORY_H_
@@ -19,7 +18,7 @@
 namespace tvm_partial {
 namespace detail {
 
-/*! \brief Throw MemoryError "WHO: out of memory (WHAT)". */
+// The cold path, kept out of line.
 [[noreturn]] TVM_FFI_NO_INLINE inline void ThrowOutOfMemory(const std::string& who,
                                                             const std::exception& err) {
   TVM_FFI_THROW(MemoryError) << who << ": out of memory (" << err.what() << ")";
@@ -33,8 +32,7 @@ inline bool IsOutOfMemory(const ::tvm::ffi::Error& err) {
 }
 
 /*! \brief `body()`, turning an escaping std::bad_alloc or std::length_error (size past max_size)
- *         into MemoryError from `who()` (called only then). Other errors pass unchanged; the try
- *         costs nothing until something throws. */
+ *         into MemoryError from `who()` (called only then). */
 template <typename Body, typename Who>
 TVM_FFI_INLINE decltype(auto) OutOfMemoryAsMemoryError(Body&& body, Who&& who) {
   try {

@@ -15,8 +15,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <string>
-#include <vector>
 
 #include "format/common.h"
 #include "format/hash.h"
@@ -74,8 +72,7 @@ class FileWriter {
   uint64_t at_ = 0;
 };
 
-/*! \brief The trailer (docs/format.md) of a library whose region of `size` bytes was appended at
- *         `offset`. */
+// The trailer (docs/format.md) of a region of `size` bytes appended at `offset`.
 std::string EncodeTrailer(uint64_t offset, uint64_t size, uint64_t link) {
   std::string trailer(kTrailerSize, '\0');
   std::memcpy(&trailer[0], kTrailerMagic, 8);
@@ -86,6 +83,39 @@ std::string EncodeTrailer(uint64_t offset, uint64_t size, uint64_t link) {
   const uint64_t h = hash::Hash(trailer.data(), 40);
   std::memcpy(&trailer[40], &h, 8);
   return trailer;
+}
+
+/*! \brief Write the region of `tensors` at `start` of `out`, zeros before, telling `progress`;
+ *         with `hashes`, each payload's hash (computed as written) goes there. \return Its size. */
+uint64_t PutRegion(FileWriter& out, uint64_t start, const std::vector<ffi::Tensor>& tensors,
+                   const std::vector<const format::Shard*>& shards, uint64_t link,
+                   const ffi::Optional<ffi::Function>& progress, std::vector<uint64_t>* hashes) {
+  const uint64_t total = format::RegionSize(tensors);
+  constexpr size_t kChunk = size_t{64} << 20;  // progress granularity
+  constexpr size_t kPiece = size_t{4} << 20;   // hashed, then written while still in the cache
+  out.PadTo(start);
+  const std::string header = format::EncodeRegionHeader(total, link);
+  out.Put(header.data(), header.size());
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    const size_t nbytes = format::PayloadBytes(*tensors[k].GetDLTensorPtr());
+    out.PadTo(start + format::AlignUp(out.at() - start));
+    hash::Hasher hasher;
+    size_t done = 0;  // of this payload: progress each kChunk bytes, and at its end
+    format::ForEachStoredPiece(tensors[k], nbytes, shards[k], [&](const char* data, size_t n) {
+      for (size_t piece = 0; piece < n; piece += kPiece) {
+        const size_t m = std::min(kPiece, n - piece);
+        if (hashes != nullptr) hasher.Update(data + piece, m);
+        out.Put(data + piece, m);
+        const bool chunk_done = (done + m) / kChunk != done / kChunk;
+        done += m;
+        if (progress.has_value() && (chunk_done || done == nbytes) && out.at() - start < total) {
+          (*progress)(static_cast<int64_t>(out.at() - start), static_cast<int64_t>(total));
+        }
+      }
+    });
+    if (hashes != nullptr) hashes->push_back(hasher.Final());
+  }
+  return total;
 }
 
 }  // namespace
@@ -135,41 +165,16 @@ std::vector<uint64_t> AppendRegion(const std::vector<format::FunctionRecord>& fu
                                    const ffi::Optional<ffi::Function>& progress) {
   const std::vector<ffi::Tensor> tensors = format::PayloadTensors(functions);
   const std::vector<const format::Shard*> shards = format::PayloadShards(functions);
-  const uint64_t total = format::RegionSize(tensors);
   FileWriter out(path, O_WRONLY, "export_library: appending the payload region");
   const uint64_t size = out.Size();
-  const uint64_t start = (size + kAppendAlignment - 1) / kAppendAlignment * kAppendAlignment;
   out.Seek(size);
-  constexpr size_t kChunk = size_t{64} << 20;  // progress granularity
-  constexpr size_t kPiece = size_t{4} << 20;   // hashed, then written while still in the cache
+  const uint64_t start = (size + kAppendAlignment - 1) / kAppendAlignment * kAppendAlignment;
   std::vector<uint64_t> hashes;
-  auto report = [&](uint64_t done) {
-    if (progress.has_value()) (*progress)(static_cast<int64_t>(done), static_cast<int64_t>(total));
-  };
-  out.PadTo(start);
-  const std::string header = format::EncodeRegionHeader(total, region.link);
-  out.Put(header.data(), header.size());
-  for (size_t k = 0; k < tensors.size(); ++k) {
-    const size_t nbytes = format::PayloadBytes(*tensors[k].GetDLTensorPtr());
-    out.PadTo(start + format::AlignUp(out.at() - start));
-    hash::Hasher hasher;
-    size_t done = 0;  // of this payload: progress each kChunk bytes, and at its end
-    format::ForEachStoredPiece(tensors[k], nbytes, shards[k], [&](const char* data, size_t n) {
-      for (size_t piece = 0; piece < n; piece += kPiece) {
-        const size_t m = std::min(kPiece, n - piece);
-        hasher.Update(data + piece, m);
-        out.Put(data + piece, m);
-        const bool chunk_done = (done + m) / kChunk != done / kChunk;
-        done += m;
-        if ((chunk_done || done == nbytes) && out.at() - start < total) report(out.at() - start);
-      }
-    });
-    hashes.push_back(hasher.Final());
-  }
+  const uint64_t total = PutRegion(out, start, tensors, shards, region.link, progress, &hashes);
   const std::string trailer = EncodeTrailer(start, total, region.link);
   out.Put(trailer.data(), trailer.size());
   out.Close();
-  report(total);
+  if (progress.has_value()) (*progress)(static_cast<int64_t>(total), static_cast<int64_t>(total));
   return hashes;
 }
 
@@ -178,15 +183,7 @@ void WriteRegion(const std::vector<format::FunctionRecord>& functions,
   const std::vector<ffi::Tensor> tensors = format::PayloadTensors(functions);
   const std::vector<const format::Shard*> shards = format::PayloadShards(functions);
   FileWriter out(path, O_WRONLY | O_CREAT | O_TRUNC, "writing the payload region");
-  out.PadTo(lead);
-  const std::string header = format::EncodeRegionHeader(format::RegionSize(tensors), region.link);
-  out.Put(header.data(), header.size());
-  for (size_t k = 0; k < tensors.size(); ++k) {
-    const size_t nbytes = format::PayloadBytes(*tensors[k].GetDLTensorPtr());
-    out.PadTo(lead + format::AlignUp(out.at() - lead));
-    format::ForEachStoredPiece(tensors[k], nbytes, shards[k],
-                               [&](const char* data, size_t n) { out.Put(data, n); });
-  }
+  PutRegion(out, lead, tensors, shards, region.link, std::nullopt, nullptr);
   out.Close();
 }
 

@@ -28,11 +28,10 @@ namespace storage {
  *         \throws ValueError naming the file ("is truncated or was rewritten", "is damaged"). */
 uint64_t LocateAppended(const File& library, uint64_t size, uint64_t link);
 
-/*! \brief Append the payload region of `Encode(functions, &region)` to the library at `path`
- *         (flag 4) in one sequential write, then the trailer. `progress(done, total)`, if given,
- *         gets the region bytes written, at least every 64 MiB and at the end.
- *         \return The payload hashes in Encode's order, computed while writing (one pass).
- *         \throws RuntimeError naming the file and the system's error (disk full, too large). */
+/*! \brief Append the payload region of `Encode(functions, &region)`, then the trailer, to the
+ *         library at `path`; `progress(done, total)` gets the region bytes written at least every
+ *         64 MiB and at the end. \return The payload hashes in Encode's order, computed while
+ *         writing. \throws RuntimeError naming the file and the system's error. */
 std::vector<uint64_t> AppendRegion(const std::vector<format::FunctionRecord>& functions,
                                    const format::ExternalRegion& region, const std::string& path,
                                    const ffi::Optional<ffi::Function>& progress);

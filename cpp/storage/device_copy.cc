@@ -48,8 +48,7 @@ ffi::Function RuntimeGlobal(const char* name) {
   return *f;
 }
 
-/*! \brief `n` bytes as a flat uint8 DLTensor, what TVM's copy takes. Not copyable: `t.shape`
- *         points into it. */
+// `n` bytes as a flat uint8 DLTensor, what TVM's copy takes; not copyable: `t.shape` points in.
 struct FlatBytes {
   FlatBytes(void* data, DLDevice device, uint64_t byte_offset, uint64_t n)
       : extent(static_cast<int64_t>(n)),
@@ -86,8 +85,7 @@ class PinnedCache {
     return cache;
   }
 
-  /*! \brief Buffers of at least `size` bytes in pinned memory of `host_type`, or none, with the
-   *         reason in `why_not`. */
+  // Buffers of at least `size` bytes of pinned memory `host_type`, or none, saying `why_not`.
   std::optional<StagingBuffers> Take(int32_t host_type, uint64_t size, std::string* why_not) {
     std::optional<StagingBuffers> kept;
     {
@@ -215,34 +213,7 @@ class ParallelCopy {
   uint64_t n_ = 0;
 };
 
-/*! \brief Releases the whole pages of the source once every byte on them has been read. */
-class PageReleaser {
- public:
-  PageReleaser(const char* src, bool enabled)
-      : page_(static_cast<uintptr_t>(sysconf(_SC_PAGESIZE))),
-        base_(reinterpret_cast<uintptr_t>(src)),
-        // The page holding the first byte may hold bytes before the payload too: kept.
-        done_((base_ + page_ - 1) / page_ * page_),
-        enabled_(enabled) {}
-
-  /*! \brief Every byte of the source before offset `end` has been read. Only whole pages go (the
-   *         one holding byte `end` may hold more of the source, or what follows it). */
-  void ReadUpTo(uint64_t end) {
-    if (!enabled_) return;
-    const uintptr_t upto = (base_ + end) / page_ * page_;
-    if (upto <= done_) return;
-    // Best effort: if refused, the pages merely stay until the mapping goes.
-    madvise(reinterpret_cast<void*>(done_), upto - done_, MADV_DONTNEED);
-    done_ = upto;
-  }
-
- private:
-  uintptr_t page_, base_, done_;
-  bool enabled_;
-};
-
-/*! \brief The staging `kind` asks for, for a copy of `pieces` pieces of `piece` bytes to
- *         `device`, or none (direct). */
+// The staging `kind` asks for, for `pieces` pieces of `piece` bytes to `device`; none: direct.
 std::optional<StagingBuffers> ChooseStaging(Staging kind, DLDevice device, uint64_t pieces,
                                             uint64_t piece) {
   if (kind == Staging::kDirect) return std::nullopt;
@@ -323,7 +294,18 @@ void CopyToDevice(const char* src, uint64_t nbytes, const ffi::Tensor& dst,
   const uint64_t piece = options.chunk_bytes == 0 ? nbytes : std::min(options.chunk_bytes, nbytes);
   const uint64_t pieces = (nbytes + piece - 1) / piece;
   auto length = [&](uint64_t i) { return std::min(piece, nbytes - i * piece); };
-  PageReleaser release(src, options.release_source);
+  // Every byte of the source before `end` has been read: its whole pages go, but not the ones
+  // holding the first byte or byte `end` (they may hold what precedes or follows the payload).
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t base = reinterpret_cast<uintptr_t>(src);
+  uintptr_t released = (base + page - 1) / page * page;
+  auto read_up_to = [&](uint64_t end) {
+    const uintptr_t upto = (base + end) / page * page;
+    if (!options.release_source || upto <= released) return;
+    // Best effort: if refused, the pages merely stay until the mapping goes.
+    madvise(reinterpret_cast<void*>(released), upto - released, MADV_DONTNEED);
+    released = upto;
+  };
 
   std::optional<StagingBuffers> staging = ChooseStaging(options.staging, d.device, pieces, piece);
   if (!staging.has_value()) {
@@ -332,14 +314,14 @@ void CopyToDevice(const char* src, uint64_t nbytes, const ffi::Tensor& dst,
       FlatBytes to(d.data, d.device, d.byte_offset + i * piece, length(i));
       copy(&from.t, &to.t);
       sync(d.device, default_stream);
-      release.ReadUpTo(i * piece + length(i));
+      read_up_to(i * piece + length(i));
     }
     return;
   }
 
   ParallelCopy fill(piece >= 2 * kMiB ? options.fill_threads : 1);
   fill(staging->data(0), src, length(0));
-  release.ReadUpTo(length(0));
+  read_up_to(length(0));
   try {
     for (uint64_t i = 0; i < pieces; ++i) {
       // Piece i travels from one buffer while piece i + 1 is read into the other; the copy of
@@ -349,7 +331,7 @@ void CopyToDevice(const char* src, uint64_t nbytes, const ffi::Tensor& dst,
       copy(&from.t, &to.t);
       if (i + 1 < pieces) {
         fill(staging->data(i + 1), src + (i + 1) * piece, length(i + 1));
-        release.ReadUpTo((i + 1) * piece + length(i + 1));
+        read_up_to((i + 1) * piece + length(i + 1));
       }
       sync(d.device, default_stream);
     }

@@ -7,18 +7,13 @@
  *
  * One TVM copy of a whole payload goes through the driver's pageable staging and faults in the
  * whole mapping. `CopyToDevice` copies pieces (16 MiB by default) instead:
- * - pinned (where TVM has pinned host memory for the device: `cuda_host`, `rocm_host`): threads
- *   read each piece into one of two staging buffers; its copy is issued before the next piece is
- *   read into the other, then synced: async copies (CUDA) overlap reading and transfer, blocking
- *   ones (ROCm without a stream) take turns. The buffers are kept for reuse (allocating pinned
- *   memory costs more than a copy): 2 x 16 MiB stay held.
+ * - pinned (`cuda_host`, `rocm_host`): threads read each piece into one of two staging buffers;
+ *   its copy is issued before the next piece is read into the other, then synced, so async copies
+ *   overlap reading and transfer. The buffers are kept (pinned memory costs more than a copy).
  * - direct: otherwise, or for one piece, each piece is copied from the source and synced.
- * `release_source` drops pages once read (`madvise(MADV_DONTNEED)`) so a load holds one piece of
- * the mapping. Only for an unwritten private file mapping, whose dropped pages are read again
- * from the file if touched (other memory would read zeros).
- * The defaults were measured once on an H200 (docs/benchmarks.md: 16 MiB pinned pieces beat one
- * direct copy; 1 and 8 fill threads were timed, not 4); benchmarks/bench_gpu_load.py compares the
- * TVM_PARTIAL_COPY_* alternatives.
+ * `release_source` drops pages once read, only for an unwritten private file mapping, whose
+ * dropped pages are read again from the file if touched (other memory would read zeros).
+ * The defaults were measured on an H200 (docs/benchmarks.md; 4 fill threads were not timed).
  */
 #ifndef TVM_PARTIAL_STORAGE_DEVICE_COPY_H_
 #define TVM_PARTIAL_STORAGE_DEVICE_COPY_H_
@@ -32,7 +27,6 @@ namespace storage {
 
 namespace ffi = ::tvm::ffi;
 
-/*! \brief How `CopyToDevice` copies. */
 struct DeviceCopyOptions {
   enum class Staging {
     kAuto,    // pinned where the runtime offers it and there are 2+ pieces; else direct
@@ -41,11 +35,8 @@ struct DeviceCopyOptions {
     kHost,    // through two buffers of ordinary host memory (tests the staged path without a GPU)
   };
   Staging staging = Staging::kAuto;
-  /*! \brief Bytes per piece; 0 copies the payload in one piece. */
-  uint64_t chunk_bytes = uint64_t{16} << 20;
-  /*! \brief Threads reading a piece into staging, the calling one included. */
-  int fill_threads = 4;
-  /*! \brief Release the source's pages once read (a private file mapping only; see above). */
+  uint64_t chunk_bytes = uint64_t{16} << 20;  // bytes per piece; 0: the payload in one piece
+  int fill_threads = 4;  // threads reading a piece into staging, the calling one included
   bool release_source = false;
 
   /*! \brief The defaults, overridden by TVM_PARTIAL_COPY_STAGING, _CHUNK_MIB and _THREADS where
