@@ -10,7 +10,6 @@
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/function.h>
 
-#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -23,10 +22,9 @@ namespace tvm_partial {
 namespace format {
 
 namespace {
-/*! \brief Device ids at or above this are refused: no process has that many devices of a kind. */
-constexpr int32_t kMaxDeviceId = 1024;
+constexpr int32_t kMaxDeviceId = 1024;  // no process has that many devices of a kind
 
-/*! \brief The tensor's data when it lives in host memory (readable directly), else null. */
+// The tensor's data when it lives in host memory, else null.
 const char* HostData(const DLTensor* t) {
   if (!detail::IsHostDevice(t->device)) return nullptr;
   return static_cast<const char*>(t->data) + t->byte_offset;
@@ -45,27 +43,13 @@ bool IsValidUtf8(const char* data, size_t size) {
   const auto* end = p + size;
   while (p < end) {
     const unsigned char c = *p;
-    if (c < 0x80) {
-      ++p;
-      continue;
-    }
-    size_t n;
-    unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-    if (c >= 0xC2 && c <= 0xDF) {
-      n = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      n = 2;
-      if (c == 0xE0) lo = 0xA0;  // overlong
-      if (c == 0xED) hi = 0x9F;  // surrogates
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      n = 3;
-      if (c == 0xF0) lo = 0x90;  // overlong
-      if (c == 0xF4) hi = 0x8F;  // past U+10FFFF
-    } else {
-      return false;
-    }
-    if (static_cast<size_t>(end - p) <= n) return false;
-    if (p[1] < lo || p[1] > hi) return false;
+    // Continuation bytes after `c` (4: `c` cannot start a character).
+    const size_t n = c < 0x80 ? 0 : c < 0xC2 ? 4 : c < 0xE0 ? 1 : c < 0xF0 ? 2 : c < 0xF5 ? 3 : 4;
+    if (n == 4 || static_cast<size_t>(end - p) <= n) return false;
+    // The second byte's range: no overlong forms (E0, F0), surrogates (ED) or past U+10FFFF (F4).
+    const unsigned char lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+    const unsigned char hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+    if (n > 0 && (p[1] < lo || p[1] > hi)) return false;
     for (size_t k = 2; k <= n; ++k) {
       if ((p[k] & 0xC0) != 0x80) return false;
     }
@@ -143,38 +127,32 @@ void CopyTensorToHost(const ffi::Tensor& tensor, char* dst, size_t nbytes) {
   (*copy)(tensor, static_cast<void*>(dst), static_cast<int64_t>(nbytes));
 }
 
-HostBytes::HostBytes(const ffi::Tensor& tensor, size_t nbytes)
-    : data_(HostData(tensor.GetDLTensorPtr())) {
-  if (data_ == nullptr) {
-    copy_.resize(nbytes);
-    CopyTensorToHost(tensor, copy_.data(), nbytes);
-    data_ = copy_.data();
-  }
-}
-
 void ForEachStoredPiece(const ffi::Tensor& tensor, size_t nbytes, const Shard* shard,
                         const std::function<void(const char*, size_t)>& visit) {
-  const HostBytes host(tensor, nbytes);
+  const char* host = HostData(tensor.GetDLTensorPtr());
+  std::string copy;
+  if (host == nullptr) {
+    copy.resize(nbytes);
+    CopyTensorToHost(tensor, copy.data(), nbytes);
+    host = copy.data();
+  }
   if (shard == nullptr || shard->layout != kShardMajor) {
-    visit(host.data(), nbytes);
+    visit(host, nbytes);
     return;
   }
   const size_t per_rank = nbytes / static_cast<size_t>(shard->world);
   std::string buffer(per_rank, '\0');
   const std::vector<int64_t> shape(tensor.shape().begin(), tensor.shape().end());
   for (int64_t r = 0; r < shard->world; ++r) {
-    GatherRank(host.data(), buffer.data(), nbytes, shape, tensor.dtype(), *shard, r);
+    GatherRank(host, buffer.data(), nbytes, shape, tensor.dtype(), *shard, r);
     visit(buffer.data(), per_rank);
   }
 }
 
-bool Parsed::Sharded() const {
-  return std::any_of(functions.begin(), functions.end(),
-                     [](const ParsedFunction& fn) { return !fn.shards.empty(); });
-}
-
-std::string Where(const ParsedFunction& fn, int64_t index) {
-  return "function '" + std::string(fn.name) + "' position " + std::to_string(index);
+uint64_t StoredHash(const ffi::Tensor& tensor, size_t nbytes, const Shard* shard) {
+  hash::Hasher hasher;
+  ForEachStoredPiece(tensor, nbytes, shard, [&](const char* d, size_t n) { hasher.Update(d, n); });
+  return hasher.Final();
 }
 
 }  // namespace format

@@ -32,29 +32,21 @@ constexpr uint32_t kFlagAppended = 4;  // ... appended to the library file (with
 constexpr size_t kHeaderSize = 40;     // magic, version, flags, total, metadata size, hash
 constexpr size_t kHashedHeader = 32;   // the header bytes covered by the metadata hash
 
-enum ValueKind : uint8_t {
-  kNone = 0,
-  kInt = 1,
-  kFloat = 2,
-  kBool = 3,
-  kStr = 4,
-  kTensor = 5,
-  kSharedTensor = 6,  // the tensor of an earlier kind-5 binding, stored once
-};
+// A binding's kind byte, 0 to 6 as written (docs/format.md); a shared tensor is an earlier
+// kind-5 binding's, stored once.
+enum ValueKind : uint8_t { kNone, kInt, kFloat, kBool, kStr, kTensor, kSharedTensor };
 
-/*! \brief The hash the header records: over its first kHashedHeader bytes and the metadata. */
+// Over the header's first kHashedHeader bytes and the metadata.
 uint64_t MetadataHash(const char* blob, size_t meta_size);
 
-/*! \brief `n` rounded up to a multiple of kPayloadAlignment. */
 inline size_t AlignUp(size_t n) {
   return (n + kPayloadAlignment - 1) / kPayloadAlignment * kPayloadAlignment;
 }
 
-/*! \brief Whether `data` is well-formed UTF-8 (RFC 3629: no overlong forms or surrogates, at most
- *         U+10FFFF). */
+// RFC 3629: no overlong forms or surrogates, at most U+10FFFF.
 bool IsValidUtf8(const char* data, size_t size);
 
-/*! \brief Why the format cannot hold a tensor of this dtype on this device, or "" when it can. */
+/*! \brief Why the format cannot hold a tensor of this dtype on this device, or "". */
 std::string TensorProblem(DLDataType dtype, int32_t device_type, int32_t device_id);
 
 /*! \brief ceil(prod(shape) * bits * lanes / 8) into `bytes` (detail::TensorBytes), or why not: a
@@ -62,25 +54,17 @@ std::string TensorProblem(DLDataType dtype, int32_t device_type, int32_t device_
  *         another dimension is 0: no real tensor has such a shape). */
 std::string ShapeProblem(const int64_t* shape, size_t ndim, DLDataType dtype, uint64_t* bytes);
 
-/*! \brief Copy `nbytes` of `tensor` (any device, through the TVM runtime) to host memory `dst`. */
+// Any device: through the TVM runtime.
 void CopyTensorToHost(const ffi::Tensor& tensor, char* dst, size_t nbytes);
 
-/*! \brief A tensor's bytes in host memory: the tensor's own for host tensors, else a copy. */
-class HostBytes {
- public:
-  HostBytes(const ffi::Tensor& tensor, size_t nbytes);
-  const char* data() const { return data_; }
-
- private:
-  const char* data_;
-  std::string copy_;
-};
-
-/*! \brief `visit(data, n)` over a tensor's payload as stored, in order: its host bytes in one
- *         piece, or for a shard-major `shard` one rank at a time through a one-rank buffer (never
- *         a second copy of the whole tensor). */
+/*! \brief `visit(data, n)` over a tensor's payload as stored, in order: its host bytes (a copy for
+ *         device tensors) in one piece, or for a shard-major `shard` one rank at a time through a
+ *         one-rank buffer (never a second copy of the whole tensor). */
 void ForEachStoredPiece(const ffi::Tensor& tensor, size_t nbytes, const Shard* shard,
                         const std::function<void(const char*, size_t)>& visit);
+
+/*! \brief The format's hash of a tensor's payload as stored (ForEachStoredPiece). */
+uint64_t StoredHash(const ffi::Tensor& tensor, size_t nbytes, const Shard* shard);
 
 }  // namespace format
 }  // namespace tvm_partial

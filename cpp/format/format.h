@@ -2,20 +2,17 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file format/format.h
- * \brief Internal: the serialisation format of a partial module (`SaveToBytes`): writer
- *        (`Encode`), parser (`Parse`), description (`Describe`). The parser checks only the bytes
- *        it is given; where external payloads live is storage/payload_source.h's concern.
- *
- * Layout (version 3, little-endian): docs/format.md; placements: `Placement` below.
+ * \brief Internal: a partial module's serialisation format (docs/format.md): writer (`Encode`),
+ *        parser (`Parse`), description (`Describe`). Where external payloads live is
+ *        storage/payload_source.h's concern.
  */
 #ifndef TVM_PARTIAL_FORMAT_FORMAT_H_
 #define TVM_PARTIAL_FORMAT_FORMAT_H_
 
 #include <tvm/ffi/container/map.h>
-#include <tvm/ffi/function.h>
-#include <tvm/ffi/optional.h>
 #include <tvm/ffi/string.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -28,18 +25,13 @@
 namespace tvm_partial {
 namespace format {
 
-/*! \brief The one version of the layout: always written, the only one read. */
-constexpr uint32_t kVersion = 3;
-/*! \brief The version of a payload region's header (a header of its own). */
-constexpr uint32_t kRegionVersion = 1;
+constexpr uint32_t kVersion = 3;        // always written, the only one read
+constexpr uint32_t kRegionVersion = 1;  // a payload region's header has its own
 constexpr size_t kPayloadAlignment = 64;
-/*! \brief A payload region's header, before its payloads (layout: docs/format.md, flag 1). */
 constexpr size_t kRegionHeaderSize = 64;
-/*! \brief Region names: this, then a random hex id per export. Recorded in the metadata; messages
- *         and inspect name the region by it. */
+/*! \brief Region names: this, then a random hex id per export (messages and inspect use it). */
 constexpr const char* kRegionSymbolPrefix = "__tvm_partial_payload_";
-/*! \brief Bound tensors of this many bytes (as stored) make an export append them to the library
- *         (zero-copy), unless export_library's zero_copy= says otherwise. */
+/*! \brief Bound tensors this large (as stored) make export_library zero-copy by default. */
 constexpr uint64_t kZeroCopyBytes = uint64_t{16} << 20;
 
 /*! \brief Where a zero-copy export puts the payloads: a named region, and a link number that
@@ -47,10 +39,8 @@ constexpr uint64_t kZeroCopyBytes = uint64_t{16} << 20;
 struct ExternalRegion {
   std::string symbol;
   uint64_t link;
-  /*! \brief Flag 2: the payloads' safetensors file, relative to the library's folder; or "". */
-  std::string weights_file = {};
-  /*! \brief Flag 4: the region is appended to the library file. Exclusive with `weights_file`. */
-  bool appended = false;
+  std::string weights_file = {};  // flag 2: a safetensors file, relative to the library's folder
+  bool appended = false;          // flag 4: appended to the library file (exclusive with flag 2)
   /*! \brief Payload hashes: Encode computes them unless `hashes_given`; then it records these
    *         (AppendRegion computes them while writing), or zeros while empty (the blob linked
    *         first, patched in place later at the same length). */
@@ -67,7 +57,7 @@ struct FunctionRecord {
   std::vector<Shard> shards = {};  // tensor-parallel bindings, by position
 };
 
-/*! \brief Serialise. Tensors are copied to host memory (through the TVM runtime for devices).
+/*! \brief Serialise (device tensors copied to the host through the TVM runtime).
  * \throws TypeError naming the function and position of a value that cannot be serialised. */
 std::string Encode(const std::vector<FunctionRecord>& functions,
                    const ExternalRegion* region = nullptr);
@@ -78,22 +68,19 @@ std::string EncodeRegionHeader(uint64_t size, uint64_t link);
 /*! \brief Whether the 64 bytes at `header` are a region header recording `size` and `link`. */
 bool RegionHeaderMatches(const char* header, uint64_t size, uint64_t link);
 
-/*! \brief Per function, per binding (`bound` order): the number of the distinct tensor it holds (0,
- *         1, ... by first appearance), or -1 for a non-tensor. Bindings hold one tensor when they
- *         hold the same object, or tensors with equal data pointer, byte offset, device, dtype,
- *         shape and strides. Encode stores each distinct tensor once, in this order. */
+/*! \brief Per function, per binding: the number of the distinct tensor it holds (0, 1, ... by
+ *         first appearance), or -1 for a non-tensor. One tensor: the same object, or equal data
+ *         pointer, byte offset, device, dtype, shape and strides. Encode stores each once. */
 std::vector<std::vector<int64_t>> TensorNumbers(const std::vector<FunctionRecord>& functions);
 
-/*! \brief The distinct bound tensors of `functions` in the order Encode lays out their payloads
- *         (one per TensorNumbers number). */
+/*! \brief The distinct bound tensors, one per TensorNumbers number (Encode's payload order). */
 std::vector<ffi::Tensor> PayloadTensors(const std::vector<FunctionRecord>& functions);
 
 /*! \brief Per payload (PayloadTensors' order), the shard record storing it shard-major, or null;
  *         the writers pass it to ForEachStoredPiece so every placement stores the same bytes. */
 std::vector<const Shard*> PayloadShards(const std::vector<FunctionRecord>& functions);
 
-/*! \brief A contiguous tensor's payload bytes, ceil(elements * bits * lanes / 8), exact
- *         (detail::TensorBytes).
+/*! \brief A contiguous tensor's payload bytes, ceil(elements * bits * lanes / 8).
  * \throws ValueError when that is 2^63 bytes or more. */
 uint64_t PayloadBytes(const DLTensor& tensor);
 
@@ -110,8 +97,7 @@ enum class Placement {
   kWeightsFile,  // flags 1 | 2: a safetensors file beside the library (storage/weights_file.h)
 };
 
-/*! \brief A tensor binding as recorded (no payload read). A shared tensor (kind 6) has the
- *         metadata of the binding whose payload it shares. */
+/*! \brief A tensor binding as recorded; a shared one (kind 6) has its owner's. */
 struct TensorMeta {
   DLDataType dtype;
   int32_t device_type;
@@ -147,35 +133,33 @@ struct Parsed {
   uint64_t region_size = 0;  // external: the region's size, header included
   std::string weights_file;  // kWeightsFile: relative to the library's folder (or absolute)
   std::vector<ParsedFunction> functions;
-  /*! \brief Per payload, the binding that stores it (kind 5): function, then value index. */
+  /*! \brief Per payload, the kind-5 binding that stores it: function, then value index. */
   std::vector<std::pair<size_t, size_t>> payloads;
   bool external() const { return placement != Placement::kInline; }
-  /*! \brief The kind-5 binding that stores payload `k`. */
   const ParsedValue& Owner(size_t k) const {
     return functions[payloads[k].first].values[payloads[k].second];
   }
   const ParsedFunction& OwnerFunction(size_t k) const { return functions[payloads[k].first]; }
-  bool Sharded() const;
+  bool Sharded() const {
+    return std::any_of(functions.begin(), functions.end(),
+                       [](const ParsedFunction& fn) { return !fn.shards.empty(); });
+  }
 };
 
 /*! \brief Parse `size` bytes at `data`: header, metadata hash, every field, the payloads' layout
- *         (offsets, alignment, zero padding, nothing left over). Payloads are not hashed here (the
- *         loader hashes each as it copies it, verify as it reads it).
+ *         (offsets, alignment, zero padding, nothing left over); not the payloads' hashes.
  * \throws ValueError saying what is wrong ("corrupted partial_apply data: ..."). */
 Parsed Parse(const char* data, size_t size);
 
-/*! \brief The structure as data, for inspection: {"version", "total_bytes", "constant_bytes" (each
- *         payload once), "payloads" ("inline" | "region SYMBOL"), ["weights_file"],
- *         ["region_appended"], ["region_symbol", "region_link", "region_size"], "functions":
- *         [{"name", "param_names", "bindings", "outputs"}]}. A binding: {"position", "kind",
- *         "value"}, or for a tensor {"position", "kind": "tensor", "dtype", "shape", "device",
- *         "bytes", "offset" (from the blob's start, or the region's), "hash" (the int64 of its
- *         bits), "payload" (its number), ["shard"], ["shared_with": {"function", "position"}] (kind
- *         6: the binding that stores its payload)}. */
+/*! \brief The structure as data, for inspection: version, sizes ("constant_bytes" counts each
+ *         payload once), placement, and per function its bindings (a tensor's metadata, payload
+ *         number, shard, and for kind 6 "shared_with" the binding that stores it) and outputs. */
 ffi::Map<ffi::String, ffi::Any> Describe(const Parsed& parsed);
 
 /*! \brief "function 'main' position 1", how messages name a binding. */
-std::string Where(const ParsedFunction& fn, int64_t index);
+inline std::string Where(const ParsedFunction& fn, int64_t index) {
+  return "function '" + std::string(fn.name) + "' position " + std::to_string(index);
+}
 
 }  // namespace format
 }  // namespace tvm_partial

@@ -6,10 +6,8 @@
  */
 #include "format/model_record.h"
 
-#include <tvm/ffi/container/shape.h>
 #include <tvm/ffi/dtype.h>
 #include <tvm/ffi/error.h>
-#include <tvm/ffi/function.h>
 #include <tvm_partial/partial_apply.h>
 
 #include <algorithm>
@@ -33,14 +31,12 @@ namespace {
 constexpr uint32_t kMaxNdim = 64;
 
 std::string Text(DLDataType dtype, const std::vector<int64_t>& shape) {
-  std::ostringstream os;
-  os << ffi::DLDataTypeToString(dtype) << "[";
-  for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
-  os << "]";
-  return os.str();
+  std::string out = std::string(ffi::DLDataTypeToString(dtype)) + "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
 }
 
-/*! \brief The low `bytes` bytes of `v`, little-endian. */
+// The low `bytes` bytes of `v`, little-endian.
 void Put(uint64_t v, int bytes, std::string* out) {
   for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
@@ -49,7 +45,6 @@ void PutStr(const std::string& s, std::string* out) {
   out->append(s);
 }
 
-/*! \brief Bounds-checked little-endian reads of a record. */
 struct Cursor {
   const unsigned char* data;
   size_t size;
@@ -82,12 +77,37 @@ struct Cursor {
   }
 };
 
-/* TVM's tensor record (runtime::SaveDLTensor): magic 0xDD5E40F096B4A13F (little-endian), u64
- * reserved, i32 device type, i32 device id, i32 ndim, u8 code, u8 bits, u16 lanes, i64 shape[ndim],
- * i64 byte size, the bytes. */
+// A given value's record: a tensor's (a contiguous host copy where it is not one).
+CompiledIn RecordGiven(const std::string& name, const ffi::Any& value) {
+  auto tensor = value.try_cast<ffi::Tensor>();
+  if (!tensor.has_value()) {
+    TVM_FFI_THROW(TypeError) << "cannot bind '" << name << "': the code holds a tensor for it, got "
+                             << value.GetTypeKey();
+  }
+  return RecordCompiledIn(name, *tensor);
+}
+
+// Whether two tensors view the very same memory, alike.
+bool SameMemory(const ffi::Any& value, const ffi::Tensor& source) {
+  auto tensor = value.try_cast<ffi::Tensor>();
+  if (!tensor.has_value()) return false;
+  const DLTensor& a = *tensor->GetDLTensorPtr();
+  const DLTensor& b = *source.GetDLTensorPtr();
+  return a.data == b.data && a.byte_offset == b.byte_offset && a.ndim == b.ndim &&
+         a.dtype == b.dtype && a.device.device_type == b.device.device_type &&
+         a.device.device_id == b.device.device_id && tensor->IsContiguous() &&
+         source.IsContiguous() && std::equal(a.shape, a.shape + a.ndim, b.shape);
+}
+
+bool SameRecord(const CompiledIn& a, const CompiledIn& b) {
+  return a.dtype == b.dtype && a.shape == b.shape && a.hash == b.hash;
+}
 
 }  // namespace
 
+// TVM's tensor record (runtime::SaveDLTensor): magic 0xDD5E40F096B4A13F (little-endian), u64
+// reserved, i32 device type, i32 device id, i32 ndim, u8 code, u8 bits, u16 lanes, i64 shape[ndim],
+// i64 byte size, the bytes.
 bool BytesHoldTensor(const ffi::Bytes& executable_bytes, const std::vector<CompiledIn>& wanted,
                      std::string* missing) {
   using Key = std::tuple<int, int, int, uint64_t>;  // dtype code, bits, lanes, byte size
@@ -139,10 +159,9 @@ bool BytesHoldTensor(const ffi::Bytes& executable_bytes, const std::vector<Compi
 CompiledIn RecordCompiledIn(const std::string& name, const ffi::Tensor& tensor) {
   if (!tensor.IsContiguous()) return RecordCompiledIn(name, AlignedCopy(tensor, {kDLCPU, 0}));
   const DLTensor& t = *tensor.GetDLTensorPtr();
-  const uint64_t nbytes = format::PayloadBytes(t);
-  const format::HostBytes host(tensor, static_cast<size_t>(nbytes));
+  const size_t nbytes = static_cast<size_t>(format::PayloadBytes(t));
   return CompiledIn{name, t.dtype, std::vector<int64_t>(t.shape, t.shape + t.ndim),
-                    hash::Hash(host.data(), static_cast<size_t>(nbytes))};
+                    format::StoredHash(tensor, nbytes, nullptr)};
 }
 
 const CompiledIn* ModelRecord::Find(const std::string& name) const {
@@ -184,36 +203,6 @@ std::string CompiledInProblem(const CompiledIn& compiled, DLDataType dtype,
   }
   return os.str();
 }
-
-namespace {
-
-/*! \brief The record of a given value: a tensor's (a contiguous host copy where it is not one). */
-CompiledIn RecordGiven(const std::string& name, const ffi::Any& value) {
-  auto tensor = value.try_cast<ffi::Tensor>();
-  if (!tensor.has_value()) {
-    TVM_FFI_THROW(TypeError) << "cannot bind '" << name << "': the code holds a tensor for it, got "
-                             << value.GetTypeKey();
-  }
-  return RecordCompiledIn(name, *tensor);
-}
-
-/*! \brief Whether two tensors view the very same memory, alike. */
-bool SameMemory(const ffi::Any& value, const ffi::Tensor& source) {
-  auto tensor = value.try_cast<ffi::Tensor>();
-  if (!tensor.has_value()) return false;
-  const DLTensor& a = *tensor->GetDLTensorPtr();
-  const DLTensor& b = *source.GetDLTensorPtr();
-  return a.data == b.data && a.byte_offset == b.byte_offset && a.ndim == b.ndim &&
-         a.dtype == b.dtype && a.device.device_type == b.device.device_type &&
-         a.device.device_id == b.device.device_id && tensor->IsContiguous() &&
-         source.IsContiguous() && std::equal(a.shape, a.shape + a.ndim, b.shape);
-}
-
-bool SameRecord(const CompiledIn& a, const CompiledIn& b) {
-  return a.dtype == b.dtype && a.shape == b.shape && a.hash == b.hash;
-}
-
-}  // namespace
 
 ffi::Map<ffi::String, ffi::String> SettleNames(const ModelRecord& record,
                                                const std::vector<std::string>& params,
@@ -308,9 +297,7 @@ ModelRecord ReadModelRecord(const unsigned char* data, size_t size, size_t* at, 
       TVM_FFI_THROW(ValueError) << who << ": compiled-in '" << c.name << "' has " << ndim
                                 << " dimensions (at most " << kMaxNdim << ")";
     }
-    for (uint64_t d = 0; d < ndim; ++d) {
-      c.shape.push_back(static_cast<int64_t>(r.Get(8, "shape")));
-    }
+    for (uint64_t d = 0; d < ndim; ++d) c.shape.push_back(static_cast<int64_t>(r.Get(8, "shape")));
     uint64_t bytes = 0;
     const std::string problem =
         format::ShapeProblem(c.shape.data(), c.shape.size(), c.dtype, &bytes);

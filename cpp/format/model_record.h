@@ -5,11 +5,9 @@
  * \brief Internal: the model record of a Relax executable imported from another framework: by
  *        the model's names, the tensors its frontend compiled into the code, and tied weights.
  *
- * Weights are swapped by name, but a value for a compiled-in name cannot reach the code, which
- * holds its own copy. So each is recorded (dtype, shape, format hash), and a value given for it is
- * accepted only if equal: at bind, rebind and `load(path, weights_file=)`, in any process. The
- * record travels in the `partial_apply_vm` module's bytes (relax_vm.cc); it comes from the
- * executable (`from_exported_program` / `from_onnx` put it there) or from `signature=`.
+ * A value given for a compiled-in name cannot reach the code, which holds its own copy: so each is
+ * recorded (dtype, shape, format hash) and a value given for it accepted only if equal, in any
+ * process. The record travels in the `partial_apply_vm` module's bytes (relax_vm.cc).
  */
 #ifndef TVM_PARTIAL_FORMAT_MODEL_RECORD_H_
 #define TVM_PARTIAL_FORMAT_MODEL_RECORD_H_
@@ -44,14 +42,11 @@ struct CompiledIn {
 
 /*! \brief What an executable knows by the model's names. */
 struct ModelRecord {
-  /*! \brief "the ExportedProgram", "the ONNX model", "the model": for messages. */
-  std::string what;
+  std::string what;  // "the ExportedProgram", "the ONNX model", "the model": for messages
   std::vector<CompiledIn> compiled_in;
-  /*! \brief Names that are one tensor (tied weights), each group in the model's order. */
-  std::vector<std::vector<std::string>> ties;
+  std::vector<std::vector<std::string>> ties;  // names that are one tensor, in the model's order
 
   const CompiledIn* Find(const std::string& name) const;
-  /*! \brief The group `name` is tied in, or null. */
   const std::vector<std::string>* TieOf(const std::string& name) const;
 };
 
@@ -63,27 +58,20 @@ CompiledIn RecordCompiledIn(const std::string& name, const ffi::Tensor& tensor);
 std::string CompiledInProblem(const CompiledIn& compiled, DLDataType dtype,
                               const std::vector<int64_t>& shape, uint64_t hash);
 
-/*!
- * \brief Settle values given by name against the record: parameter -> the given name it takes.
- *        Compiled-in values are checked and dropped, unused ones dropped, pinned ones checked and
- *        kept; values given under several names of a tie must be one (same object, or same
- *        dtype, shape and bits) and go to each tied name that is a parameter. Unknown names are
- *        kept as given.
- * \param params The bound function's parameter names (the model's names).
- * \param given Name -> value (tensors as views, not yet copied).
- * \param sources The values the record was made from, by name: a given tensor over the very
- *        same memory is taken as equal without hashing.
- * \throws ValueError / TypeError "cannot bind 'NAME': ..." naming the tensor.
- */
+/*! \brief Settle values given by name against the record: parameter -> the given name it takes.
+ *         Compiled-in values are checked and dropped, unused ones dropped, pinned ones checked and
+ *         kept; values given under several names of a tie must be one (same object, or same
+ *         dtype, shape and bits) and go to each tied name in `params`. Unknown names are kept.
+ *         A given tensor over the very same memory as its `sources` entry is equal unhashed.
+ * \throws ValueError / TypeError "cannot bind 'NAME': ..." naming the tensor. */
 ffi::Map<ffi::String, ffi::String> SettleNames(
     const ModelRecord& record, const std::vector<std::string>& params,
     const ffi::Map<ffi::String, ffi::Any>& given,
     const ffi::Map<ffi::String, ffi::Tensor>& sources = {});
 
-/*! \brief Whether an executable's serialised bytes hold a tensor constant matching each of
- *         `wanted` by dtype, byte size and hash (not shape: the compiler folds reshapes into
- *         constants), proving a compiled-in value is the code's; else the first missing name in
- *         `*missing`. TVM's tensor records are found by magic and bounds-checked. */
+/*! \brief Whether an executable's bytes hold a tensor constant matching each of `wanted` by dtype,
+ *         byte size and hash (not shape: the compiler folds reshapes into constants); else the
+ *         first missing name in `*missing`. Records are found by magic and bounds-checked. */
 bool BytesHoldTensor(const ffi::Bytes& executable_bytes, const std::vector<CompiledIn>& wanted,
                      std::string* missing);
 

@@ -4,12 +4,10 @@
  * \file format/reader.cc
  * \brief The format's bounds-checked parser (format.h), one function per section as written.
  */
-#include <tvm/ffi/container/shape.h>
-#include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/dtype.h>
 #include <tvm/ffi/error.h>
-#include <tvm/ffi/function.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <unordered_set>
@@ -59,7 +57,7 @@ class Reader {
     pos_ += n;
     return s;
   }
-  /*! \brief A count of items each at least `min_item` bytes long: refuse counts that cannot fit. */
+  // A count of items each at least `min_item` bytes long.
   uint32_t GetCount(const char* what, size_t min_item) {
     uint32_t n = Get<uint32_t>(what);
     if (static_cast<uint64_t>(n) * min_item > end_ - pos_) {
@@ -82,7 +80,6 @@ class Reader {
   size_t end_;
 };
 
-/*! \brief The outputs of one function, bounds-checked and checked for consistency. */
 void ReadOutputs(Reader* r, ParsedFunction* fn, uint32_t num_names) {
   const std::string who = "function '" + std::string(fn->name) + "'";
   uint32_t count = r->GetCount("output count", 16);
@@ -100,10 +97,9 @@ void ReadOutputs(Reader* r, ParsedFunction* fn, uint32_t num_names) {
     if (ndim > kMaxNdim) {
       Corrupt(where + ": ndim " + std::to_string(ndim) + " exceeds " + std::to_string(kMaxNdim));
     }
-    for (uint32_t d = 0; d < ndim; ++d) {
-      int64_t source = r->Get<int64_t>("output dimension source");
-      int64_t value = r->Get<int64_t>("output dimension value");
-      o.shape.push_back(OutputDim{source, value});
+    for (uint32_t d = 0; d < ndim; ++d) {  // a braced list is evaluated in order: source, value
+      o.shape.push_back(OutputDim{r->Get<int64_t>("output dimension source"),
+                                  r->Get<int64_t>("output dimension value")});
     }
     fn->outputs.push_back(std::move(o));
   }
@@ -116,11 +112,9 @@ void ReadOutputs(Reader* r, ParsedFunction* fn, uint32_t num_names) {
   }
 }
 
-/*! \brief The shards of one function, each on a tensor binding of it that can be split as
- *         recorded (ShardProblem, the rule binding applies). */
+// Each shard on a tensor binding of `fn` that can be split as recorded (ShardProblem, as at bind).
 void ReadShards(Reader* r, ParsedFunction* fn) {
   const uint32_t count = r->GetCount("shard count", 17 + 2 * 8);
-  int64_t last = -1;
   for (uint32_t k = 0; k < count; ++k) {
     Shard s;
     s.position = r->Get<int64_t>("shard position");
@@ -128,19 +122,18 @@ void ReadShards(Reader* r, ParsedFunction* fn) {
     s.world = r->Get<uint32_t>("shard world");
     s.layout = r->Get<uint8_t>("shard layout");
     const std::string where = Where(*fn, s.position);
-    if (s.position <= last) Corrupt(where + ": shard record is negative or out of order");
-    last = s.position;
+    if (s.position <= (fn->shards.empty() ? -1 : fn->shards.back().position)) {
+      Corrupt(where + ": shard record is negative or out of order");
+    }
     if (s.layout != kShardRows && s.layout != kShardMajor) {
       Corrupt(where + ": unknown shard layout " + std::to_string(s.layout) +
               " (this tvm-partial reads layouts 0, rows, and 1, shard-major); upgrade "
               "tvm-partial");
     }
     if (s.layout == kShardMajor) s.segments = r->Get<uint32_t>("shard segments");
-    const ParsedValue* bound = nullptr;
-    for (const ParsedValue& v : fn->values) {
-      if (v.index == s.position) bound = &v;
-    }
-    if (bound == nullptr || bound->kind != kTensor) {
+    const auto bound = std::find_if(fn->values.begin(), fn->values.end(),
+                                    [&](const ParsedValue& v) { return v.index == s.position; });
+    if (bound == fn->values.end() || bound->kind != kTensor) {
       Corrupt(where + ": shard record for a position that binds no tensor");
     }
     const std::string problem =
@@ -163,7 +156,7 @@ void ReadShards(Reader* r, ParsedFunction* fn) {
   }
 }
 
-/*! \brief The header. Returns the flags and sets `*meta_end`, version and total. */
+// Returns the flags and sets `*meta_end`, version and total.
 uint32_t ReadHeader(const char* data, size_t size, Parsed* out, size_t* meta_end) {
   static_assert(sizeof(uint64_t) == 8 && sizeof(double) == 8);
   if (size < kHeaderSize) {
@@ -175,15 +168,13 @@ uint32_t ReadHeader(const char* data, size_t size, Parsed* out, size_t* meta_end
   }
   Reader header(data, sizeof(kMagic), kHeaderSize);
   out->version = header.Get<uint32_t>("version");
-  if (out->version > kVersion) {
+  if (out->version != kVersion) {  // development builds wrote 1 and 2; 0 was never written
+    const bool newer = out->version > kVersion;
     TVM_FFI_THROW(ValueError) << "partial_apply data has format version " << out->version
-                              << ", newer than this tvm-partial reads (" << kVersion
-                              << "); upgrade tvm-partial";
-  }
-  if (out->version < kVersion) {  // development builds wrote 1 and 2; 0 was never written
-    TVM_FFI_THROW(ValueError) << "partial_apply data has format version " << out->version
-                              << ", older than this tvm-partial reads (" << kVersion
-                              << "); export the model again with this tvm-partial";
+                              << (newer ? ", newer" : ", older") << " than this tvm-partial reads ("
+                              << kVersion << "); "
+                              << (newer ? "upgrade tvm-partial"
+                                        : "export the model again with this tvm-partial");
   }
   const uint32_t flags = header.Get<uint32_t>("flags");
   if (flags != 0 && flags != (kFlagExternalPayloads | kFlagWeightsFile) &&
@@ -208,7 +199,7 @@ uint32_t ReadHeader(const char* data, size_t size, Parsed* out, size_t* meta_end
   return flags;
 }
 
-/*! \brief Flag 1: the region record (symbol, link, size; flag 2: the weights file's name). */
+// Flag 1: the region record (symbol, link, size; flag 2: the weights file's name).
 void ReadPlacement(Reader* r, uint32_t flags, Parsed* out) {
   out->placement = (flags & kFlagAppended) ? Placement::kAppended : Placement::kWeightsFile;
   out->symbol = r->GetStr("payload region symbol");
@@ -230,8 +221,8 @@ void ReadPlacement(Reader* r, uint32_t flags, Parsed* out) {
   }
 }
 
-/*! \brief Where the payloads must lie: each at the next multiple of 64 after the last, zero
- *         padding between them (inline), ending exactly at `limit`. */
+// Where the payloads must lie: each at the next multiple of 64 after the last, zero padding
+// between them (inline), ending exactly at `limit`.
 struct Layout {
   const char* data;  // the blob (its padding bytes are checked when inline)
   bool inline_;      // payloads inside the blob
@@ -240,7 +231,6 @@ struct Layout {
   uint64_t end;      // where the last payload ended
 };
 
-/*! \brief A tensor binding, its payload offset checked against `layout`. */
 void ReadTensor(Reader* r, const std::string& where, Layout* layout, TensorMeta* t) {
   std::string dtype = r->GetStr("tensor dtype");
   try {
@@ -287,14 +277,15 @@ void ReadTensor(Reader* r, const std::string& where, Layout* layout, TensorMeta*
   layout->next = AlignUp(layout->end);
 }
 
-/*! \brief One binding: position (checked), kind, value. A tensor (kind 5) becomes the next of
- *         `out->payloads`; a shared tensor (kind 6) refers to one of them. */
-ParsedValue ReadBinding(Reader* r, const ParsedFunction& fn, size_t num_names, int64_t last_index,
-                        Layout* layout, Parsed* out) {
+// A tensor (kind 5) becomes the next of `out->payloads`; a shared one (kind 6) refers to one.
+ParsedValue ReadBinding(Reader* r, const ParsedFunction& fn, size_t num_names, Layout* layout,
+                        Parsed* out) {
   ParsedValue v;
   v.index = r->Get<int64_t>("position");
   const std::string where = Where(fn, v.index);
-  if (v.index <= last_index) Corrupt(where + " is negative or out of order");
+  if (v.index <= (fn.values.empty() ? -1 : fn.values.back().index)) {
+    Corrupt(where + " is negative or out of order");
+  }
   if (v.index > detail::kMaxPosition) {
     Corrupt(where + " cannot be reached: a call passes at most " +
             std::to_string(detail::kMaxCallArgs) + " arguments, so positions go up to " +
@@ -351,10 +342,8 @@ ParsedFunction ReadFunction(Reader* r, Layout* layout, Parsed* out) {
   const uint32_t num_names = r->GetCount("parameter name count", 4);
   for (uint32_t i = 0; i < num_names; ++i) fn.param_names.push_back(r->GetStr("parameter name"));
   const uint32_t num_bound = r->GetCount("binding count", 9);
-  int64_t last_index = -1;
   for (uint32_t b = 0; b < num_bound; ++b) {
-    fn.values.push_back(ReadBinding(r, fn, num_names, last_index, layout, out));
-    last_index = fn.values.back().index;
+    fn.values.push_back(ReadBinding(r, fn, num_names, layout, out));
   }
   ReadOutputs(r, &fn, num_names);
   ReadShards(r, &fn);
@@ -380,8 +369,7 @@ Parsed Parse(const char* data, size_t size) {
   seen.reserve(num_functions);
   out.functions.reserve(num_functions);
   for (uint32_t f = 0; f < num_functions; ++f) {
-    ParsedFunction fn = ReadFunction(&r, &layout, &out);
-    out.functions.push_back(std::move(fn));
+    out.functions.push_back(ReadFunction(&r, &layout, &out));
     const std::string& name = out.functions.back().name;
     if (!seen.insert(name).second) Corrupt("function '" + name + "' appears twice");
   }

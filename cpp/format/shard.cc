@@ -22,30 +22,26 @@ namespace tvm_partial {
 namespace format {
 
 namespace {
-/*! \brief `[8, 16]`, as Python prints a list. */
+// `[8, 16]`, as Python prints a list.
 std::string Dims(const std::vector<int64_t>& shape) {
   std::string out = "[";
   for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
   return out + "]";
 }
 
-/*! \brief A shard-major split as `outer` (product of dims before `dim`) x `segments` x `world`
- *         blocks of `block` bytes, in row-major source order. */
+// A shard-major split as `outer` (product of dims before `dim`) x `segments` x `world` blocks of
+// `block` bytes, in row-major source order.
 struct Blocks {
   uint64_t outer = 1, segments = 1, world = 1, block = 0;
 };
 
-/*! \brief `shape` (checked) split by `dim`, `world` and `segments`, or why its blocks are not
- *         whole bytes. `bytes` is the tensor's byte length. */
+// `shape` (checked, of `bytes` bytes) split, or why its blocks are not whole bytes.
 std::string BlocksOf(const std::vector<int64_t>& shape, DLDataType dtype, int64_t dim,
                      int64_t world, int64_t segments, uint64_t bytes, Blocks* out) {
-  uint64_t outer = 1;
-  for (int64_t i = 0; i < dim; ++i) outer *= static_cast<uint64_t>(shape[i]);
-  const uint64_t count = outer * static_cast<uint64_t>(segments) * static_cast<uint64_t>(world);
-  if (count == 0) {  // an empty tensor: nothing to reorder
-    *out = {outer, static_cast<uint64_t>(segments), static_cast<uint64_t>(world), 0};
-    return "";
-  }
+  *out = {1, static_cast<uint64_t>(segments), static_cast<uint64_t>(world), 0};
+  for (int64_t i = 0; i < dim; ++i) out->outer *= static_cast<uint64_t>(shape[i]);
+  const uint64_t count = out->outer * out->segments * out->world;
+  if (count == 0) return "";  // an empty tensor: nothing to reorder
   // In bits: a block of a sub-byte dtype may not end on a byte.
   unsigned __int128 bits = 1;
   for (int64_t d : shape) bits *= static_cast<uint64_t>(d);
@@ -55,8 +51,26 @@ std::string BlocksOf(const std::vector<int64_t>& shape, DLDataType dtype, int64_
            " is not a whole number of bytes (" + std::string(ffi::DLDataTypeToString(dtype)) +
            " packs several elements per byte), so the ranks' bytes cannot be kept apart";
   }
-  *out = {outer, static_cast<uint64_t>(segments), static_cast<uint64_t>(world), bytes / count};
+  out->block = bytes / count;
   return "";
+}
+
+// `copy(row-major offset, offset in the rank's shard, bytes)` for each block of `rank`: block
+// (o, s, r) lies at ((o * S + s) * W + r) in row-major order and at (o * S + s) in the shard.
+template <typename F>
+void ForEachBlock(uint64_t nbytes, const std::vector<int64_t>& shape, DLDataType dtype,
+                  const Shard& shard, int64_t rank, F copy) {
+  Blocks b;
+  const std::string problem =
+      BlocksOf(shape, dtype, shard.dim, shard.world, shard.segments, nbytes, &b);
+  if (!problem.empty()) TVM_FFI_THROW(InternalError) << "shard-major blocks: " << problem;
+  if (b.block == 0) return;  // an empty tensor (its data may be null)
+  const uint64_t r = static_cast<uint64_t>(rank);
+  for (uint64_t o = 0; o < b.outer; ++o) {
+    for (uint64_t s = 0; s < b.segments; ++s) {
+      copy(((o * b.segments + s) * b.world + r) * b.block, (o * b.segments + s) * b.block, b.block);
+    }
+  }
 }
 
 }  // namespace
@@ -132,29 +146,6 @@ std::vector<int64_t> StoredShape(const std::vector<int64_t>& shape, const Shard*
   out.insert(out.begin(), shard->world);
   return out;
 }
-
-namespace {
-
-/*! \brief `copy(row-major offset, offset in the rank's shard, bytes)` for each block of rank
- *         `rank`: block (o, s, r) lies at ((o * S + s) * W + r) in row-major order and at
- *         (o * S + s) in the rank's shard. */
-template <typename F>
-void ForEachBlock(uint64_t nbytes, const std::vector<int64_t>& shape, DLDataType dtype,
-                  const Shard& shard, int64_t rank, F copy) {
-  Blocks b;
-  const std::string problem =
-      BlocksOf(shape, dtype, shard.dim, shard.world, shard.segments, nbytes, &b);
-  if (!problem.empty()) TVM_FFI_THROW(InternalError) << "shard-major blocks: " << problem;
-  if (b.block == 0) return;  // an empty tensor (its data may be null)
-  const uint64_t r = static_cast<uint64_t>(rank);
-  for (uint64_t o = 0; o < b.outer; ++o) {
-    for (uint64_t s = 0; s < b.segments; ++s) {
-      copy(((o * b.segments + s) * b.world + r) * b.block, (o * b.segments + s) * b.block, b.block);
-    }
-  }
-}
-
-}  // namespace
 
 void GatherRank(const char* rows, char* out, uint64_t nbytes, const std::vector<int64_t>& shape,
                 DLDataType dtype, const Shard& shard, int64_t rank) {

@@ -19,17 +19,11 @@
 namespace tvm_partial {
 namespace format {
 
-/*! \brief Layout 0, rows: one segment and every dim before `dim` 1, so each rank's bytes are
- *         already a contiguous range of the row-major payload, in rank order. */
-constexpr uint8_t kShardRows = 0;
-/*! \brief Layout 1, shard-major: any other split; the payload is [world, *shard shape], each
- *         rank's shard row-major, so rank r's bytes are again the r-th of `world` equal ranges.
- *         The record adds `segments`. */
-constexpr uint8_t kShardMajor = 1;
-/*! \brief The largest world a shard record may name. */
+// Either way rank r's bytes are the r-th of `world` equal ranges of the payload (docs/format.md).
+constexpr uint8_t kShardRows = 0;   // one segment, every dim before `dim` 1: the tensor as bound
+constexpr uint8_t kShardMajor = 1;  // any other split: [world, *shard shape], rank after rank
 constexpr int64_t kMaxWorld = 1 << 16;
-/*! \brief The most segments `dim` may hold (a fused QKV tensor: 3). */
-constexpr int64_t kMaxSegments = 1 << 16;
+constexpr int64_t kMaxSegments = 1 << 16;  // blocks fused along `dim` (a QKV tensor: 3)
 
 /*! \brief A bound tensor split along `dim` over `world` ranks: rank r's view is its r-th slice,
  *         or with `segments` S > 1 (S fused blocks, such as Q, K, V) the r-th slice of each block,
@@ -39,10 +33,8 @@ struct Shard {
   int64_t dim;
   int64_t world;
   int64_t segments = 1;
-  uint8_t layout = kShardRows;  // ShardLayout(shape, dim, segments): decided, never chosen
-  /*! \brief Per rank, the hash of its byte range of the stored payload (Encode writes, verify
-   *         checks). */
-  std::vector<uint64_t> hashes = {};
+  uint8_t layout = kShardRows;        // ShardLayout(shape, dim, segments): decided, never chosen
+  std::vector<uint64_t> hashes = {};  // per rank, of its byte range of the stored payload
 };
 
 /*! \brief Why a tensor of `shape` and `dtype` cannot be split along `dim` over `world` ranks in
@@ -58,11 +50,10 @@ std::pair<int64_t, int64_t> RankWorld(const char* who, const ::tvm::ffi::Array<i
 /*! \brief The layout a split implies (kShardRows or kShardMajor). */
 uint8_t ShardLayout(const std::vector<int64_t>& shape, int64_t dim, int64_t segments);
 
-/*! \brief `shape` with `shape[dim]` divided by `world` (checked by ShardProblem first). */
+/*! \brief `shape` with `shape[dim]` divided by `world` (ShardProblem checked first). */
 std::vector<int64_t> ShardShape(std::vector<int64_t> shape, int64_t dim, int64_t world);
 
-/*! \brief The payload's stored shape: `shape`, or [world, *shard shape] shard-major (a weights
- *         file's entry records it, so other tools read the bytes as they are). */
+/*! \brief The payload's stored shape: `shape`, or [world, *shard shape] shard-major. */
 std::vector<int64_t> StoredShape(const std::vector<int64_t>& shape, const Shard* shard);
 
 /*! \brief Copy rank `rank`'s shard (nbytes / world bytes, row-major) of a shard-major split

@@ -7,7 +7,6 @@
 #include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/dtype.h>
 #include <tvm/ffi/error.h>
-#include <tvm/ffi/function.h>
 
 #include <algorithm>
 #include <cstring>
@@ -87,13 +86,6 @@ void CheckShardsUntied(const std::vector<FunctionRecord>& functions,
   }
 }
 
-/*! \brief The format's hash of a tensor's payload as stored. */
-uint64_t StoredHash(const ffi::Tensor& tensor, size_t nbytes, const Shard* shard) {
-  hash::Hasher hasher;
-  ForEachStoredPiece(tensor, nbytes, shard, [&](const char* d, size_t n) { hasher.Update(d, n); });
-  return hasher.Final();
-}
-
 /*! \brief The shard record of `fn` at `position` when it stores the tensor shard-major. */
 const Shard* StoredShard(const FunctionRecord& fn, int64_t position) {
   for (const Shard& s : fn.shards) {
@@ -111,37 +103,22 @@ void WriteShards(Writer* w, const FunctionRecord& fn) {
     w->Put<uint32_t>(static_cast<uint32_t>(s.world));
     w->Put<uint8_t>(s.layout);
     if (s.layout == kShardMajor) w->Put<uint32_t>(static_cast<uint32_t>(s.segments));
-    const ffi::Any* value = nullptr;
-    for (const auto& [index, v] : fn.bound) {
-      if (index == s.position) value = &v;
-    }
-    if (value == nullptr || value->type_index() != ffi::TypeIndex::kTVMFFITensor) {
+    const auto bound = std::find_if(fn.bound.begin(), fn.bound.end(),
+                                    [&](const auto& b) { return b.first == s.position; });
+    if (bound == fn.bound.end() || bound->second.type_index() != ffi::TypeIndex::kTVMFFITensor) {
       TVM_FFI_THROW(InternalError) << "cannot save function '" << fn.name << "': its shard at "
                                    << "position " << s.position << " binds no tensor";
     }
-    const ffi::Tensor tensor = value->cast<ffi::Tensor>();
+    const ffi::Tensor tensor = bound->second.cast<ffi::Tensor>();
     const size_t nbytes = static_cast<size_t>(PayloadBytes(*tensor.GetDLTensorPtr()));
     const size_t per_rank = nbytes / static_cast<size_t>(s.world);
-    // Each rank's range of the payload as stored (shard-major: the pieces are the ranks).
-    std::vector<uint64_t> hashes;
-    hash::Hasher hasher;
-    size_t in_rank = 0;
+    // Each rank's range of the payload as stored: one piece, or shard-major one piece per rank.
     ForEachStoredPiece(tensor, nbytes, &s, [&](const char* data, size_t n) {
-      while (n > 0) {
-        const size_t take = std::min(n, per_rank - in_rank);
-        hasher.Update(data, take);
-        data += take;
-        n -= take;
-        in_rank += take;
-        if (in_rank == per_rank) {
-          hashes.push_back(hasher.Final());
-          hasher = hash::Hasher();
-          in_rank = 0;
-        }
+      for (size_t at = 0; at < n; at += per_rank) {
+        w->Put<uint64_t>(hash::Hash(data + at, std::min(per_rank, n - at)));
       }
     });
-    if (per_rank == 0) hashes.assign(static_cast<size_t>(s.world), hash::Hash(nullptr, 0));
-    for (uint64_t h : hashes) w->Put<uint64_t>(h);
+    for (int64_t r = 0; per_rank == 0 && r < s.world; ++r) w->Put<uint64_t>(hash::Hash(nullptr, 0));
   }
 }
 
@@ -151,8 +128,7 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
   struct Pending {
     ffi::Tensor tensor;
     size_t nbytes;
-    size_t offset_at;    // where the payload offset is patched in
-    size_t hash_at;      // where the payload hash is patched in
+    size_t patch_at;     // where the payload offset is patched in, its hash 8 bytes later
     const Shard* shard;  // stored shard-major, or null
   };
   std::vector<Pending> tensors;
@@ -250,11 +226,9 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
           for (int i = 0; i < t->ndim; ++i) w.Put<int64_t>(t->shape[i]);
           const size_t nbytes = static_cast<size_t>(shape_bytes);
           w.Put<uint64_t>(nbytes);
-          size_t offset_at = w.size();
-          w.Put<uint64_t>(0);
-          size_t hash_at = w.size();
-          w.Put<uint64_t>(0);
-          tensors.push_back({tensor, nbytes, offset_at, hash_at, StoredShard(fn, index)});
+          tensors.push_back({tensor, nbytes, w.size(), StoredShard(fn, index)});
+          w.Put<uint64_t>(0);  // offset, patched
+          w.Put<uint64_t>(0);  // hash, patched
           break;
         }
         default:
@@ -279,10 +253,11 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
     for (size_t k = 0; k < tensors.size(); ++k) {
       Pending& p = tensors[k];
       size_t offset = AlignUp(end);
-      w.Patch<uint64_t>(p.offset_at, offset);
-      w.Patch<uint64_t>(p.hash_at, !region->hashes_given ? StoredHash(p.tensor, p.nbytes, p.shard)
-                                   : region->hashes.empty() ? 0
-                                                            : region->hashes[k]);
+      w.Patch<uint64_t>(p.patch_at, offset);
+      w.Patch<uint64_t>(p.patch_at + 8, !region->hashes_given
+                                            ? StoredHash(p.tensor, p.nbytes, p.shard)
+                                        : region->hashes.empty() ? 0
+                                                                 : region->hashes[k]);
       end = offset + p.nbytes;
     }
     w.Patch<uint64_t>(region_size_at, end);
@@ -300,8 +275,8 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
       } else {
         CopyTensorToHost(p.tensor, &w.str()[offset], p.nbytes);
       }
-      w.Patch<uint64_t>(p.offset_at, offset);
-      w.Patch<uint64_t>(p.hash_at, hash::Hash(w.str().data() + offset, p.nbytes));
+      w.Patch<uint64_t>(p.patch_at, offset);
+      w.Patch<uint64_t>(p.patch_at + 8, hash::Hash(w.str().data() + offset, p.nbytes));
     }
   }
   w.Patch<uint64_t>(16, w.size());
@@ -334,17 +309,14 @@ TensorIdentity IdentityOf(const ffi::Tensor& tensor) {
 std::vector<std::vector<int64_t>> TensorNumbers(const std::vector<FunctionRecord>& functions) {
   std::map<TensorIdentity, int64_t> seen;
   std::vector<std::vector<int64_t>> out;
-  out.reserve(functions.size());
   for (const FunctionRecord& fn : functions) {
     std::vector<int64_t>& numbers = out.emplace_back();
-    numbers.reserve(fn.bound.size());
     for (const auto& [index, value] : fn.bound) {
-      if (value.type_index() != ffi::TypeIndex::kTVMFFITensor) {
-        numbers.push_back(-1);
-        continue;
-      }
       const int64_t next = static_cast<int64_t>(seen.size());
-      numbers.push_back(seen.emplace(IdentityOf(value.cast<ffi::Tensor>()), next).first->second);
+      numbers.push_back(
+          value.type_index() != ffi::TypeIndex::kTVMFFITensor
+              ? -1
+              : seen.emplace(IdentityOf(value.cast<ffi::Tensor>()), next).first->second);
     }
   }
   return out;
