@@ -35,15 +35,7 @@ constexpr bool kVerifyChecksums = false;  // as in format/reader.cc
 constexpr bool kVerifyChecksums = true;
 #endif
 
-/*! \brief Each payload of `parsed` (its kind-5 binding) with its function, in metadata order.
- *         A tensor bound in several places (kind 6) has one payload. */
-template <typename F>
-void ForEachTensor(const format::Parsed& parsed, F visit) {
-  for (size_t k = 0; k < parsed.payloads.size(); ++k)
-    visit(parsed.OwnerFunction(k), parsed.Owner(k));
-}
-
-/*! \brief The artifact's file, which an external placement needs. */
+// The artifact's file, which an external placement needs.
 const File& RequireLibrary(const format::Parsed& parsed, const Origin& origin) {
   if (origin.library == nullptr) {
     TVM_FFI_THROW(ValueError) << "the payloads of this partial_apply module lie in the file of "
@@ -54,13 +46,13 @@ const File& RequireLibrary(const format::Parsed& parsed, const Origin& origin) {
   return *origin.library;
 }
 
-/*! \brief `parsed`'s payloads at their recorded offsets from `base` in `file` (null: the blob). */
+// `parsed`'s payloads at their recorded offsets from `base` in `file` (null: the blob).
 PayloadSource At(const char* placement, std::shared_ptr<File> file, uint64_t base,
                  const format::Parsed& parsed) {
   PayloadSource out{placement, std::move(file), {}, base, {}, {}};
-  ForEachTensor(parsed, [&](const format::ParsedFunction&, const format::ParsedValue& v) {
-    out.offsets.push_back(base + v.tensor.offset);
-  });
+  for (size_t k = 0; k < parsed.payloads.size(); ++k) {
+    out.offsets.push_back(base + parsed.Owner(k).tensor.offset);
+  }
   return out;
 }
 
@@ -116,7 +108,7 @@ struct MappedView {
   void FreeData(DLTensor* tensor) { tensor->data = nullptr; }
 };
 
-/*! \brief Refuse a tensor bound on a device not reachable here (no runtime, or no device). */
+// Refuse a tensor bound on a device not reachable here (no runtime, or no device).
 void CheckDevice(const format::TensorMeta& t, const std::string& where) {
   if (t.device_type == kDLCPU) return;
   const std::string dev = detail::DeviceString(t.device_type, t.device_id);
@@ -135,18 +127,83 @@ void CheckDevice(const format::TensorMeta& t, const std::string& where) {
   }
 }
 
-/*! \brief A tensor of `t` on its device holding the `t.nbytes` bytes at `payload` (in a private
- *         file mapping when `mapped`: its pages are released once copied). */
+// A tensor of `t` on its device holding the `t.nbytes` bytes at `payload` (in a private file
+// mapping when `mapped`: its pages are released once copied).
 ffi::Tensor CopiedTensor(const format::TensorMeta& t, const char* payload, const std::string& where,
                          bool mapped = false) {
   DLDevice device{static_cast<DLDeviceType>(t.device_type), t.device_id};
   CheckDevice(t, where);
   ffi::Tensor out = AlignedEmpty(ffi::Shape(t.shape), t.dtype, device);
+  if (t.device_type != kDLCPU) {
+    CopyToDevice(payload, t.nbytes, out, DeviceCopyOptions::FromEnvironment(mapped));
+  } else if (t.nbytes) {
+    std::memcpy(out.data_ptr(), payload, t.nbytes);
+  }
+  return out;
+}
+
+// What MakeTensors builds for one payload (at its kind-5 binding `where`): its record as the rank
+// sees it (the slice's shape and bytes for a sharded tensor), where its bytes start, and
+// `reorder` when a whole load of a tensor stored shard-major puts them back in row-major order.
+struct Piece {
+  format::TensorMeta meta;
+  uint64_t offset;
+  std::string where;
+  const format::Shard* reorder = nullptr;
+};
+
+// `p`'s whole tensor from its shard-major `payload`, put back in row-major order (in place on the
+// host; through one host copy for a device).
+ffi::Tensor ReorderedTensor(const Piece& p, const char* payload, bool mapped) {
+  const format::TensorMeta& t = p.meta;
+  const uint64_t per_rank = t.nbytes / static_cast<uint64_t>(p.reorder->world);
+  auto unshard = [&](char* rows) {
+    for (int64_t r = 0; r < p.reorder->world; ++r) {
+      format::ScatterRank(payload + per_rank * static_cast<uint64_t>(r), rows, t.nbytes, t.shape,
+                          t.dtype, *p.reorder, r);
+    }
+  };
   if (t.device_type == kDLCPU) {
-    if (t.nbytes) std::memcpy(out.data_ptr(), payload, t.nbytes);
+    ffi::Tensor out = AlignedEmpty(ffi::Shape(t.shape), t.dtype, DLDevice{kDLCPU, 0});
+    unshard(static_cast<char*>(out.data_ptr()));
     return out;
   }
-  CopyToDevice(payload, t.nbytes, out, DeviceCopyOptions::FromEnvironment(mapped));
+  std::string rows(t.nbytes, '\0');
+  unshard(rows.data());
+  return CopiedTensor(t, rows.data(), p.where, mapped);
+}
+
+std::vector<Piece> Pieces(const format::Parsed& parsed, const PayloadSource& source,
+                          const Origin& origin) {
+  const LoadOptions& asked = origin.options;
+  std::vector<Piece> out;
+  out.reserve(source.offsets.size());
+  for (size_t k = 0; k < parsed.payloads.size(); ++k) {
+    const format::ParsedFunction& fn = parsed.OwnerFunction(k);
+    const format::ParsedValue& v = parsed.Owner(k);
+    Piece p{v.tensor, source.offsets[k], format::Where(fn, v.index)};
+    if (asked.shard_world > 0 && asked.rank_device.device_type != kDLCPU &&
+        p.meta.device_type == asked.rank_device.device_type) {
+      p.meta.device_id = asked.rank_device.device_id;  // the rank's own GPU
+    }
+    for (const format::Shard& s : fn.shards) {
+      if (s.position != v.index) continue;
+      if (asked.shard_world <= 0) {
+        if (s.layout == format::kShardMajor) p.reorder = &s;
+        continue;
+      }
+      // ConfigureLoad checked the world; a slice past the end is never read.
+      if (s.world != asked.shard_world || asked.shard_rank < 0 || asked.shard_rank >= s.world) {
+        TVM_FFI_THROW(ValueError) << p.where << " is sharded over world " << s.world
+                                  << ", not rank " << asked.shard_rank << " of "
+                                  << asked.shard_world;
+      }
+      p.meta.shape = format::ShardShape(v.tensor.shape, s.dim, s.world);
+      p.meta.nbytes = v.tensor.nbytes / static_cast<uint64_t>(s.world);
+      p.offset += p.meta.nbytes * static_cast<uint64_t>(asked.shard_rank);
+    }
+    out.push_back(std::move(p));
+  }
   return out;
 }
 
@@ -165,86 +222,16 @@ PayloadSource Locate(const format::Parsed& parsed, const Origin& origin) {
   TVM_FFI_UNREACHABLE();
 }
 
-namespace {
-
-/*! \brief What MakeTensors builds for one tensor binding: its record as the rank sees it (the
- *         slice's shape and bytes for a sharded tensor) and where its bytes start. */
-struct Piece {
-  format::TensorMeta meta;
-  uint64_t offset;
-  /*! \brief A whole load of a tensor stored shard-major: its bytes are put back in row-major
-   *         order (a copy; only a rank's view is a view). Null otherwise. */
-  const format::Shard* reorder = nullptr;
-};
-
-/*! \brief `p`'s whole tensor from its shard-major `payload`, put back in row-major order (in
- *         place on the host; through one host copy for a device). */
-ffi::Tensor ReorderedTensor(const Piece& p, const char* payload, const std::string& where,
-                            bool mapped) {
-  const format::TensorMeta& t = p.meta;
-  const uint64_t per_rank = t.nbytes / static_cast<uint64_t>(p.reorder->world);
-  auto unshard = [&](char* rows) {
-    for (int64_t r = 0; r < p.reorder->world; ++r) {
-      format::ScatterRank(payload + per_rank * static_cast<uint64_t>(r), rows, t.nbytes, t.shape,
-                          t.dtype, *p.reorder, r);
-    }
-  };
-  if (t.device_type == kDLCPU) {
-    ffi::Tensor out = AlignedEmpty(ffi::Shape(t.shape), t.dtype, DLDevice{kDLCPU, 0});
-    unshard(static_cast<char*>(out.data_ptr()));
-    return out;
-  }
-  std::string rows(t.nbytes, '\0');
-  unshard(rows.data());
-  return CopiedTensor(t, rows.data(), where, mapped);
-}
-
-std::vector<Piece> Pieces(const format::Parsed& parsed, const PayloadSource& source,
-                          const Origin& origin) {
-  std::vector<Piece> out;
-  out.reserve(source.offsets.size());
-  ForEachTensor(parsed, [&](const format::ParsedFunction& fn, const format::ParsedValue& v) {
-    Piece p{v.tensor, source.offsets[out.size()]};
-    const LoadOptions& asked = origin.options;
-    if (asked.shard_world > 0 && asked.rank_device.device_type != kDLCPU &&
-        p.meta.device_type == asked.rank_device.device_type) {
-      p.meta.device_id = asked.rank_device.device_id;  // the rank's own GPU
-    }
-    for (const format::Shard& s : fn.shards) {
-      if (s.position != v.index) continue;
-      if (asked.shard_world <= 0) {
-        if (s.layout == format::kShardMajor) p.reorder = &s;
-        continue;
-      }
-      // ConfigureLoad checked the world; a slice past the end is never read.
-      if (s.world != asked.shard_world || asked.shard_rank < 0 || asked.shard_rank >= s.world) {
-        TVM_FFI_THROW(ValueError) << format::Where(fn, v.index) << " is sharded over world "
-                                  << s.world << ", not rank " << asked.shard_rank << " of "
-                                  << asked.shard_world;
-      }
-      p.meta.shape = format::ShardShape(v.tensor.shape, s.dim, s.world);
-      p.meta.nbytes = v.tensor.nbytes / static_cast<uint64_t>(s.world);
-      p.offset += p.meta.nbytes * static_cast<uint64_t>(asked.shard_rank);
-    }
-    out.push_back(std::move(p));
-  });
-  return out;
-}
-
-}  // namespace
-
 std::vector<ffi::Tensor> MakeTensors(const format::Parsed& parsed, const PayloadSource& source,
                                      const Origin& origin) {
   const std::vector<Piece> pieces = Pieces(parsed, source, origin);
   std::vector<ffi::Tensor> out;
   out.reserve(pieces.size());
   if (source.file == nullptr) {  // inline, in memory (hash-checked by CheckBytes): copied
-    ForEachTensor(parsed, [&](const format::ParsedFunction& fn, const format::ParsedValue& v) {
-      const Piece& p = pieces[out.size()];
-      const std::string where = format::Where(fn, v.index);
-      out.push_back(p.reorder ? ReorderedTensor(p, origin.blob + p.offset, where, false)
-                              : CopiedTensor(p.meta, origin.blob + p.offset, where));
-    });
+    for (const Piece& p : pieces) {
+      out.push_back(p.reorder ? ReorderedTensor(p, origin.blob + p.offset, false)
+                              : CopiedTensor(p.meta, origin.blob + p.offset, p.where));
+    }
     return out;
   }
   // One private mapping per file over every payload it holds (for a rank: over the slices it
@@ -263,8 +250,7 @@ std::vector<ffi::Tensor> MakeTensors(const format::Parsed& parsed, const Payload
     if (lo[f] <= hi[f]) mappings[f] = MapPrivate(*files[f], lo[f], hi[f] - lo[f]);
   }
   const bool prefault = PrefaultFromEnvironment();
-  ForEachTensor(parsed, [&](const format::ParsedFunction& fn, const format::ParsedValue& v) {
-    const size_t k = out.size();
+  for (size_t k = 0; k < pieces.size(); ++k) {
     const Piece& p = pieces[k];
     const Mapping& mapping = mappings[file_of(k)];
     const char* payload = mapping.data + (p.offset - lo[file_of(k)]);
@@ -272,25 +258,27 @@ std::vector<ffi::Tensor> MakeTensors(const format::Parsed& parsed, const Payload
     // Only the bytes this load binds (a rank's slice), and only where they stay in the mapping.
     if (prefault && t.device_type == kDLCPU) Prefault(payload, t.nbytes);
     if (p.reorder != nullptr) {
-      out.push_back(ReorderedTensor(p, payload, format::Where(fn, v.index), /*mapped=*/true));
-      return;
+      out.push_back(ReorderedTensor(p, payload, /*mapped=*/true));
+    } else if (t.device_type == kDLCPU) {
+      out.push_back(HostPayloadTensor(payload, mapping.keepalive, t.dtype, t.shape, t.nbytes));
+    } else {
+      out.push_back(CopiedTensor(t, payload, p.where, /*mapped=*/true));
     }
-    out.push_back(t.device_type == kDLCPU
-                      ? HostPayloadTensor(payload, mapping.keepalive, t.dtype, t.shape, t.nbytes)
-                      : CopiedTensor(t, payload, format::Where(fn, v.index), /*mapped=*/true));
-  });
+  }
   return out;
 }
 
 void CheckBytes(const format::Parsed& parsed, const char* blob) {
-  ForEachTensor(parsed, [&](const format::ParsedFunction& fn, const format::ParsedValue& v) {
-    CheckDevice(v.tensor, format::Where(fn, v.index));
+  for (size_t k = 0; k < parsed.payloads.size(); ++k) {
+    const format::ParsedValue& v = parsed.Owner(k);
+    const std::string where = format::Where(parsed.OwnerFunction(k), v.index);
+    CheckDevice(v.tensor, where);
     if (parsed.placement == format::Placement::kInline && kVerifyChecksums &&
         hash::Hash(blob + v.tensor.offset, v.tensor.nbytes) != v.tensor.hash) {
-      TVM_FFI_THROW(ValueError) << "corrupted partial_apply data: " << format::Where(fn, v.index)
+      TVM_FFI_THROW(ValueError) << "corrupted partial_apply data: " << where
                                 << ": tensor payload checksum mismatch";
     }
-  });
+  }
 }
 
 ffi::Tensor HostPayloadTensor(const char* payload, const std::shared_ptr<void>& keepalive,

@@ -27,76 +27,69 @@
 namespace tvm_partial {
 namespace storage {
 
-/*! \brief What a loader asks of an artifact's partial modules before their values are built. */
+// What a loader asks of an artifact's partial modules before their values are built.
 struct LoadOptions {
-  /*! \brief The file LoadArtifactFile loaded the library from: payloads are read from it, not
-   *         from whatever the library's name leads to now. */
+  // The file LoadArtifactFile loaded the library from: payloads are read from it, not from
+  // whatever the library's name leads to now.
   std::shared_ptr<File> library_file;
-  /*! \brief load(path, weights_file=...): every tensor by key from this file (or index). */
-  std::string weights_file;
-  /*! \brief load(path, shard=(rank, world)): each sharded tensor is rank `shard_rank`'s slice;
-   *         world 0: whole tensors. A tensor bound on a device of `rank_device`'s type goes to it
-   *         (rank r to cuda:r, a disco worker's `runtime.disco.device`); CPU changes nothing. */
+  std::string weights_file;  // load(path, weights_file=...): every tensor by key from this file
+  // load(path, shard=(rank, world)): each sharded tensor is rank `shard_rank`'s slice; world 0:
+  // whole tensors. A tensor bound on a device of `rank_device`'s type goes to it (rank r to
+  // cuda:r, a disco worker's `runtime.disco.device`); CPU changes nothing.
   int64_t shard_rank = -1;
   int64_t shard_world = 0;
   DLDevice rank_device{kDLCPU, 0};
 };
 
-/*! \brief What decoding a partial module's bytes can draw on besides the parsed bytes. */
+// What decoding a partial module's bytes can draw on besides the parsed bytes.
 struct Origin {
-  /*! \brief The bytes being decoded, in memory (inline payloads are read from them), or null. */
-  const char* blob = nullptr;
-  /*! \brief The artifact's file (proven mapped, or read by inspect/verify); null: bytes only. */
+  const char* blob = nullptr;  // the bytes, in memory (inline payloads are read from them), or null
+  // The artifact's file (proven mapped, or read by inspect/verify); null: bytes only.
   std::shared_ptr<File> library;
-  /*! \brief That file's absolute path, symlinks resolved (recorded weights files lie beside it). */
+  // That file's absolute path, symlinks resolved (recorded weights files lie beside it).
   std::string library_path;
-  /*! \brief The file and offset of the bytes when read from a file (inspect, verify): the
-   *         artifact (then `library`) or save_to_bytes output. */
+  // The file and offset of the bytes when read from a file (inspect, verify): the artifact (then
+  // `library`) or save_to_bytes output.
   std::shared_ptr<File> blob_file;
   uint64_t blob_offset = 0;
-  /*! \brief What a frontend compiled into the code: a weights file given to load may hold
-   *         these names only with the compiled values. */
+  // What a frontend compiled into the code: a weights file given to load may hold these names
+  // only with the compiled values.
   ModelRecord model;
-  /*! \brief What the loader asked (a weights file, a rank): LoadOptions. */
   LoadOptions options;
 };
 
-/*! \brief Where each tensor payload lies, in Parsed::payloads order. */
+// Where each tensor payload lies, in Parsed::payloads order.
 struct PayloadSource {
-  /*! \brief "inline", "appended", "weights file", or "weights file given to load". */
-  std::string placement;
-  /*! \brief The file holding them; null when they are in `Origin::blob` (inline, in memory). */
-  std::shared_ptr<File> file;
-  /*! \brief Per tensor: its file offset, or its offset in the blob when `file` is null. */
-  std::vector<uint64_t> offsets;
-  /*! \brief Where recorded payload offsets count from in `file` (region start, weights data,
-   *         the bytes' place); 0 for the override and in memory. */
+  std::string placement;       // "inline", "appended", "weights file", "weights file given to load"
+  std::shared_ptr<File> file;  // null when they are in `Origin::blob` (inline, in memory)
+  std::vector<uint64_t> offsets;  // per tensor, in `file`, or in the blob when `file` is null
+  // Where recorded payload offsets count from in `file` (region start, weights data, the bytes'
+  // place); 0 for the override and in memory.
   uint64_t base = 0;
-  /*! \brief For an index given to `load`, payload k lies in `files[file_of[k]]`; else empty. */
+  // For an index given to `load`, payload k lies in `files[file_of[k]]`; else empty.
   std::vector<std::shared_ptr<File>> files;
   std::vector<size_t> file_of;
 };
 
-/*! \brief Decide where `parsed`'s payloads lie, checking each placement rule (trailer, region
- *         header, weights file and its header) once.
- *         \throws ValueError saying what is missing or damaged and what to do. */
+// Decide where `parsed`'s payloads lie, checking each placement rule (trailer, region header,
+// weights file and its header) once. \throws ValueError saying what is missing or damaged.
 PayloadSource Locate(const format::Parsed& parsed, const Origin& origin);
 
-/*! \brief Check at load what the bytes alone can: every bound device is reachable, every inline
- *         payload (in `blob`) matches its hash. \throws RuntimeError naming the binding whose
- *         device is missing; ValueError for a hash mismatch. */
+// Check at load what the bytes alone can: every bound device is reachable, every inline payload
+// (in `blob`) matches its hash. \throws RuntimeError naming the binding whose device is missing;
+// ValueError for a hash mismatch.
 void CheckBytes(const format::Parsed& parsed, const char* blob);
 
-/*! \brief The tensors of `parsed`'s payloads, in order, from `source`: host payloads 64-byte
- *         aligned in a file are views of a private mapping (pages read on touch, writes private);
- *         others are copied (inline ones were checked by CheckBytes). For a shard load, a sharded
- *         tensor is its rank's slice and only its bytes are touched (one mapping spans the
- *         slices). \throws RuntimeError naming the binding whose device is unavailable here. */
+// The tensors of `parsed`'s payloads, in order, from `source`: host payloads 64-byte aligned in a
+// file are views of a private mapping (pages read on touch, writes private); others are copied
+// (inline ones were checked by CheckBytes). For a shard load, a sharded tensor is its rank's
+// slice and only its bytes are touched. \throws RuntimeError naming a binding whose device is
+// unavailable here.
 std::vector<ffi::Tensor> MakeTensors(const format::Parsed& parsed, const PayloadSource& source,
                                      const Origin& origin);
 
-/*! \brief A host tensor of the payload at `payload` (in a mapping kept alive by `keepalive`): a
- *         view if 64-byte aligned, else an aligned copy (TVM kernels assume that alignment). */
+// A host tensor of the payload at `payload` (in a mapping kept alive by `keepalive`): a view if
+// 64-byte aligned, else an aligned copy (TVM kernels assume that alignment).
 ffi::Tensor HostPayloadTensor(const char* payload, const std::shared_ptr<void>& keepalive,
                               DLDataType dtype, const std::vector<int64_t>& shape, uint64_t nbytes);
 

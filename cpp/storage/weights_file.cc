@@ -51,7 +51,7 @@ constexpr Dtype kDtypes[] = {{"BOOL", "bool", 8},
                              {"F6_E3M2", "float6_e3m2fn", 6},
                              {"F4", "float4_e2m1fn", 4}};
 
-/*! \brief The entry whose `field` is `name`, else null. */
+// The entry whose `field` is `name`, else null.
 const Dtype* FindDtype(const char* Dtype::* field, const std::string& name) {
   for (const Dtype& d : kDtypes) {
     if (name == d.*field) return &d;
@@ -59,8 +59,8 @@ const Dtype* FindDtype(const char* Dtype::* field, const std::string& name) {
   return nullptr;
 }
 
-/*! \brief How deep `text` (JSON) nests arrays and objects, counted without parsing it (strings
- *         skipped, escapes honoured); stops counting past `limit`. */
+// How deep `text` (JSON) nests arrays and objects, counted without parsing it (strings skipped,
+// escapes honoured); stops counting past `limit`.
 int NestingDepth(const std::string& text, int limit) {
   int depth = 0, deepest = 0;
   bool in_string = false;
@@ -84,25 +84,24 @@ int NestingDepth(const std::string& text, int limit) {
   return deepest;
 }
 
-/*! \brief An int of the JSON header (not a bool, a float or a string), else nullopt. */
+// An int of the JSON header (not a bool, a float or a string), else nullopt.
 std::optional<int64_t> JsonInt(const ffi::json::Value& v) {
   if (v.type_index() != ffi::TypeIndex::kTVMFFIInt) return std::nullopt;
   return v.cast<int64_t>();
 }
 
-/*! \brief One header entry, checked: dtype, shape, offsets inside the data. */
+// One header entry, checked: dtype, shape, offsets inside the data.
 Entry ReadEntry(const std::string& path, const std::string& key, const ffi::json::Value& value,
                 uint64_t data_size) {
   const std::string where = "tensor '" + key + "'";
   auto entry = value.try_cast<ffi::json::Object>();
   if (!entry.has_value()) Bad(path, where + ": its header entry is not an object");
-  auto field = [&entry](const char* name) -> std::optional<ffi::json::Value> {
+  // A field, or None when absent: each check refuses None as it does a missing field.
+  auto field = [&entry](const char* name) {
     auto it = entry->find(ffi::String(name));
-    if (it == entry->end()) return std::nullopt;
-    return (*it).second;
+    return it == entry->end() ? ffi::json::Value() : (*it).second;
   };
-  auto dtype_field = field("dtype");
-  auto dtype_text = dtype_field ? dtype_field->try_cast<ffi::String>() : std::nullopt;
+  auto dtype_text = field("dtype").try_cast<ffi::String>();
   const Dtype* dtype =
       dtype_text.has_value() ? FindDtype(&Dtype::code, std::string(*dtype_text)) : nullptr;
   if (dtype == nullptr) {
@@ -112,8 +111,7 @@ Entry ReadEntry(const std::string& path, const std::string& key, const ffi::json
                   " is not one tvm-partial reads (" + KnownCodes() + ")");
   }
   Entry out{dtype, {}, 0, 0};
-  auto shape = field("shape");
-  auto dims = shape ? shape->try_cast<ffi::json::Array>() : std::nullopt;
+  auto dims = field("shape").try_cast<ffi::json::Array>();
   bool shape_ok = dims.has_value() && dims->size() <= 64;
   unsigned __int128 count = 1;
   for (size_t i = 0; shape_ok && i < dims->size(); ++i) {
@@ -134,8 +132,7 @@ Entry ReadEntry(const std::string& path, const std::string& key, const ffi::json
   const std::string problem = format::ShapeProblem(out.shape.data(), out.shape.size(),
                                                    ffi::StringToDLDataType(dtype->tvm), &ignored);
   if (!problem.empty()) Bad(path, where + ": shape " + ShapeText(out.shape) + ": " + problem);
-  auto offsets_field = field("data_offsets");
-  auto offsets = offsets_field ? offsets_field->try_cast<ffi::json::Array>() : std::nullopt;
+  auto offsets = field("data_offsets").try_cast<ffi::json::Array>();
   std::optional<int64_t> begin, end;
   if (offsets.has_value() && offsets->size() == 2) {
     begin = JsonInt((*offsets)[0]);

@@ -33,10 +33,8 @@
 namespace tvm_partial {
 namespace weights {
 
-/*! \brief The largest JSON header read (the safetensors package's own limit). */
-constexpr uint64_t kMaxHeader = 100u << 20;
-/*! \brief The deepest nesting of a header accepted: the header object, an entry, its shape. */
-constexpr int kMaxDepth = 8;
+constexpr uint64_t kMaxHeader = 100u << 20;  // largest header read: safetensors' own limit
+constexpr int kMaxDepth = 8;  // deepest header nesting: the object, an entry, its shape
 constexpr const char kPaddingPrefix[] = "__padding__/";
 constexpr const char kRegionKey[] = "__tvm_partial_region__";
 constexpr const char kMetadataFormat[] = "tvm_partial.format";
@@ -44,22 +42,17 @@ constexpr const char kMetadataBindings[] = "tvm_partial.bindings";
 constexpr const char kMetadataHashes[] = "tvm_partial.hashes";
 constexpr const char kMetadataShared[] = "tvm_partial.shared";
 
-/*! \brief A dtype safetensors and TVM share: its code, TVM name, bits (F4, F6_*: packed). */
+// A dtype safetensors and TVM share: its code, TVM name, bits (F4, F6_*: packed).
 struct Dtype {
   const char* code;
   const char* tvm;
   uint64_t bits;
 };
-/*! \brief Throw ValueError "weights file PATH is/lacks ..." or "weights file PATH: WHAT". */
+// Throw ValueError "weights file PATH is/lacks ..." or "weights file PATH: WHAT".
 [[noreturn]] void Bad(const std::string& path, const std::string& what);
-
-/*! \brief `[8, 3, 3, 3]`, as Python prints a list (for messages). */
-std::string ShapeText(const std::vector<int64_t>& shape);
-
-/*! \brief The entry for a TVM dtype ("float32"), else null. */
-const Dtype* DtypeByTvm(const std::string& tvm);
-/*! \brief "BF16, BOOL, F16, ...": the codes read, for messages. */
-std::string KnownCodes();
+std::string ShapeText(const std::vector<int64_t>& shape);  // `[8, 3]`, as Python prints a list
+const Dtype* DtypeByTvm(const std::string& tvm);           // "float32" -> its entry, else null
+std::string KnownCodes();  // "BF16, BOOL, F16, ...": the codes read, for messages
 
 struct Entry {
   const Dtype* dtype;
@@ -68,25 +61,24 @@ struct Entry {
   uint64_t end;
 };
 
-/*! \brief An open weights file and its checked header. */
+// An open weights file and its checked header.
 struct WeightsFile {
   std::shared_ptr<storage::File> file;
   uint64_t data_start = 0;  // file offset of the data (8 + header length)
   uint64_t data_size = 0;
   std::map<std::string, Entry> entries;         // every entry, padding and region included
   std::map<std::string, std::string> metadata;  // `__metadata__`, strings only
-  /*! \brief Whether `key` is a tensor someone binds (not padding, not the region header). */
+  // Whether `key` is a tensor someone binds (not padding, not the region header).
   static bool IsTensorKey(const std::string& key);
 };
 
-/*! \brief `text` (from `path`) parsed as JSON if UTF-8 and nested at most `max_depth` deep
- *         (checked before the recursive parser runs). \throws ValueError naming `path`, `what`. */
+// `text` (from `path`) parsed as JSON if UTF-8 and nested at most `max_depth` deep (checked
+// before the recursive parser runs). \throws ValueError naming `path` and `what`.
 ffi::json::Value ParseJson(const std::string& path, const std::string& text, int max_depth,
                            const char* what);
 
-/*! \brief Open the safetensors file at `path` (or read `opened`, that file already open) and
- *         check its header. \throws FileNotFoundError; ValueError naming the file (and tensor at
- *         fault) for anything the format forbids. */
+// Open the safetensors file at `path` (or read `opened`, that file already open) and check its
+// header. \throws FileNotFoundError; ValueError naming the file (and tensor) at fault.
 WeightsFile Open(const std::string& path, std::shared_ptr<storage::File> opened = nullptr);
 
 struct SetEntry {
@@ -94,8 +86,8 @@ struct SetEntry {
   Entry entry;
 };
 
-/*! \brief One safetensors file, or a split checkpoint's files and index (`*.safetensors.index.json`
- *         as transformers writes it: `{"weight_map": {tensor: file}}`, files beside it). */
+// One safetensors file, or a split checkpoint's files and index (`*.safetensors.index.json` as
+// transformers writes it: `{"weight_map": {tensor: file}}`, files beside it).
 struct WeightsSet {
   std::string path;  // the file, or the index, as given
   bool indexed = false;
@@ -103,66 +95,62 @@ struct WeightsSet {
   std::map<std::string, SetEntry> tensors;  // every tensor key (no padding, no region header)
 };
 
-/*! \brief Whether `path` names an index (it ends in `.json`) rather than a safetensors file. */
-bool IsIndex(const std::string& path);
-/*! \brief Whether `path` ends in `.onnx` (read in Python by the onnx package, never here). */
-bool IsOnnx(const std::string& path);
+bool IsIndex(const std::string& path);  // ends in `.json`: an index, not a safetensors file
+bool IsOnnx(const std::string& path);   // ends in `.onnx` (read by the onnx package, never here)
 
-/*! \brief Open the safetensors file at `path`, or the index there and each file it names (by
- *         `Open`) in its folder as `path` spells it, not its real one (the Hugging Face cache
- *         links each snapshot file to its own blob). `weight_map` must match the files exactly:
- *         not empty, each tensor once and in the file it names, no name outside the folder.
- *         `opened`: the file at `path`, already open (read, not opened again by name).
- *         \throws FileNotFoundError naming the index and its missing file; ValueError otherwise. */
+// Open the safetensors file at `path` (or `opened`, that file already open), or the index there
+// and each file it names in its folder as `path` spells it, not its real one (the Hugging Face
+// cache links each snapshot file to its own blob). `weight_map` must match the files exactly: not
+// empty, each tensor once and in the file it names, no name outside the folder.
+// \throws FileNotFoundError naming the index and its missing file; ValueError otherwise.
 WeightsSet OpenSet(const std::string& path, std::shared_ptr<storage::File> opened = nullptr);
 
-/*! \brief `tvm_partial.hashes` (key -> 16 hex digits), or nullopt when absent.
- *         \throws ValueError naming the file when malformed. */
+// `tvm_partial.hashes` (key -> 16 hex digits), or nullopt when absent.
+// The Recorded* functions throw ValueError naming the file when their record is malformed.
 std::optional<std::map<std::string, uint64_t>> RecordedHashes(const WeightsFile& file);
 
-/*! \brief `tvm_partial.bindings`: key (of a stored tensor or a shared one's other place) ->
- *         `[function, position]`; may be empty. */
+// `tvm_partial.bindings`: key (of a stored tensor or a shared one's other place) ->
+// `[function, position]`; may be empty.
 std::map<std::string, std::pair<std::string, int64_t>> RecordedBindings(const WeightsFile& file);
 
-/*! \brief `tvm_partial.shared`: other place's key -> stored key; may be empty. \throws
- *         ValueError naming the file when malformed or naming a tensor the file lacks. */
+// `tvm_partial.shared`: other place's key -> stored key (a tensor the file holds); may be empty.
 std::map<std::string, std::string> RecordedShared(const WeightsFile& file);
 
-/*! \brief A bound tensor's qualified key: `FUNCTION/PARAMETER`, or `FUNCTION/POSITION` where the
- *         name is unknown, not unique, holds a `/` or is digits. Keys() uses it where a bare name
- *         cannot stand; older files key every tensor so (accepted by CheckRegionFile). */
+// A bound tensor's qualified key: `FUNCTION/PARAMETER`, or `FUNCTION/POSITION` where the name is
+// unknown, not unique, holds a `/` or is digits. Keys() uses it where a bare name cannot stand;
+// older files key every tensor so (accepted by CheckRegionFile).
 std::string QualifiedKey(const std::string& function, int64_t position,
                          const ffi::Array<ffi::String>& param_names);
 
-/*! \brief A key read back: `FUNCTION/NAME`, `FUNCTION/POSITION` or a bare `NAME`. */
+// A key read back: `FUNCTION/NAME`, `FUNCTION/POSITION` or a bare `NAME`.
 struct KeyRef {
   std::string function;  // empty for a bare name
   std::string name;      // empty when a position is given
   int64_t position = -1;
 };
-/*! \brief Parse `key` (ASCII digits after the `/` are a position). \throws ValueError naming the
- *         file for a position no call can reach. */
+// Parse `key` (ASCII digits after the `/` are a position). \throws ValueError naming the file
+// for a position no call can reach.
 KeyRef ParseKey(const std::string& path, const std::string& key);
 
-/*! \brief A place a tensor is bound at. */
+// A place a tensor is bound at.
 struct Place {
   std::string function;
   int64_t position;
   const ffi::Array<ffi::String>* param_names;
 };
 
-/*! \brief A distinct bound tensor (one payload, supplied once): its places in order, its type. */
+// A distinct bound tensor (one payload, supplied once): its places in order, its type.
 struct Wanted {
   std::vector<Place> places;
   std::string dtype;
   std::vector<int64_t> shape;
 };
 
-/*! \brief The key of each place of each tensor (`keys[i][j]`: place j of `tensors[i]`), unique
- *         across all; tensor i is stored under `keys[i][0]`. A place's key is its parameter name
- *         alone when recorded, unique in its function, without `/`, not digits, not
- *         `__metadata__`, all places of that name are this tensor's and this is the first; else
- *         `FUNCTION/PARAMETER` (other functions may share the name); else `FUNCTION/POSITION`. */
+// The key of each place of each tensor (`keys[i][j]`: place j of `tensors[i]`), unique across
+// all; tensor i is stored under `keys[i][0]`. A place's key is its parameter name alone when
+// recorded, unique in its function, without `/`, not digits, not `__metadata__`, all places of
+// that name are this tensor's and this is the first; else `FUNCTION/PARAMETER` (other functions
+// may share the name); else `FUNCTION/POSITION`.
 std::vector<std::vector<std::string>> Keys(const std::vector<Wanted>& tensors);
 
 struct Located {
@@ -170,36 +158,33 @@ struct Located {
   uint64_t offset;
 };
 
-/*! \brief Which tensor of `set` supplies each of `wanted` (file and offset, in order). A
- *         `FUNCTION/...` key resolves in its function; a bare name to the one tensor bound at a
- *         parameter of that name, in any function. Each tensor must be supplied with its dtype and
- *         shape (a tied one by a key of any of its places; by several only if they hold one dtype,
- *         shape and payload, as a cloned state_dict saves a tie); other keys only where `model`
- *         names them (compiled-in tensors holding exactly the compiled value; tie aliases).
- *         \throws ValueError naming file, key and binding (and the key scheme), or why a
- *         compiled-in tensor whose value differs cannot be taken. */
+// Which tensor of `set` supplies each of `wanted` (file and offset, in order). A `FUNCTION/...`
+// key resolves in its function; a bare name to the one tensor bound at a parameter of that name,
+// in any function. Each tensor must be supplied with its dtype and shape (a tied one by a key of
+// any of its places; by several only if they hold one dtype, shape and payload, as a cloned
+// state_dict saves a tie); other keys only where `model` names them (compiled-in tensors holding
+// exactly the compiled value; tie aliases). \throws ValueError naming file, key and binding.
 std::vector<Located> Match(const WeightsSet& set, const std::vector<Wanted>& wanted,
                            const ModelRecord& model = {});
 
-/*! \brief The tensors a parsed blob binds, one per payload, with every place (kinds 5 and 6). */
+// The tensors a parsed blob binds, one per payload, with every place (kinds 5 and 6).
 std::vector<Wanted> WantedOf(const format::Parsed& parsed);
 
-/*! \brief Check a `weights_file=` export's file against `parsed`: region header entry at data
- *         [0, 64) holding that header, each payload's entry at exactly its offsets, whole region.
- *         \throws ValueError naming the file ("was not written with this artifact", truncated). */
+// Check a `weights_file=` export's file against `parsed`: region header entry at data [0, 64)
+// holding that header, each payload's entry at exactly its offsets, whole region.
+// \throws ValueError naming the file ("was not written with this artifact", truncated).
 void CheckRegionFile(const WeightsFile& file, const format::Parsed& parsed);
 
-/*! \brief Write the weights file of a `weights_file=` export (`region`) of `records` to `path`.
- *         \throws RuntimeError naming the file and the system's error. */
+// Write the weights file of a `weights_file=` export (`region`) of `records` to `path`.
+// \throws RuntimeError naming the file and the system's error.
 void WriteRegionFile(const std::vector<format::FunctionRecord>& records,
                      const format::ExternalRegion& region, const std::string& path);
 
-/*! \brief save_weights: write the bound tensors of `records` (a partial function's, named "",
- *         are main's) to `path`, each 64-byte aligned, keyed by Keys, with bindings, hashes and
- *         ties in `__metadata__`; then the `compiled` values (each checked against `model`, the
- *         code's record) under their own names, and a tie's other names in `model`.
- *         \throws ValueError when there are no tensors, or a compiled value is not the one the
- *         code holds; RuntimeError naming the file and the system's error. */
+// save_weights: write the bound tensors of `records` (a partial function's, named "", are
+// main's) to `path`, each 64-byte aligned, keyed by Keys, with bindings, hashes and ties in
+// `__metadata__`; then the `compiled` values (each checked against `model`, the code's record)
+// under their own names, and a tie's other names in `model`. \throws ValueError when there are
+// no tensors or a compiled value is not the code's; RuntimeError naming the file and the error.
 void SaveWeights(std::vector<format::FunctionRecord> records, const ModelRecord& model,
                  const std::string& path, const ffi::Map<ffi::String, ffi::Tensor>& compiled);
 

@@ -26,11 +26,10 @@ namespace {
   TVM_FFI_UNREACHABLE();
 }
 
-/*! \brief An index nests three deep: the object, weight_map (or metadata), a value. */
-constexpr int kIndexDepth = 3;
+constexpr int kIndexDepth = 3;  // the object, weight_map (or metadata), a value
 
-/*! \brief Why a file name an index records cannot be followed, or "": it must stay in the
- *         index's folder (relative, no `..`), as transformers writes them. */
+// Why a file name an index records cannot be followed, or "": it must stay in the index's
+// folder (relative, no `..`), as transformers writes them.
 std::string NameProblem(const std::string& name) {
   if (name.empty() || name.find('\0') != std::string::npos) return "is empty or holds a NUL byte";
   if (name[0] == '/') return "is an absolute path";
@@ -39,9 +38,7 @@ std::string NameProblem(const std::string& name) {
 }
 
 WeightsSet OpenIndex(const std::string& path, std::shared_ptr<storage::File> opened) {
-  WeightsSet out;
-  out.path = path;
-  out.indexed = true;
+  WeightsSet out{path, true, {}, {}};
   const std::shared_ptr<storage::File> index =
       opened ? std::move(opened) : storage::OpenRegular(path, "weights index");
   if (index->size > kMaxHeader) {
@@ -134,9 +131,7 @@ bool IsOnnx(const std::string& path) {
 
 WeightsSet OpenSet(const std::string& path, std::shared_ptr<storage::File> opened) {
   if (IsIndex(path)) return OpenIndex(path, std::move(opened));
-  WeightsSet out;
-  out.path = path;
-  out.files.push_back(Open(path, std::move(opened)));
+  WeightsSet out{path, false, {Open(path, std::move(opened))}, {}};
   for (const auto& [key, entry] : out.files[0].entries) {
     if (WeightsFile::IsTensorKey(key)) out.tensors.emplace(key, SetEntry{0, entry});
   }

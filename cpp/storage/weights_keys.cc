@@ -26,25 +26,22 @@ namespace weights {
 
 namespace {
 
-/*! \brief `s` parsed as a position: ASCII digits only (so "²" or "-1" is a name, not a number). */
+// `s` parsed as a position: ASCII digits only (so "²" or "-1" is a name, not a number).
 std::optional<int64_t> AsPosition(const std::string& s) {
   if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
   // More than 19 digits is out of range: refused by the caller.
   return s.size() > 19 ? INT64_MAX : static_cast<int64_t>(std::stoull(s));
 }
 
-/*! \brief Whether two tensors of `set` have one dtype, shape and payload (the format's hash). */
-bool SameTensor(const WeightsSet& set, const SetEntry& a, const SetEntry& b) {
-  auto hash = [&set](const SetEntry& t) {
-    const WeightsFile& file = set.files[t.file];
-    return storage::HashRange(*file.file, file.data_start + t.entry.begin,
-                              t.entry.end - t.entry.begin);
-  };
-  return a.entry.dtype == b.entry.dtype && a.entry.shape == b.entry.shape && hash(a) == hash(b);
+// The format's hash of a tensor of `set`.
+uint64_t HashOf(const WeightsSet& set, const SetEntry& t) {
+  const WeightsFile& file = set.files[t.file];
+  return storage::HashRange(*file.file, file.data_start + t.entry.begin,
+                            t.entry.end - t.entry.begin);
 }
 
-/*! \brief A place's name, where it can make a key (as QualifiedKey decides: unique in its
- *         function, no '/', not digits), else "". */
+// A place's name, where it can make a key (as QualifiedKey decides: unique in its function, no
+// '/', not digits), else "".
 std::string NameOf(const Place& p) {
   const std::string key = QualifiedKey(p.function, p.position, *p.param_names);
   const std::string rest = key.substr(p.function.size() + 1);
@@ -145,14 +142,12 @@ std::vector<Located> Match(const WeightsSet& set, const std::vector<Wanted>& wan
   // What tensor i is called in messages: 'KEY', and its places when it has several.
   auto named = [&](size_t i) {
     std::string text = "'" + keys[i][0] + "'";
-    if (keys[i].size() > 1) {
-      text += " (one tensor, bound at " + keys[i][0];
-      for (size_t j = 1; j < keys[i].size(); ++j) {
-        text += (j + 1 == keys[i].size() ? " and " : ", ") + keys[i][j];
-      }
-      text += ")";
+    if (keys[i].size() == 1) return text;
+    text += " (one tensor, bound at " + keys[i][0];
+    for (size_t j = 1; j < keys[i].size(); ++j) {
+      text += (j + 1 == keys[i].size() ? " and " : ", ") + keys[i][j];
     }
-    return text;
+    return text + ")";
   };
   std::set<std::string> place_names;  // the names keys can reach places by
   for (const Wanted& w : wanted) {
@@ -163,7 +158,6 @@ std::vector<Located> Match(const WeightsSet& set, const std::vector<Wanted>& wan
   for (size_t i = 0; i < wanted.size(); ++i) binds += (binds.empty() ? "" : ", ") + keys[i][0];
   for (const auto& [key, found] : set.tensors) {
     const Entry& entry = found.entry;
-    const WeightsFile& file = set.files[found.file];
     KeyRef ref = ParseKey(path, key);
     if (ref.function.empty() && !place_names.count(ref.name)) {
       // Another name of a tied tensor reaches the place of the name bound.
@@ -189,9 +183,8 @@ std::vector<Located> Match(const WeightsSet& set, const std::vector<Wanted>& wan
     const CompiledIn* compiled = ref.function.empty() ? model.Find(ref.name) : nullptr;
     if (compiled != nullptr && (targets.empty() || compiled->kind == CompiledIn::kPinned)) {
       const DLDataType dtype = ffi::StringToDLDataType(entry.dtype->tvm);
-      const uint64_t hash =
-          storage::HashRange(*file.file, file.data_start + entry.begin, entry.end - entry.begin);
-      const std::string problem = CompiledInProblem(*compiled, dtype, entry.shape, hash);
+      const std::string problem =
+          CompiledInProblem(*compiled, dtype, entry.shape, HashOf(set, found));
       if (!problem.empty()) Bad(path, "tensor '" + key + "': " + problem);
       if (targets.empty()) continue;  // the compiled value: nothing to bind
     }
@@ -209,7 +202,9 @@ std::vector<Located> Match(const WeightsSet& set, const std::vector<Wanted>& wan
     }
     auto [it, fresh] = supplied.emplace(targets[0].first, key);
     // Both names of a tied pair (a cloned state_dict): taken when they hold the same tensor.
-    if (!fresh && !SameTensor(set, set.tensors.at(it->second), found)) {
+    const SetEntry& first = set.tensors.at(it->second);
+    if (!fresh && (first.entry.dtype != entry.dtype || first.entry.shape != entry.shape ||
+                   HashOf(set, first) != HashOf(set, found))) {
       Bad(path, "tensors '" + it->second + "' and '" + key + "' both supply " +
                     named(targets[0].first) +
                     " with different values (dtype, shape or bytes); keep one");

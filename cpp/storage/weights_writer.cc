@@ -2,9 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file storage/weights_writer.cc
- * \brief Writing safetensors weights files from records (handed over by open_weights.cc and
- *        export.cc): `SaveWeights`, and `WriteRegionFile` for `weights_file=` exports (its data
- *        is the payload region). Python writes under a new name and renames it into place.
+ * \brief Writing safetensors weights files: `SaveWeights`, and `WriteRegionFile` (its data is a
+ *        `weights_file=` export's payload region). Python writes to a new name, then renames it.
  */
 #include <fcntl.h>
 #include <tvm/ffi/container/tensor.h>
@@ -34,8 +33,7 @@ namespace weights {
 
 namespace {
 
-/*! \brief `s` quoted as JSON, escaping only `"`, `\\` and control characters (keys stay
- *         readable: `main/weights`). */
+// `s` quoted as JSON, escaping only `"`, `\\` and control characters (keys stay readable).
 std::string JsonQuote(const std::string& s) {
   std::string out = "\"";
   for (const char c : s) {
@@ -53,7 +51,12 @@ std::string JsonQuote(const std::string& s) {
   return out + "\"";
 }
 
-/*! \brief One entry of a header being written; `where` names its binding in messages. */
+// Append `"key":value` to the JSON object being written in `object` (opened by its `{`).
+void Member(std::string& object, const std::string& key, const std::string& value) {
+  object += (object.size() > 1 ? "," : "") + JsonQuote(key) + ":" + value;
+}
+
+// One entry of a header being written; `where` names its binding in messages.
 struct OutEntry {
   std::string key;
   std::string tvm_dtype;
@@ -65,8 +68,8 @@ struct OutEntry {
 
 /*! \brief The bytes before a safetensors file's data: u64 length, JSON header of `entries` (gaps
  *         filled by `__padding__/N`) and `metadata`, space-padded so the data is 64-byte aligned.
- *         \throws TypeError naming key, binding and dtype for a dtype safetensors has no code
- *         for, or a sub-byte tensor not filling whole bytes. */
+ *         \throws TypeError for a dtype safetensors has no code for, or a sub-byte tensor not
+ *         filling whole bytes. */
 std::string EncodeHeader(std::vector<OutEntry> entries,
                          const std::map<std::string, std::string>& metadata, uint64_t data_size) {
   std::sort(entries.begin(), entries.end(),
@@ -76,9 +79,9 @@ std::string EncodeHeader(std::vector<OutEntry> entries,
                  uint64_t begin, uint64_t end) {
     std::string dims;
     for (size_t i = 0; i < shape.size(); ++i) dims += (i ? "," : "") + std::to_string(shape[i]);
-    json += (json.size() > 1 ? "," : "") + JsonQuote(key) + ":{\"dtype\":\"" + code +
-            "\",\"shape\":[" + dims + "],\"data_offsets\":[" + std::to_string(begin) + "," +
-            std::to_string(end) + "]}";
+    Member(json, key,
+           std::string("{\"dtype\":\"") + code + "\",\"shape\":[" + dims + "],\"data_offsets\":[" +
+               std::to_string(begin) + "," + std::to_string(end) + "]}");
   };
   uint64_t at = 0;
   for (const OutEntry& e : entries) {
@@ -110,11 +113,9 @@ std::string EncodeHeader(std::vector<OutEntry> entries,
     add(std::string(kPaddingPrefix) + std::to_string(at), "U8",
         {static_cast<int64_t>(data_size - at)}, at, data_size);
   if (!metadata.empty()) {
-    std::string members;
-    for (const auto& [k, v] : metadata) {
-      members += (members.empty() ? "" : ",") + JsonQuote(k) + ":" + JsonQuote(v);
-    }
-    json += (json.size() > 1 ? "," : "") + std::string("\"__metadata__\":{") + members + "}";
+    std::string members = "{";
+    for (const auto& [k, v] : metadata) Member(members, k, JsonQuote(v));
+    Member(json, "__metadata__", members + "}");
   }
   json += "}";
   json.append((format::kPayloadAlignment - (8 + json.size()) % format::kPayloadAlignment) %
@@ -126,38 +127,43 @@ std::string EncodeHeader(std::vector<OutEntry> entries,
   return out + json;
 }
 
-/*! \brief A file's tensors, described for its header: each distinct tensor's entry and the key,
- *         function and position of each of its places (the first is the entry's). */
+// A file's tensors: each distinct tensor's entry (then any compiled-in value's), the key of each
+// place of each (Keys), and `aliases`: a tie's other names that are no place (a strict
+// torch.export makes one parameter of them) -> the stored key, read as that tensor, bound nowhere.
 struct Layout {
   std::vector<OutEntry> entries;
-  std::vector<std::vector<std::pair<std::string, std::pair<std::string, int64_t>>>> places;
-  /*! \brief Other names of a tied tensor that are no place (a strict torch.export makes one
-   *         parameter of them) -> the stored key: read as that tensor, bound nowhere. */
+  std::vector<std::vector<std::string>> keys;
   std::vector<std::pair<std::string, std::string>> aliases;
 };
 
-/*! \brief The `__metadata__` of `layout`: bindings, hashes and, for tensors with several
- *         places, shared (docs/weights_files.md). */
-std::map<std::string, std::string> Metadata(const Layout& layout,
+// The Layout of `wanted`, tensor i at data [spans[i].first, spans[i].second).
+Layout LayOut(const std::vector<Wanted>& wanted,
+              const std::vector<std::pair<uint64_t, uint64_t>>& spans) {
+  Layout out{{}, Keys(wanted), {}};
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    const Place& first = wanted[i].places[0];
+    out.entries.push_back(
+        {out.keys[i][0], wanted[i].dtype, wanted[i].shape, spans[i].first, spans[i].second,
+         "function '" + first.function + "' position " + std::to_string(first.position)});
+  }
+  return out;
+}
+
+// The `__metadata__` of `layout` (of `wanted`): bindings, hashes and, for tensors with several
+// places or aliases, shared (docs/weights_files.md).
+std::map<std::string, std::string> Metadata(const std::vector<Wanted>& wanted, const Layout& layout,
                                             const std::map<std::string, uint64_t>& hashes) {
   std::string bindings = "{", recorded = "{", shared = "{";
-  for (size_t i = 0; i < layout.places.size(); ++i) {  // entries past them are bound nowhere
-    for (size_t j = 0; j < layout.places[i].size(); ++j) {
-      const auto& [key, at] = layout.places[i][j];
-      bindings += (bindings.size() > 1 ? "," : "") + JsonQuote(key) + ":[" + JsonQuote(at.first) +
-                  "," + std::to_string(at.second) + "]";
-      if (j > 0) {
-        shared += (shared.size() > 1 ? "," : "") + JsonQuote(key) + ":" +
-                  JsonQuote(layout.entries[i].key);
-      }
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    for (size_t j = 0; j < wanted[i].places.size(); ++j) {
+      const Place& p = wanted[i].places[j];
+      const std::string& key = layout.keys[i][j];
+      Member(bindings, key, "[" + JsonQuote(p.function) + "," + std::to_string(p.position) + "]");
+      if (j > 0) Member(shared, key, JsonQuote(layout.keys[i][0]));
     }
   }
-  for (const auto& [alias, stored] : layout.aliases) {
-    shared += (shared.size() > 1 ? "," : "") + JsonQuote(alias) + ":" + JsonQuote(stored);
-  }
-  for (const auto& [key, h] : hashes) {
-    recorded += (recorded.size() > 1 ? "," : "") + JsonQuote(key) + ":\"" + hash::HashHex(h) + "\"";
-  }
+  for (const auto& [alias, stored] : layout.aliases) Member(shared, alias, JsonQuote(stored));
+  for (const auto& [key, h] : hashes) Member(recorded, key, "\"" + hash::HashHex(h) + "\"");
   std::map<std::string, std::string> out{{kMetadataFormat, "1"},
                                          {kMetadataBindings, bindings + "}"},
                                          {kMetadataHashes, recorded + "}"}};
@@ -165,7 +171,7 @@ std::map<std::string, std::string> Metadata(const Layout& layout,
   return out;
 }
 
-/*! \brief Write `header` at the start of the file at `path` (its data already written after it). */
+// Write `header` at the start of the file at `path` (its data already written after it).
 void WriteHeaderAt(const std::string& path, const std::string& header) {
   const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
   storage::UniqueFd closer(fd);
@@ -174,25 +180,6 @@ void WriteHeaderAt(const std::string& path, const std::string& header) {
     TVM_FFI_THROW(RuntimeError) << "writing the weights file " << path
                                 << " failed: " << std::strerror(errno);
   }
-}
-
-/*! \brief The Layout of `wanted`, keyed by Keys, at data `offsets`. */
-Layout LayOut(const std::vector<Wanted>& wanted, const std::vector<uint64_t>& offsets,
-              const std::vector<uint64_t>& sizes) {
-  const std::vector<std::vector<std::string>> keys = Keys(wanted);
-  Layout out;
-  for (size_t i = 0; i < wanted.size(); ++i) {
-    const Place& first = wanted[i].places[0];
-    out.entries.push_back(
-        {keys[i][0], wanted[i].dtype, wanted[i].shape, offsets[i], offsets[i] + sizes[i],
-         "function '" + first.function + "' position " + std::to_string(first.position)});
-    out.places.emplace_back();
-    for (size_t j = 0; j < wanted[i].places.size(); ++j) {
-      const Place& p = wanted[i].places[j];
-      out.places.back().push_back({keys[i][j], {p.function, p.position}});
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -212,7 +199,7 @@ void SaveWeights(std::vector<format::FunctionRecord> records, const ModelRecord&
   std::vector<const format::Shard*> shards = format::PayloadShards(records);
   std::vector<Wanted> wanted;
   std::vector<ffi::Tensor> tensors;
-  std::vector<uint64_t> offsets, sizes;
+  std::vector<std::pair<uint64_t, uint64_t>> spans;
   uint64_t end = 0;
   for (size_t f = 0; f < records.size(); ++f) {
     const format::FunctionRecord& r = records[f];
@@ -226,22 +213,21 @@ void SaveWeights(std::vector<format::FunctionRecord> records, const ModelRecord&
       }
       ffi::Tensor t = r.bound[b].second.cast<ffi::Tensor>();
       const DLTensor* dl = t.GetDLTensorPtr();
-      const uint64_t nbytes = format::PayloadBytes(*dl);
       wanted.push_back(
           {{place},
            ffi::DLDataTypeToString(dl->dtype),
            format::StoredShape(std::vector<int64_t>(dl->shape, dl->shape + dl->ndim), shards[n])});
       tensors.push_back(t);
-      offsets.push_back(format::AlignUp(end));
-      sizes.push_back(nbytes);
-      end = offsets.back() + nbytes;
+      const uint64_t begin = format::AlignUp(end);
+      end = begin + format::PayloadBytes(*dl);
+      spans.emplace_back(begin, end);
     }
   }
   if (tensors.empty()) {
     TVM_FFI_THROW(ValueError) << "save_weights: the module binds no tensors; there are no "
                               << "weights to save";
   }
-  Layout layout = LayOut(wanted, offsets, sizes);
+  Layout layout = LayOut(wanted, spans);
   // Compiled-in values, after the bound tensors, with no binding recorded, so the file holds the
   // model's whole state; each must be what the code holds (CompiledInProblem, as for load).
   for (const auto& [name, tensor] : compiled) {
@@ -257,27 +243,25 @@ void SaveWeights(std::vector<format::FunctionRecord> records, const ModelRecord&
                                 << "code holds: " << problem
                                 << " (was the model changed after it was exported?)";
     }
-    const uint64_t nbytes = format::PayloadBytes(*tensor.GetDLTensorPtr());
     const uint64_t begin = format::AlignUp(end);
+    end = begin + format::PayloadBytes(*tensor.GetDLTensorPtr());
     layout.entries.push_back({std::string(name), ffi::DLDataTypeToString(given.dtype), given.shape,
-                              begin, begin + nbytes, "compiled-in '" + std::string(name) + "'"});
+                              begin, end, "compiled-in '" + std::string(name) + "'"});
     tensors.push_back(tensor);
     shards.push_back(nullptr);
-    end = begin + nbytes;
   }
   // A tied tensor's names that are no place read the tensor stored under another of its names,
   // so the file holds the model's whole state (open_weights gives each name).
   for (const std::vector<std::string>& group : model.ties) {
     std::set<std::string> keys;  // every key the file has for the group's tensor
     const std::string* stored = nullptr;
-    for (size_t i = 0; i < layout.places.size(); ++i) {
-      bool named = false;
-      for (const auto& p : layout.places[i]) {
-        named |= std::find(group.begin(), group.end(), p.first) != group.end();
-      }
-      if (!named) continue;
-      stored = &layout.entries[i].key;
-      for (const auto& p : layout.places[i]) keys.insert(p.first);
+    auto in_group = [&group](const std::string& key) {
+      return std::find(group.begin(), group.end(), key) != group.end();
+    };
+    for (const std::vector<std::string>& its : layout.keys) {
+      if (!std::any_of(its.begin(), its.end(), in_group)) continue;
+      stored = &its[0];
+      keys.insert(its.begin(), its.end());
     }
     for (const std::string& name : group) {
       if (stored != nullptr && !keys.count(name)) layout.aliases.emplace_back(name, *stored);
@@ -287,7 +271,7 @@ void SaveWeights(std::vector<format::FunctionRecord> records, const ModelRecord&
   // Hashes are fixed-width hex: the header is written first with zeros, then again with them.
   std::map<std::string, uint64_t> hashes;
   for (const OutEntry& e : entries) hashes[e.key] = 0;
-  const std::string placeholder = EncodeHeader(entries, Metadata(layout, hashes), end);
+  const std::string placeholder = EncodeHeader(entries, Metadata(wanted, layout, hashes), end);
   {
     const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
@@ -323,7 +307,7 @@ void SaveWeights(std::vector<format::FunctionRecord> records, const ModelRecord&
                                   << " failed: " << std::strerror(errno);
     }
   }
-  const std::string header = EncodeHeader(entries, Metadata(layout, hashes), end);
+  const std::string header = EncodeHeader(entries, Metadata(wanted, layout, hashes), end);
   if (header.size() != placeholder.size()) {
     TVM_FFI_THROW(InternalError) << "save_weights: the header changed size";
   }
@@ -335,19 +319,20 @@ void WriteRegionFile(const std::vector<format::FunctionRecord>& records,
   const std::string blob = format::Encode(records, &region);
   const format::Parsed parsed = format::Parse(blob.data(), blob.size());
   const std::vector<Wanted> wanted = WantedOf(parsed);
-  std::vector<uint64_t> offsets, sizes;
+  std::vector<std::pair<uint64_t, uint64_t>> spans;
+  for (size_t k = 0; k < parsed.payloads.size(); ++k) {
+    const format::TensorMeta& t = parsed.Owner(k).tensor;
+    spans.emplace_back(t.offset, t.offset + t.nbytes);
+  }
+  const Layout layout = LayOut(wanted, spans);
   std::map<std::string, uint64_t> hashes;
   for (size_t k = 0; k < parsed.payloads.size(); ++k) {
-    offsets.push_back(parsed.Owner(k).tensor.offset);
-    sizes.push_back(parsed.Owner(k).tensor.nbytes);
-  }
-  Layout layout = LayOut(wanted, offsets, sizes);
-  for (size_t k = 0; k < parsed.payloads.size(); ++k) {
-    hashes[layout.entries[k].key] = parsed.Owner(k).tensor.hash;
+    hashes[layout.keys[k][0]] = parsed.Owner(k).tensor.hash;
   }
   std::vector<OutEntry> entries = layout.entries;
   entries.insert(entries.begin(), {kRegionKey, "uint8", {64}, 0, format::kRegionHeaderSize});
-  const std::string header = EncodeHeader(entries, Metadata(layout, hashes), parsed.region_size);
+  const std::string header =
+      EncodeHeader(entries, Metadata(wanted, layout, hashes), parsed.region_size);
   storage::WriteRegion(records, region, path, header.size());
   WriteHeaderAt(path, header);
 }
