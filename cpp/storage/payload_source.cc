@@ -12,10 +12,7 @@
 
 #include <algorithm>
 #include <cstring>
-#include <memory>
-#include <string>
 #include <utility>
-#include <vector>
 
 #include "device.h"
 #include "format/common.h"
@@ -35,7 +32,6 @@ constexpr bool kVerifyChecksums = false;  // as in format/reader.cc
 constexpr bool kVerifyChecksums = true;
 #endif
 
-// The artifact's file, which an external placement needs.
 const File& RequireLibrary(const format::Parsed& parsed, const Origin& origin) {
   if (origin.library == nullptr) {
     TVM_FFI_THROW(ValueError) << "the payloads of this partial_apply module lie in the file of "
@@ -49,7 +45,7 @@ const File& RequireLibrary(const format::Parsed& parsed, const Origin& origin) {
 // `parsed`'s payloads at their recorded offsets from `base` in `file` (null: the blob).
 PayloadSource At(const char* placement, std::shared_ptr<File> file, uint64_t base,
                  const format::Parsed& parsed) {
-  PayloadSource out{placement, std::move(file), {}, base, {}, {}};
+  PayloadSource out{placement, file, {}, base, {file}, std::vector<size_t>(parsed.payloads.size())};
   for (size_t k = 0; k < parsed.payloads.size(); ++k) {
     out.offsets.push_back(base + parsed.Owner(k).tensor.offset);
   }
@@ -84,20 +80,6 @@ PayloadSource FromWeightsFile(const format::Parsed& parsed, const Origin& origin
   }
   weights::CheckRegionFile(file, parsed);
   return At("weights file", file.file, file.data_start, parsed);
-}
-
-PayloadSource FromAppended(const format::Parsed& parsed, const Origin& origin) {
-  const File& library = RequireLibrary(parsed, origin);
-  return At("appended", origin.library, LocateAppended(library, parsed.region_size, parsed.link),
-            parsed);
-}
-
-PayloadSource FromBlob(const format::Parsed& parsed, const Origin& origin) {
-  if (origin.blob != nullptr) return At("inline", nullptr, 0, parsed);
-  if (origin.blob_file == nullptr) {  // else read from the file where the bytes lie
-    TVM_FFI_THROW(InternalError) << "Locate: inline payloads without their bytes";
-  }
-  return At("inline", origin.blob_file, origin.blob_offset, parsed);
 }
 
 // A host tensor viewing a mapping: no copy; it keeps the mapping alive.
@@ -213,9 +195,16 @@ PayloadSource Locate(const format::Parsed& parsed, const Origin& origin) {
   if (!origin.options.weights_file.empty()) return FromOverride(parsed, origin);
   switch (parsed.placement) {
     case format::Placement::kInline:
-      return FromBlob(parsed, origin);
-    case format::Placement::kAppended:
-      return FromAppended(parsed, origin);
+      if (origin.blob != nullptr) return At("inline", nullptr, 0, parsed);
+      if (origin.blob_file == nullptr) {  // else read from the file where the bytes lie
+        TVM_FFI_THROW(InternalError) << "Locate: inline payloads without their bytes";
+      }
+      return At("inline", origin.blob_file, origin.blob_offset, parsed);
+    case format::Placement::kAppended: {
+      const File& library = RequireLibrary(parsed, origin);
+      return At("appended", origin.library,
+                LocateAppended(library, parsed.region_size, parsed.link), parsed);
+    }
     case format::Placement::kWeightsFile:
       return FromWeightsFile(parsed, origin);
   }
@@ -234,26 +223,23 @@ std::vector<ffi::Tensor> MakeTensors(const format::Parsed& parsed, const Payload
     }
     return out;
   }
-  // One private mapping per file over every payload it holds (for a rank: over the slices it
-  // binds); one file but for an index given to load.
-  const std::vector<std::shared_ptr<File>> files =
-      source.files.empty() ? std::vector<std::shared_ptr<File>>{source.file} : source.files;
-  auto file_of = [&](size_t k) { return source.file_of.empty() ? size_t{0} : source.file_of[k]; };
-  std::vector<uint64_t> lo(files.size(), UINT64_MAX), hi(files.size(), 0);
+  // One private mapping per file over every payload it holds (for a rank: the slices it binds).
+  const std::vector<size_t>& file_of = source.file_of;
+  std::vector<uint64_t> lo(source.files.size(), UINT64_MAX), hi(source.files.size(), 0);
   for (size_t k = 0; k < pieces.size(); ++k) {
-    lo[file_of(k)] = std::min(lo[file_of(k)], pieces[k].offset);
-    hi[file_of(k)] = std::max(hi[file_of(k)], pieces[k].offset + pieces[k].meta.nbytes);
+    lo[file_of[k]] = std::min(lo[file_of[k]], pieces[k].offset);
+    hi[file_of[k]] = std::max(hi[file_of[k]], pieces[k].offset + pieces[k].meta.nbytes);
   }
   if (pieces.empty()) return out;
-  std::vector<Mapping> mappings(files.size());
-  for (size_t f = 0; f < files.size(); ++f) {
-    if (lo[f] <= hi[f]) mappings[f] = MapPrivate(*files[f], lo[f], hi[f] - lo[f]);
+  std::vector<Mapping> mappings(source.files.size());
+  for (size_t f = 0; f < mappings.size(); ++f) {
+    if (lo[f] <= hi[f]) mappings[f] = MapPrivate(*source.files[f], lo[f], hi[f] - lo[f]);
   }
   const bool prefault = PrefaultFromEnvironment();
   for (size_t k = 0; k < pieces.size(); ++k) {
     const Piece& p = pieces[k];
-    const Mapping& mapping = mappings[file_of(k)];
-    const char* payload = mapping.data + (p.offset - lo[file_of(k)]);
+    const Mapping& mapping = mappings[file_of[k]];
+    const char* payload = mapping.data + (p.offset - lo[file_of[k]]);
     const format::TensorMeta& t = p.meta;
     // Only the bytes this load binds (a rank's slice), and only where they stay in the mapping.
     if (prefault && t.device_type == kDLCPU) Prefault(payload, t.nbytes);

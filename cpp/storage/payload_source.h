@@ -16,7 +16,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,7 +65,7 @@ struct PayloadSource {
   // Where recorded payload offsets count from in `file` (region start, weights data, the bytes'
   // place); 0 for the override and in memory.
   uint64_t base = 0;
-  // For an index given to `load`, payload k lies in `files[file_of[k]]`; else empty.
+  // Payload k lies in `files[file_of[k]]` (one file but for an index given to `load`).
   std::vector<std::shared_ptr<File>> files;
   std::vector<size_t> file_of;
 };

@@ -9,16 +9,10 @@
 
 #include <tvm/ffi/dtype.h>
 #include <tvm/ffi/error.h>
-#include <tvm/ffi/extra/json.h>
 
 #include <algorithm>
-#include <cstdint>
-#include <map>
-#include <optional>
 #include <set>
-#include <string>
 #include <utility>
-#include <vector>
 
 #include "format/common.h"
 
@@ -51,7 +45,6 @@ constexpr Dtype kDtypes[] = {{"BOOL", "bool", 8},
                              {"F6_E3M2", "float6_e3m2fn", 6},
                              {"F4", "float4_e2m1fn", 4}};
 
-// The entry whose `field` is `name`, else null.
 const Dtype* FindDtype(const char* Dtype::* field, const std::string& name) {
   for (const Dtype& d : kDtypes) {
     if (name == d.*field) return &d;

@@ -15,7 +15,6 @@
 
 #include <tvm/ffi/container/array.h>
 #include <tvm/ffi/extra/json.h>
-#include <tvm/ffi/extra/module.h>
 #include <tvm/ffi/string.h>
 
 #include <cstddef>

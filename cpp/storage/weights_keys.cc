@@ -33,7 +33,6 @@ std::optional<int64_t> AsPosition(const std::string& s) {
   return s.size() > 19 ? INT64_MAX : static_cast<int64_t>(std::stoull(s));
 }
 
-// The format's hash of a tensor of `set`.
 uint64_t HashOf(const WeightsSet& set, const SetEntry& t) {
   const WeightsFile& file = set.files[t.file];
   return storage::HashRange(*file.file, file.data_start + t.entry.begin,

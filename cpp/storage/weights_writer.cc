@@ -56,20 +56,18 @@ void Member(std::string& object, const std::string& key, const std::string& valu
   object += (object.size() > 1 ? "," : "") + JsonQuote(key) + ":" + value;
 }
 
-// One entry of a header being written; `where` names its binding in messages.
 struct OutEntry {
   std::string key;
   std::string tvm_dtype;
   std::vector<int64_t> shape;
   uint64_t begin;
   uint64_t end;
-  std::string where = {};
+  std::string where = {};  // its binding, for messages
 };
 
-/*! \brief The bytes before a safetensors file's data: u64 length, JSON header of `entries` (gaps
- *         filled by `__padding__/N`) and `metadata`, space-padded so the data is 64-byte aligned.
- *         \throws TypeError for a dtype safetensors has no code for, or a sub-byte tensor not
- *         filling whole bytes. */
+// The bytes before a safetensors file's data: u64 length, JSON header of `entries` (gaps filled
+// by `__padding__/N`) and `metadata`, space-padded so the data is 64-byte aligned. \throws
+// TypeError for a dtype safetensors has no code for, or a sub-byte tensor not filling whole bytes.
 std::string EncodeHeader(std::vector<OutEntry> entries,
                          const std::map<std::string, std::string>& metadata, uint64_t data_size) {
   std::sort(entries.begin(), entries.end(),
@@ -171,7 +169,6 @@ std::map<std::string, std::string> Metadata(const std::vector<Wanted>& wanted, c
   return out;
 }
 
-// Write `header` at the start of the file at `path` (its data already written after it).
 void WriteHeaderAt(const std::string& path, const std::string& header) {
   const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
   storage::UniqueFd closer(fd);
