@@ -20,7 +20,6 @@
 #include <cstdio>
 #include <cstring>
 #include <iterator>
-#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -39,14 +38,10 @@ namespace tvm_partial {
 
 namespace {
 
-/*! \brief A copy of `mod` whose SaveToBytes leaves the payloads to the region `symbol` appended
- *         to the library (or to `weights_file` beside it). A new export draws symbol and link at
- *         random (None): a region or weights file belongs to the library written with it; a
- *         re-export and the tests' fixed artifacts pass the recorded ones. `mod` is a partial
- *         module (Export checks). \throws ValueError for a bad symbol or empty file name. */
-ffi::Module WithRegion(const ffi::Module& mod, const ffi::Optional<ffi::String>& symbol,
-                       ffi::Optional<int64_t> link,
-                       const std::optional<std::string>& weights_file) {
+// The payloads' region: `symbol` and `link` as given, else drawn at random (a region or weights
+// file belongs to the library written with it).
+format::ExternalRegion NewRegion(const ffi::Optional<ffi::String>& symbol,
+                                 ffi::Optional<int64_t> link) {
   std::random_device random;
   auto draw = [&random] { return (uint64_t{random()} << 32) | uint64_t{random()}; };
   std::string name;
@@ -61,15 +56,11 @@ ffi::Module WithRegion(const ffi::Module& mod, const ffi::Optional<ffi::String>&
     TVM_FFI_THROW(ValueError) << "export_library: the symbol must start with "
                               << format::kRegionSymbolPrefix;
   }
-  if (weights_file.has_value() && weights_file->empty())
-    TVM_FFI_THROW(ValueError) << "export_library: empty weights file name";
-  const uint64_t drawn = link.has_value() ? static_cast<uint64_t>(*link) : draw() >> 1;
-  format::ExternalRegion region{std::move(name), drawn, weights_file.value_or("")};
-  return detail::WithExternalRegion(mod, std::move(region));
+  return {std::move(name), link.has_value() ? static_cast<uint64_t>(*link) : draw() >> 1};
 }
 
-/*! \brief The file `module`'s code was mapped from (what its update copies): the one our loader
- *         kept if it is that file, else the one the system's loader mapped by name, proven so. */
+// The file `module`'s code was mapped from (what its update copies): the one our loader kept if
+// it is that file, else the one the system's loader mapped by name, proven so.
 storage::LoadedLibrary SourceOf(const ffi::Module& module, const ffi::Module& library) {
   std::shared_ptr<storage::File> kept = detail::LibraryFile(module);
   if (kept != nullptr && storage::LoadedFrom(library, *kept)) {
@@ -84,11 +75,9 @@ storage::LoadedLibrary SourceOf(const ffi::Module& module, const ffi::Module& li
   TVM_FFI_UNREACHABLE();
 }
 
-/*! \brief Export of a module whose code was loaded from an artifact (maybe rebound): TVM cannot
- *         export loaded code, so `staged` (Python moves it onto `path`) becomes a copy of that
- *         artifact with this module's bytes in TVM's blob and, if zero-copy, its region rewritten
- *         (same lengths: rebind keeps dtypes and shapes). Inspect's rules check the artifact before
- *         and the copy after. `options` (Python's export options) cannot apply to a copy. */
+// Export of a module whose code was loaded from an artifact (maybe rebound): TVM cannot export
+// loaded code, so `staged` becomes a copy of that artifact with this module's bytes in TVM's blob
+// and, if zero-copy, its region rewritten (same lengths: rebind keeps dtypes and shapes).
 void ExportLoaded(ffi::Module module, ffi::String path, ffi::String staged,
                   ffi::Optional<bool> zero_copy, ffi::Array<ffi::String> options) {
   ffi::Optional<ffi::Module> library = detail::FindLibrary(module->imports());
@@ -161,10 +150,8 @@ void ExportLoaded(ffi::Module module, ffi::String path, ffi::String staged,
     recorded.hashes_given = true;  // zeros: the bytes' length (the hashes are computed below)
     external = detail::WithExternalRegion(module, std::move(recorded));
   }
-  std::string blob = [&] {
-    const ffi::Bytes b = external->SaveToBytes();
-    return std::string(b.data(), b.size());
-  }();
+  const ffi::Bytes saved = external->SaveToBytes();
+  std::string blob(saved.data(), saved.size());
   if (static_cast<int64_t>(blob.size()) != part_bytes) {
     TVM_FFI_THROW(ValueError)
         << "export_library: the updated bindings take " << blob.size() << " bytes, the artifact "
@@ -211,7 +198,7 @@ void ExportLoaded(ffi::Module module, ffi::String path, ffi::String staged,
   }
 }
 
-/*! \brief `options[key]` as a T, or T() (nullopt, empty) when absent or None. */
+// `options[key]` as a T, or T() (nullopt, empty) when absent or None.
 template <typename T>
 T Option(const ffi::Map<ffi::String, ffi::Any>& options, const char* key) {
   auto found = options.Get(key);
@@ -263,11 +250,13 @@ void Export(ffi::Module module, ffi::String path, ffi::String staged, ffi::Funct
     return;
   }
   if (weights_file.has_value()) {  // the weights file first: the library names it
-    const ffi::Module external =
-        WithRegion(module, symbol, link_number, std::string(*weights_file));
-    weights::WriteRegionFile(*detail::PartialModuleRecords(external),
-                             *detail::PartialModuleRegion(external),
-                             options.at("weights_path").cast<ffi::String>());
+    format::ExternalRegion region = NewRegion(symbol, link_number);
+    region.weights_file = std::string(*weights_file);
+    if (region.weights_file.empty()) {
+      TVM_FFI_THROW(ValueError) << "export_library: empty weights file name";
+    }
+    const ffi::Module external = detail::WithExternalRegion(module, region);
+    weights::WriteRegionFile(*records, region, options.at("weights_path").cast<ffi::String>());
     link(external, staged);
     return;
   }
@@ -290,8 +279,7 @@ void Export(ffi::Module module, ffi::String path, ffi::String staged, ffi::Funct
   }
   // Linked with zero hashes; the region is appended in one write, hashed as written, and the
   // hashes then overwrite the zeros (same length).
-  format::ExternalRegion region =
-      *detail::PartialModuleRegion(WithRegion(module, symbol, link_number, std::nullopt));
+  format::ExternalRegion region = NewRegion(symbol, link_number);
   region.appended = true;
   region.hashes_given = true;
   const ffi::Module external = detail::WithExternalRegion(module, region);

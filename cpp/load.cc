@@ -2,10 +2,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file load.cc
- * \brief Loading partial modules: DecodeRecords, and the loaders. LoadWithWeights, LoadShard and
- *        tvm_partial.LoadArtifact (tvm_partial.load) load what the path holds now (a replaced
- *        file as a new object), read payloads from the file they opened, and build every record at
- *        load so errors show there; tvm_partial.LoadFromBytes does the last for load_from_bytes.
+ * \brief Loading partial modules. LoadWithWeights, LoadShard and tvm_partial.LoadArtifact load
+ *        what the path holds now (a replaced file as a new object), read payloads from the file
+ *        they opened, and build every record at load so errors show there.
  */
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/extra/module.h>
@@ -30,7 +29,7 @@ namespace tvm_partial {
 
 namespace {
 
-/*! \brief `mod` and every module it imports, each once, depth first. */
+// `mod` and every module it imports, each once, depth first.
 void Collect(const ffi::Module& mod, std::vector<ffi::Module>* out, int depth = 0) {
   if (depth > 64) return;
   for (const ffi::Module& seen : *out) {
@@ -40,7 +39,7 @@ void Collect(const ffi::Module& mod, std::vector<ffi::Module>* out, int depth = 
   for (const ffi::Any& any : mod->imports()) Collect(any.cast<ffi::Module>(), out, depth + 1);
 }
 
-/*! \brief Build the records of every partial module of this copy in `mod`'s tree. */
+// Build the records of every partial module of this copy in `mod`'s tree.
 void ResolveTree(const ffi::Module& mod) {
   std::vector<ffi::Module> all;
   Collect(mod, &all);
@@ -77,9 +76,8 @@ std::vector<format::FunctionRecord> DecodeRecords(const char* blob, const format
     origin.library = file.file;
     origin.library_path = file.real_path;
   } else if (library.has_value() && own_weights && options.library_file == nullptr) {
-    // Inline payloads lie in the bytes the loader mapped; still, where TVM's loader (which
-    // answers a name with its cached object) loaded it, a file replaced at the path since is
-    // refused, not served stale (a removed one leaves only that version; our loaders reload).
+    // Inline payloads lie in the bytes mapped; still, where TVM's loader (which answers a name
+    // with its cached object) loaded it, a file replaced at the path since is refused.
     if (storage::WasReplaced(*library)) storage::OpenLoadedLibrary(*library);  // says so
   }
   const storage::PayloadSource source = storage::Locate(parsed, origin);
@@ -102,9 +100,8 @@ std::vector<format::FunctionRecord> DecodeRecords(const char* blob, const format
 
 namespace {
 
-/*! \brief The artifact `library` holds now (storage::LoadArtifactFile), opened from `fd` (the one
- *         Python checked) or by name; every library of its tree proven to be that file, every
- *         partial module configured by `options` to read payloads from it, and built now. */
+// The artifact `library` holds now, opened from `fd` (the one Python checked) or by name; every
+// library of its tree proven to be that file, every partial module configured by `options`.
 ffi::Module LoadArtifact(const std::string& library, storage::LoadOptions options, int fd) {
   const bool shard = options.shard_world > 0;  // checked by the caller (format::RankWorld)
   // dlopen searches the library path for a bare file name: pass a path.
@@ -167,7 +164,7 @@ ffi::Module LoadShard(const std::string& library, int64_t rank, int64_t world,
 
 namespace {
 
-/*! \brief An integer a disco global answers on this worker (`runtime.disco.worker_rank`). */
+// An integer a disco global answers on this worker (`runtime.disco.worker_rank`).
 int64_t DiscoValue(const char* name) {
   auto f = ffi::Function::GetGlobal(name);
   const char* outside =
@@ -198,8 +195,8 @@ TVM_FFI_STATIC_INIT_BLOCK() {
     return LoadShard(path, rank, world, "",
                      device.has_value() ? (*device)().cast<DLDevice>() : DLDevice{kDLCPU, 0});
   });
-  // tvm_partial.load: the artifact open at `fd` (`path` names it for messages and the loader),
-  // whole or the view of `shard` = (rank, world); weights_file "": its own weights.
+  // tvm_partial.load: the artifact open at `fd` (`path` names it), whole or the view of `shard` =
+  // (rank, world); weights_file "": its own weights.
   detail::RegisterGlobalOnce(
       "tvm_partial.LoadArtifact", [](ffi::String path, int64_t fd, ffi::String weights_file,
                                      ffi::Optional<ffi::Array<int64_t>> shard) {
@@ -210,8 +207,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
         }
         return LoadArtifact(path, options, fd);
       });
-  // load_from_bytes, over `wrapped` (the code bound) when given; records built now, so a missing
-  // or damaged payload is reported by the load itself.
+  // load_from_bytes, over `wrapped` (the code bound) when given; records built now.
   detail::RegisterGlobalOnce(
       "tvm_partial.LoadFromBytes", [](ffi::Bytes bytes, ffi::Optional<ffi::Module> wrapped) {
         static const ffi::Function load =

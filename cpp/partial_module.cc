@@ -12,6 +12,7 @@
 #include <tvm/ffi/string.h>
 #include <tvm_partial/partial_apply.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -31,12 +32,11 @@ namespace tvm_partial {
 
 namespace {
 
-/*! \brief The kind; its address identifies this copy's modules (TVM is built without RTTI, so
- *         no dynamic_cast). */
+// Its address identifies this copy's modules (TVM is built without RTTI: no dynamic_cast).
 constexpr const char kKind[] = "partial_apply";
 
-/*! \brief `f()`, a failed allocation raised as MemoryError naming `what`: these run from the
- *         library loader and TVM's export, outside any global that converts it. */
+// `f()`, a failed allocation raised as MemoryError naming `what`: these run from the library
+// loader and TVM's export, outside any global that converts it.
 template <typename F>
 auto OutOfMemoryAsError(const char* what, F f) -> decltype(f()) {
   return detail::OutOfMemoryAsMemoryError(f, [what] { return std::string(what); });
@@ -56,17 +56,14 @@ class PartialModuleObj final : public ffi::ModuleObj {
   PartialModuleObj(std::vector<format::FunctionRecord> functions,
                    ffi::Optional<ffi::Module> wrapped,
                    std::optional<format::ExternalRegion> external = std::nullopt)
-      : functions_(std::move(functions)),
-        index_(IndexByName(functions_)),
-        external_(std::move(external)) {
+      : functions_(std::move(functions)), external_(std::move(external)) {
     if (wrapped.has_value()) imports_.push_back(*wrapped);
   }
 
-  /*! \brief Loaded from `bytes` (parsed): records are built on first use, once the library loader
-   *         has attached the imports (they say which file holds the payloads). */
-  PartialModuleObj(ffi::Bytes bytes, format::Parsed parsed)
-      : functions_(Skeleton(parsed)), index_(IndexByName(functions_)) {
-    pending_.emplace(Pending{std::move(bytes), std::move(parsed), {}});
+  // Loaded from `bytes`: records are built on first use, once the library loader has attached
+  // the imports (they say which file holds the payloads).
+  PartialModuleObj(ffi::Bytes bytes, format::Parsed parsed) : functions_(Skeleton(parsed)) {
+    pending_.emplace(Pending{std::move(bytes), std::move(parsed)});
   }
 
   const char* kind() const final { return kKind; }
@@ -83,7 +80,7 @@ class PartialModuleObj final : public ffi::ModuleObj {
     if (record == nullptr) return WrappedFunction(name);
     const size_t at = static_cast<size_t>(record - functions_.data());  // before Records() fills
     const format::FunctionRecord& bound = Records()[at];
-    if (!bound.shards.empty() && !shard_view_) ThrowWholeShards(bound);
+    if (!bound.shards.empty() && options_.shard_world <= 0) ThrowWholeShards(bound);
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = cache_.find(std::string(name));
     if (it != cache_.end()) return it->second;
@@ -104,8 +101,8 @@ class PartialModuleObj final : public ffi::ModuleObj {
     return closure;
   }
 
-  /*! \brief As GetFunction finds, without building or raising: `hasattr(pm, "main")` is False
-   *         where `pm(...)` would be refused. */
+  // As GetFunction finds, without building or raising: `hasattr(pm, "main")` is False where
+  // `pm(...)` would be refused.
   bool ImplementsFunction(const ffi::String& name) final {
     if (Find(name) != nullptr) return true;
     if (name == "main" && functions_.size() == 1) return true;
@@ -150,8 +147,8 @@ class PartialModuleObj final : public ffi::ModuleObj {
   }
 
   void RefuseShardView(const char* what) const {
-    if (!shard_view_) return;
-    TVM_FFI_THROW(ValueError) << "partial_apply module: this is rank " << shard_rank_
+    if (options_.shard_world <= 0) return;
+    TVM_FFI_THROW(ValueError) << "partial_apply module: this is rank " << options_.shard_rank
                               << "'s view of a sharded artifact (loaded with shard=); it "
                               << "holds one rank's slices, not the whole tensors, and cannot be "
                               << what << ": export the module that binds the whole tensors";
@@ -169,44 +166,38 @@ class PartialModuleObj final : public ffi::ModuleObj {
         << "\", true) in C++";
   }
 
-  /*! \brief The record named `name`, or null; its values are filled only through Records(). */
+  // The record named `name` (names are unique), or null; its values are filled by Records().
   const format::FunctionRecord* Find(const ffi::String& name) const {
-    auto it = index_.find(std::string(name));
-    return it == index_.end() ? nullptr : &functions_[it->second];
+    auto it = std::find_if(functions_.begin(), functions_.end(),
+                           [&name](const format::FunctionRecord& r) { return r.name == name; });
+    return it == functions_.end() ? nullptr : &*it;
   }
 
-  /*! \brief The records with values (a loaded module builds them once, here). Thread-safe; a
-   *         failure is raised again on the next use. */
+  // The records with values (a loaded module builds them once, here); a failure is raised again
+  // on the next use.
   const std::vector<format::FunctionRecord>& Records() {
     std::lock_guard<std::mutex> lock(resolve_mutex_);
     if (pending_.has_value()) {
       std::vector<format::FunctionRecord> decoded =
           OutOfMemoryAsError("loading the tensors of a partial_apply module", [&] {
             return detail::DecodeRecords(pending_->bytes.data(), pending_->parsed, imports_,
-                                         pending_->options);
+                                         options_);
           });
       // Only values are filled: names, order and outputs (GetFunction reads them unlocked) are
       // the skeleton's, and the vector never moves.
       for (size_t i = 0; i < functions_.size(); ++i)
         functions_[i].bound = std::move(decoded[i].bound);
-      shard_view_ = pending_->options.shard_world > 0;
-      shard_rank_ = pending_->options.shard_rank;
-      library_file_ = pending_->options.library_file;
-      loaded_object_ = ShareLoadedObjectOf(imports_);
+      // Not when the library imports this module: the share would keep this module alive.
+      ffi::Optional<ffi::Module> library = detail::FindLibrary(imports_);
+      if (library.has_value() && !Reaches(*library, this)) {
+        loaded_object_ = storage::ShareLoadedObject(*library);
+      }
       pending_.reset();
     }
     return functions_;
   }
 
-  /*! \brief storage::ShareLoadedObject of the library among `imports`; none when that library
-   *         imports this module (the share would keep this module alive through it). */
-  std::shared_ptr<void> ShareLoadedObjectOf(const ffi::Array<ffi::Any>& imports) const {
-    ffi::Optional<ffi::Module> library = detail::FindLibrary(imports);
-    if (!library.has_value() || Reaches(*library, this)) return nullptr;
-    return storage::ShareLoadedObject(*library);
-  }
-
-  /*! \brief ConfigureLoad (partial_module.h): only before the records are built. */
+  // ConfigureLoad (partial_module.h): only before the records are built.
   int Configure(const storage::LoadOptions& options) {
     std::lock_guard<std::mutex> lock(resolve_mutex_);
     if (!pending_.has_value()) return -1;
@@ -221,21 +212,12 @@ class PartialModuleObj final : public ffi::ModuleObj {
         }
       }
     }
-    pending_->options = options;
+    options_ = options;
     if (!sharded) {  // left whole
-      pending_->options.shard_rank = -1;
-      pending_->options.shard_world = 0;
+      options_.shard_rank = -1;
+      options_.shard_world = 0;
     }
     return sharded ? 1 : 0;
-  }
-
-  /*! \brief Name -> position; names are unique (the loader and the merge ensure it). */
-  static std::unordered_map<std::string, size_t> IndexByName(
-      const std::vector<format::FunctionRecord>& functions) {
-    std::unordered_map<std::string, size_t> index;
-    index.reserve(functions.size());
-    for (size_t i = 0; i < functions.size(); ++i) index.emplace(std::string(functions[i].name), i);
-    return index;
   }
 
   static std::vector<format::FunctionRecord> Skeleton(const format::Parsed& parsed) {
@@ -247,8 +229,8 @@ class PartialModuleObj final : public ffi::ModuleObj {
     return out;
   }
 
-  /*! \brief The code bound: the first import not ours (a partial over a partial is merged; the
-   *         library loader may place other imported partial modules before the code). */
+  // The code bound: the first import not ours (a partial over a partial is merged; the library
+  // loader may place other imported partial modules before the code).
   ffi::Optional<ffi::Module> Wrapped() const {
     for (const ffi::Any& import : imports_) {
       ffi::Module mod = import.cast<ffi::Module>();
@@ -257,33 +239,27 @@ class PartialModuleObj final : public ffi::ModuleObj {
     return std::nullopt;
   }
 
-  /*! \brief Function `name` of the code bound (its imports searched), if any. */
   ffi::Optional<ffi::Function> WrappedFunction(const ffi::String& name) const {
     ffi::Optional<ffi::Module> code = Wrapped();
     if (!code.has_value()) return std::nullopt;
     return (*code)->GetFunction(name, /*query_imports=*/true);
   }
 
-  /*! \brief Names, order and outputs fixed at construction; a loaded module's values filled in
-   *         once by Records(), immutable afterwards. */
+  // Names, order and outputs fixed at construction; a loaded module's values filled in once by
+  // Records(), immutable afterwards.
   std::vector<format::FunctionRecord> functions_;
-  const std::unordered_map<std::string, size_t> index_;
-  /*! \brief Set for a zero-copy export: SaveToBytes writes metadata referring to this region. */
+  // Set for a zero-copy export: SaveToBytes writes metadata referring to this region.
   const std::optional<format::ExternalRegion> external_;
-  /*! \brief What a module loaded from bytes keeps until Records() builds its values (then
-   *         reset); guarded by resolve_mutex_. */
+  // What a module loaded from bytes keeps until Records() builds its values; under resolve_mutex_.
   struct Pending {
     ffi::Bytes bytes;
     format::Parsed parsed;
-    storage::LoadOptions options;  // ConfigureLoad's
   };
   std::optional<Pending> pending_;
-  bool shard_view_ = false;  // one rank's view of sharded tensors (set once by Records())
-  /*! \brief The library's file as our loader opened it (set once by Records()): what a re-export
-   *         copies, whatever names it has now. */
-  std::shared_ptr<storage::File> library_file_;
-  std::shared_ptr<void> loaded_object_;  // ShareLoadedObjectOf the code's library, by Records()
-  int64_t shard_rank_ = -1;
+  // ConfigureLoad's, fixed once Records() built the values: shard_world > 0 for a rank's view;
+  // library_file, the file as our loader opened it (what a re-export copies, whatever its names).
+  storage::LoadOptions options_;
+  std::shared_ptr<void> loaded_object_;  // the code's library, shared by Records()
   std::mutex resolve_mutex_;
   std::mutex mutex_;                                      // guards cache_
   std::unordered_map<std::string, ffi::Function> cache_;  // closures built on first lookup
@@ -309,10 +285,8 @@ const format::ExternalRegion* PartialModuleRegion(const ffi::Module& mod) {
 }
 
 std::shared_ptr<storage::File> LibraryFile(const ffi::Module& mod) {
-  PartialModuleObj* pm = AsPartialModule(mod);
-  if (pm == nullptr) return nullptr;
-  pm->Records();
-  return pm->library_file_;
+  return PartialModuleRecords(mod) == nullptr ? nullptr
+                                              : AsPartialModule(mod)->options_.library_file;
 }
 
 void InheritLibraryFile(const ffi::Module& to, const ffi::Module& from) {
@@ -323,7 +297,7 @@ void InheritLibraryFile(const ffi::Module& to, const ffi::Module& from) {
   const ffi::Array<ffi::Any>& b = from->imports();
   if (a.empty() || b.empty() || !a[0].cast<ffi::Module>().same_as(b[0].cast<ffi::Module>())) return;
   target->Records();
-  target->library_file_ = std::move(file);
+  target->options_.library_file = std::move(file);
 }
 
 int ConfigureLoad(const ffi::Module& mod, const storage::LoadOptions& options) {
@@ -348,17 +322,13 @@ ffi::Module NewPartialModule(std::vector<format::FunctionRecord> functions,
 
 int64_t ShardRankOf(const ffi::Any& obj) {
   auto m = obj.try_cast<ffi::Module>();
-  PartialModuleObj* pm = m.has_value() ? AsPartialModule(*m) : nullptr;
-  if (pm == nullptr) return -1;
-  pm->Records();
-  return pm->shard_view_ ? pm->shard_rank_ : -1;
+  if (!m.has_value() || PartialModuleRecords(*m) == nullptr) return -1;
+  const PartialModuleObj* pm = AsPartialModule(*m);
+  return pm->options_.shard_world > 0 ? pm->options_.shard_rank : -1;
 }
 
 void RefuseShardView(const ffi::Module& mod, const char* what) {
-  PartialModuleObj* pm = AsPartialModule(mod);
-  if (pm == nullptr) return;
-  pm->Records();
-  pm->RefuseShardView(what);
+  if (PartialModuleRecords(mod) != nullptr) AsPartialModule(mod)->RefuseShardView(what);
 }
 
 ffi::Module WithExternalRegion(const ffi::Module& mod, format::ExternalRegion region) {

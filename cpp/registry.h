@@ -27,75 +27,70 @@ namespace ffi = ::tvm::ffi;
 
 namespace detail {
 
-/*! \brief An embedded copy also registers each global as prefix + name, so the installed
- *         library can tell its registrations from anyone else's. */
-constexpr const char* kEmbeddedPrefix = "tvm_partial.embedded_copy.";
-
 /*! \brief Whether this is the copy embedded in an artifact: copy_embedded.cc (true) is linked
  *         into tvm_partial_embed.o, copy_installed.cc (false) into libtvm_partial.so. */
 bool IsEmbeddedCopy() noexcept;
 
-/*! \brief Set global `name` with "type_schema" metadata (for tvm-ffi-stubgen) as GlobalDef does,
- *         but honouring `can_override`, which GlobalDef lacks. Throws on failure. */
-inline void SetGlobalWithSchema(const char* name, const ffi::Function& func,
-                                const std::string& type_schema, bool can_override) {
-  const std::string metadata = std::string(R"({"type_schema":)") +
-                               ffi::EscapeStringJSON(ffi::String(type_schema)).c_str() + "}";
-  TVMFFIMethodInfo info;
-  info.name = TVMFFIByteArray{name, std::strlen(name)};
-  info.doc = TVMFFIByteArray{nullptr, 0};
-  info.metadata = TVMFFIByteArray{metadata.data(), metadata.size()};
-  info.flags = kTVMFFIFieldFlagBitMaskIsStaticMethod;  // what Function::SetGlobal records
-  info.method = ffi::AnyView(func).CopyToTVMFFIAny();  // borrowed: the table takes its own ref
-  TVM_FFI_CHECK_SAFE_CALL(TVMFFIFunctionSetGlobalFromMethodInfo(&info, can_override ? 1 : 0));
-}
-
 /*!
- * \brief Register `func` as global `name` from a static initialiser (via the wrappers below).
+ * \brief Register `func` as global `name` with "type_schema" metadata (for tvm-ffi-stubgen), as
+ *        GlobalDef does but honouring can_override, which GlobalDef lacks.
  *
  * Embedded copies never override: the first loaded serves until the installed library loads,
  * which takes over an embedded copy's registration (artifacts link with -z nodelete, so that
- * copy's closures and modules stay valid) and leaves any other alone.
+ * copy's closures and modules stay valid) and leaves any other alone. An embedded copy also
+ * registers "tvm_partial.embedded_copy." + name, so the installed one can tell its registrations.
  * Never throws: a throw in a static initialiser during dlopen aborts the process.
  */
 inline void RegisterGlobalWithSchemaOnce(const char* name, const ffi::Function& func,
                                          const std::string& type_schema) noexcept {
   try {
-    const std::string marker = std::string(kEmbeddedPrefix) + name;
+    const std::string marker = std::string("tvm_partial.embedded_copy.") + name;
     ffi::Optional<ffi::Function> existing = ffi::Function::GetGlobal(name);
-    if (IsEmbeddedCopy()) {
-      if (existing.has_value()) return;
-      SetGlobalWithSchema(name, func, type_schema, /*can_override=*/false);
-      ffi::Function::SetGlobal(marker, func, /*can_override=*/true);
-      return;
-    }
     if (existing.has_value()) {
+      if (IsEmbeddedCopy()) return;
       ffi::Optional<ffi::Function> embedded = ffi::Function::GetGlobal(marker);
       if (!embedded.has_value() || !embedded.value().same_as(existing.value()))
         return;  // not an embedded copy's
     }
-    SetGlobalWithSchema(name, func, type_schema, /*can_override=*/existing.has_value());
+    const std::string metadata = std::string(R"({"type_schema":)") +
+                                 ffi::EscapeStringJSON(ffi::String(type_schema)).c_str() + "}";
+    TVMFFIMethodInfo info;
+    info.name = TVMFFIByteArray{name, std::strlen(name)};
+    info.doc = TVMFFIByteArray{nullptr, 0};
+    info.metadata = TVMFFIByteArray{metadata.data(), metadata.size()};
+    info.flags = kTVMFFIFieldFlagBitMaskIsStaticMethod;  // what Function::SetGlobal records
+    info.method = ffi::AnyView(func).CopyToTVMFFIAny();  // borrowed: the table takes its own ref
+    TVM_FFI_CHECK_SAFE_CALL(
+        TVMFFIFunctionSetGlobalFromMethodInfo(&info, /*can_override=*/existing.has_value()));
+    if (IsEmbeddedCopy()) ffi::Function::SetGlobal(marker, func, /*can_override=*/true);
   } catch (...) {
     // Keep whatever is registered; the process must survive being loaded.
   }
 }
 
-/*! \brief Register typed `func` (as for Function::FromTyped) as global `name`, with its
- *         signature's type schema (as GlobalDef().def records). A failed allocation in it, argument
- *         conversions included (tvm-ffi's unpacking, before its body), raises MemoryError naming
- *         `name`, for one direct C++ call per call; closures the global returns are not wrapped. */
+/*! \brief Register packed `call` as `name`, a failed allocation in it raised as MemoryError. */
+template <typename F>
+inline void RegisterGuardedOnce(const char* name, F call, const std::string& type_schema) {
+  auto guarded = [name, call = std::move(call)](ffi::PackedArgs args, ffi::Any* rv) {
+    OutOfMemoryAsMemoryError([&] { call(args, rv); }, [name] { return std::string(name); });
+  };
+  RegisterGlobalWithSchemaOnce(name, ffi::Function::FromPacked(std::move(guarded)), type_schema);
+}
+
+/*! \brief Register typed `func` (as for Function::FromTyped) as global `name` with its signature's
+ *         type schema (as GlobalDef().def records), guarded with its argument conversions;
+ *         closures it returns are not guarded. */
 template <typename F>
 inline void RegisterGlobalOnce(const char* name, F func) noexcept {
   try {
     using Info = ffi::detail::FunctionInfo<std::decay_t<F>>;
-    // CallPacked uses typed's cpp_call, which lets C++ exceptions reach the handler here.
-    auto guarded = [name, typed = ffi::Function::FromTyped(std::move(func))](ffi::PackedArgs args,
-                                                                             ffi::Any* rv) {
-      OutOfMemoryAsMemoryError([&] { typed.CallPacked(args, rv); },
-                               [name] { return std::string(name); });
-    };
-    RegisterGlobalWithSchemaOnce(name, ffi::Function::FromPacked(std::move(guarded)),
-                                 Info::TypeSchema());
+    // CallPacked uses typed's cpp_call, which lets C++ exceptions reach the guard.
+    RegisterGuardedOnce(
+        name,
+        [typed = ffi::Function::FromTyped(std::move(func))](ffi::PackedArgs args, ffi::Any* rv) {
+          typed.CallPacked(args, rv);
+        },
+        Info::TypeSchema());
   } catch (...) {
     // Must not throw out of a static initialiser.
   }
@@ -107,14 +102,10 @@ inline void RegisterGlobalOnce(const char* name, F func) noexcept {
 template <typename R, typename F>
 inline void RegisterPackedGlobalOnce(const char* name, F func) noexcept {
   try {
-    const std::string schema = std::string(R"({"type":")") + ffi::StaticTypeKey::kTVMFFIFunction +
-                               R"(","named_args":{"return":[)" + ffi::detail::TypeSchema<R>::v() +
-                               "]}}";
-    // Packed: nothing converts before the body, so guard it in place, without a hop.
-    auto guarded = [name, func = std::move(func)](ffi::PackedArgs args, ffi::Any* rv) {
-      OutOfMemoryAsMemoryError([&] { func(args, rv); }, [name] { return std::string(name); });
-    };
-    RegisterGlobalWithSchemaOnce(name, ffi::Function::FromPacked(std::move(guarded)), schema);
+    RegisterGuardedOnce(name, std::move(func),
+                        std::string(R"({"type":")") + ffi::StaticTypeKey::kTVMFFIFunction +
+                            R"(","named_args":{"return":[)" + ffi::detail::TypeSchema<R>::v() +
+                            "]}}");
   } catch (...) {
     // As above.
   }

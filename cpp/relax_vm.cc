@@ -5,13 +5,12 @@
  * \brief The `partial_apply_vm` module kind: a Relax VM executable (its first import, so
  *        export_library saves it and its kernels) with the devices and allocators its
  *        VirtualMachine runs on, so that a partial module over a Relax model serialises (a
- *        `relax.VirtualMachine` does not) and runs after loading. Its bytes: "TVMPAVM1" | u32
- *        count (1..8) | (i32 type, i32 id, i32 allocator)* | model record (format/model_record.h).
+ *        `relax.VirtualMachine` does not). Its bytes: "TVMPAVM1" | u32 count (1..8) | (i32 type,
+ *        i32 id, i32 allocator)* | model record (format/model_record.h).
  *
- * The VM is created on the first GetFunction, which returns the VM's own functions. Initialising a
- * VM changes its executable (TVM records a memory scope per constant, which each later save and
- * load logs), so a VM over an executable made in this process runs on a copy of it, leaving the
- * one bound and exported as TVM's own route would.
+ * The VM is created on the first GetFunction. Initialising a VM changes its executable (TVM
+ * records a memory scope per constant, which each later save and load logs), so a VM over an
+ * executable made in this process runs on a copy of it.
  */
 #include <tvm/ffi/container/map.h>
 #include <tvm/ffi/container/shape.h>
@@ -40,13 +39,10 @@
 namespace tvm_partial {
 namespace {
 
-namespace ffi = ::tvm::ffi;
-
 constexpr const char kVMKind[] = "partial_apply_vm";
 constexpr const char kVMMagic[] = "TVMPAVM1";  // 8 bytes, no terminator written
 constexpr uint32_t kMaxDevices = 8;
-/*! \brief The largest DLDeviceType value (kDLMAIA in DLPack 1.1). */
-constexpr int32_t kMaxDeviceType = 17;
+constexpr int32_t kMaxDeviceType = 17;  // kDLMAIA in DLPack 1.1
 
 struct VMDevice {
   int32_t type;
@@ -54,8 +50,7 @@ struct VMDevice {
   int32_t allocator;
 };
 
-/*! \brief Returns the model record, in executables from_exported_program / from_onnx made
- *         (python/tvm_partial/models.py). */
+// Returns the model record, in executables models.py's from_exported_program / from_onnx made.
 constexpr const char kRecordFunction[] = "__tvm_partial_model__";
 
 struct VMRecord {
@@ -65,28 +60,19 @@ struct VMRecord {
 
 using Tensors = ffi::Map<ffi::String, ffi::Tensor>;
 
-/*! \brief Entry `key` of a program's description (MakeRelaxVMModule) as a T; empty when absent. */
+// Entry `key` of a program's description (MakeRelaxVMModule), T() when absent.
 template <typename T>
 T Entry(const ffi::Map<ffi::String, ffi::Any>& desc, const char* key) {
   return desc.Get(key).value_or(T()).template cast<T>();
 }
 
-/*! \brief A copy of the Relax executable `exe` from its bytes, with the same imports (kernels). */
+// A copy of the Relax executable `exe` from its bytes, with the same imports (kernels).
 ffi::Module CopyExecutable(const ffi::Module& exe, const ffi::Bytes& bytes) {
   static const ffi::Function load =
       ffi::Function::GetGlobalRequired("ffi.Module.load_from_bytes.relax.VMExecutable");
   ffi::Module copy = load(bytes).cast<ffi::Module>();
   for (const ffi::Any& import : exe->imports()) copy->ImportModule(import.cast<ffi::Module>());
   return copy;
-}
-
-/*! \brief Whether `exe` was loaded from a library: such an executable is never serialised again
- *         (an update copies its file), so its VM may run on it. */
-bool LoadedFromLibrary(const ffi::Module& exe) {
-  for (const ffi::Any& import : exe->imports()) {
-    if (std::strcmp(import.cast<ffi::Module>()->kind(), "library") == 0) return true;
-  }
-  return false;
 }
 
 void CheckDevices(const std::vector<VMDevice>& devices, const char* who) {
@@ -139,8 +125,7 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
     return ffi::Module(ffi::make_object<RelaxVMModuleObj>(ParseRecord(bytes), std::nullopt));
   }
 
-  /*! \brief Run on `device` where the record names its type (a rank's GPU). False once the VM
-   *         exists (it keeps its devices). */
+  // Run on `device` where the record names its type (a rank's GPU); false once the VM exists.
   bool Retarget(DLDevice device) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (vm_.has_value()) return false;
@@ -150,7 +135,6 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
     return true;
   }
 
-  /*! \brief This module's bytes, parsed and checked (ValueError). */
   static VMRecord ParseRecord(const ffi::Bytes& bytes) {
     const char* who = "partial_apply_vm loader";
     const size_t size = bytes.size();
@@ -184,8 +168,8 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
     return record;
   }
 
-  /*! \brief Take the executable's model record (kRecordFunction), if any: its JSON names the
-   *         compiled-in tensors that follow it and the aliases of tied ones. */
+  // Take the executable's model record (kRecordFunction), if any: its JSON names the compiled-in
+  // tensors that follow it and the aliases of tied ones.
   void ReadRecordFunction(const char* who) {
     ffi::Module exe = imports_[0].cast<ffi::Module>();
     ffi::Module probe = (*exe->GetFunction("vm_load_executable", false))().cast<ffi::Module>();
@@ -237,7 +221,6 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
   }
 
  private:
-  /*! \brief The VirtualMachine, created and initialised on first use. */
   ffi::Module VM() {
     std::lock_guard<std::mutex> lock(mutex_);
     if (vm_.has_value()) return *vm_;
@@ -248,7 +231,11 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
     ffi::Module exe = imports_[0].cast<ffi::Module>();
     ffi::Optional<ffi::Function> load =
         exe->GetFunction("vm_load_executable", /*query_imports=*/false);
-    if (load.has_value() && !LoadedFromLibrary(exe)) {
+    // One loaded from a library is never serialised again (an update copies its file).
+    const ffi::Array<ffi::Any>& imports = exe->imports();
+    if (load.has_value() && std::none_of(imports.begin(), imports.end(), [](const ffi::Any& m) {
+          return std::strcmp(m.cast<ffi::Module>()->kind(), "library") == 0;
+        })) {
       load = CopyExecutable(exe, exe->SaveToBytes())->GetFunction("vm_load_executable", false);
     }
     if (!load.has_value()) {

@@ -56,8 +56,7 @@ TVM_PARTIAL_API ffi::Function PartialApply(ffi::Function f, Bindings bound,
                                            ffi::String name = ffi::String(),
                                            ffi::Array<ffi::String> param_names = {});
 
-/*! \brief One dimension of an output's shape: a static extent (`arg` = -1), or the extent of axis
- *         `value` of the call's argument at position `arg` (a TIR shape variable such as `n`). */
+/*! \brief An output's dimension: static, or an argument's axis (a TIR shape variable like `n`). */
 struct OutputDim {
   int64_t arg = -1;   // position in the wrapped function's argument list, or -1: static
   int64_t value = 0;  // the static extent, or the axis of argument `arg`
@@ -114,17 +113,12 @@ TVM_PARTIAL_API ffi::Module PartialApplyModule(
     ffi::Module mod, ffi::Map<ffi::String, Bindings> bindings,
     ffi::Map<ffi::String, ffi::Array<ffi::String>> param_names = {});
 
-/*! \brief The bindings held by a partial function (key "") or a partial module (per function).
- * \throws TypeError when `obj` is neither. */
+/*! \brief What a partial function (key "") or a partial module (per function) holds: its bindings,
+ *         its recorded parameter names (functions without are absent), its outputs (functions
+ *         with outputs only). \throws TypeError when `obj` is neither. */
 TVM_PARTIAL_API ffi::Map<ffi::String, Bindings> PartialApplyBindings(const ffi::Any& obj);
-
-/*! \brief The recorded parameter names of a partial function (key "") or partial module. Functions
- *         without recorded names are absent. */
 TVM_PARTIAL_API ffi::Map<ffi::String, ffi::Array<ffi::String>> PartialApplyParamNames(
     const ffi::Any& obj);
-
-/*! \brief The outputs of a partial function (key "") or partial module (per function with outputs).
- * \throws TypeError when `obj` is neither. */
 TVM_PARTIAL_API ffi::Map<ffi::String, ffi::Array<ffi::Any>> PartialApplyOutputs(
     const ffi::Any& obj);
 
