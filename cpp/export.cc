@@ -143,12 +143,11 @@ void ExportLoaded(ffi::Module module, ffi::String path, ffi::String staged,
   const int64_t part_at = part.at("file_offset").cast<int64_t>();
   const int64_t part_bytes = part.at("bytes").cast<int64_t>();
   ffi::Module external = module;
-  if (appended) {
-    format::ExternalRegion recorded{std::string(region->at("symbol").cast<ffi::String>()),
-                                    static_cast<uint64_t>(region->at("link").cast<int64_t>())};
-    recorded.appended = true;
-    recorded.hashes_given = true;  // zeros: the bytes' length (the hashes are computed below)
-    external = detail::WithExternalRegion(module, std::move(recorded));
+  if (appended) {  // hashes given, none yet: zeros of their length (computed below)
+    external = detail::WithExternalRegion(
+        module, {std::string(region->at("symbol").cast<ffi::String>()),
+                 static_cast<uint64_t>(region->at("link").cast<int64_t>()), /*weights_file=*/"",
+                 /*appended=*/true, /*hashes_given=*/true});
   }
   const ffi::Bytes saved = external->SaveToBytes();
   std::string blob(saved.data(), saved.size());

@@ -39,13 +39,6 @@ void Collect(const ffi::Module& mod, std::vector<ffi::Module>* out, int depth = 
   for (const ffi::Any& any : mod->imports()) Collect(any.cast<ffi::Module>(), out, depth + 1);
 }
 
-// Build the records of every partial module of this copy in `mod`'s tree.
-void ResolveTree(const ffi::Module& mod) {
-  std::vector<ffi::Module> all;
-  Collect(mod, &all);
-  for (const ffi::Module& m : all) detail::PartialModuleRecords(m);
-}
-
 }  // namespace
 
 namespace detail {
@@ -143,7 +136,7 @@ ffi::Module LoadArtifact(const std::string& library, storage::LoadOptions option
                               << "partial(..., shards={name: dim}, world=" << options.shard_world
                               << ") and export again";
   }
-  ResolveTree(mod);
+  for (const ffi::Module& m : all) detail::PartialModuleRecords(m);  // built now
   return mod;
 }
 
@@ -214,7 +207,9 @@ TVM_FFI_STATIC_INIT_BLOCK() {
             ffi::Function::GetGlobalRequired("ffi.Module.load_from_bytes.partial_apply");
         ffi::Module mod = load(bytes).cast<ffi::Module>();
         if (wrapped.has_value()) mod->ImportModule(*wrapped);
-        ResolveTree(mod);
+        std::vector<ffi::Module> all;
+        Collect(mod, &all);
+        for (const ffi::Module& m : all) detail::PartialModuleRecords(m);
         return mod;
       });
 }

@@ -143,24 +143,20 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
       TVM_FFI_THROW(ValueError) << who << ": not a partial_apply_vm record (" << size
                                 << " bytes, magic mismatch or truncated)";
     }
-    auto get = [p](size_t at) {
+    size_t at = 8;
+    auto next = [p, &at] {  // a little-endian u32, as i32
       uint32_t v = 0;
-      for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(p[at + i]) << (8 * i);
-      return v;
+      for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(p[at++]) << (8 * i);
+      return static_cast<int32_t>(v);
     };
-    const uint32_t count = get(8);
+    const auto count = static_cast<uint32_t>(next());
     if (count == 0 || count > kMaxDevices || size < 12 + static_cast<size_t>(count) * 12) {
       TVM_FFI_THROW(ValueError) << who << ": record of " << size << " bytes for " << count
                                 << " devices (expected 1 to " << kMaxDevices << ", 12 bytes each)";
     }
     VMRecord record;
-    for (uint32_t i = 0; i < count; ++i) {
-      const size_t at = 12 + 12 * static_cast<size_t>(i);
-      record.devices.push_back({static_cast<int32_t>(get(at)), static_cast<int32_t>(get(at + 4)),
-                                static_cast<int32_t>(get(at + 8))});
-    }
+    for (uint32_t i = 0; i < count; ++i) record.devices.push_back({next(), next(), next()});
     CheckDevices(record.devices, who);
-    size_t at = 12 + static_cast<size_t>(count) * 12;
     record.model = ReadModelRecord(p, size, &at, who);
     if (at != size) {
       TVM_FFI_THROW(ValueError) << who << ": " << (size - at) << " unread bytes after the record";
@@ -347,8 +343,8 @@ ffi::Map<ffi::String, ffi::Any> BindModel(ffi::Module target,
                                           ffi::Optional<ffi::Map<ffi::String, ffi::Any>> program,
                                           ffi::Array<ffi::String> params,
                                           ffi::Map<ffi::String, ffi::Any> given) {
-  ffi::Module module = target;
-  if (devices.has_value()) module = MakeRelaxVMModule(target, *devices, program);
+  const ffi::Module module =
+      devices.has_value() ? MakeRelaxVMModule(target, *devices, program) : target;
   const Tensors sources = program.has_value() ? Entry<Tensors>(*program, "compiled_in") : Tensors();
   ffi::Map<ffi::String, ffi::String> names =
       SettleNames(detail::ModelRecordOf(module),
@@ -380,15 +376,12 @@ ModelRecord ModelRecordOf(const ffi::Module& mod) {
 }
 
 ffi::Map<ffi::String, ffi::Any> DescribeVMRecord(const ffi::Bytes& bytes) {
-  static const char* kAllocators[] = {"allocator 0", "naive", "pooled"};
   static const char* kKinds[] = {"compiled", "unused", "pinned", "read at import"};
   const VMRecord record = RelaxVMModuleObj::ParseRecord(bytes);
   ffi::Array<ffi::String> devices, allocators;
   for (const VMDevice& d : record.devices) {
     devices.push_back(detail::DeviceString(d.type, d.id));
-    allocators.push_back(d.allocator >= 0 && d.allocator <= 2
-                             ? ffi::String(kAllocators[d.allocator])
-                             : ffi::String("allocator " + std::to_string(d.allocator)));
+    allocators.push_back(d.allocator == 1 ? "naive" : "pooled");  // CheckDevices: 1 or 2
   }
   ffi::Array<ffi::Any> compiled;
   for (const CompiledIn& c : record.model.compiled_in) {
