@@ -53,9 +53,9 @@ ffi::Optional<ffi::Module> FindLibrary(const ffi::Array<ffi::Any>& imports, int 
   return std::nullopt;
 }
 
-std::vector<format::FunctionRecord> DecodeRecords(const char* blob, const format::Parsed& parsed,
-                                                  const ffi::Array<ffi::Any>& imports,
-                                                  const storage::LoadOptions& options) {
+std::vector<BoundList> DecodeValues(const char* blob, const format::Parsed& parsed,
+                                    const ffi::Array<ffi::Any>& imports,
+                                    const storage::LoadOptions& options) {
   storage::Origin origin;
   origin.blob = blob;
   origin.options = options;
@@ -75,16 +75,13 @@ std::vector<format::FunctionRecord> DecodeRecords(const char* blob, const format
   }
   const storage::PayloadSource source = storage::Locate(parsed, origin);
   std::vector<ffi::Tensor> tensors = storage::MakeTensors(parsed, source, origin);
-  std::vector<format::FunctionRecord> out;
-  out.reserve(parsed.functions.size());
-  for (const format::ParsedFunction& fn : parsed.functions) {
-    format::FunctionRecord rec{fn.name, fn.param_names, {}, fn.outputs};
-    for (const format::ParsedValue& v : fn.values) {
+  std::vector<BoundList> out(parsed.functions.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    for (const format::ParsedValue& v : parsed.functions[i].values) {
       // One tensor object per payload: every place of a shared tensor holds the same one.
       const bool tensor = v.kind == format::kTensor || v.kind == format::kSharedTensor;
-      rec.bound.emplace_back(v.index, tensor ? ffi::Any(tensors[v.payload]) : v.scalar);
+      out[i].emplace_back(v.index, tensor ? ffi::Any(tensors[v.payload]) : v.scalar);
     }
-    out.push_back(std::move(rec));
   }
   return out;
 }

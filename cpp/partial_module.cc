@@ -178,15 +178,14 @@ class PartialModuleObj final : public ffi::ModuleObj {
   const std::vector<format::FunctionRecord>& Records() {
     std::lock_guard<std::mutex> lock(resolve_mutex_);
     if (pending_.has_value()) {
-      std::vector<format::FunctionRecord> decoded =
+      std::vector<detail::BoundList> values =
           OutOfMemoryAsError("loading the tensors of a partial_apply module", [&] {
-            return detail::DecodeRecords(pending_->bytes.data(), pending_->parsed, imports_,
-                                         options_);
+            return detail::DecodeValues(pending_->bytes.data(), pending_->parsed, imports_,
+                                        options_);
           });
       // Only values are filled: names, order and outputs (GetFunction reads them unlocked) are
       // the skeleton's, and the vector never moves.
-      for (size_t i = 0; i < functions_.size(); ++i)
-        functions_[i].bound = std::move(decoded[i].bound);
+      for (size_t i = 0; i < functions_.size(); ++i) functions_[i].bound = std::move(values[i]);
       // Not when the library imports this module: the share would keep this module alive.
       ffi::Optional<ffi::Module> library = detail::FindLibrary(imports_);
       if (library.has_value() && !Reaches(*library, this)) {
@@ -311,8 +310,7 @@ bool IsForeignPartialModule(const ffi::Module& mod) {
 
 ffi::Optional<ffi::Module> PartialModuleCode(const ffi::Module& mod) {
   PartialModuleObj* pm = AsPartialModule(mod);
-  if (pm == nullptr) return std::nullopt;
-  return pm->Wrapped();
+  return pm == nullptr ? ffi::Optional<ffi::Module>() : pm->Wrapped();
 }
 
 ffi::Module NewPartialModule(std::vector<format::FunctionRecord> functions,

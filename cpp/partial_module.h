@@ -69,11 +69,11 @@ ffi::Map<ffi::String, ffi::Any> DescribeVMRecord(const ffi::Bytes& bytes);
 // loader attached to a module it loaded (for a Relax model, its executable's).
 ffi::Optional<ffi::Module> FindLibrary(const ffi::Array<ffi::Any>& imports, int depth = 0);
 
-// The records of parsed bytes with their values, the payloads where storage::Locate puts them
+// The bound values of each function of parsed bytes, the payloads where storage::Locate puts them
 // from what the module offers (`blob`, the library among `imports`, `options`).
-std::vector<format::FunctionRecord> DecodeRecords(const char* blob, const format::Parsed& parsed,
-                                                  const ffi::Array<ffi::Any>& imports,
-                                                  const storage::LoadOptions& options);
+std::vector<BoundList> DecodeValues(const char* blob, const format::Parsed& parsed,
+                                    const ffi::Array<ffi::Any>& imports,
+                                    const storage::LoadOptions& options);
 
 // A copy of `mod` (a partial_apply module of this copy) over the same code, whose SaveToBytes
 // leaves the payloads to `region`. ValueError for a rank's view.

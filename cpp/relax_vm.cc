@@ -239,7 +239,7 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
                                << ") is not a Relax VM executable";
     }
     ffi::Optional<ffi::Function> exists = ffi::Function::GetGlobal("runtime.GetDeviceAttr");
-    std::vector<ffi::Any> keep;
+    std::vector<ffi::AnyView> init_args;  // integers, held by value
     for (const VMDevice& d : devices_) {
       if (d.type != kDLCPU && exists.has_value()) {
         int64_t present = 0;  // stays 0 when the query fails
@@ -255,9 +255,8 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
                  "again for a device this machine has";
         }
       }
-      for (int32_t v : {d.type, d.id, d.allocator}) keep.push_back(ffi::Any(int64_t{v}));
+      for (int32_t v : {d.type, d.id, d.allocator}) init_args.push_back(ffi::AnyView(int64_t{v}));
     }
-    const std::vector<ffi::AnyView> init_args(keep.begin(), keep.end());
     ffi::Module vm = (*load)().cast<ffi::Module>();
     ffi::Optional<ffi::Function> init = vm->GetFunction("vm_initialization", false);
     if (!init.has_value()) {
@@ -275,12 +274,10 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
   ffi::Optional<ffi::Module> vm_;
 };
 
-/*! \brief A VM module over `executable` on `devices` ([[type, id, allocator], ...]), recording
- *         `program` (a user's own import, given as signature=: python/tvm_partial/programs.py),
- *         else the executable's own record. The program's compiled-in tensors must be among the
- *         executable's constants; with "copy" (TVM's torch frontend wraps the model's buffers
- *         without copying) it runs and exports a copy of the executable made now, so nothing it
- *         holds moves with the model. */
+// A VM module over `executable` on `devices` ([[type, id, allocator], ...]), recording `program`
+// (signature=: programs.py) else the executable's own record. The program's compiled-in tensors
+// must be among the executable's constants; with "copy" (TVM's torch frontend wraps the model's
+// buffers without copying) it runs and exports a copy made now, unmoved by the model.
 ffi::Module MakeRelaxVMModule(ffi::Module executable, ffi::Array<ffi::Array<int64_t>> devices,
                               ffi::Optional<ffi::Map<ffi::String, ffi::Any>> program) {
   const char* who = "tvm_partial.BindModel";
@@ -334,10 +331,10 @@ ffi::Module MakeRelaxVMModule(ffi::Module executable, ffi::Array<ffi::Array<int6
   return ffi::Module(ffi::make_object<RelaxVMModuleObj>(std::move(record), executable));
 }
 
-/*! \brief tvm_partial.BindModel: `target` (a Relax executable, made a VM module when `devices`
- *         are given; or a module running one) and the values `given` by name settled against its
- *         record (SettleNames; `params`: the bound function's parameter names), in one call.
- *         \return {"module", "names": {parameter: the given name whose value it takes}}. */
+// tvm_partial.BindModel: `target` (a Relax executable, made a VM module when `devices` are given;
+// or a module running one) and the values `given` by name settled against its record
+// (SettleNames; `params`: the bound function's parameter names). Returns {"module", "names":
+// {parameter: the given name whose value it takes}}.
 ffi::Map<ffi::String, ffi::Any> BindModel(ffi::Module target,
                                           ffi::Optional<ffi::Array<ffi::Array<int64_t>>> devices,
                                           ffi::Optional<ffi::Map<ffi::String, ffi::Any>> program,
