@@ -2,10 +2,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file bind_module.cc
- * \brief Binding a module (`runtime.PartialApplyModule`; over a partial module, merged into one
- *        level by bind/merge.h), the values any bind holds (`tvm_partial.Hold`), rebind, and
- *        introspection (`runtime.PartialApplyBindings`,
- *        `tvm_partial.Describe`). The kind: partial_module.cc; shard rules: format/shard.h.
+ * \brief Binding a module (`runtime.PartialApplyModule`; over a partial module, one merged
+ *        level), the values any bind holds (`tvm_partial.Hold`), rebind, and introspection
+ *        (`runtime.PartialApplyBindings`, `tvm_partial.Describe`). The kind: partial_module.cc.
  */
 #include <tvm/ffi/container/map.h>
 #include <tvm/ffi/container/tensor.h>
@@ -20,7 +19,6 @@
 #include <optional>
 #include <string>
 #include <tuple>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -32,8 +30,6 @@
 #include "format/format.h"
 #include "format/shard.h"
 #include "out_of_memory.h"
-#include "packed_args.h"
-#include "partial_function.h"
 #include "partial_module.h"
 #include "registry.h"
 
@@ -43,8 +39,8 @@ namespace {
 
 using detail::BoundList;
 
-/*! \param originals Per function, its full parameter list for when the inner partial module
- *         recorded none (see detail::Merge). */
+// `originals`: per function, its full parameter list for when the inner partial module recorded
+// none (detail::Merge).
 ffi::Module MakePartialModule(
     ffi::Module mod, std::vector<format::FunctionRecord> functions,
     const ffi::Map<ffi::String, ffi::Array<ffi::String>>& originals = {}) {
@@ -69,29 +65,26 @@ ffi::Module MakePartialModule(
         << "of the compiled module";
   }
   std::vector<format::FunctionRecord> merged = *inner;
-  std::unordered_map<std::string, size_t> index;
-  for (size_t i = 0; i < merged.size(); ++i) index.emplace(std::string(merged[i].name), i);
   for (format::FunctionRecord& outer : functions) {
-    auto existing = index.find(std::string(outer.name));
-    if (existing == index.end()) {
+    auto it = std::find_if(merged.begin(), merged.end(),
+                           [&](const format::FunctionRecord& r) { return r.name == outer.name; });
+    if (it == merged.end()) {
       merged.push_back(std::move(outer));
       continue;
     }
-    format::FunctionRecord& it = merged[existing->second];
     const std::string who = "PartialApplyModule('" + std::string(outer.name) + "')";
     detail::Level level = detail::Merge(
-        detail::Level{std::move(it.bound), std::move(it.param_names), std::move(it.outputs)},
-        detail::Level{std::move(outer.bound), std::move(outer.param_names),
-                      std::move(outer.outputs)},
+        {std::move(it->bound), std::move(it->param_names), std::move(it->outputs)},
+        {std::move(outer.bound), std::move(outer.param_names), std::move(outer.outputs)},
         originals.Get(outer.name).value_or(ffi::Array<ffi::String>()), who);
-    it.bound = std::move(level.bound);
-    it.param_names = std::move(level.param_names);
-    it.outputs = std::move(level.outputs);
+    it->bound = std::move(level.bound);
+    it->param_names = std::move(level.param_names);
+    it->outputs = std::move(level.outputs);
   }
   return detail::NewPartialModule(std::move(merged), code);
 }
 
-/*! \brief One function's record, its positions checked against its names (when given). */
+// One function's record, its positions checked against its names (when given).
 format::FunctionRecord MakeRecord(const ffi::String& name,
                                   const ffi::Map<ffi::String, ffi::Array<ffi::String>>& names,
                                   BoundList bound, Outputs outputs = {}) {
@@ -104,14 +97,14 @@ format::FunctionRecord MakeRecord(const ffi::String& name,
   return r;
 }
 
-/*! \brief How messages name the binding at `position`: "parameter 'w' (position 1)". */
+// How messages name the binding at `position`: "parameter 'w' (position 1)".
 std::string Label(const format::FunctionRecord& r, int64_t position) {
   const bool named = position >= 0 && position < static_cast<int64_t>(r.param_names.size());
   return (named ? "parameter " : "") + detail::ParamLabel(position, r.param_names);
 }
 
-/*! \brief Shards from Python ([[position, dim, world(, segments)]...]; a negative dim counts from
- *         the end), checked against `r`'s bound tensors (format::ShardProblem), sorted. */
+// Shards from Python ([[position, dim, world(, segments)]...]; a negative dim counts from the
+// end), checked against `r`'s bound tensors (format::ShardProblem), sorted.
 std::vector<format::Shard> CheckShards(const format::FunctionRecord& r,
                                        const ffi::Array<ffi::Array<int64_t>>& raw,
                                        const std::string& who) {
@@ -121,18 +114,16 @@ std::vector<format::Shard> CheckShards(const format::FunctionRecord& r,
       TVM_FFI_THROW(ValueError) << who << ": a shard is [position, dim, world(, segments)]";
     }
     format::Shard s{entry[0], entry[1], entry[2], entry.size() == 4 ? entry[3] : 1};
-    const ffi::Any* value = nullptr;
-    for (const auto& [index, v] : r.bound) {
-      if (index == s.position) value = &v;
-    }
+    auto at = std::find_if(r.bound.begin(), r.bound.end(),
+                           [&](const auto& b) { return b.first == s.position; });
     const std::string label = Label(r, s.position);
-    if (value == nullptr) {
+    if (at == r.bound.end()) {
       TVM_FFI_THROW(ValueError) << who << ": cannot shard " << label << ": it is not bound here";
     }
-    auto tensor = value->try_cast<ffi::Tensor>();
+    auto tensor = at->second.try_cast<ffi::Tensor>();
     if (!tensor.has_value()) {
       TVM_FFI_THROW(TypeError) << who << ": cannot shard " << label << ": its bound value is a "
-                               << value->GetTypeKey() << ", not a tensor";
+                               << at->second.GetTypeKey() << ", not a tensor";
     }
     if (!tensor->IsContiguous()) {
       TVM_FFI_THROW(ValueError) << who << ": cannot shard " << label
@@ -160,14 +151,13 @@ std::vector<format::Shard> CheckShards(const format::FunctionRecord& r,
   return out;
 }
 
-/*! \brief What PartialRecords (partial_module.h) returns, or nullopt where it throws. */
+// What PartialRecords (partial_module.h) returns, or nullopt where it throws.
 std::optional<std::vector<format::FunctionRecord>> RecordsOf(const ffi::Any& obj) {
   if (auto f = obj.try_cast<ffi::Function>()) {
-    detail::PartialParts parts;
-    if (!detail::GetPartialParts(*f, &parts)) return std::nullopt;
-    format::FunctionRecord record{"", parts.param_names, std::move(parts.bound),
-                                  std::move(parts.outputs)};
-    return std::vector<format::FunctionRecord>{std::move(record)};
+    const detail::PartialParts* parts = detail::GetPartialParts(*f);
+    if (parts == nullptr) return std::nullopt;
+    const detail::Level& level = parts->level;
+    return std::vector<format::FunctionRecord>{{"", level.param_names, level.bound, level.outputs}};
   }
   if (auto m = obj.try_cast<ffi::Module>()) {
     if (const auto* records = detail::PartialModuleRecords(*m)) return *records;
@@ -175,77 +165,10 @@ std::optional<std::vector<format::FunctionRecord>> RecordsOf(const ffi::Any& obj
   return std::nullopt;
 }
 
-/*! \brief A module of our kind that this copy of the code did not make: say so. */
-std::string ForeignCopyHint(const ffi::Any& obj) {
-  auto m = obj.try_cast<ffi::Module>();
-  if (m.has_value() && detail::IsForeignPartialModule(*m)) {
-    return " (a partial_apply module made by another copy of tvm-partial, such as the one inside a "
-           "self-contained artifact, whose bindings this copy cannot read)";
-  }
-  return "";
-}
-}  // namespace
-
-std::vector<format::FunctionRecord> detail::PartialRecords(const ffi::Any& obj, const char* who) {
-  auto records = RecordsOf(obj);
-  if (!records.has_value()) {
-    const int32_t type = obj.type_index();
-    const bool str = type == ffi::TypeIndex::kTVMFFIStr || type == ffi::TypeIndex::kTVMFFISmallStr;
-    const bool bytes =
-        type == ffi::TypeIndex::kTVMFFIBytes || type == ffi::TypeIndex::kTVMFFISmallBytes;
-    TVM_FFI_THROW(TypeError) << who
-                             << ": expected a partial function or a partial_apply module, got "
-                             << (str     ? "str"
-                                 : bytes ? "bytes"
-                                         : obj.GetTypeKey())
-                             << (bytes ? " (load saved bytes with load_from_bytes first)" : "")
-                             << ForeignCopyHint(obj);
-  }
-  return *std::move(records);
-}
-
-ffi::Module PartialApplyModule(ffi::Module mod, ffi::Map<ffi::String, Bindings> bindings,
-                               ffi::Map<ffi::String, ffi::Array<ffi::String>> param_names) {
-  std::vector<format::FunctionRecord> functions;
-  for (const auto& [name, bound] : bindings) {
-    functions.push_back(
-        MakeRecord(name, param_names,
-                   detail::FromBindings(bound, "PartialApplyModule('" + std::string(name) + "')")));
-  }
-  return MakePartialModule(std::move(mod), std::move(functions));
-}
-
-ffi::Map<ffi::String, Bindings> PartialApplyBindings(const ffi::Any& obj) {
-  ffi::Map<ffi::String, Bindings> out;
-  for (const auto& r : detail::PartialRecords(obj, "PartialApplyBindings")) {
-    out.Set(r.name, detail::ToBindings(r.bound));
-  }
-  return out;
-}
-
-ffi::Map<ffi::String, ffi::Array<ffi::String>> PartialApplyParamNames(const ffi::Any& obj) {
-  ffi::Map<ffi::String, ffi::Array<ffi::String>> out;
-  for (const auto& r : detail::PartialRecords(obj, "PartialApplyParamNames")) {
-    if (!r.param_names.empty()) out.Set(r.name, r.param_names);
-  }
-  return out;
-}
-
-ffi::Map<ffi::String, ffi::Array<ffi::Any>> PartialApplyOutputs(const ffi::Any& obj) {
-  ffi::Map<ffi::String, ffi::Array<ffi::Any>> out;
-  for (const auto& r : detail::PartialRecords(obj, "PartialApplyOutputs")) {
-    if (!r.outputs.empty()) out.Set(r.name, detail::OutputsToAny(r.outputs));
-  }
-  return out;
-}
-
-namespace {
-
-/*! \brief tvm_partial.Describe: all a partial function (key "") or a partial module of this copy
- *         holds, in one answer; "payloads" numbers the distinct tensors (format::TensorNumbers),
- *         "constant_bytes" is their stored size (what decides a zero-copy export). Anything else:
- *         None, or with `who` (the caller) a TypeError naming it. Bytes without `who`:
- *         format::Describe, parsed as the loader parses them. */
+// tvm_partial.Describe: all a partial function (key "") or a partial module of this copy holds;
+// "payloads" numbers the distinct tensors (format::TensorNumbers), "constant_bytes" is their
+// stored size (what decides a zero-copy export). Anything else: None, or with `who` (the caller)
+// a TypeError naming it. Bytes without `who`: format::Describe, parsed as the loader parses them.
 ffi::Optional<ffi::Map<ffi::String, ffi::Any>> Describe(const ffi::Any& obj,
                                                         const ffi::String& who) {
   if (std::optional<ffi::Bytes> bytes = obj.try_cast<ffi::Bytes>(); bytes && who.empty()) {
@@ -291,8 +214,7 @@ ffi::Optional<ffi::Map<ffi::String, ffi::Any>> Describe(const ffi::Any& obj,
 }
 
 // runtime.PartialApplyModule from Python, bindings {name: {position: value}}; per function,
-// outputs as detail::OutputsFromAny reads them, original_names as MakePartialModule takes them,
-// shards as CheckShards (bound tensors split for tensor parallelism).
+// outputs (detail::OutputsFromAny), original_names (MakePartialModule) and shards (CheckShards).
 void PartialApplyModulePacked(ffi::PackedArgs args, ffi::Any* rv) {
   detail::CheckArgCount(args, 2, 6,
                         "runtime.PartialApplyModule(mod, bindings, param_names={}, outputs={}, "
@@ -330,21 +252,10 @@ void PartialApplyModulePacked(ffi::PackedArgs args, ffi::Any* rv) {
       detail::OptionalArg<ffi::Map<ffi::String, ffi::Array<ffi::String>>>(args, 4));
 }
 
-/*! \brief "[0, 2]": the positions of `r` that hold a value. */
-std::string BoundPositions(const format::FunctionRecord& r) {
-  std::string out = "[";
-  for (const auto& [position, _] : r.bound) {
-    out += (out.size() > 1 ? ", " : "") + std::to_string(position);
-  }
-  return out + "]";
-}
-
-/*! \brief tvm_partial.rebind: a partial module over the code of `mod` (of this copy, not a rank's
- *         view), `function`'s values at `values`' positions replaced, all else kept (names,
- *         outputs, shards, LibraryFile). A tensor bound in several places is one: each place gets
- *         the replacement unless `values` gives it its own. A replacement is of the kind it
- *         replaces (a tensor of the same dtype and shape, as Python converts it, or a scalar);
- *         None (Python found no value bound) is refused. */
+// tvm_partial.Rebind: `mod` (of this copy, not a rank's view) over the same code, `function`'s
+// values at `values`' positions replaced, all else kept (names, outputs, shards, LibraryFile). A
+// tensor bound in several places is one: each place gets the replacement unless `values` gives it
+// its own.
 ffi::Module RebindAt(ffi::Module mod, ffi::String function, ffi::Map<int64_t, ffi::Any> values) {
   const std::vector<format::FunctionRecord>* held = detail::PartialModuleRecords(mod);
   if (held == nullptr) {
@@ -382,9 +293,12 @@ ffi::Module RebindAt(ffi::Module mod, ffi::String function, ffi::Map<int64_t, ff
     auto at = std::find_if(fn->bound.begin(), fn->bound.end(),
                            [position = position](const auto& b) { return b.first == position; });
     if (at == fn->bound.end() || value.type_index() == ffi::TypeIndex::kTVMFFINone) {
+      std::string bound;
+      for (const auto& b : fn->bound)
+        bound += (bound.empty() ? "" : ", ") + std::to_string(b.first);
       TVM_FFI_THROW(IndexError) << "rebind: position " << position << " of " << function
-                                << "() is not bound (bound: " << BoundPositions(*fn)
-                                << "); rebind replaces bound values";
+                                << "() is not bound (bound: [" << bound
+                                << "]); rebind replaces bound values";
     }
     const auto old = at->second.try_cast<ffi::Tensor>();
     const auto now = value.try_cast<ffi::Tensor>();
@@ -423,8 +337,8 @@ ffi::Module RebindAt(ffi::Module mod, ffi::String function, ffi::Map<int64_t, ff
   return out;
 }
 
-/*! \brief Views with equal keys are one copy: address, dtype, shape, strides (none when
- *         contiguous), device, and the target device. */
+// Views with equal keys are one copy: address, dtype, shape, strides (none when contiguous),
+// device, and the target device.
 using MemoryKey = std::tuple<uintptr_t, uint32_t, std::vector<int64_t>, std::vector<int64_t>,
                              int32_t, int32_t, int32_t, int32_t>;
 
@@ -432,18 +346,14 @@ MemoryKey KeyOf(const ffi::Tensor& t, DLDevice to) {
   const DLTensor& d = *t.GetDLTensorPtr();
   std::vector<int64_t> strides;
   if (!t.IsContiguous()) strides.assign(t.strides().begin(), t.strides().end());
-  return {reinterpret_cast<uintptr_t>(d.data) + d.byte_offset,
-          uint32_t{d.dtype.code} << 24 | uint32_t{d.dtype.bits} << 16 | d.dtype.lanes,
-          std::vector<int64_t>(t.shape().begin(), t.shape().end()),
-          std::move(strides),
-          d.device.device_type,
-          d.device.device_id,
-          to.device_type,
-          to.device_id};
+  return std::make_tuple(
+      reinterpret_cast<uintptr_t>(d.data) + d.byte_offset,
+      uint32_t{d.dtype.code} << 24 | uint32_t{d.dtype.bits} << 16 | d.dtype.lanes,
+      std::vector<int64_t>(t.shape().begin(), t.shape().end()), std::move(strides),
+      d.device.device_type, d.device.device_id, to.device_type, to.device_id);
 }
 
-/*! \brief Whether a tvm Tensor given is held as is: contiguous and 64-byte aligned, or remote
- *         (its server aligns it). */
+// Whether a tvm Tensor given is held as is: contiguous and aligned, or remote (its server aligns).
 bool HeldAsIs(const ffi::Tensor& t) {
   const DLTensor& d = *t.GetDLTensorPtr();
   return t.IsContiguous() &&
@@ -451,14 +361,14 @@ bool HeldAsIs(const ffi::Tensor& t) {
           (reinterpret_cast<uintptr_t>(d.data) + d.byte_offset) % detail::kTensorAlignment == 0);
 }
 
-/*! \brief "cannot VERB LABEL", how Hold's errors about `item` begin. */
+// "cannot VERB LABEL", how Hold's errors about `item` begin.
 std::string Where(const ffi::Array<ffi::Any>& item, const ffi::String& verb) {
   return "cannot " + std::string(verb) + " " + std::string(item[5].cast<ffi::String>());
 }
 
-/*! \brief Refuse `item`'s view where its dtype or shape differs from its parameter's (None:
- *         any). A split tensor (item[6]: [dim, world, segments]) is checked by one rank's shard,
- *         the kernel's argument; a split ShardProblem refuses is left to the bind to explain. */
+// Refuse `item`'s view where its dtype or shape differs from its parameter's (None: any). A split
+// tensor (item[6]: [dim, world, segments]) is checked by one rank's shard, the kernel's argument;
+// a split ShardProblem refuses is left to the bind to explain.
 void CheckAgainstParam(const ffi::Array<ffi::Any>& item, const ffi::String& verb) {
   const auto t = item[0].cast<ffi::Tensor>();
   if (t.dtype().code == kDLComplex) {
@@ -493,28 +403,20 @@ void CheckAgainstParam(const ffi::Array<ffi::Any>& item, const ffi::String& verb
     shape = format::ShardShape(shape, dim, split[1]);
   }
   const auto want = item[3].cast<ffi::Array<ffi::Any>>();
-  bool same = want.size() == shape.size();
-  for (size_t i = 0; same && i < want.size(); ++i) {
-    same = want[i] == nullptr || want[i].cast<int64_t>() == shape[i];
-  }
-  if (!same) {
+  if (!std::equal(
+          want.begin(), want.end(), shape.begin(), shape.end(),
+          [](const ffi::Any& w, int64_t n) { return w == nullptr || w.cast<int64_t>() == n; })) {
     TVM_FFI_THROW(ValueError) << Where(item, verb) << whole << ": shape "
                               << detail::ShapeString(ffi::Shape(shape)) << " does not match "
                               << item[4].cast<ffi::String>();
   }
 }
 
-/*!
- * \brief The tensors a bind holds, from views of the caller's memory (numpy, torch, DLPack): all
- *        checked against their parameters, then each copied once into contiguous, 64-byte-aligned
- *        memory on `device`; memory given in several places (tied weights) is copied once, so
- *        they hold one tensor. A tvm Tensor given (`keep`) is held as is when contiguous and
- *        aligned (or remote: its server aligns it), else copied on its own device.
- *
- *        Each item: [view, keep, dtype or None, shape (ints or None) or None, the parameter as
- *        errors name it, the value's label(, its split or None)]; errors read "cannot VERB
- *        LABEL: ...".
- */
+// tvm_partial.Hold: the tensors a bind holds, from views of the caller's memory (numpy, torch,
+// DLPack), all checked, then each copied once into aligned memory on `device`; memory given in
+// several places (tied weights) is copied once. A tvm Tensor given (`keep`) is held as is where
+// HeldAsIs, else copied on its own device. Each item: [view, keep, dtype or None, shape (ints or
+// None) or None, the parameter as errors name it, the value's label(, its split or None)].
 ffi::Array<ffi::Tensor> Hold(const ffi::Array<ffi::Array<ffi::Any>>& items, DLDevice device,
                              const ffi::String& verb) {
   for (const auto& item : items) CheckAgainstParam(item, verb);
@@ -557,6 +459,64 @@ ffi::Array<ffi::Tensor> Hold(const ffi::Array<ffi::Array<ffi::Any>>& items, DLDe
 }
 
 }  // namespace
+
+std::vector<format::FunctionRecord> detail::PartialRecords(const ffi::Any& obj, const char* who) {
+  auto records = RecordsOf(obj);
+  if (!records.has_value()) {
+    const int32_t type = obj.type_index();
+    const bool str = type == ffi::TypeIndex::kTVMFFIStr || type == ffi::TypeIndex::kTVMFFISmallStr;
+    const bool bytes =
+        type == ffi::TypeIndex::kTVMFFIBytes || type == ffi::TypeIndex::kTVMFFISmallBytes;
+    auto m = obj.try_cast<ffi::Module>();
+    TVM_FFI_THROW(TypeError) << who
+                             << ": expected a partial function or a partial_apply module, got "
+                             << (str     ? "str"
+                                 : bytes ? "bytes"
+                                         : obj.GetTypeKey())
+                             << (bytes ? " (load saved bytes with load_from_bytes first)" : "")
+                             << (m && detail::IsForeignPartialModule(*m)
+                                     ? " (a partial_apply module made by another copy of "
+                                       "tvm-partial, such as the one inside a self-contained "
+                                       "artifact, whose bindings this copy cannot read)"
+                                     : "");
+  }
+  return *std::move(records);
+}
+
+ffi::Module PartialApplyModule(ffi::Module mod, ffi::Map<ffi::String, Bindings> bindings,
+                               ffi::Map<ffi::String, ffi::Array<ffi::String>> param_names) {
+  std::vector<format::FunctionRecord> functions;
+  for (const auto& [name, bound] : bindings) {
+    functions.push_back(
+        MakeRecord(name, param_names,
+                   detail::FromBindings(bound, "PartialApplyModule('" + std::string(name) + "')")));
+  }
+  return MakePartialModule(std::move(mod), std::move(functions));
+}
+
+ffi::Map<ffi::String, Bindings> PartialApplyBindings(const ffi::Any& obj) {
+  ffi::Map<ffi::String, Bindings> out;
+  for (const auto& r : detail::PartialRecords(obj, "PartialApplyBindings")) {
+    out.Set(r.name, detail::ToBindings(r.bound));
+  }
+  return out;
+}
+
+ffi::Map<ffi::String, ffi::Array<ffi::String>> PartialApplyParamNames(const ffi::Any& obj) {
+  ffi::Map<ffi::String, ffi::Array<ffi::String>> out;
+  for (const auto& r : detail::PartialRecords(obj, "PartialApplyParamNames")) {
+    if (!r.param_names.empty()) out.Set(r.name, r.param_names);
+  }
+  return out;
+}
+
+ffi::Map<ffi::String, ffi::Array<ffi::Any>> PartialApplyOutputs(const ffi::Any& obj) {
+  ffi::Map<ffi::String, ffi::Array<ffi::Any>> out;
+  for (const auto& r : detail::PartialRecords(obj, "PartialApplyOutputs")) {
+    if (!r.outputs.empty()) out.Set(r.name, detail::OutputsToAny(r.outputs));
+  }
+  return out;
+}
 
 ffi::Module Rebind(const ffi::Module& pm, const ffi::String& function,
                    const ffi::Map<ffi::Any, ffi::Any>& values) {

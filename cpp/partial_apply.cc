@@ -19,67 +19,48 @@
 
 #include "bind/bindings.h"
 #include "bind/merge.h"
-#include "bind/output_plan.h"
 #include "bind/outputs.h"
 #include "out_of_memory.h"
-#include "packed_args.h"
-#include "partial_function.h"
 #include "registry.h"
 
 namespace tvm_partial {
 
 namespace {
 
-using detail::BoundList;
-
-/*! \brief The closure. All a call needs is computed at bind time: sorted positions, views of the
- *         bound values, the argument-count range, each slot's source for short calls. */
+// The closure. All a call needs is computed at bind time: sorted positions, views of the bound
+// values, the argument-count range, each slot's source for short calls.
 class PartialFunctionObj final : public ffi::FunctionObj {
  public:
-  PartialFunctionObj(ffi::Function target, BoundList bound, ffi::String name,
-                     ffi::Array<ffi::String> param_names, Outputs outputs = {})
-      : target_(std::move(target)),
-        bound_(std::move(bound)),
-        name_(std::move(name)),
-        param_names_(std::move(param_names)),
-        outputs_(std::move(outputs)) {
+  explicit PartialFunctionObj(detail::PartialParts parts) : parts_(std::move(parts)) {
+    const detail::Level& level = parts_.level;
     this->safe_call = SafeCall;
     this->cpp_call = reinterpret_cast<void*>(CppCall);
-    target_obj_ = static_cast<const ffi::FunctionObj*>(target_.get());
-    positions_.reserve(bound_.size());
-    views_.reserve(bound_.size());
-    for (const auto& [index, value] : bound_) {
-      positions_.push_back(index);
-      views_.push_back(*reinterpret_cast<const TVMFFIAny*>(&value));
+    target_obj_ = static_cast<const ffi::FunctionObj*>(parts_.target.get());
+    // Outputs take slots among the bound values (never at a bound position), filled per call.
+    positions_ = detail::TakenPositions(level.bound, level.outputs);
+    auto held = level.bound.begin();
+    for (int64_t position : positions_) {
+      const bool bound_here = held != level.bound.end() && held->first == position;
+      views_.push_back(bound_here ? *reinterpret_cast<const TVMFFIAny*>(&(held++)->second)
+                                  : TVMFFIAny{});
     }
-    // Outputs: slots among the bound ones, filled per call with fresh tensors.
-    for (const Output& o : outputs_) {
-      auto at = std::lower_bound(positions_.begin(), positions_.end(), o.position);
-      views_.insert(views_.begin() + (at - positions_.begin()), TVMFFIAny{});
-      positions_.insert(at, o.position);
-    }
-    for (const Output& o : outputs_) {
+    for (const Output& o : level.outputs) {
       output_slots_.push_back(static_cast<int32_t>(
           std::lower_bound(positions_.begin(), positions_.end(), o.position) - positions_.begin()));
     }
-    num_outputs_ = static_cast<int32_t>(outputs_.size());
-    if (num_outputs_ != 0) plan_ = detail::OutputPlan(outputs_, bound_, name_, param_names_);
+    num_outputs_ = static_cast<int32_t>(level.outputs.size());
+    if (num_outputs_ != 0) plan_ = detail::OutputPlan(level, parts_.name);
     num_bound_ = static_cast<int32_t>(positions_.size());  // bound values and outputs
     last_position_ = positions_.empty() ? -1 : positions_.back();
-    expected_args_ =
-        param_names_.empty() ? -1 : static_cast<int64_t>(param_names_.size()) - num_bound_;
-    // Valid counts form one range [min_args_, min_args_ + arg_span_]: one unsigned compare per
-    // call. With names the count is exact (bound positions were checked against them); without,
-    // the call must reach the last bound position and fit kMaxCallArgs with the bound ones.
-    // Bind-time checks (positions <= kMaxPosition, names <= kMaxCallArgs) keep both ends in
-    // [0, INT32_MAX], so the range computed in 64 bits is exact.
-    int64_t least, most;
-    if (expected_args_ >= 0) {
-      least = most = expected_args_;
-    } else {
-      least = std::max<int64_t>(last_position_ + 1 - num_bound_, 0);
-      most = detail::kMaxCallArgs - num_bound_;
-    }
+    const int64_t num_names = static_cast<int64_t>(level.param_names.size());
+    expected_args_ = num_names == 0 ? -1 : num_names - num_bound_;
+    // Valid counts form one range [min_args_, min_args_ + arg_span_]: exact with names (bound
+    // positions were checked against them); without, enough to reach the last bound position and
+    // at most kMaxCallArgs in all. Bind-time checks keep both ends in [0, INT32_MAX].
+    const int64_t least = expected_args_ >= 0
+                              ? expected_args_
+                              : std::max<int64_t>(last_position_ + 1 - num_bound_, 0);
+    const int64_t most = expected_args_ >= 0 ? expected_args_ : detail::kMaxCallArgs - num_bound_;
     TVM_FFI_ICHECK(0 <= least && least <= most && most <= detail::kMaxCallArgs);
     min_args_ = static_cast<uint32_t>(least);
     arg_span_ = static_cast<uint32_t>(most - least);
@@ -114,20 +95,16 @@ class PartialFunctionObj final : public ffi::FunctionObj {
     self->Call(caller, self->views_.data(), total, result);
   }
 
-  /*! \brief Calls of up to this many arguments (bound included) take the unrolled gather. */
+  // Calls of up to this many arguments (bound included) take the unrolled gather.
   static constexpr int64_t kGatherSlots = 16;
-  /*! \brief Calls of up to this many arguments (bound included) use no heap. */
+  // Calls of up to this many arguments (bound included) use no heap.
   static constexpr int64_t kInlineArgs = 32;
 
-  ffi::Function target_;
-  BoundList bound_;
-  ffi::String name_;
-  ffi::Array<ffi::String> param_names_;
-  Outputs outputs_;  // allocated per call and returned, in this order (bind/output_plan.h)
+  detail::PartialParts parts_;
 
  private:
-  /*! \brief Allocate the outputs, call, return them. A failed allocation is a MemoryError; the
-   *         wrapped function's errors pass through unchanged. */
+  // Allocate the outputs, call, return them. A failed allocation is a MemoryError; the wrapped
+  // function's errors pass through unchanged.
   TVM_FFI_NO_INLINE void CallWithOutputs(const TVMFFIAny* caller, int32_t num_args, int64_t total,
                                          ffi::Any* result) const {
     constexpr int32_t kInlineOutputs = 4;
@@ -158,8 +135,7 @@ class PartialFunctionObj final : public ffi::FunctionObj {
     plan_.Return(outs, result);
   }
 
-  /*! \brief Call the target with `total` arguments: the caller's, and `views` at the bound
-   *         positions. */
+  // Call the target with `total` arguments: the caller's, and `views` at the bound positions.
   TVM_FFI_INLINE void Call(const TVMFFIAny* caller, const TVMFFIAny* views, int64_t total,
                            ffi::Any* result) const {
     if (total > kGatherSlots) return CallSpread(caller, views, total, result);
@@ -202,7 +178,7 @@ class PartialFunctionObj final : public ffi::FunctionObj {
     for (int s = 0; s < kSlots; ++s) packed[s] = sources[source_[s]][index_[s]];
   }
 
-  /*! \brief Longer calls: copy the runs of caller arguments between bound positions. */
+  // Longer calls: copy the runs of caller arguments between bound positions.
   TVM_FFI_NO_INLINE void CallSpread(const TVMFFIAny* caller, const TVMFFIAny* views, int64_t total,
                                     ffi::Any* result) const {
     TVMFFIAny inline_slots[kInlineArgs];
@@ -228,13 +204,11 @@ class PartialFunctionObj final : public ffi::FunctionObj {
 
   [[noreturn]] TVM_FFI_NO_INLINE void ThrowBadCount(int32_t num_args) const {
     if (expected_args_ >= 0) {
-      std::ostringstream free;  // the parameters not bound (positions_ is sorted)
+      const ffi::Array<ffi::String>& names = parts_.level.param_names;
+      std::ostringstream free;  // the parameters not bound (every position taken is below names)
       bool first = true;
-      for (size_t i = 0; i < param_names_.size(); ++i) {
-        if (std::binary_search(positions_.begin(), positions_.end(), static_cast<int64_t>(i))) {
-          continue;
-        }
-        free << (first ? "" : ", ") << param_names_[i];
+      for (int64_t position : detail::FreePositions(positions_, names.size())) {
+        free << (first ? "" : ", ") << names[position];
         first = false;
       }
       TVM_FFI_THROW(TypeError) << DisplayName() << "() takes " << expected_args_ << " argument"
@@ -254,12 +228,12 @@ class PartialFunctionObj final : public ffi::FunctionObj {
   }
 
   std::string DisplayName() const {
-    return name_.empty() ? std::string("PartialApply") : std::string(name_);
+    return parts_.name.empty() ? std::string("PartialApply") : std::string(parts_.name);
   }
 
   const ffi::FunctionObj* target_obj_;
-  std::vector<int64_t> positions_;  // sorted bound positions
-  std::vector<TVMFFIAny> views_;    // non-owning views of bound_ values, same order
+  std::vector<int64_t> positions_;  // sorted positions of bound values and outputs
+  std::vector<TVMFFIAny> views_;    // non-owning views of the bound values (outputs: empty)
   int32_t num_bound_;
   int64_t last_position_;         // largest bound position, -1 when none
   int64_t expected_args_;         // caller argument count when the signature is known, else -1
@@ -267,61 +241,29 @@ class PartialFunctionObj final : public ffi::FunctionObj {
   uint32_t arg_span_;             // how many more it may pass (0 when the signature is known)
   uint8_t source_[kGatherSlots];  // slot s of a short call: 0 = caller argument, 1 = bound value
   uint8_t index_[kGatherSlots];   // ... and its index among the caller arguments or views_
-  int32_t num_outputs_ = 0;       // outputs_.size()
-  std::vector<int32_t> output_slots_;  // slot in views_ of each output, in outputs_ order
+  int32_t num_outputs_ = 0;
+  std::vector<int32_t> output_slots_;  // slot in views_ of each output, in their order
   detail::OutputPlan plan_;            // shapes, dtypes and device of the outputs
 };
 
-}  // namespace
-
-namespace detail {
-bool GetPartialParts(const ffi::Function& f, PartialParts* out) {
-  if (!f.defined() || f->safe_call != &PartialFunctionObj::SafeCall) return false;
-  const auto* self = static_cast<const PartialFunctionObj*>(f.get());
-  *out = PartialParts{self->target_, self->bound_, self->name_, self->param_names_, self->outputs_};
-  return true;
-}
-}  // namespace detail
-
-namespace {
-/*! \param original_names The full parameter list of the function a partial `f` wraps, for when
- *         `f` recorded none (see detail::Merge); empty: unknown. */
-ffi::Function MakePartial(ffi::Function f, BoundList bound, ffi::String name,
-                          ffi::Array<ffi::String> param_names, Outputs outputs,
+// `original_names`: the full parameter list of the function a partial `f` wraps, for when `f`
+// recorded none (detail::Merge); empty: unknown.
+ffi::Function MakePartial(ffi::Function f, detail::Level level, ffi::String name,
                           const ffi::Array<ffi::String>& original_names = {}) {
   if (!f.defined()) TVM_FFI_THROW(TypeError) << "PartialApply: the function to wrap is None";
   const std::string who = name.empty() ? "PartialApply" : std::string(name);
-  detail::Level level{std::move(bound), std::move(param_names), std::move(outputs)};
-  detail::PartialParts inner;
-  if (detail::GetPartialParts(f, &inner)) {
+  if (const detail::PartialParts* inner = detail::GetPartialParts(f)) {
     // Flatten: one closure around the original function, one hop per call.
-    level = detail::Merge(detail::Level{std::move(inner.bound), std::move(inner.param_names),
-                                        std::move(inner.outputs)},
-                          std::move(level), original_names, who);
-    if (name.empty()) name = inner.name;
-    f = inner.target;
+    level = detail::Merge(inner->level, std::move(level), original_names, who);
+    if (name.empty()) name = inner->name;
+    f = inner->target;  // copy-and-swap: safe though `inner` lives in the object `f` held
   } else {
     level = detail::CheckLevel(std::move(level), who);
   }
-  ffi::ObjectPtr<ffi::FunctionObj> closure =
-      ffi::make_object<PartialFunctionObj>(std::move(f), std::move(level.bound), std::move(name),
-                                           std::move(level.param_names), std::move(level.outputs));
+  ffi::ObjectPtr<ffi::FunctionObj> closure = ffi::make_object<PartialFunctionObj>(
+      detail::PartialParts{std::move(f), std::move(name), std::move(level)});
   return ffi::Function(std::move(closure));
 }
-}  // namespace
-
-ffi::Function PartialApply(ffi::Function f, Bindings bound, ffi::String name,
-                           ffi::Array<ffi::String> param_names) {
-  return PartialApply(std::move(f), std::move(bound), std::move(name), std::move(param_names), {});
-}
-
-ffi::Function PartialApply(ffi::Function f, Bindings bound, ffi::String name,
-                           ffi::Array<ffi::String> param_names, Outputs outputs) {
-  return MakePartial(std::move(f), detail::FromBindings(bound, "PartialApply"), std::move(name),
-                     std::move(param_names), std::move(outputs));
-}
-
-namespace {
 
 // runtime.PartialApply from Python: keys arrive untyped; outputs as detail::OutputsFromAny reads
 // them, original_names as MakePartial takes them.
@@ -336,11 +278,31 @@ void PartialApplyPacked(ffi::PackedArgs args, ffi::Any* rv) {
   auto name = detail::OptionalArg<ffi::String>(args, 2);
   auto names = detail::OptionalArg<ffi::Array<ffi::String>>(args, 3);
   Outputs outputs = args.size() > 4 ? detail::OutputsFromAny(args[4], "PartialApply") : Outputs();
-  *rv = MakePartial(f, detail::FromAnyMap(raw, "PartialApply"), name, names, std::move(outputs),
+  *rv = MakePartial(f, {detail::FromAnyMap(raw, "PartialApply"), names, std::move(outputs)}, name,
                     detail::OptionalArg<ffi::Array<ffi::String>>(args, 5));
 }
 
 }  // namespace
+
+namespace detail {
+const PartialParts* GetPartialParts(const ffi::Function& f) {
+  if (!f.defined() || f->safe_call != &PartialFunctionObj::SafeCall) return nullptr;
+  return &static_cast<const PartialFunctionObj*>(f.get())->parts_;
+}
+}  // namespace detail
+
+ffi::Function PartialApply(ffi::Function f, Bindings bound, ffi::String name,
+                           ffi::Array<ffi::String> param_names) {
+  return PartialApply(std::move(f), std::move(bound), std::move(name), std::move(param_names), {});
+}
+
+ffi::Function PartialApply(ffi::Function f, Bindings bound, ffi::String name,
+                           ffi::Array<ffi::String> param_names, Outputs outputs) {
+  return MakePartial(
+      std::move(f),
+      {detail::FromBindings(bound, "PartialApply"), std::move(param_names), std::move(outputs)},
+      std::move(name));
+}
 
 TVM_FFI_STATIC_INIT_BLOCK() {
   detail::RegisterPackedGlobalOnce<ffi::Function>("runtime.PartialApply", &PartialApplyPacked);

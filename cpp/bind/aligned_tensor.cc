@@ -53,7 +53,7 @@ std::string ShapeString(const ffi::Shape& shape) {
 
 namespace {
 
-/*! \brief The byte size of a contiguous tensor of `shape` and `dtype`, checked. */
+// The byte size of a contiguous tensor of `shape` and `dtype`, checked.
 uint64_t CheckedBytes(const ffi::Shape& shape, DLDataType dtype) {
   uint64_t numel = 1;
   bool overflow = false, empty = false;  // a 0 extent makes any product of the others 0 bytes

@@ -17,17 +17,14 @@
 namespace tvm_partial {
 namespace detail {
 
-/*! \brief The alignment of the tensors bind time makes (TVM kernels assume it). */
+// The alignment of the tensors bind time makes (TVM kernels assume it).
 constexpr size_t kTensorAlignment = 64;
 
-/*!
- * \brief The bytes `numel` elements of `dtype` take contiguously, sub-byte dtypes packed and
- *        rounded up (as tvm-ffi's GetDataSize, but exact: its bit count wraps past 2^61 bytes).
- * \return false when that is 2^63 bytes or more (sizes are int64).
- */
+// The bytes `numel` elements of `dtype` take contiguously, sub-byte dtypes packed and rounded up
+// (as tvm-ffi's GetDataSize, whose bit count wraps past 2^61 bytes); false from 2^63 bytes on.
 bool TensorBytes(uint64_t numel, DLDataType dtype, uint64_t* bytes);
 
-/*! \brief `(2, 3)`, `(4,)`: a shape as Python prints a tuple. */
+// `(2, 3)`, `(4,)`: a shape as Python prints a tuple.
 std::string ShapeString(const ::tvm::ffi::Shape& shape);
 
 }  // namespace detail

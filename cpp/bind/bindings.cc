@@ -46,7 +46,6 @@ void CheckPosition(int64_t index, const std::string& who, const std::string& sho
 
 BoundList FromAnyMap(const ffi::Map<ffi::Any, ffi::Any>& raw, const std::string& who) {
   BoundList list;
-  list.reserve(raw.size());
   for (const auto& [key, value] : raw) {
     // bool converts to int implicitly in the FFI; a position must be a real integer.
     if (key.type_index() != ffi::TypeIndex::kTVMFFIInt) {
@@ -57,20 +56,15 @@ BoundList FromAnyMap(const ffi::Map<ffi::Any, ffi::Any>& raw, const std::string&
       TVM_FFI_THROW(TypeError) << who << ": bound key " << shown
                                << " is not an integer position (positions are ints >= 0)";
     }
-    int64_t index = key.cast<int64_t>();
-    CheckPosition(index, who);
-    list.emplace_back(index, value);
+    CheckPosition(key.cast<int64_t>(), who);
+    list.emplace_back(key.cast<int64_t>(), value);
   }
   return SortAndCheckUnique(std::move(list), who);
 }
 
 BoundList FromBindings(const Bindings& bound, const std::string& who) {
-  BoundList list;
-  list.reserve(bound.size());
-  for (const auto& [index, value] : bound) {
-    CheckPosition(index, who);
-    list.emplace_back(index, value);
-  }
+  BoundList list(bound.begin(), bound.end());
+  for (const auto& entry : list) CheckPosition(entry.first, who);
   return SortAndCheckUnique(std::move(list), who);
 }
 

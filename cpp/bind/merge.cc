@@ -21,7 +21,7 @@ namespace detail {
 
 namespace {
 
-/*! \brief Names to merge with: `inner_names`, else `original` if given and fitting, else none. */
+// Names to merge with: `inner_names`, else `original` if given and fitting, else none.
 ffi::Array<ffi::String> InnerNames(const std::vector<int64_t>& taken,
                                    const ffi::Array<ffi::String>& inner_names,
                                    const ffi::Array<ffi::String>& outer_names,
@@ -49,8 +49,8 @@ ffi::Array<ffi::String> InnerNames(const std::vector<int64_t>& taken,
   return original;
 }
 
-/*! \brief Names after the merge: `inner_names`, else `outer_names` with "arg<i>" at the taken
- *         positions when they fit, else none. */
+// Names after the merge: `inner_names`, else `outer_names` with "arg<i>" at the taken positions
+// when they fit, else none.
 ffi::Array<ffi::String> MergeNames(const std::vector<int64_t>& taken,
                                    const ffi::Array<ffi::String>& inner_names,
                                    const ffi::Array<ffi::String>& outer_names) {
@@ -71,14 +71,12 @@ ffi::Array<ffi::String> MergeNames(const std::vector<int64_t>& taken,
   return j == taken.size() ? names : ffi::Array<ffi::String>();
 }
 
-/*! \brief The outer bindings at their wrapped positions, checked against a call's reach and
- *         (`num_names` > 0) the parameters. */
+// The outer bindings at their wrapped positions, checked against a call's reach and (`num_names`
+// > 0) the parameters. Argument q lands at q + j, j counting taken positions below it; both lists
+// are sorted, so j only grows: one pass.
 BoundList Place(const std::vector<int64_t>& taken, const BoundList& outer, size_t num_names,
                 const std::string& who) {
-  // Argument q lands at q + j, j counting taken positions below it; both lists are sorted, so j
-  // only grows: one pass.
   BoundList placed;
-  placed.reserve(outer.size());
   size_t j = 0;
   for (const auto& [q, value] : outer) {
     // Unsigned: q is non-negative (checked) and j counts list entries, so the sum cannot wrap.
@@ -122,12 +120,10 @@ Level Merge(const Level& inner, Level outer, const ffi::Array<ffi::String>& orig
       MergeNames(taken, InnerNames(taken, inner.param_names, outer.param_names, original, who),
                  outer.param_names);
   const BoundList placed = Place(taken, outer.bound, merged.param_names.size(), who);
-  merged.bound.reserve(inner.bound.size() + placed.size());
   std::merge(inner.bound.begin(), inner.bound.end(), placed.begin(), placed.end(),
              std::back_inserter(merged.bound),
              [](const auto& a, const auto& b) { return a.first < b.first; });
   merged.outputs = inner.outputs;
-  merged.outputs.reserve(inner.outputs.size() + outer.outputs.size());
   for (Output o : outer.outputs) {
     o.position = ToWrapped(taken, o.position);
     for (OutputDim& dim : o.shape) {

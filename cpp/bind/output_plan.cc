@@ -2,14 +2,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file bind/output_plan.cc
- * \brief What the closure does per call for its outputs, planned at bind time (output_plan.h).
+ * \brief What the closure does per call for its outputs, planned at bind time (outputs.h).
  */
-#include "bind/output_plan.h"
-
 #include <tvm/ffi/container/shape.h>
 #include <tvm/ffi/dtype.h>
 #include <tvm/ffi/error.h>
 
+#include <algorithm>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -17,38 +16,34 @@
 #include <vector>
 
 #include "bind/aligned_tensor.h"
+#include "bind/merge.h"
 #include "bind/outputs.h"
 #include "out_of_memory.h"
 
 namespace tvm_partial {
 namespace detail {
 
-OutputPlan::OutputPlan(const Outputs& outputs, const BoundList& bound, const ffi::String& name,
-                       const ffi::Array<ffi::String>& names)
-    : name_(name.empty() ? std::string("PartialApply") : std::string(name)), names_(names) {
-  for (const auto& entry : bound) {
+OutputPlan::OutputPlan(const Level& level, const ffi::String& name)
+    : name_(name.empty() ? std::string("PartialApply") : std::string(name)),
+      names_(level.param_names) {
+  for (const auto& entry : level.bound) {
     if (auto tensor = entry.second.try_cast<ffi::Tensor>()) {
       default_device_ = tensor->GetDLTensorPtr()->device;
       break;
     }
   }
-  taken_ = TakenPositions(bound, outputs);
-  for (const Output& o : outputs) {
+  taken_ = TakenPositions(level.bound, level.outputs);
+  for (const Output& o : level.outputs) {
     Spec spec{o.position, o.dtype, {}, std::nullopt};
-    std::vector<int64_t> extents;
-    for (const OutputDim& dim : o.shape) {
-      if (dim.arg < 0) {
-        spec.dims.push_back(Dim{dim.value, -1, 0});
-        extents.push_back(dim.value);
-      } else {
-        spec.dims.push_back(Dim{-1, static_cast<int32_t>(ToCaller(taken_, dim.arg)),
-                                static_cast<int32_t>(dim.value)});
-      }
+    for (const OutputDim& dim : o.shape) {  // a static extent is >= 0 (CheckOutputs)
+      spec.dims.push_back(dim.arg < 0 ? Dim{dim.value, -1, 0}
+                                      : Dim{-1, static_cast<int32_t>(ToCaller(taken_, dim.arg)),
+                                            static_cast<int32_t>(dim.value)});
     }
-    if (extents.size() == o.shape.size()) {
-      // All static: checked once; every call reuses the shape.
-      spec.shape = ffi::Shape(extents);
-      ResolveShape(spec, nullptr, 0);
+    // All static: checked once; every call reuses the shape.
+    if (std::all_of(spec.dims.begin(), spec.dims.end(),
+                    [](const Dim& d) { return d.extent >= 0; })) {
+      spec.shape = ResolveShape(spec, nullptr, 0);
     }
     specs_.push_back(std::move(spec));
   }
@@ -114,7 +109,6 @@ ffi::Shape OutputPlan::ResolveShape(const Spec& spec, const TVMFFIAny* caller,
                               << " elements of " << ffi::DLDataTypeToString(spec.dtype)
                               << " takes 2^63 bytes or more, more than a tensor can hold";
   }
-  if (spec.shape.has_value()) return *spec.shape;
   return ffi::Shape(extents, extents + spec.dims.size());
 }
 
@@ -129,8 +123,10 @@ void OutputPlan::Allocate(const TVMFFIAny* caller, int32_t num_args, ffi::Any* o
   for (size_t k = 0; k < specs_.size(); ++k) {
     const Spec& spec = specs_[k];
     ffi::Shape shape = spec.shape.has_value() ? *spec.shape : ResolveShape(spec, caller, num_args);
+    std::string why;
     try {
       out[k] = AlignedEmpty(std::move(shape), spec.dtype, device);
+      continue;
     } catch (const ffi::Error& err) {
       if (!IsOutOfMemory(err)) {
         // Not memory (a dead RPC server, a vanished device): pass on its kind and words.
@@ -139,19 +135,15 @@ void OutputPlan::Allocate(const TVMFFIAny* caller, int32_t num_args, ffi::Any* o
             name_ + "(): allocating output " + Label(spec.position) + ": " + err.message(),
             err.backtrace());
       }
-      ThrowNoMemory(spec, err.message());
+      why = err.message();
     } catch (const std::bad_alloc& err) {
-      ThrowNoMemory(spec, err.what());
+      why = err.what();
     } catch (const std::length_error& err) {
-      ThrowNoMemory(spec, err.what());
+      why = err.what();
     }
+    TVM_FFI_THROW(MemoryError) << name_ << "(): cannot allocate output " << Label(spec.position)
+                               << ": " << why;
   }
-}
-
-void OutputPlan::ThrowNoMemory(const Spec& spec, const std::string& why) const {
-  TVM_FFI_THROW(MemoryError) << name_ << "(): cannot allocate output " << Label(spec.position)
-                             << ": " << why;
-  TVM_FFI_UNREACHABLE();
 }
 
 void OutputPlan::Return(ffi::Any* outs, ffi::Any* result) const {

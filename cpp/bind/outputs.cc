@@ -25,12 +25,7 @@ const ffi::Any* FindBound(const BoundList& bound, int64_t position) {
   return it != bound.end() && it->first == position ? &it->second : nullptr;
 }
 
-bool IsOutput(const Outputs& outputs, int64_t position) {
-  return std::any_of(outputs.begin(), outputs.end(),
-                     [&](const Output& o) { return o.position == position; });
-}
-
-/*! \brief Checks of one level that need neither bound values nor names. */
+// Checks of one level that need no bound values.
 void CheckShapes(const Outputs& outputs, const std::string& who,
                  const ffi::Array<ffi::String>& names) {
   for (size_t k = 0; k < outputs.size(); ++k) {
@@ -68,7 +63,7 @@ void CheckShapes(const Outputs& outputs, const std::string& who,
   }
 }
 
-/*! \brief Position checks shared by binding and loading; `is_bound(p)`: whether p is bound. */
+// Position checks shared by binding and loading; `is_bound(p)`: whether p is bound.
 template <typename IsBound>
 void CheckPositions(const Outputs& outputs, IsBound is_bound, size_t num_names,
                     const ffi::Array<ffi::String>& names, const std::string& who, bool loading) {
@@ -92,7 +87,8 @@ void CheckPositions(const Outputs& outputs, IsBound is_bound, size_t num_names,
       const std::string where = who + ": " + label + " dimension " + std::to_string(d) +
                                 " refers to axis " + std::to_string(dim.value) + " of " +
                                 ParamLabel(dim.arg, names);
-      if (IsOutput(outputs, dim.arg)) {
+      if (std::any_of(outputs.begin(), outputs.end(),
+                      [&](const Output& other) { return other.position == dim.arg; })) {
         TVM_FFI_THROW(ValueError) << where << ", which is an output, not an input";
       }
       if (is_bound(dim.arg)) {
@@ -148,23 +144,23 @@ void ValidateRecordedOutputs(const Outputs& outputs, const std::vector<int64_t>&
 Outputs OutputsFromAny(const ffi::Any& raw, const std::string& who) {
   Outputs outputs;
   if (raw == nullptr) return outputs;
+  auto refuse = [&] {
+    TVM_FFI_THROW(TypeError)
+        << who
+        << ": outputs must be a list of [position, dtype, [[arg or -1, axis or extent], ...]]";
+  };
   auto list = raw.try_cast<ffi::Array<ffi::Any>>();
-  const char* expected =
-      "outputs must be a list of [position, dtype, [[arg or -1, axis or extent], ...]]";
-  if (!list.has_value()) TVM_FFI_THROW(TypeError) << who << ": " << expected;
+  if (!list.has_value()) refuse();
   for (const ffi::Any& item : *list) {
     auto entry = item.try_cast<ffi::Array<ffi::Any>>();
-    if (!entry.has_value() || entry->size() != 3)
-      TVM_FFI_THROW(TypeError) << who << ": " << expected;
+    if (!entry.has_value() || entry->size() != 3) refuse();
     auto position = (*entry)[0].try_cast<int64_t>();
     auto dtype = (*entry)[1].try_cast<ffi::String>();
     auto dims = (*entry)[2].try_cast<ffi::Array<ffi::Array<int64_t>>>();
-    if (!position.has_value() || !dtype.has_value() || !dims.has_value()) {
-      TVM_FFI_THROW(TypeError) << who << ": " << expected;
-    }
+    if (!position.has_value() || !dtype.has_value() || !dims.has_value()) refuse();
     Output o{*position, ffi::StringToDLDataType(*dtype), {}};
     for (const ffi::Array<int64_t>& dim : *dims) {
-      if (dim.size() != 2) TVM_FFI_THROW(TypeError) << who << ": " << expected;
+      if (dim.size() != 2) refuse();
       o.shape.push_back(OutputDim{dim[0], dim[1]});
     }
     outputs.push_back(std::move(o));
