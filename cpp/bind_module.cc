@@ -37,8 +37,6 @@ namespace tvm_partial {
 
 namespace {
 
-using detail::BoundList;
-
 // `originals`: per function, its full parameter list for when the inner partial module recorded
 // none (detail::Merge).
 ffi::Module MakePartialModule(
@@ -87,7 +85,7 @@ ffi::Module MakePartialModule(
 // One function's record, its positions checked against its names (when given).
 format::FunctionRecord MakeRecord(const ffi::String& name,
                                   const ffi::Map<ffi::String, ffi::Array<ffi::String>>& names,
-                                  BoundList bound, Outputs outputs = {}) {
+                                  detail::BoundList bound, Outputs outputs = {}) {
   const std::string who = "PartialApplyModule('" + std::string(name) + "')";
   format::FunctionRecord r{name, names.Get(name).value_or(ffi::Array<ffi::String>()),
                            std::move(bound)};
