@@ -14,8 +14,6 @@ import tvm_ffi
 from . import _facts
 from . import output_specs as _outputs
 
-#: The module kind of a partial module (cpp/partial_module.cc).
-_KIND = "partial_apply"
 #: Bound strings and objects are cut to this many characters.
 _TEXT_LIMIT = 60
 
@@ -42,49 +40,39 @@ def describe(obj: tvm_ffi.Function | tvm_ffi.Module) -> str:
     anything that is not a partial of this library, as ``bindings()`` raises.
     """
     facts = _facts.of(obj, "describe")
-    held, names = facts.bindings, facts.names
-    notes = _tied(facts.payloads)
-    _add_shards(facts, notes)
+    held, names, notes = facts.bindings, facts.names, _notes(facts)
     if isinstance(obj, tvm_ffi.Function):
-        return "partial function" + _function(
-            held[""], names.get("", []), _outputs.outputs(obj), "", notes.get("", {})
-        )
-    allocated = _outputs.outputs(obj)
+        allocated = _outputs.outputs(obj)
+        return "partial function" + _function(held[""], names.get("", []), allocated, "", notes.get("", {}))
+    outs = _outputs.outputs(obj)
     count = f"{len(held)} function{'' if len(held) == 1 else 's'} with bindings"
-    lines = [f"{_KIND} module over {_wrapped(facts.code)}, {count}"]
-    for fname in sorted(str(f) for f in held):
-        shown = _function(
-            held[fname], names.get(fname, []), allocated.get(fname, []), "  ", notes.get(fname, {})
-        )
+    lines = [f"partial_apply module over {_wrapped(facts.code)}, {count}"]
+    for fname in sorted(held):
+        shown = _function(held[fname], names.get(fname, []), outs.get(fname, []), "  ", notes.get(fname, {}))
         lines.append(f"  {fname}{shown}")
     return "\n".join(lines)
 
 
-def _tied(numbers: dict[str, dict[int, int]]) -> dict[str, dict[int, str]]:
-    """{function: {position: note}} for each repeat place of a tensor bound in several places
-    (same ``Facts.payloads`` number): where it was bound first."""
+def _notes(facts: _facts.Facts) -> dict[str, dict[int, str]]:
+    """{function: {position: note}}: where a tensor bound in several places (same ``Facts.payloads``
+    number) was bound first, and how a tensor bound with ``shards=`` is split (a rank's view: whose)."""
     first: dict[int, str] = {}
-    out: dict[str, dict[int, str]] = {}
-    for fname in sorted(numbers):
-        for position in sorted(numbers[fname]):
-            n = numbers[fname][position]
+    notes: dict[str, dict[int, str]] = {}
+    for fname in sorted(facts.payloads):
+        for position, n in sorted(facts.payloads[fname].items()):
             if n in first:
-                out.setdefault(fname, {})[position] = f"the tensor bound at {first[n]}"
+                notes.setdefault(fname, {})[position] = f"the tensor bound at {first[n]}"
             else:
                 first[n] = f"{fname}[{position}]"  # "[0]" for a partial function's
-    return out
-
-
-def _add_shards(facts: _facts.Facts, notes: dict[str, dict[int, str]]) -> None:
-    """Where a tensor bound with ``shards=`` is split (a rank's view: which rank's shard)."""
     rank = facts.shard_rank
     for fname, shards in facts.shards.items():
         for position, dim, world, segments in shards:
             blocks = f" in {segments} blocks" if segments > 1 else ""
             split = f"split along dim {dim}{blocks} over {world} ranks"
-            notes.setdefault(str(fname), {})[position] = (
+            notes.setdefault(fname, {})[position] = (
                 f"rank {rank}'s shard of a tensor {split}" if rank >= 0 else split
             )
+    return notes
 
 
 def _wrapped(code: tvm_ffi.Module | None) -> str:
@@ -104,27 +92,27 @@ def _function(
     """``(a, b) -> out`` and one line per bound position and per output."""
     bound = {int(i): v for i, v in bound.items()}
     outs = {int(o["position"]): o for o in allocated}
+    named = dict(enumerate(names))
     if names:
-        passed = [n for i, n in enumerate(names) if i not in bound and i not in outs]
-        head = f"({', '.join(passed)})"
+        head = f"({', '.join(n for i, n in named.items() if i not in bound and i not in outs)})"
     else:  # a function bound without a signature: its other parameters are not known here
         head = "(...)"
     if outs:
-        head += " -> " + ", ".join(_name(names, p) or f"[{p}]" for p in sorted(outs))
+        head += " -> " + ", ".join(named.get(p) or f"[{p}]" for p in sorted(outs))
     lines = [head]
     for position in sorted(bound):
-        label = " ".join(filter(None, (f"[{position}]", _name(names, position))))
         shared = f" ({notes[position]})" if position in notes else ""
-        lines.append(f"{indent}  {label} = {_value(bound[position])}{shared}")
+        lines.append(f"{indent}  {_label(named, position)} = {_value(bound[position])}{shared}")
     for position in sorted(outs):
-        label = " ".join(filter(None, (f"[{position}]", _name(names, position))))
         dims = ", ".join(str(_outputs.dim_text(d, names)) for d in outs[position]["shape"])
-        lines.append(f"{indent}  {label}: {outs[position]['dtype']}[{dims}] allocated per call")
+        lines.append(
+            f"{indent}  {_label(named, position)}: {outs[position]['dtype']}[{dims}] allocated per call"
+        )
     return "\n".join(lines)
 
 
-def _name(names: list[str], position: int) -> str:
-    return names[position] if position < len(names) else ""
+def _label(named: dict[int, str], position: int) -> str:
+    return " ".join(filter(None, (f"[{position}]", named.get(position))))
 
 
 def _value(value: Any) -> str:
@@ -134,14 +122,9 @@ def _value(value: Any) -> str:
         return f"{value.dtype}[{shape}]@{value.device}"
     if value is None or isinstance(value, (bool, int, float)):
         return repr(value)
-    if isinstance(value, str):
-        return _cut(repr(value))
     if isinstance(value, tvm_ffi.Function):
         return "ffi.Function"
     if isinstance(value, tvm_ffi.Module):
         return f"module of kind {value.kind}"
-    return _cut(repr(value))
-
-
-def _cut(text: str) -> str:
+    text = repr(value)  # a string or another object, cut
     return text if len(text) <= _TEXT_LIMIT else text[: _TEXT_LIMIT - 3] + "..."

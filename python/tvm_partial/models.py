@@ -2,8 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """``from_exported_program`` and ``from_onnx``: TVM's frontend, then ``main`` rewritten so every tensor of
 the model's state is a parameter named by its key, after the data inputs (a state_dict or ONNX file swaps in
-without recompiling). What no key names (non-persistent buffers, lifted constants) and what the frontend read
-at import (an ONNX Slice's bounds) stay in the code as copies, aliasing no framework memory. The record
+without recompiling); the rest stays in the code as copies, aliasing no framework memory. The record
 (``RECORD_FUNCTION``) is ``(JSON, tensor, ...)``: data inputs, tied aliases, then the compiled-in tensors;
 partial() and the loaders read it to bind by the model's names and refuse values the code cannot take."""
 
@@ -52,8 +51,8 @@ def from_exported_program(exported_program: Any, **options: Any) -> Any:
         spec = kinds.get(var_name)
         return None if spec is None or spec.kind.name == "USER_INPUT" else ties.get(str(spec.target))
 
-    def of_constant(data: Any) -> str | None:
-        return by_memory.get((data.data_ptr(), tuple(int(d) for d in data.shape), str(data.dtype)))
+    def of_constant(data: Any) -> str | None:  # a tvm tensor
+        return by_memory.get(_memory(data))
 
     held = _convert.Held(tvm_ffi.device("cpu", 0))  # the compiled-in tensors, aligned copies of their own
     for key, t in constants.items():
@@ -144,15 +143,14 @@ def _rewrite(
     data; ``compiled``: {name: tensor} kept in the code; ``by_var``: {var name: name in ``compiled``}."""
     import tvm
     from tvm import relax
+    from tvm.script import relax as R
 
     main = mod["main"]
     made: dict[str, Any] = {}
     constants = {name: relax.const(value) for name, value in compiled.items()}
 
     def parameter(key: str, ty: Any) -> Any:
-        if key not in made:
-            made[key] = relax.Var(key, ty)
-        return made[key]
+        return made.setdefault(key, relax.Var(key, ty))
 
     replace: dict[Any, Any] = {}
     inputs = []
@@ -188,7 +186,10 @@ def _rewrite(
     body = Rewrite().visit_expr(main.body)
     for key in dict.fromkeys(ties.values()):  # a state tensor the code never reads
         if key not in made:
-            made[key] = relax.Var(key, _tensor_type(state[key]))
+            t = state[key]
+            made[key] = relax.Var(
+                key, R.Tensor(tuple(int(d) for d in t.shape), str(t.dtype).replace("torch.", ""))
+            )
     order = list(dict.fromkeys(ties[key] for key in state))
     # No "num_input": the VM checks every parameter per call; its annotations let partial() check at bind.
     attrs = {str(k): v for k, v in main.attrs.items() if str(k) not in ("params", "num_input")}
@@ -210,12 +211,6 @@ def _rewrite(
     return mod
 
 
-def _tensor_type(tensor: Any) -> Any:
-    from tvm.script import relax as R
-
-    return R.Tensor(tuple(int(d) for d in tensor.shape), str(tensor.dtype).replace("torch.", ""))
-
-
 def _refuse_option(options: dict[str, Any], name: str, entry: str) -> None:
     if name in options and options.pop(name) is not True:
         raise ValueError(
@@ -225,7 +220,7 @@ def _refuse_option(options: dict[str, Any], name: str, entry: str) -> None:
 
 
 def _memory(tensor: Any) -> tuple[int, tuple[int, ...], str]:
-    """What a torch tensor's data is, as a tvm tensor wrapping it without a copy shows it."""
+    """What a torch tensor's data is, as a tvm tensor wrapping it without a copy shows it (both alike)."""
     return tensor.data_ptr(), tuple(int(d) for d in tensor.shape), str(tensor.dtype).replace("torch.", "")
 
 
@@ -236,13 +231,7 @@ def _torch_ties(state: dict[str, Any]) -> dict[str, str]:
     for key, t in state.items():
         if getattr(t, "is_meta", False) or not t.numel():
             out[key] = key
-            continue
-        identity = (
-            t.untyped_storage().data_ptr(),
-            t.storage_offset(),
-            tuple(t.shape),
-            tuple(t.stride()),
-            str(t.dtype),
-        )
-        out[key] = first.setdefault(identity, key)
+        else:
+            where = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), tuple(t.stride()))
+            out[key] = first.setdefault((*where, str(t.dtype)), key)
     return out

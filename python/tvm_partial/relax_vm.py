@@ -24,12 +24,9 @@ _CPU = int(tvm_ffi.DLDeviceType.kDLCPU)
 def executable_module(target: Any) -> tvm_ffi.Module | None:
     """The ``relax.VMExecutable`` module of ``target`` (what ``tvm.compile`` returns for a Relax
     IRModule, or ``tvm.runtime.load_module`` of an exported one), or None."""
-    mod = (
-        getattr(target, "mod", target) if type(target).__name__ in ("Executable", "VMExecutable") else target
-    )
-    if isinstance(mod, tvm_ffi.Module) and mod.kind == "relax.VMExecutable":
-        return mod
-    return None
+    if type(target).__name__ in ("Executable", "VMExecutable"):
+        target = getattr(target, "mod", target)
+    return target if isinstance(target, tvm_ffi.Module) and target.kind == "relax.VMExecutable" else None
 
 
 #: Module kinds of device code in an executable's import tree -> the device type they run on.
@@ -38,14 +35,11 @@ _DEVICE_CODE = {"cuda": 2, "opencl": 4, "vulkan": 7, "metal": 8, "hip": 10, "roc
 
 def _device_code_kinds(mod: tvm_ffi.Module, seen: set[int] | None = None) -> set[str]:
     seen = set() if seen is None else seen
-    kinds = set()
+    kinds: set[str] = set()
     for sub in mod.imports:
-        if id(sub) in seen:
-            continue
-        seen.add(id(sub))
-        if sub.kind in _DEVICE_CODE:
-            kinds.add(sub.kind)
-        kinds |= _device_code_kinds(sub, seen)
+        if id(sub) not in seen:
+            seen.add(id(sub))
+            kinds |= ({sub.kind} if sub.kind in _DEVICE_CODE else set()) | _device_code_kinds(sub, seen)
     return kinds
 
 
@@ -161,11 +155,9 @@ def _annotations(mod: tvm_ffi.Module, name: str) -> dict[tuple[int, str], tuple[
         return {}
     found: dict[tuple[int, str], tuple[str, tuple[int | None, ...]]] = {}
     for m in _CONTEXT.finditer(str(stats())):
-        if m["fn"] != name:
-            continue
-        dims = [d.strip() for d in m["shape"].split(",") if d.strip()]
-        shape = tuple(int(d) if d.isdigit() else None for d in dims)
-        found[(int(m["index"]), m["name"])] = (m["dtype"], shape)
+        if m["fn"] == name:
+            shape = tuple(int(d) if d.strip().isdigit() else None for d in m["shape"].split(",") if d.strip())
+            found[(int(m["index"]), m["name"])] = (m["dtype"], shape)
     return found
 
 

@@ -1,7 +1,6 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""``export_library``: a module and its imports as one deploy library (code and bound constants),
-each file written under a new name and renamed into place."""
+"""``export_library``: a module and its imports as one deploy library (code and bound constants)."""
 
 from __future__ import annotations
 

@@ -71,8 +71,5 @@ def load(
         raise ValueError("weights_file is empty: name a safetensors file or index (or leave it out)")
     # One descriptor, by real path (as tvm.runtime.load_module): C++ loads it and proves it maps it.
     real = os.path.realpath(path)
-    fd = open_regular(path)
-    try:
+    with open_regular(path) as fd:
         return _ffi_api.LoadArtifact(real, fd, weights, shard)
-    finally:
-        os.close(fd)

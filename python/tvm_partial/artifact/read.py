@@ -5,10 +5,11 @@ loader's rules; here it is opened once (never blocking on a FIFO) and the answer
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import tvm_ffi
@@ -23,27 +24,24 @@ def _refuse_non_regular(path: str, mode: int, what: str) -> None:
         raise ValueError(f"{what} {path} is {kind}, not a regular file; give the path of a file")
 
 
-def open_regular(path: str, what: str = "artifact") -> int:
-    """A descriptor of the regular file at ``path`` (checked before and after it is opened, so a
-    FIFO never blocks the open); the caller closes it."""
+@contextlib.contextmanager
+def open_regular(path: str, what: str = "artifact") -> Iterator[int]:
+    """``with open_regular(path) as fd``: a descriptor of the regular file at ``path`` (checked
+    before and after it is opened, so a FIFO never blocks the open), closed after."""
     _refuse_non_regular(path, os.stat(path).st_mode, what)
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         _refuse_non_regular(path, os.fstat(fd).st_mode, what)
-    except BaseException:
+        yield fd
+    finally:
         os.close(fd)
-        raise
-    return fd
 
 
 def read_file(ask: Callable[..., Any], path: str, *args: Any, what: str = "artifact") -> Any:
     """``ask(path, fd, *args)`` (a C++ global) with the regular file at ``path`` open once as
     ``fd`` (every read is of that file), its answer as plain lists, dicts, ints and strs."""
-    fd = open_regular(path, what)
-    try:
+    with open_regular(path, what) as fd:
         return plain(ask(path, fd, *args))
-    finally:
-        os.close(fd)
 
 
 def plain(value: Any) -> Any:

@@ -120,7 +120,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _rank_world(text: str) -> tuple[int, int]:
+def _rank_world(text: str) -> tuple[int, int] | None:
     """``--shard 1/2`` -> (1, 2)."""
     from ..artifact.read import rank_world_of
 
@@ -128,11 +128,9 @@ def _rank_world(text: str) -> tuple[int, int]:
     if not sep or not rank.isdigit() or not world.isdigit():
         raise argparse.ArgumentTypeError(f"--shard takes RANK/WORLD (such as 0/2), got {text!r}")
     try:
-        checked = rank_world_of((int(rank), int(world)))
+        return rank_world_of((int(rank), int(world)))  # a pair, never None
     except ValueError as err:
         raise argparse.ArgumentTypeError(f"--shard {text}: {err}") from None
-    assert checked is not None
-    return checked
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -166,11 +164,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    if args.out is not None:
-        problem = _unwritable_folder(args.out)
-        if problem:
-            print(f"tvm-partial demo: --out {args.out}: {problem}", file=sys.stderr)
-            return EXIT_UNREADABLE
+    if args.out is not None and (problem := _unwritable_folder(args.out)):
+        print(f"tvm-partial demo: --out {args.out}: {problem}", file=sys.stderr)
+        return EXIT_UNREADABLE
     if args.relax:
         from .demo import relax
 

@@ -22,16 +22,15 @@ def format_verify(report: dict, quiet: bool = False) -> str:
             f"{format_size(p['bytes'])} at file offset {p['file_offset']}{where} ({p['placement']}) "
             "do not match their recorded hash"
         )
-    if report["intact"]:
-        if not quiet:
-            lines.append(
-                f"{report['path']}: intact: {report['checked']} payloads, {format_size(report['bytes'])}, "
-                "match their recorded hashes"
-            )
-    else:
+    if not report["intact"]:
         lines.append(
             f"{report['path']}: {len(report['damaged'])} of {report['checked']} payloads damaged; "
             "copy or export the artifact again"
+        )
+    elif not quiet:
+        lines.append(
+            f"{report['path']}: intact: {report['checked']} payloads, {format_size(report['bytes'])}, "
+            "match their recorded hashes"
         )
     return "\n".join(lines)
 
@@ -63,8 +62,7 @@ def format_inspect(info: dict, listed: int | None = LISTED) -> str:
         )
     elif info.get("kind") == "save_to_bytes":
         lines.append("  the bindings alone, without code: tvm_partial.load_from_bytes(data, compiled_module)")
-    region = info.get("region")
-    if region is not None:
+    if (region := info.get("region")) is not None:
         where = {"appended": "appended", "weights file": "in its weights file"}.get(region["placement"], "")
         intact = (
             "header and trailer intact, inside the file"
@@ -75,14 +73,12 @@ def format_inspect(info: dict, listed: int | None = LISTED) -> str:
             f"  payload region {where} at file offset {region['file_offset']}, "
             f"{format_size(region['bytes'])} ({intact})"
         )
-        weights = region.get("weights_file")
-        if weights is not None:
+        if (weights := region.get("weights_file")) is not None:
             lines.append(
                 f"  weights file {weights['name']} ({weights['path']}): present, matches this artifact"
             )
     lines.append(f"  payload hashes: {info['payload_hashes']}")
-    if info.get("relax_vm"):
-        vm = info["relax_vm"]
+    if vm := info.get("relax_vm"):
         places = ", ".join(f"{d} ({a} allocator)" for d, a in zip(vm["devices"], vm["allocators"]))
         lines.append(f"  Relax model: its VirtualMachine is created at first use on {places}")
         for c in vm.get("compiled_in", []):
@@ -145,8 +141,7 @@ def format_weights(info: dict, listed: int | None = LISTED) -> str:
     meta = dict(info.get("metadata") or {})
     version = meta.pop("tvm_partial.format", None)
     files = info.get("files")
-    onnx = info.get("kind") == "onnx model"
-    if onnx:
+    if info.get("kind") == "onnx model":
         kind = "ONNX model " + info["format_version"].partition(" ")[2]  # (ir_version N, opsets ...)
         origin = (
             "  initializers by name: bind them with tvm_partial.open_weights(path) (load(..., "

@@ -1,10 +1,8 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""An ONNX model's initializers for ``open_weights``, ``inspect`` and ``verify`` (refused: no hashes).
-Read with the onnx package (imported only here) without external data; an external initializer
-(``location`` resolved in the model's folder as the path spells it, as onnx does) is mapped by C++
-(``tvm_partial.OpenWeights``: a view where 64-byte aligned, else an aligned copy), the others
-copied as ``onnx.numpy_helper.to_array`` reads them."""
+"""An ONNX model's initializers for ``open_weights``, ``inspect`` and ``verify`` (refused: no hashes),
+read with the onnx package (imported only here); C++ maps external data (``tvm_partial.OpenWeights``),
+its ``location`` resolved in the model's folder as the path spells it, as onnx does."""
 
 from __future__ import annotations
 

@@ -13,7 +13,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
@@ -54,9 +53,7 @@ def run(
     inputs = sample_inputs()
     expected = reference(**inputs)
     f = exe["main"]  # main(data, weights, bias, result): result is written in place
-    data = tvm.runtime.tensor(inputs["data"])
-    w = tvm.runtime.tensor(inputs["weights"])
-    b = tvm.runtime.tensor(inputs["bias"])
+    data, w, b = (tvm.runtime.tensor(inputs[k]) for k in ("data", "weights", "bias"))
 
     # Bind once. With outputs="result" the kernel returns its result, allocated per call in C++.
     conv = tvm_partial.partial(f, signature=tensors, weights=w, bias=b, outputs="result")
@@ -114,27 +111,10 @@ def run(
     if not out_dir:
         echo("(the file was written to a temporary folder, removed now: keep it with --out DIR)")
 
-    if calls:
-        echo("")
-        _timings(f, conv_into, conv, data, w, b, calls, repeats, echo)
-    return status
-
-
-def _timings(
-    f: Any,
-    conv_into: Any,
-    conv: Any,
-    data: Any,
-    w: Any,
-    b: Any,
-    calls: int,
-    repeats: int,
-    echo: Callable[[str], object],
-) -> None:
-    """Per-call cost of the binding beside the direct call and Python's ways of binding, all in
-    this process, each row measured the same way."""
-    import tvm
-
+    if not calls:
+        return status
+    # Per-call cost of the binding beside the direct call and Python's ways of binding, all in this
+    # process, each row measured the same way.
     out = tvm.runtime.empty(SHAPES["result"], "float32")
     lam = lambda x, o: f(x, w, b, o)  # noqa: E731
     ftp = functools.partial(lambda w_, b_, x, o: f(x, w_, b_, o), w, b)
@@ -150,6 +130,14 @@ def _timings(
         ),
         ("out = conv(data)", "tvm-partial, output allocated in C++", lambda: conv(data)),
     ]
+    echo("")
+    _timings(rows, calls, repeats, echo)
+    return status
+
+
+def _timings(
+    rows: list[tuple[str, str, Callable[[], object]]], calls: int, repeats: int, echo: Callable[[str], object]
+) -> None:
     echo(
         f"what a call costs, in this process: microseconds per call, {repeats} repeats of {calls} calls "
         "each (their\nmedian, fastest and slowest); vs direct = median / the direct call's median. "
@@ -159,7 +147,12 @@ def _timings(
     direct = None
     for label, what, fn in rows:
         fn()  # warm up: the first call of each path pays for lookups and caches
-        samples = [_per_call_ns(fn, calls) / 1000 for _ in range(repeats)]
+        samples = []  # microseconds per call
+        for _ in range(repeats):
+            start = time.perf_counter_ns()
+            for _ in range(calls):
+                fn()
+            samples.append((time.perf_counter_ns() - start) / calls / 1000)
         median = statistics.median(samples)
         direct = direct or median
         echo(
@@ -169,10 +162,3 @@ def _timings(
         "rows whose fastest-to-slowest ranges overlap are equally fast; another run moves them. "
         "The repository's\nbenchmarks/ (docs/benchmarks.md) measure with more care."
     )
-
-
-def _per_call_ns(fn: Callable[[], object], calls: int) -> float:
-    start = time.perf_counter_ns()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter_ns() - start) / calls
