@@ -5,24 +5,22 @@
 - Tensors: a contiguous, 64-byte-aligned tvm Tensor is held by reference; anything else (numpy, read-only
   too; DLPack; ml_dtypes) is copied into one on ``device=`` after dtype and static-shape checks. Memory given
   in several places in one call (tied weights: same data pointer, dtype, shape, strides) is copied once.
-- Sub-byte dtypes: a tvm Tensor is taken as packed; ml_dtypes float4_e2m1fn (one per byte) is packed two per
-  byte; torch float4_e2m1fn_x2 becomes float4_e2m1fn with twice the last dimension, bytes unchanged. Refused:
-  numpy int4/uint4 (``Tensor.numpy()`` reads two per byte, CPU code from ``tvm.compile`` one: no packing is
-  unambiguous); int2, uint2, float6 (no packing from numpy in TVM); torch int1-7/uint1-7 (one per byte,
-  exported as int8/uint8).
-- Scalars reach the kernel unchanged or are refused (``check_scalar``).
+- Sub-byte dtypes: a tvm Tensor is taken as packed; float4_e2m1fn from ml_dtypes or torch is given TVM's
+  packing; other numpy or torch sub-byte arrays are refused, saying how to pack them.
+- Scalars reach the kernel unchanged or are refused, never wrapped or turned into inf (``check_scalar``).
 """
 
 from __future__ import annotations
 
+import math
 import re
+import warnings
 from typing import Any
 
 import numpy as np
 import tvm_ffi
 
 from . import _ffi_api
-from ._scalars import check_scalar
 from .signature import Param
 
 
@@ -37,7 +35,6 @@ def runtime_global(name: str) -> tvm_ffi.Function:
 
 
 def _retyped(tensor: tvm_ffi.Tensor, shape: Any, dtype: str) -> tvm_ffi.Tensor:
-    """The same bytes, as ``dtype`` of ``shape``."""
     return runtime_global("runtime.TVMTensorCreateView")(tensor, tvm_ffi.Shape(shape), dtype, 0)
 
 
@@ -147,7 +144,17 @@ def _pack_nibbles(array: np.ndarray) -> np.ndarray:
 
 def _dlpack_view(value: Any, label: str, verb: str) -> tvm_ffi.Tensor:
     """A DLPack tensor (torch, ...) -> a TVM-typed tvm Tensor over its memory."""
-    _refuse_unpacked_sub_byte(value, label, verb)
+    # torch.int1-7 and uint1-7 keep one element per byte and reach DLPack as int8/uint8: binding
+    # them would hand a kernel declared int4 bytes of another layout (or be taken as int8).
+    name = str(getattr(value, "dtype", "")).rpartition(".")[2]
+    match = re.fullmatch(r"(u?int)([1-7])", name)
+    if match is not None:
+        raise TypeError(
+            f"cannot {verb} {label}: torch stores {name} one element per byte and hands it over DLPack "
+            f"as {match.group(1)}8; TVM packs {name} ({match.group(2)} bits per element): pack the "
+            f"values and bind a tvm Tensor (tvm.runtime.tensor(packed_uint8)._create_view(shape, "
+            f"'{name}')), or for 4 bits an ml_dtypes {name} numpy array"
+        )
     try:
         tensor = tvm_ffi.from_dlpack(value)  # no copy
     except Exception as err:
@@ -166,20 +173,6 @@ def _dlpack_view(value: Any, label: str, verb: str) -> tvm_ffi.Tensor:
     if not tensor.is_contiguous():
         raise TypeError(f"cannot {verb} {label}: a packed {tensor.dtype} tensor must be contiguous")
     return _retyped(tensor, (*shape[:-1], shape[-1] * parsed.lanes), str(parsed.with_lanes(1)))
-
-
-def _refuse_unpacked_sub_byte(value: Any, label: str, verb: str) -> None:
-    """torch.int1-7 and uint1-7 keep one element per byte and reach DLPack as int8/uint8: binding
-    them would hand a kernel declared int4 bytes of another layout (or be taken as int8)."""
-    name = str(getattr(value, "dtype", "")).rpartition(".")[2]
-    match = re.fullmatch(r"(u?int)([1-7])", name)
-    if match is not None:
-        raise TypeError(
-            f"cannot {verb} {label}: torch stores {name} one element per byte and hands it over DLPack "
-            f"as {match.group(1)}8; TVM packs {name} ({match.group(2)} bits per element): pack the "
-            f"values and bind a tvm Tensor (tvm.runtime.tensor(packed_uint8)._create_view(shape, "
-            f"'{name}')), or for 4 bits an ml_dtypes {name} numpy array"
-        )
 
 
 def _extension_dtype(dtype: np.dtype, label: str, verb: str) -> str | None:
@@ -211,17 +204,12 @@ def _extension_dtype(dtype: np.dtype, label: str, verb: str) -> str | None:
 
 
 # -- scalars ------------------------------------------------------------------------------------------
-#: The kinds a bound scalar can have; a rebind keeps the kind.
-_SCALAR_KINDS = ((bool, "bool"), (int, "int"), (float, "float"), (str, "str"), (type(None), "None"))
-
-
 def _kind_of(value: Any) -> str:
+    """ "tensor", a scalar's kind (which a rebind keeps), or the value's type."""
     if isinstance(value, (tvm_ffi.Tensor, np.ndarray)) or hasattr(value, "__dlpack__"):
         return "tensor"
-    for cls, kind in _SCALAR_KINDS:
-        if isinstance(value, cls):
-            return kind
-    return type(value).__name__
+    kinds = ((bool, "bool"), (int, "int"), (float, "float"), (str, "str"), (type(None), "None"))
+    return next((kind for cls, kind in kinds if isinstance(value, cls)), type(value).__name__)
 
 
 def _a(kind: str) -> str:
@@ -233,8 +221,9 @@ def rebound(held: Held, key: Any, old: Any, value: Any, param: Param, label: str
     the same kind (a tensor: same dtype and shape; an int may replace a float)."""
     if isinstance(value, np.generic):
         value = value.item()
+    old_kind, new_kind = _kind_of(old), _kind_of(value)
     if isinstance(old, tvm_ffi.Tensor):
-        if not (isinstance(value, (tvm_ffi.Tensor, np.ndarray)) or hasattr(value, "__dlpack__")):
+        if new_kind != "tensor":
             raise TypeError(
                 f"rebind: cannot rebind {label}: a tensor was bound there, got "
                 f"{type(value).__name__}; pass a tensor of dtype {old.dtype} and shape "
@@ -242,7 +231,6 @@ def rebound(held: Held, key: Any, old: Any, value: Any, param: Param, label: str
             )
         held.add(key, value, Param(param.name, "tensor", str(old.dtype), tuple(old.shape)), label)
         return
-    old_kind, new_kind = _kind_of(old), _kind_of(value)
     if old_kind == "float" and new_kind == "int":
         check_scalar(value, param, label, verb="rebind")
         try:
@@ -260,3 +248,117 @@ def rebound(held: Held, key: Any, old: Any, value: Any, param: Param, label: str
             f"{_a(new_kind)}; pass {_a(old_kind)}"
         )
     held.add(key, value, param, label)
+
+
+#: What the FFI carries of an int.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def check_scalar(value: Any, param: Param | None, label: str, verb: str = "bind") -> None:
+    """Refuse a scalar that would not reach the kernel as given (never a silently changed value): a wrong
+    type with TypeError, a value out of range with ValueError.
+
+    - An int must fit in 64 bits (a larger one reaches the callee as an opaque Python object).
+    - With the dtype known: an int parameter takes an int (not bool) in range (uint64: up to INT64_MAX, the
+      FFI passes it signed); a bool one a bool; a float one a float or int (not bool) within the largest
+      finite value, an int only if exact. Floats are otherwise rounded; inf and nan pass.
+    """
+    what = f"cannot {verb} {label}"
+    dtype = _scalar_dtype(param)
+    if param is not None and param.kind == "tensor" and value is not None:
+        raise TypeError(f"{what}: {type(value).__name__} given for tensor parameter {param.describe()}")
+    is_int = isinstance(value, int) and not isinstance(value, bool)
+    # None: the kernel's own argument check refuses it; other dtypes (handle): the int64 check alone.
+    if value is not None and dtype is not None and (dtype.is_bool or dtype.is_integer or dtype.is_float):
+        assert param is not None  # a dtype comes from a parameter
+        if dtype.is_bool:
+            expected, fits = "True or False", isinstance(value, bool)
+        elif dtype.is_integer:
+            expected, fits = "an int", is_int
+        else:
+            expected, fits = "a float", is_int or isinstance(value, float)
+        if not fits:
+            raise TypeError(
+                f"{what}: {type(value).__name__} {value!r} does not fit {param.describe()}: bind {expected}"
+            )
+        if not dtype.is_float:
+            if is_int:
+                _check_int_range(value, dtype, param, what)
+            return  # the dtype's range is an int's whole check
+        _check_float_range(value, str(dtype), param, what)
+    if is_int and not INT64_MIN <= value <= INT64_MAX:
+        raise ValueError(
+            f"{what}: int {value} does not fit in 64 bits, which is how the FFI passes an int; "
+            "bind it in a tensor, or as a float"
+        )
+
+
+def _scalar_dtype(param: Param | None) -> Any:
+    """The tvm_ffi dtype of a scalar parameter with one lane, else None (nothing to check)."""
+    if param is None or param.kind != "scalar" or param.dtype is None:
+        return None
+    try:
+        dtype = tvm_ffi.dtype(param.dtype)
+    except Exception:
+        return None
+    return dtype if dtype.lanes == 1 else None
+
+
+def _check_int_range(value: int, dtype: Any, param: Param, what: str) -> None:
+    bits = int(dtype.bits)
+    signed = int(dtype.type_code) == 0  # DLDataTypeCode kDLInt
+    low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else (0, 2**bits - 1)
+    note = ""
+    if high > INT64_MAX:
+        high, note = INT64_MAX, ": a scalar travels as a signed 64-bit int; bind larger values in a tensor"
+    if not low <= value <= high:
+        raise ValueError(
+            f"{what}: int {value} is out of range for {param.describe()} ({low} to {high}{note})"
+        )
+
+
+def _check_float_range(value: int | float, dtype: str, param: Param, what: str) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        return  # inf and nan reach the kernel as they are
+    found = _largest_finite(dtype)
+    if found is None:  # a dtype neither numpy nor ml_dtypes describes: not checked
+        return
+    numpy_dtype, largest = found
+    try:
+        magnitude = abs(float(value))
+    except OverflowError:  # an int past float64
+        magnitude = math.inf
+    if magnitude > largest:
+        raise ValueError(
+            f"{what}: {type(value).__name__} {value!r} is out of range for {param.describe()} "
+            f"(largest finite value {largest!r})"
+        )
+    if isinstance(value, int):  # rounded to ``dtype`` as the kernel receives it
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            rounded = float(np.array(float(value), dtype=np.float64).astype(numpy_dtype))
+        if int(rounded) != value:
+            raise ValueError(
+                f"{what}: int {value} has no exact {dtype} value (it would become {int(rounded)}); "
+                "pass a float to accept the rounding"
+            )
+
+
+def _largest_finite(dtype: str) -> tuple[Any, float] | None:
+    """numpy's ``dtype`` and its largest finite value, None when neither numpy nor ml_dtypes knows it."""
+    try:
+        import ml_dtypes  # registers bfloat16, float8_* ... with numpy
+    except ImportError:
+        pass
+    try:
+        found = np.dtype(dtype)
+    except TypeError:
+        return None
+    try:
+        if found.kind == "f":
+            return found, float(np.finfo(found).max)
+        import ml_dtypes
+
+        return found, float(ml_dtypes.finfo(found).max)
+    except Exception:
+        return None

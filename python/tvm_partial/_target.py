@@ -76,14 +76,13 @@ def signature_of(
     facts = facts or _facts.of(obj)
     bound: frozenset[int] = frozenset()
     recorded: list[str] | None = None
-    hint: Signature | None = None
     if facts is not None:  # outputs fill their positions as bound values do
         outputs = {int(s["position"]) for s in facts.outputs.get(key, [])}
         bound, recorded = frozenset(facts.bindings.get(key, {})) | outputs, facts.names.get(key)
     if recorded is not None:
-        hint = Signature(fname, tuple(Param(n) for n in recorded))
-    elif names is not None:
-        hint = names(fname)
+        hint: Signature | None = Signature(fname, tuple(Param(n) for n in recorded))
+    else:
+        hint = names(fname) if names is not None else None
     if signature is None:
         return hint, bound, recorded
     try:
@@ -93,8 +92,19 @@ def signature_of(
         if hint is not None and "signature" in hint.names:
             raise TypeError(clash_message("signature", hint.name, entry)) from None
         raise
-    if recorded is not None:
-        check_against_recorded(sig, recorded, bound)
+    if recorded is not None:  # a signature given on top of a partial must be the list it recorded
+        if len(sig.params) != len(recorded):
+            raise ValueError(
+                f"signature= has {len(sig.params)} parameters ({', '.join(sig.names)}), but the partial "
+                f"records {len(recorded)} for {sig.name}() ({', '.join(recorded)}): signature= describes "
+                "the original function's full parameter list"
+            )
+        for i, n in enumerate(recorded):
+            if i not in bound and n != sig.params[i].name:
+                raise ValueError(
+                    f"signature= names position {i} {sig.params[i].name!r}, but the partial records "
+                    f"{recorded[i]!r} there ({', '.join(recorded)}): pass the original function's signature"
+                )
     elif names is not None:  # a Relax function: signature= must be that function's own
         assert hint is not None  # names(fname) gives a Signature
         _relax.check_signature_matches(sig, hint)
@@ -133,21 +143,22 @@ class TargetView:
     @classmethod
     def of(cls, target: Target, key: str, fname: str, signature: Any) -> TargetView:
         program = _programs.of(signature)
+        sig, bound, recorded = signature_of(
+            target.obj, key, fname, None if program else signature, target.names
+        )
         if program is not None:
-            sig, bound, recorded = signature_of(target.obj, key, fname, None, target.names)
             if sig is None:
                 raise TypeError(
                     f"signature={type(signature).__name__} gives the model's names to the Relax "
                     f"function imported from it ({program.imported}): bind the compiled Relax "
                     f"executable (tvm.compile of that module), or its VirtualMachine"
                 )
-            view = cls(program.rename(sig), bound, recorded=recorded)
-            view.program = program
-            return view
-        sig, bound, recorded = signature_of(target.obj, key, fname, signature, target.names)
+            sig = program.rename(sig)
         if signature is None:
             return cls(sig, bound, "" if recorded is not None else None)
-        return cls(sig, bound, recorded=recorded)
+        view = cls(sig, bound, recorded=recorded)
+        view.program = program
+        return view
 
     def positions(self, keyed: dict[int, Any], named: dict[str, Any]) -> dict[int, tuple[int | None, Any]]:
         """-> {position among the target's arguments: (original position or None, value)}."""
@@ -205,23 +216,6 @@ class TargetView:
         )
 
 
-def check_against_recorded(sig: Signature, recorded: list[str], bound: frozenset[int]) -> None:
-    """A signature given on top of a partial must be the list the partial recorded."""
-    if len(sig.params) != len(recorded):
-        raise ValueError(
-            f"signature= has {len(sig.params)} parameters ({', '.join(sig.names)}), but the partial "
-            f"records {len(recorded)} for {sig.name}() ({', '.join(recorded)}): signature= describes "
-            "the original function's full parameter list"
-        )
-    differ = [i for i, n in enumerate(recorded) if i not in bound and n != sig.params[i].name]
-    if differ:
-        i = differ[0]
-        raise ValueError(
-            f"signature= names position {i} {sig.params[i].name!r}, but the partial records "
-            f"{recorded[i]!r} there ({', '.join(recorded)}): pass the original function's signature"
-        )
-
-
 def clash_message(option: str, function: str, entry: str = "partial") -> str:
     """A keyword that is both an option of ``entry`` (partial or rebind) and a parameter."""
     first, verb = ("f", "bind") if entry == "partial" else ("module", "rebind")
@@ -264,7 +258,6 @@ def param_at(index: int, sig: Signature | None) -> Param | None:
     return sig.params[index] if sig is not None and index < len(sig.params) else None
 
 
-# -- device= ------------------------------------------------------------------------------------------
 def as_device(device: Any) -> Any:
     """``device=`` as given -> a tvm_ffi.Device (None stays None)."""
     if device is None or isinstance(device, tvm_ffi.Device):

@@ -35,10 +35,10 @@ def outputs(obj: tvm_ffi.Function | tvm_ffi.Module) -> list[dict[str, Any]] | di
         for spec in specs:
             position = int(spec["position"])
             shape = [int(d) if isinstance(d, int) else (int(d[0]), int(d[1])) for d in spec["shape"]]
-            entry: dict[str, Any] = {"position": position, "dtype": str(spec["dtype"]), "shape": shape}
-            if position < len(recorded):
-                entry["name"] = recorded[position]
-            result[function].append(entry)
+            name = {"name": recorded[position]} if position < len(recorded) else {}
+            result[function].append(
+                {"position": position, "dtype": str(spec["dtype"]), "shape": shape, **name}
+            )
     return result.get("", []) if isinstance(obj, tvm_ffi.Function) else result
 
 
@@ -105,26 +105,22 @@ def resolve(spec: Any, sig: Signature | None, taken: list[int]) -> list[list[Any
                     "extents and plain shape variables (n) can be allocated; give the "
                     "output a variable of its own or allocate it yourself"
                 )
-            source = _find_source(sig, text, set(positions) | taken_set)
-            if source is None:
+            sources = [  # the first axis of a free input (no output) that is exactly the variable
+                [free.index(i), a]
+                for i, p in enumerate(sig.params)
+                if i not in positions and i not in taken_set and p.kind == "tensor"
+                for a, d in enumerate(p.dims or ())
+                if d == ("var", text)
+            ]
+            if not sources:
                 raise ValueError(
                     f"output {param.name!r} dimension {axis} is {text}, which no free "
                     f"input's shape has as a dimension of its own, so a call cannot "
                     f"tell its extent"
                 )
-            dims.append([free.index(source[0]), source[1]])
+            dims.append(sources[0])
         specs.append([free.index(full), param.dtype, dims])
     return specs
-
-
-def _find_source(sig: Signature, var: str, excluded: set[int]) -> tuple[int, int] | None:
-    for i, p in enumerate(sig.params):
-        if i in excluded or p.kind != "tensor" or p.dims is None:
-            continue
-        for axis, dim in enumerate(p.dims):
-            if dim == ("var", var):
-                return i, axis
-    return None
 
 
 def dim_text(d: Any, names: list[str]) -> int | str:

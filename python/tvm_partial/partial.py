@@ -15,54 +15,20 @@ from . import output_specs as _outputs
 from . import programs as _programs
 from . import relax_vm as _relax
 from . import remote as _remote
-from . import shards as _shards
 from .signature import Param, Signature
 
 if TYPE_CHECKING:
     from ._typing import Bound, ModuleTarget, Target
 
 
+# The return type follows the target's kind; the options, all Any, need no names here.
+@overload
+def partial(target: tvm_ffi.Function, bound: Bound | None = None, /, **options: Any) -> tvm_ffi.Function: ...
+@overload
+def partial(target: ModuleTarget, bound: Bound | None = None, /, **options: Any) -> tvm_ffi.Module: ...
 @overload
 def partial(
-    target: tvm_ffi.Function,
-    bound: Bound | None = None,
-    /,
-    *,
-    signature: Any = None,
-    device: Any = ...,
-    function: Any = ...,
-    outputs: Any = ...,
-    shards: Any = ...,
-    world: Any = ...,
-    **by_name: Any,
-) -> tvm_ffi.Function: ...
-@overload
-def partial(
-    target: ModuleTarget,
-    bound: Bound | None = None,
-    /,
-    *,
-    signature: Any = None,
-    device: Any = ...,
-    function: Any = ...,
-    outputs: Any = ...,
-    shards: Any = ...,
-    world: Any = ...,
-    **by_name: Any,
-) -> tvm_ffi.Module: ...
-@overload
-def partial(
-    target: Callable[..., Any],
-    bound: Bound | None = None,
-    /,
-    *,
-    signature: Any = None,
-    device: Any = ...,
-    function: Any = ...,
-    outputs: Any = ...,
-    shards: Any = ...,
-    world: Any = ...,
-    **by_name: Any,
+    target: Callable[..., Any], bound: Bound | None = None, /, **options: Any
 ) -> tvm_ffi.Function | tvm_ffi.Module: ...
 def partial(
     target: Target,
@@ -127,25 +93,23 @@ def partial(
     if program is not None and view.sig is not None:  # pinned values take effect, or are refused
         described = program.description(view.sig)
         named = {**program.pinned_values(view.sig), **named}
-    # A Relax executable: its VM on that device; named values settled against the recorded model.
-    executable = bound_target.executable
+    # A Relax executable (then obj): its VM on that device; named values settled against the model.
     bound_target.obj, named = _relax.bind_model(
-        executable if executable is not None else bound_target.obj,
+        bound_target.obj,
         view.sig,
         named,
-        None if executable is None else place or tvm_ffi.device("cpu", 0),
+        None if bound_target.executable is None else place or tvm_ffi.device("cpu", 0),
         described,
     )
     _target.check_available(place)
     targets = view.positions(keyed, named)
-    split = _shards.positions(shards, world, bound_target, view, targets)
+    split = _shard_positions(shards, world, bound_target, view, targets)
     obj = bound_target.obj
     if kind == "module":  # a remote module: its session's device by default; other sessions refused
         place = _remote.placement(
             obj, place, [v for _, v in targets.values()], [view.label(p, o) for p, (o, _) in targets.items()]
         )
-    place = place or tvm_ffi.device("cpu", 0)
-    held = _convert.Held(place)
+    held = _convert.Held(place or tvm_ffi.device("cpu", 0))
     for position, (original, value) in targets.items():
         param = _target.param_at(original, view.sig) if original is not None else None
         held.add(position, value, param, view.label(position, original), split.get(position))
@@ -259,6 +223,66 @@ def _check_options(sig: Signature | None, entry: str, **options: Any) -> None:
     function = options["function"]
     if function is not _target.UNSET and not isinstance(function, str):
         raise TypeError(f"function= must be the name of a function (str), got {type(function).__name__}")
+
+
+def _shard_positions(
+    shards: Any, world: Any, target: _target.Target, view: _target.TargetView, bound_positions: Any
+) -> dict[int, tuple[int, int, int]]:
+    """``shards=``/``world=`` checked: {position: (dim, segments, world)} of the tensors split. The split's
+    rule and each rank's shard against its parameter are C++'s (``runtime.PartialApplyModule``, ``Hold``)."""
+    if shards is _target.UNSET or shards is None:
+        if world is not _target.UNSET and world is not None:
+            raise TypeError("world= without shards=: name the tensors split, shards={name: dim}")
+        return {}
+    if not isinstance(shards, dict) or not shards:
+        raise TypeError(f"shards= must be a non-empty dict {{parameter name: dim}}, got {shards!r}")
+    if world is _target.UNSET or world is None:
+        raise TypeError("shards= needs world=, the number of ranks the tensors are split over")
+    if isinstance(world, bool) or not isinstance(world, int):
+        raise TypeError(f"world= must be the number of ranks (an int), got {world!r}")
+    if not -(2**63) <= world < 2**63:  # what the call into C++ carries; C++ says which are sane
+        raise ValueError(f"world={world}: out of range")
+    if target.kind != "module":
+        raise TypeError(
+            "shards= needs a compiled module as the target (partial(exe, ..., shards=..., world=...)): "
+            "a function cannot be exported for each rank to load"
+        )
+    if target.names is not None and target.executable is None and not _relax.runs_relax(target.obj):
+        raise TypeError(
+            "shards= needs a Relax executable, not a relax.VirtualMachine, which cannot be exported "
+            "for each rank to load: bind the executable (partial(exe, ..., shards=..., world=...))"
+        )
+    if view.bound:
+        raise TypeError(
+            "shards= on top of a partial is not supported: bind every value in one partial() call"
+        )
+    if view.sig is None:
+        raise TypeError("shards= needs signature= (the kernel's parameters, with their shard shapes)")
+    out = {}
+    for name, split in shards.items():
+        if not isinstance(name, str):
+            raise TypeError(f"shards= keys are parameter names, got {name!r}")
+        position = view.sig.index_of(name)  # the target is no partial: positions are its own
+        if position not in bound_positions:
+            raise ValueError(f"shards= names {name!r}, which this partial() does not bind")
+        if target.names is not None and view.sig.params[position].shape is None:
+            # frontend.nn's num_input: only inputs annotated, so no rank's slice could be checked.
+            raise TypeError(
+                f"shards= names {name!r}, whose shape the Relax executable does not record (a "
+                "frontend.nn model annotates only its inputs): pass signature=irmodule so that "
+                "each rank's shard is checked against the parameter"
+            )
+        # A dim, or (dim, segments) for a dim of fused blocks.
+        dim, segments = split if isinstance(split, tuple) and len(split) == 2 else (split, 1)
+        if any(isinstance(v, bool) or not isinstance(v, int) for v in (dim, segments)):
+            raise TypeError(
+                f"shards={{{name!r}: ...}}: give the dim (an int), or (dim, segments) for a dim that "
+                f"holds several fused blocks split alike (QKV: (0, 3)); got {split!r}"
+            )
+        if any(not -(2**63) <= v < 2**63 for v in (dim, segments)):
+            raise ValueError(f"shards={{{name!r}: {split!r}}}: out of range")
+        out[position] = (dim, segments, world)
+    return out
 
 
 @overload

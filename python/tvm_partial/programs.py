@@ -48,6 +48,8 @@ class Program:
     ties: tuple[tuple[str, ...], ...] = ()
     #: Whether the frontend's constants alias the framework's memory (torch: copy the executable).
     aliases_memory: bool = False
+    #: The other forms, made when asked (a decomposition takes seconds for a large model).
+    other_forms: Any = None
 
     def rename(self, relax: Signature) -> Signature:
         """The Relax function's parameters under the model's names, checked against the program: data inputs
@@ -69,7 +71,8 @@ class Program:
             taken.add(name)
             params.append(Param(name, p.kind, p.dtype, p.shape, p.dims))
         for i, (p, model) in enumerate(zip(relax.params[n:], models)):
-            dtype, shape = _dtype_shape(self.values[model])
+            value = self.values[model]  # a torch tensor or an ONNX initializer (_LazyOnnx)
+            dtype, shape = str(value.dtype).replace("torch.", ""), tuple(int(d) for d in value.shape)
             if (p.dtype is not None and p.dtype != dtype) or (
                 p.shape is not None and len(p.shape) != len(shape)
             ):
@@ -80,9 +83,6 @@ class Program:
                 )
             params.append(Param(model, "tensor", dtype, shape))
         return Signature(relax.name, tuple(params))
-
-    #: The other forms, made when asked (a decomposition takes seconds for a large model).
-    other_forms: Any = None
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -131,12 +131,10 @@ class Program:
         return {name: np.asarray(self.values[name]) for name, kind in kinds.items() if kind == PINNED}
 
     def state_values(self) -> dict[str, Any]:
-        """The program's value of each name of its state."""
         return {name: self.values[name] for name in self.state}
 
 
 def is_program(signature: Any) -> bool:
-    """Whether ``signature`` is one of the frontends' programs (read by ``of``)."""
     kind, module = type(signature).__name__, type(signature).__module__
     return (kind, module.split(".")[0]) in (("ExportedProgram", "torch"), ("ModelProto", "onnx"))
 
@@ -159,7 +157,7 @@ def _from_exported_program(ep: Any) -> Program:
     read = {node.name for node in ep.graph.nodes if node.op == "placeholder" and node.users}
     state = dict(ep.state_dict)
     values: dict[str, Any] = dict(state)
-    inputs, params = [], []
+    inputs = []
 
     def form_of(program: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
         specs = [s for s in program.graph_signature.input_specs if s.kind.name == "PARAMETER"]
@@ -178,8 +176,6 @@ def _from_exported_program(ep: Any) -> Program:
         elif kind in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
             values.setdefault(target, ep.constants.get(spec.target))
             kinds[target] = COMPILED if str(spec.arg.name) in read else UNUSED
-            if kind == "PARAMETER":
-                params.append(target)
     groups: dict[str, list[str]] = {}
     for name, head in _torch_ties(state).items():
         groups.setdefault(head, []).append(name)
@@ -187,7 +183,7 @@ def _from_exported_program(ep: Any) -> Program:
     for group in ties:  # one tensor: compiled in when the graph reads it under any of its names
         if any(kinds[n] == COMPILED for n in group):
             kinds.update(dict.fromkeys(group, COMPILED))
-    tied_to_param = {n for g in ties if set(g) & set(params) for n in g}
+    params = set(form[1]) | {n for g in ties if set(g) & set(form[1]) for n in g}  # and their ties
     return Program(
         "the ExportedProgram",
         "from_exported_program(ep, keep_params_as_input=True)",
@@ -195,7 +191,7 @@ def _from_exported_program(ep: Any) -> Program:
         form,
         values,
         tuple(state),
-        {n: k for n, k in kinds.items() if n not in params and n not in tied_to_param},
+        {n: k for n, k in kinds.items() if n not in params},
         kinds,
         ties,
         aliases_memory=True,
@@ -246,13 +242,6 @@ def _onnx_inputs(graph: Any) -> set[str]:
             for sub in [attr.g] if attr.HasField("g") else list(attr.graphs):
                 names |= _onnx_inputs(sub)
     return names
-
-
-def _dtype_shape(value: Any) -> tuple[str, tuple[int, ...]]:
-    """A program's value's dtype (as TVM names it) and shape."""
-    if isinstance(value, _LazyOnnx):
-        return value.dtype, value.shape
-    return str(value.dtype).replace("torch.", ""), tuple(int(d) for d in value.shape)
 
 
 def _host(value: Any) -> Any:

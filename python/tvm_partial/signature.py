@@ -12,8 +12,6 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Param:
-    """One parameter of a function."""
-
     name: str
     #: "tensor", "scalar" or None (unknown).
     kind: str | None = None
@@ -37,8 +35,6 @@ class Param:
 
 @dataclass(frozen=True)
 class Signature:
-    """The parameters of one function and its name."""
-
     name: str
     params: tuple[Param, ...]
 
@@ -97,14 +93,11 @@ def _param_from_var(var: Any) -> Param:
 
 
 def _from_prim_func(func: Any, name: str) -> Signature:
-    buffer_map = getattr(func, "buffer_map", None)  # tvm 0.25: buffers live in buffer_map
-    params = []
-    for var in func.params:
-        if buffer_map is not None and var in buffer_map:
-            buf = buffer_map[var]
-            params.append(_tensor(buf.name, buf.dtype, buf.shape))
-        else:
-            params.append(_param_from_var(var))
+    buffers = getattr(func, "buffer_map", None) or {}  # tvm 0.25: buffers live in buffer_map
+    params = [
+        _tensor(buffers[v].name, buffers[v].dtype, buffers[v].shape) if v in buffers else _param_from_var(v)
+        for v in func.params
+    ]
     attrs = getattr(func, "attrs", None)
     symbol = attrs.get("global_symbol") if attrs is not None and "global_symbol" in attrs else None
     return Signature(str(symbol) if symbol is not None else name, tuple(params))
@@ -128,11 +121,6 @@ def _from_sequence(items: Sequence[Any], name: str) -> Signature:
     return Signature(name, tuple(params))
 
 
-def _from_vm(vm: Any, name: str) -> Signature:
-    arity = vm._get_function_arity(name)
-    return Signature(name, tuple(Param(str(vm._get_function_param_name(name, i))) for i in range(arity)))
-
-
 def resolve(signature: Any, name: str) -> Signature | None:
     """``signature=`` as a ``Signature`` (None stays None); ``name`` names the function in errors
     and picks it out of a Relax ``VirtualMachine`` or IRModule."""
@@ -149,7 +137,9 @@ def resolve(signature: Any, name: str) -> Signature | None:
     if kind == "IRModule":
         return resolve(signature[name], name)
     if kind == "VirtualMachine":
-        return _from_vm(signature, name)
+        arity = signature._get_function_arity(name)
+        params = (Param(str(signature._get_function_param_name(name, i))) for i in range(arity))
+        return Signature(name, tuple(params))
     if isinstance(signature, (list, tuple)):
         return _from_sequence(signature, name)
     raise TypeError(
