@@ -17,14 +17,11 @@ def conv2d_bias_tensors(dtype: str = "float32") -> list[Any]:
     """TE placeholders for input, weights and bias, and the conv2d + bias result."""
     from tvm import te
 
-    n, c, h, w = SHAPES["data"]
-    k, _, kh, kw = SHAPES["weights"]
-    data = te.placeholder((n, c, h, w), dtype, name="data")
-    weights = te.placeholder((k, c, kh, kw), dtype, name="weights")
-    bias = te.placeholder((k,), dtype, name="bias")
+    data, weights, bias = (te.placeholder(SHAPES[n], dtype, name=n) for n in ("data", "weights", "bias"))
+    _, c, kh, kw = SHAPES["weights"]
     rc, ry, rx = te.reduce_axis((0, c), "rc"), te.reduce_axis((0, kh), "ry"), te.reduce_axis((0, kw), "rx")
     conv = te.compute(
-        (n, k, h - kh + 1, w - kw + 1),
+        SHAPES["result"],  # valid padding, stride 1
         lambda b, o, y, x: te.sum(data[b, rc, y + ry, x + rx] * weights[o, rc, ry, rx], axis=[rc, ry, rx]),
         name="conv",
     )

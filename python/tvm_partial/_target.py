@@ -144,7 +144,7 @@ class TargetView:
     def of(cls, target: Target, key: str, fname: str, signature: Any) -> TargetView:
         program = _programs.of(signature)
         sig, bound, recorded = signature_of(
-            target.obj, key, fname, None if program else signature, target.names
+            target.obj, key, fname, None if program is not None else signature, target.names
         )
         if program is not None:
             if sig is None:

@@ -32,5 +32,4 @@ ModuleTarget = Union[tvm_ffi.Module, ExecutableLike, VirtualMachineLike]
 Target = Union[tvm_ffi.Function, ModuleTarget, Callable[..., Any]]
 #: ``{position: value}``, ``{name: value}`` or both (three forms: Mapping is invariant in its key).
 Bound = Union[Mapping[int, Any], Mapping[str, Any], Mapping[Union[int, str], Any]]
-#: A file system path.
 PathLike = Union[str, "os.PathLike[str]"]

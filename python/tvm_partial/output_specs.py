@@ -49,7 +49,7 @@ def free_positions(taken: Iterable[int], count: int) -> list[int]:
     return [p for p in range(count) if p not in filled]
 
 
-def resolve(spec: Any, sig: Signature | None, taken: list[int]) -> list[list[Any]]:
+def resolve(spec: Any, sig: Signature | None, taken: frozenset[int]) -> list[list[Any]]:
     """``outputs=`` (names or positions) -> specs for ``runtime.PartialApply`` (which refuses an output
     also bound). Names and symbolic dimensions resolve in ``sig`` (the original full parameter list);
     ``taken``: positions an inner partial fills; integer entries and returned positions skip them."""
@@ -61,13 +61,12 @@ def resolve(spec: Any, sig: Signature | None, taken: list[int]) -> list[list[Any
             "outputs= needs a signature with dtypes and shapes (a PrimFunc or the TE "
             "tensor list given to te.create_prim_func) to allocate the outputs"
         )
-    taken_set = set(taken)
     free = free_positions(taken, len(sig.params))
     positions = []
     for item in items:
         if isinstance(item, str):
             full = sig.index_of(item)
-            if full in taken_set:
+            if full in taken:
                 raise TypeError(
                     f"output {item!r} (position {full}) is already bound or an output of "
                     "the partial given; it cannot become an output"
@@ -108,7 +107,7 @@ def resolve(spec: Any, sig: Signature | None, taken: list[int]) -> list[list[Any
             sources = [  # the first axis of a free input (no output) that is exactly the variable
                 [free.index(i), a]
                 for i, p in enumerate(sig.params)
-                if i not in positions and i not in taken_set and p.kind == "tensor"
+                if i not in positions and i not in taken and p.kind == "tensor"
                 for a, d in enumerate(p.dims or ())
                 if d == ("var", text)
             ]

@@ -116,7 +116,7 @@ def partial(
     values = held.made()
     names = view.free_names()
     wanted = None if outputs is _target.UNSET else outputs  # None: none, as when not given
-    specs = None if wanted is None else _outputs.resolve(wanted, view.sig, sorted(view.bound))
+    specs = None if wanted is None else _outputs.resolve(wanted, view.sig, view.bound)
     full_names = view.original_names
     if kind == "function":
         return _ffi_api.PartialApply(obj, values, view.closure_name, names, specs, full_names)
