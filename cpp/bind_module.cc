@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -63,13 +64,15 @@ ffi::Module MakePartialModule(
         << "of the compiled module";
   }
   std::vector<format::FunctionRecord> merged = *inner;
+  std::unordered_map<std::string, size_t> index;  // by name: a module may bind 100k+ functions
+  for (size_t i = 0; i < merged.size(); ++i) index.emplace(std::string(merged[i].name), i);
   for (format::FunctionRecord& outer : functions) {
-    auto it = std::find_if(merged.begin(), merged.end(),
-                           [&](const format::FunctionRecord& r) { return r.name == outer.name; });
-    if (it == merged.end()) {
+    auto found = index.find(std::string(outer.name));
+    if (found == index.end()) {
       merged.push_back(std::move(outer));
       continue;
     }
+    auto it = merged.begin() + found->second;
     const std::string who = "PartialApplyModule('" + std::string(outer.name) + "')";
     detail::Level level = detail::Merge(
         {std::move(it->bound), std::move(it->param_names), std::move(it->outputs)},

@@ -56,13 +56,16 @@ class PartialModuleObj final : public ffi::ModuleObj {
   PartialModuleObj(std::vector<format::FunctionRecord> functions,
                    ffi::Optional<ffi::Module> wrapped,
                    std::optional<format::ExternalRegion> external = std::nullopt)
-      : functions_(std::move(functions)), external_(std::move(external)) {
+      : functions_(std::move(functions)),
+        index_(IndexByName(functions_)),
+        external_(std::move(external)) {
     if (wrapped.has_value()) imports_.push_back(*wrapped);
   }
 
   // Loaded from `bytes`: records are built on first use, once the library loader has attached
   // the imports (they say which file holds the payloads).
-  PartialModuleObj(ffi::Bytes bytes, format::Parsed parsed) : functions_(Skeleton(parsed)) {
+  PartialModuleObj(ffi::Bytes bytes, format::Parsed parsed)
+      : functions_(Skeleton(parsed)), index_(IndexByName(functions_)) {
     pending_.emplace(Pending{std::move(bytes), std::move(parsed)});
   }
 
@@ -168,9 +171,8 @@ class PartialModuleObj final : public ffi::ModuleObj {
 
   // The record named `name` (names are unique), or null; its values are filled by Records().
   const format::FunctionRecord* Find(const ffi::String& name) const {
-    auto it = std::find_if(functions_.begin(), functions_.end(),
-                           [&name](const format::FunctionRecord& r) { return r.name == name; });
-    return it == functions_.end() ? nullptr : &*it;
+    auto it = index_.find(std::string(name));
+    return it == index_.end() ? nullptr : &functions_[it->second];
   }
 
   // The records with values (a loaded module builds them once, here); a failure is raised again
@@ -219,6 +221,13 @@ class PartialModuleObj final : public ffi::ModuleObj {
     return sharded ? 1 : 0;
   }
 
+  static std::unordered_map<std::string, size_t> IndexByName(
+      const std::vector<format::FunctionRecord>& functions) {
+    std::unordered_map<std::string, size_t> index;
+    for (size_t i = 0; i < functions.size(); ++i) index.emplace(std::string(functions[i].name), i);
+    return index;
+  }
+
   static std::vector<format::FunctionRecord> Skeleton(const format::Parsed& parsed) {
     std::vector<format::FunctionRecord> out;
     out.reserve(parsed.functions.size());
@@ -247,6 +256,8 @@ class PartialModuleObj final : public ffi::ModuleObj {
   // Names, order and outputs fixed at construction; a loaded module's values filled in once by
   // Records(), immutable afterwards.
   std::vector<format::FunctionRecord> functions_;
+  // Name -> position in functions_ (names are unique): a module may bind 100k+ functions.
+  const std::unordered_map<std::string, size_t> index_;
   // Set for a zero-copy export: SaveToBytes writes metadata referring to this region.
   const std::optional<format::ExternalRegion> external_;
   // What a module loaded from bytes keeps until Records() builds its values; under resolve_mutex_.
