@@ -782,6 +782,18 @@ def test_open_weights_refuses_two_keys_for_one_parameter(tmp_path):
     assert list(tvm_partial.open_weights(odd)) == ["²"]
 
 
+def test_a_key_past_int64_is_a_position_no_call_reaches(tmp_path):
+    """A key's digits past 2**63 - 1 are refused as the position they name, never wrapped: main/
+    9223372036854775808 opened as position -9223372036854775808."""
+    t = np.arange(4, dtype="float32")
+    for digits in ("2147483647", "9223372036854775807", "9223372036854775808", "9999999999999999999",
+                   "18446744073709551616", "1" * 40):  # fmt: skip
+        path = tmp_path / "w.safetensors"
+        safetensors_numpy.save_file({f"main/{digits}": t}, str(path))
+        with pytest.raises(ValueError, match=rf"names position {digits}, which no call can reach"):
+            tvm_partial.open_weights(path)
+
+
 def test_a_full_disk_names_the_system_s_error(kernel, tmp_path):
     """A weights-file export that cannot be written (here: the file-size limit, EFBIG) fails with
     the system's error text, and leaves nothing behind; in a fresh process (SIGXFSZ ignored)."""

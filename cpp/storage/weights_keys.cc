@@ -29,8 +29,9 @@ namespace {
 // `s` parsed as a position: ASCII digits only (so "²" or "-1" is a name, not a number).
 std::optional<int64_t> AsPosition(const std::string& s) {
   if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
-  // More than 19 digits is out of range: refused by the caller.
-  return s.size() > 19 ? INT64_MAX : static_cast<int64_t>(std::stoull(s));
+  // Past int64 (19 digits can be; more always are) reads as INT64_MAX: refused by the caller.
+  const uint64_t n = s.size() > 19 ? UINT64_MAX : std::stoull(s);
+  return n > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(n);
 }
 
 uint64_t HashOf(const WeightsSet& set, const SetEntry& t) {
