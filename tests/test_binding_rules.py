@@ -490,6 +490,20 @@ def test_scalar_its_dtype_cannot_hold_is_refused(dtype, value, why):
         tvm_partial.partial(exe, {0: value}, signature=sig)
 
 
+def test_a_scalar_wider_than_64_bits_is_held_to_what_the_ffi_passes():
+    """An int128 parameter takes what a signed 64-bit int holds, at both ends: -2**100 was bound
+    (the lower bound was int128's) and failed only at the call."""
+    f, sig, _exe = scalar_kernel("int64")
+    wide = [te.var("s", "int128"), sig[1]]
+    for value in (2**100, -(2**100), 2**63, -(2**63) - 1):
+        with pytest.raises(ValueError, match=rf"int {value} is out of range for s: int128 "
+                           r"\(-9223372036854775808 to 9223372036854775807: a scalar travels as a "
+                           r"signed 64-bit int"):  # fmt: skip
+            tvm_partial.partial(f, signature=wide, s=value)
+    for value in (-(2**63), 2**63 - 1):
+        assert tvm_partial.bindings(tvm_partial.partial(f, signature=wide, s=value)) == {0: value}
+
+
 @pytest.mark.parametrize(
     "dtype,value,why",
     [

@@ -309,8 +309,9 @@ def _check_int_range(value: int, dtype: Any, param: Param, what: str) -> None:
     signed = int(dtype.type_code) == 0  # DLDataTypeCode kDLInt
     low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else (0, 2**bits - 1)
     note = ""
-    if high > INT64_MAX:
-        high, note = INT64_MAX, ": a scalar travels as a signed 64-bit int; bind larger values in a tensor"
+    if high > INT64_MAX:  # int128 and wider: both ends are int64's
+        low, high = max(low, INT64_MIN), INT64_MAX
+        note = ": a scalar travels as a signed 64-bit int; bind larger values in a tensor"
     if not low <= value <= high:
         raise ValueError(
             f"{what}: int {value} is out of range for {param.describe()} ({low} to {high}{note})"
