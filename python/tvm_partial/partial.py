@@ -21,14 +21,47 @@ if TYPE_CHECKING:
     from ._typing import Bound, ModuleTarget, Target
 
 
-# The return type follows the target's kind; the options, all Any, need no names here.
-@overload
-def partial(target: tvm_ffi.Function, bound: Bound | None = None, /, **options: Any) -> tvm_ffi.Function: ...
-@overload
-def partial(target: ModuleTarget, bound: Bound | None = None, /, **options: Any) -> tvm_ffi.Module: ...
 @overload
 def partial(
-    target: Callable[..., Any], bound: Bound | None = None, /, **options: Any
+    target: tvm_ffi.Function,
+    bound: Bound | None = None,
+    /,
+    *,
+    signature: Any = None,
+    device: Any = ...,
+    function: Any = ...,
+    outputs: Any = ...,
+    shards: Any = ...,
+    world: Any = ...,
+    **by_name: Any,
+) -> tvm_ffi.Function: ...
+@overload
+def partial(
+    target: ModuleTarget,
+    bound: Bound | None = None,
+    /,
+    *,
+    signature: Any = None,
+    device: Any = ...,
+    function: Any = ...,
+    outputs: Any = ...,
+    shards: Any = ...,
+    world: Any = ...,
+    **by_name: Any,
+) -> tvm_ffi.Module: ...
+@overload
+def partial(
+    target: Callable[..., Any],
+    bound: Bound | None = None,
+    /,
+    *,
+    signature: Any = None,
+    device: Any = ...,
+    function: Any = ...,
+    outputs: Any = ...,
+    shards: Any = ...,
+    world: Any = ...,
+    **by_name: Any,
 ) -> tvm_ffi.Function | tvm_ffi.Module: ...
 def partial(
     target: Target,
