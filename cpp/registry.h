@@ -3,8 +3,7 @@
 /*!
  * \file registry.h
  * \brief Internal: registering globals from code loaded more than once (the installed
- *        libtvm_partial.so, and the copy embedded in each self-contained artifact). Each global
- *        reports a failed allocation as MemoryError (out_of_memory.h).
+ *        libtvm_partial.so, and the copy embedded in each self-contained artifact).
  */
 #ifndef TVM_PARTIAL_REGISTRY_H_
 #define TVM_PARTIAL_REGISTRY_H_
@@ -32,7 +31,8 @@ namespace detail {
 bool IsEmbeddedCopy() noexcept;
 
 /*!
- * \brief Register `func` as global `name` with "type_schema" metadata (for tvm-ffi-stubgen), as
+ * \brief Register the function `make()` returns as global `name`, a failed allocation in it raised
+ *        as MemoryError, with "type_schema" metadata `schema()` (for tvm-ffi-stubgen), as
  *        GlobalDef does but honouring can_override, which GlobalDef lacks.
  *
  * Embedded copies never override: the first loaded serves until the installed library loads,
@@ -41,8 +41,8 @@ bool IsEmbeddedCopy() noexcept;
  * registers "tvm_partial.embedded_copy." + name, so the installed one can tell its registrations.
  * Never throws: a throw in a static initialiser during dlopen aborts the process.
  */
-inline void RegisterGlobalWithSchemaOnce(const char* name, const ffi::Function& func,
-                                         const std::string& type_schema) noexcept {
+template <typename Make, typename Schema>
+inline void RegisterGuardedOnce(const char* name, Make make, Schema schema) noexcept {
   try {
     const std::string marker = std::string("tvm_partial.embedded_copy.") + name;
     ffi::Optional<ffi::Function> existing = ffi::Function::GetGlobal(name);
@@ -52,8 +52,14 @@ inline void RegisterGlobalWithSchemaOnce(const char* name, const ffi::Function& 
       if (!embedded.has_value() || !embedded.value().same_as(existing.value()))
         return;  // not an embedded copy's
     }
+    // CallPacked uses the callable's cpp_call, which lets C++ exceptions reach the guard.
+    auto guarded = [name, impl = make()](ffi::PackedArgs args, ffi::Any* rv) {
+      OutOfMemoryAsMemoryError([&] { impl.CallPacked(args, rv); },
+                               [name] { return std::string(name); });
+    };
+    const ffi::Function func = ffi::Function::FromPacked(std::move(guarded));
     const std::string metadata = std::string(R"({"type_schema":)") +
-                                 ffi::EscapeStringJSON(ffi::String(type_schema)).c_str() + "}";
+                                 ffi::EscapeStringJSON(ffi::String(schema())).c_str() + "}";
     TVMFFIMethodInfo info;
     info.name = TVMFFIByteArray{name, std::strlen(name)};
     info.doc = TVMFFIByteArray{nullptr, 0};
@@ -68,32 +74,13 @@ inline void RegisterGlobalWithSchemaOnce(const char* name, const ffi::Function& 
   }
 }
 
-/*! \brief Register packed `call` as `name`, a failed allocation in it raised as MemoryError. */
-template <typename F>
-inline void RegisterGuardedOnce(const char* name, F call, const std::string& type_schema) {
-  auto guarded = [name, call = std::move(call)](ffi::PackedArgs args, ffi::Any* rv) {
-    OutOfMemoryAsMemoryError([&] { call(args, rv); }, [name] { return std::string(name); });
-  };
-  RegisterGlobalWithSchemaOnce(name, ffi::Function::FromPacked(std::move(guarded)), type_schema);
-}
-
 /*! \brief Register typed `func` (as for Function::FromTyped) as global `name` with its signature's
- *         type schema (as GlobalDef().def records), guarded with its argument conversions;
- *         closures it returns are not guarded. */
+ *         type schema (as GlobalDef().def records); closures it returns are not guarded. */
 template <typename F>
 inline void RegisterGlobalOnce(const char* name, F func) noexcept {
-  try {
-    using Info = ffi::detail::FunctionInfo<std::decay_t<F>>;
-    // CallPacked uses typed's cpp_call, which lets C++ exceptions reach the guard.
-    RegisterGuardedOnce(
-        name,
-        [typed = ffi::Function::FromTyped(std::move(func))](ffi::PackedArgs args, ffi::Any* rv) {
-          typed.CallPacked(args, rv);
-        },
-        Info::TypeSchema());
-  } catch (...) {
-    // Must not throw out of a static initialiser.
-  }
+  RegisterGuardedOnce(
+      name, [&func] { return ffi::Function::FromTyped(std::move(func)); },
+      ffi::detail::FunctionInfo<std::decay_t<F>>::TypeSchema);
 }
 
 /*! \brief Register packed `func` (ffi::PackedArgs, ffi::Any*) returning `R` as global `name`. Its
@@ -101,14 +88,12 @@ inline void RegisterGlobalOnce(const char* name, F func) noexcept {
  *         GlobalDef().def_packed records no return type. */
 template <typename R, typename F>
 inline void RegisterPackedGlobalOnce(const char* name, F func) noexcept {
-  try {
-    RegisterGuardedOnce(name, std::move(func),
-                        std::string(R"({"type":")") + ffi::StaticTypeKey::kTVMFFIFunction +
-                            R"(","named_args":{"return":[)" + ffi::detail::TypeSchema<R>::v() +
-                            "]}}");
-  } catch (...) {
-    // As above.
-  }
+  RegisterGuardedOnce(
+      name, [&func] { return ffi::Function::FromPacked(std::move(func)); },
+      [] {
+        return std::string(R"({"type":")") + ffi::StaticTypeKey::kTVMFFIFunction +
+               R"(","named_args":{"return":[)" + ffi::detail::TypeSchema<R>::v() + "]}}";
+      });
 }
 
 }  // namespace detail
