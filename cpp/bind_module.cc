@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <string>
@@ -88,8 +89,8 @@ ffi::Module MakePartialModule(
 // One function's record, its positions checked against its names (when given).
 format::FunctionRecord MakeRecord(const ffi::String& name,
                                   const ffi::Map<ffi::String, ffi::Array<ffi::String>>& names,
-                                  detail::BoundList bound, Outputs outputs = {}) {
-  const std::string who = "PartialApplyModule('" + std::string(name) + "')";
+                                  detail::BoundList bound, const std::string& who,
+                                  Outputs outputs = {}) {
   format::FunctionRecord r{name, names.Get(name).value_or(ffi::Array<ffi::String>()),
                            std::move(bound)};
   // Checked here against this level's bindings (as given); merged with an inner module's later.
@@ -140,10 +141,9 @@ std::vector<format::Shard> CheckShards(const format::FunctionRecord& r,
                                 << ": " << problem;
     }
     s.layout = format::ShardLayout(shape, s.dim, s.segments);
-    for (const format::Shard& seen : out) {
-      if (seen.position == s.position) {
-        TVM_FFI_THROW(ValueError) << who << ": " << label << " is sharded twice";
-      }
+    if (std::any_of(out.begin(), out.end(),
+                    [&](const auto& o) { return o.position == s.position; })) {
+      TVM_FFI_THROW(ValueError) << who << ": " << label << " is sharded twice";
     }
     out.push_back(s);
   }
@@ -231,32 +231,29 @@ void PartialApplyModulePacked(ffi::PackedArgs args, ffi::Any* rv) {
   for (const auto& [name, bound] : raw) {
     const std::string who = "PartialApplyModule('" + std::string(name) + "')";
     Outputs outs = outputs.count(name) ? detail::OutputsFromAny(outputs.at(name), who) : Outputs();
-    functions.push_back(MakeRecord(name, names, detail::FromAnyMap(bound, who), std::move(outs)));
+    functions.push_back(
+        MakeRecord(name, names, detail::FromAnyMap(bound, who), who, std::move(outs)));
     if (shards.count(name)) {
       functions.back().shards = CheckShards(functions.back(), shards.at(name), who);
     }
   }
-  for (const auto& [name, _] : shards) {
-    if (!raw.count(name)) {
-      TVM_FFI_THROW(ValueError) << "PartialApplyModule: shards for function '" << name
-                                << "', which has no entry in bindings";
+  auto refuse_unbound = [&raw](const auto& map, const char* what, const char* hint) {
+    for (const auto& [name, _] : map) {
+      if (!raw.count(name)) {
+        TVM_FFI_THROW(ValueError) << "PartialApplyModule: " << what << " for function '" << name
+                                  << "', which has no entry in bindings" << hint;
+      }
     }
-  }
-  for (const auto& [name, _] : outputs) {
-    if (!raw.count(name)) {
-      TVM_FFI_THROW(ValueError) << "PartialApplyModule: outputs for function '" << name
-                                << "', which has no entry in bindings (give it {} there)";
-    }
-  }
+  };
+  refuse_unbound(shards, "shards", "");
+  refuse_unbound(outputs, "outputs", " (give it {} there)");
   *rv = MakePartialModule(
       mod, std::move(functions),
       detail::OptionalArg<ffi::Map<ffi::String, ffi::Array<ffi::String>>>(args, 4));
 }
 
-// tvm_partial.Rebind: `mod` (of this copy, not a rank's view) over the same code, `function`'s
-// values at `values`' positions replaced, all else kept (names, outputs, shards, LibraryFile). A
-// tensor bound in several places is one: each place gets the replacement unless `values` gives it
-// its own.
+// tvm_partial.Rebind: `mod` over the same code, `function`'s values at `values`' positions
+// replaced, all else kept; a tied tensor in every place `values` gives no value of its own.
 ffi::Module RebindAt(ffi::Module mod, ffi::String function, ffi::Map<int64_t, ffi::Any> values) {
   const std::vector<format::FunctionRecord>* held = detail::PartialModuleRecords(mod);
   if (held == nullptr) {
@@ -333,9 +330,10 @@ ffi::Module RebindAt(ffi::Module mod, ffi::String function, ffi::Map<int64_t, ff
     }
   }
   for (size_t b : places) fn->bound[b].second = values.at(fn->bound[b].first);
-  ffi::Module out = detail::NewPartialModule(std::move(records), code);
-  detail::InheritLibraryFile(out, mod);
-  return out;
+  // The file `mod`'s code was loaded from (LibraryFile) when that code is its first import.
+  const bool same = mod->imports()[0].cast<ffi::Module>().same_as(*code);
+  return detail::NewPartialModule(std::move(records), code,
+                                  same ? detail::LibraryFile(mod) : nullptr);
 }
 
 // Views with equal keys are one copy: address, dtype, shape, strides (none when contiguous),
@@ -468,6 +466,7 @@ std::vector<format::FunctionRecord> detail::PartialRecords(const ffi::Any& obj, 
     const bool str = type == ffi::TypeIndex::kTVMFFIStr || type == ffi::TypeIndex::kTVMFFISmallStr;
     const bool bytes =
         type == ffi::TypeIndex::kTVMFFIBytes || type == ffi::TypeIndex::kTVMFFISmallBytes;
+    // A module of our kind whose records RecordsOf could not read: another copy made it.
     auto m = obj.try_cast<ffi::Module>();
     TVM_FFI_THROW(TypeError) << who
                              << ": expected a partial function or a partial_apply module, got "
@@ -475,7 +474,7 @@ std::vector<format::FunctionRecord> detail::PartialRecords(const ffi::Any& obj, 
                                  : bytes ? "bytes"
                                          : obj.GetTypeKey())
                              << (bytes ? " (load saved bytes with load_from_bytes first)" : "")
-                             << (m && detail::IsForeignPartialModule(*m)
+                             << (m && std::strcmp((*m)->kind(), "partial_apply") == 0
                                      ? " (a partial_apply module made by another copy of "
                                        "tvm-partial, such as the one inside a self-contained "
                                        "artifact, whose bindings this copy cannot read)"
@@ -488,9 +487,8 @@ ffi::Module PartialApplyModule(ffi::Module mod, ffi::Map<ffi::String, Bindings> 
                                ffi::Map<ffi::String, ffi::Array<ffi::String>> param_names) {
   std::vector<format::FunctionRecord> functions;
   for (const auto& [name, bound] : bindings) {
-    functions.push_back(
-        MakeRecord(name, param_names,
-                   detail::FromBindings(bound, "PartialApplyModule('" + std::string(name) + "')")));
+    const std::string who = "PartialApplyModule('" + std::string(name) + "')";
+    functions.push_back(MakeRecord(name, param_names, detail::FromBindings(bound, who), who));
   }
   return MakePartialModule(std::move(mod), std::move(functions));
 }

@@ -12,21 +12,15 @@
 #include <tvm/ffi/string.h>
 #include <tvm_partial/partial_apply.h>
 
-#include <algorithm>
-#include <cstring>
 #include <mutex>
 #include <optional>
-#include <string>
 #include <unordered_map>
 #include <utility>
-#include <vector>
 
 #include "bind/bindings.h"
-#include "format/format.h"
 #include "out_of_memory.h"
 #include "registry.h"
 #include "storage/loaded_library.h"
-#include "storage/payload_source.h"
 
 namespace tvm_partial {
 
@@ -56,16 +50,16 @@ class PartialModuleObj final : public ffi::ModuleObj {
   PartialModuleObj(std::vector<format::FunctionRecord> functions,
                    ffi::Optional<ffi::Module> wrapped,
                    std::optional<format::ExternalRegion> external = std::nullopt)
-      : functions_(std::move(functions)),
-        index_(IndexByName(functions_)),
-        external_(std::move(external)) {
+      : functions_(std::move(functions)), external_(std::move(external)) {
+    for (size_t i = 0; i < functions_.size(); ++i)
+      index_.emplace(std::string(functions_[i].name), i);
     if (wrapped.has_value()) imports_.push_back(*wrapped);
   }
 
   // Loaded from `bytes`: records are built on first use, once the library loader has attached
   // the imports (they say which file holds the payloads).
   PartialModuleObj(ffi::Bytes bytes, format::Parsed parsed)
-      : functions_(Skeleton(parsed)), index_(IndexByName(functions_)) {
+      : PartialModuleObj(Skeleton(parsed), std::nullopt) {
     pending_.emplace(Pending{std::move(bytes), std::move(parsed)});
   }
 
@@ -185,8 +179,7 @@ class PartialModuleObj final : public ffi::ModuleObj {
             return detail::DecodeValues(pending_->bytes.data(), pending_->parsed, imports_,
                                         options_);
           });
-      // Only values are filled: names, order and outputs (GetFunction reads them unlocked) are
-      // the skeleton's, and the vector never moves.
+      // Only values: GetFunction reads names, order and outputs unlocked; the vector never moves.
       for (size_t i = 0; i < functions_.size(); ++i) functions_[i].bound = std::move(values[i]);
       // Not when the library imports this module: the share would keep this module alive.
       ffi::Optional<ffi::Module> library = detail::FindLibrary(imports_);
@@ -221,13 +214,6 @@ class PartialModuleObj final : public ffi::ModuleObj {
     return sharded ? 1 : 0;
   }
 
-  static std::unordered_map<std::string, size_t> IndexByName(
-      const std::vector<format::FunctionRecord>& functions) {
-    std::unordered_map<std::string, size_t> index;
-    for (size_t i = 0; i < functions.size(); ++i) index.emplace(std::string(functions[i].name), i);
-    return index;
-  }
-
   static std::vector<format::FunctionRecord> Skeleton(const format::Parsed& parsed) {
     std::vector<format::FunctionRecord> out;
     out.reserve(parsed.functions.size());
@@ -257,7 +243,7 @@ class PartialModuleObj final : public ffi::ModuleObj {
   // Records(), immutable afterwards.
   std::vector<format::FunctionRecord> functions_;
   // Name -> position in functions_ (names are unique): a module may bind 100k+ functions.
-  const std::unordered_map<std::string, size_t> index_;
+  std::unordered_map<std::string, size_t> index_;
   // Set for a zero-copy export: SaveToBytes writes metadata referring to this region.
   const std::optional<format::ExternalRegion> external_;
   // What a module loaded from bytes keeps until Records() builds its values; under resolve_mutex_.
@@ -266,8 +252,7 @@ class PartialModuleObj final : public ffi::ModuleObj {
     format::Parsed parsed;
   };
   std::optional<Pending> pending_;
-  // ConfigureLoad's, fixed once Records() built the values: shard_world > 0 for a rank's view;
-  // library_file, the file as our loader opened it (what a re-export copies, whatever its names).
+  // ConfigureLoad's (library_file also NewPartialModule's), fixed once Records() built the values.
   storage::LoadOptions options_;
   std::shared_ptr<void> loaded_object_;  // the code's library, shared by Records()
   std::mutex resolve_mutex_;
@@ -299,24 +284,9 @@ std::shared_ptr<storage::File> LibraryFile(const ffi::Module& mod) {
                                               : AsPartialModule(mod)->options_.library_file;
 }
 
-void InheritLibraryFile(const ffi::Module& to, const ffi::Module& from) {
-  PartialModuleObj* target = AsPartialModule(to);
-  std::shared_ptr<storage::File> file = LibraryFile(from);
-  if (target == nullptr || file == nullptr) return;
-  const ffi::Array<ffi::Any>& a = to->imports();
-  const ffi::Array<ffi::Any>& b = from->imports();
-  if (a.empty() || b.empty() || !a[0].cast<ffi::Module>().same_as(b[0].cast<ffi::Module>())) return;
-  target->Records();
-  target->options_.library_file = std::move(file);
-}
-
 int ConfigureLoad(const ffi::Module& mod, const storage::LoadOptions& options) {
   PartialModuleObj* pm = AsPartialModule(mod);
   return pm == nullptr ? -1 : pm->Configure(options);
-}
-
-bool IsForeignPartialModule(const ffi::Module& mod) {
-  return std::strcmp(mod->kind(), kKind) == 0 && AsPartialModule(mod) == nullptr;
 }
 
 ffi::Optional<ffi::Module> PartialModuleCode(const ffi::Module& mod) {
@@ -325,8 +295,11 @@ ffi::Optional<ffi::Module> PartialModuleCode(const ffi::Module& mod) {
 }
 
 ffi::Module NewPartialModule(std::vector<format::FunctionRecord> functions,
-                             ffi::Optional<ffi::Module> code) {
-  return ffi::Module(ffi::make_object<PartialModuleObj>(std::move(functions), std::move(code)));
+                             ffi::Optional<ffi::Module> code,
+                             std::shared_ptr<storage::File> library_file) {
+  auto pm = ffi::make_object<PartialModuleObj>(std::move(functions), std::move(code));
+  pm->options_.library_file = std::move(library_file);
+  return ffi::Module(pm);
 }
 
 int64_t ShardRankOf(const ffi::Any& obj) {

@@ -38,20 +38,14 @@ std::vector<format::FunctionRecord> PartialRecords(const ffi::Any& obj, const ch
 int64_t ShardRankOf(const ffi::Any& obj);
 void RefuseShardView(const ffi::Module& mod, const char* what);
 
-// A partial_apply module made by another copy of tvm-partial (as inside a self-contained
-// artifact): this copy cannot read its records.
-bool IsForeignPartialModule(const ffi::Module& mod);
-
 ffi::Module NewPartialModule(std::vector<format::FunctionRecord> functions,
-                             ffi::Optional<ffi::Module> code);
+                             ffi::Optional<ffi::Module> code,
+                             std::shared_ptr<storage::File> library_file = nullptr);
 
 // Make `mod`, a partial_apply module of this copy loaded from bytes and unused, build its values
 // as `options` say: -1 for any other module (nothing set), else 1 if it records shards, else 0.
 // ValueError when a shard of another world is asked.
 int ConfigureLoad(const ffi::Module& mod, const storage::LoadOptions& options);
-
-// `to` (rebind's result, over the code `from` wraps) keeps `from`'s LibraryFile.
-void InheritLibraryFile(const ffi::Module& to, const ffi::Module& from);
 
 // `mod`'s recorded devices of `device`'s type become `device` (a rank's GPU) when it is a Relax
 // VM module of this copy; CPU: nothing. RuntimeError once its VM runs.

@@ -94,7 +94,7 @@ void CheckDevices(const std::vector<VMDevice>& devices, const char* who) {
 class RelaxVMModuleObj final : public ffi::ModuleObj {
  public:
   RelaxVMModuleObj(VMRecord record, ffi::Optional<ffi::Module> executable)
-      : devices_(std::move(record.devices)), model_(std::move(record.model)) {
+      : record_(std::move(record)) {
     if (executable.has_value()) imports_.push_back(*executable);
   }
 
@@ -113,11 +113,11 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
     auto put = [&out](uint32_t v) {
       for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
     };
-    put(static_cast<uint32_t>(devices_.size()));
-    for (const VMDevice& d : devices_) {
+    put(static_cast<uint32_t>(record_.devices.size()));
+    for (const VMDevice& d : record_.devices) {
       for (int32_t v : {d.type, d.id, d.allocator}) put(static_cast<uint32_t>(v));
     }
-    WriteModelRecord(model_, &out);
+    WriteModelRecord(record_.model, &out);
     return ffi::Bytes(out);
   }
 
@@ -129,7 +129,7 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
   bool Retarget(DLDevice device) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (vm_.has_value()) return false;
-    for (VMDevice& d : devices_) {
+    for (VMDevice& d : record_.devices) {
       if (d.type == device.device_type) d.id = device.device_id;
     }
     return true;
@@ -182,7 +182,7 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
     if (!text.has_value()) bad("does not start with its JSON");
     auto json = ffi::json::Parse(*text).try_cast<ffi::json::Object>();
     if (!json.has_value()) bad("is not a JSON object");
-    model_.what = "the model";
+    record_.model.what = "the model";
     auto compiled =
         json->Get("compiled_in").value_or(ffi::json::Array()).try_cast<ffi::json::Array>();
     if (!compiled.has_value() || compiled->size() + 1 != found.size())
@@ -192,26 +192,25 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
       auto tensor = found[i + 1].try_cast<ffi::Tensor>();
       if (!name.has_value() || !tensor.has_value())
         bad("holds a compiled-in entry that is not a named tensor");
-      model_.compiled_in.push_back(RecordCompiledIn(*name, *tensor));
+      record_.model.compiled_in.push_back(RecordCompiledIn(*name, *tensor));
     }
     auto read =
         json->Get("read_at_import").value_or(ffi::json::Array()).try_cast<ffi::json::Array>();
     if (!read.has_value()) bad("names values read at import in something other than a list");
     for (const ffi::Any& name : *read) {
-      for (CompiledIn& c : model_.compiled_in) {
+      for (CompiledIn& c : record_.model.compiled_in) {
         if (name.try_cast<ffi::String>() == ffi::String(c.name)) c.kind = CompiledIn::kRead;
       }
     }
     auto aliases = json->Get("aliases").value_or(ffi::json::Object()).try_cast<ffi::json::Object>();
     if (!aliases.has_value()) bad("has aliases that are not an object");
-    std::vector<std::string> seen;  // parameter names, in the order their first alias comes
     for (const auto& [alias, name] : *aliases) {
       auto a = alias.try_cast<ffi::String>();
       auto n = name.try_cast<ffi::String>();
       if (!a.has_value() || !n.has_value()) bad("has an alias that is not a name");
       std::vector<std::string>* group = nullptr;
-      for (auto& g : model_.ties) group = g[0] == std::string(*n) ? &g : group;
-      if (group == nullptr) group = &model_.ties.emplace_back(std::vector<std::string>{*n});
+      for (auto& g : record_.model.ties) group = g[0] == std::string(*n) ? &g : group;
+      if (group == nullptr) group = &record_.model.ties.emplace_back(std::vector<std::string>{*n});
       group->push_back(*a);
     }
   }
@@ -240,7 +239,7 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
     }
     ffi::Optional<ffi::Function> exists = ffi::Function::GetGlobal("runtime.GetDeviceAttr");
     std::vector<ffi::AnyView> init_args;  // integers, held by value
-    for (const VMDevice& d : devices_) {
+    for (const VMDevice& d : record_.devices) {
       if (d.type != kDLCPU && exists.has_value()) {
         int64_t present = 0;  // stays 0 when the query fails
         try {
@@ -268,8 +267,7 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
     return vm;
   }
 
-  std::vector<VMDevice> devices_;  // fixed once the VM exists (Retarget only before)
-  ModelRecord model_;              // what the executable knows by the model's names
+  VMRecord record_;  // devices fixed once the VM exists (Retarget only before)
   std::mutex mutex_;
   ffi::Optional<ffi::Module> vm_;
 };
