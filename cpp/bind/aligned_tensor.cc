@@ -7,7 +7,6 @@
  */
 #include "bind/aligned_tensor.h"
 
-#include <tvm/ffi/container/shape.h>
 #include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/dtype.h>
 #include <tvm/ffi/error.h>
@@ -15,11 +14,9 @@
 #include <tvm_partial/partial_apply.h>
 
 #include <algorithm>
-#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <string>
 
 #include "device.h"
 

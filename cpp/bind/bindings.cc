@@ -11,9 +11,6 @@
 #include <tvm/ffi/function.h>
 
 #include <algorithm>
-#include <string>
-#include <utility>
-#include <vector>
 
 #include "registry.h"
 
@@ -105,18 +102,6 @@ int64_t ToWrapped(const std::vector<int64_t>& taken, int64_t q) {
     ++position;
   }
   return position;
-}
-
-int64_t ToCaller(const std::vector<int64_t>& taken, int64_t position) {
-  return position - (std::lower_bound(taken.begin(), taken.end(), position) - taken.begin());
-}
-
-std::vector<int64_t> FreePositions(const std::vector<int64_t>& taken, int64_t count) {
-  std::vector<int64_t> out;
-  for (int64_t q = 0; q + static_cast<int64_t>(taken.size()) < count; ++q) {
-    out.push_back(ToWrapped(taken, q));
-  }
-  return out;
 }
 
 std::string ParamLabel(int64_t position, const ffi::Array<ffi::String>& names) {

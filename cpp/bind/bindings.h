@@ -45,13 +45,8 @@ void CheckAgainstSignature(const BoundList& bound, const ffi::Array<ffi::String>
 // The sorted positions a partial takes: those it binds and those it allocates (outputs).
 std::vector<int64_t> TakenPositions(const BoundList& bound, const Outputs& outputs);
 
-// The wrapped position of argument `q` of a partial taking `taken` (sorted), and the inverse.
+// The wrapped position of argument `q` of a partial taking `taken` (sorted).
 int64_t ToWrapped(const std::vector<int64_t>& taken, int64_t q);
-int64_t ToCaller(const std::vector<int64_t>& taken, int64_t position);
-
-// The wrapped positions of the free arguments, in order, of a partial taking `taken` of a
-// function of `count` parameters.
-std::vector<int64_t> FreePositions(const std::vector<int64_t>& taken, int64_t count);
 
 // "'w' (position 1)" when `names` names the position, else "position 1".
 std::string ParamLabel(int64_t position, const ffi::Array<ffi::String>& names);

@@ -6,12 +6,8 @@
  */
 #include "bind/merge.h"
 
-#include <tvm/ffi/error.h>
-
 #include <algorithm>
 #include <iterator>
-#include <string>
-#include <utility>
 #include <vector>
 
 #include "bind/outputs.h"
@@ -21,45 +17,40 @@ namespace detail {
 
 namespace {
 
-// Names to merge with: `inner_names`, else `original` if given and fitting, else none.
-ffi::Array<ffi::String> InnerNames(const std::vector<int64_t>& taken,
+// Names after the merge: `inner_names`, else `original` (it must fit), else `outer_names` with
+// "arg<i>" at the taken positions when they fit, else none.
+ffi::Array<ffi::String> MergeNames(const std::vector<int64_t>& taken,
                                    const ffi::Array<ffi::String>& inner_names,
                                    const ffi::Array<ffi::String>& outer_names,
                                    const ffi::Array<ffi::String>& original,
                                    const std::string& who) {
-  if (!inner_names.empty() || original.empty()) return inner_names;
-  const int64_t count = static_cast<int64_t>(original.size());
-  bool fits = taken.empty() || taken.back() < count;
-  if (fits && !outer_names.empty()) {
-    fits = outer_names.size() + taken.size() == original.size();
-    for (int64_t position = 0, j = 0, q = 0; fits && position < count; ++position) {
-      if (j < static_cast<int64_t>(taken.size()) && taken[j] == position) {
-        ++j;
-      } else {
-        fits = outer_names[q++] == original[position];
+  if (!inner_names.empty()) return inner_names;
+  const size_t total = outer_names.size() + taken.size();
+  if (!original.empty()) {
+    const int64_t count = static_cast<int64_t>(original.size());
+    bool fits = taken.empty() || taken.back() < count;
+    if (fits && !outer_names.empty()) {
+      fits = total == original.size();
+      for (int64_t position = 0, j = 0, q = 0; fits && position < count; ++position) {
+        if (j < static_cast<int64_t>(taken.size()) && taken[j] == position) {
+          ++j;
+        } else {
+          fits = outer_names[q++] == original[position];
+        }
       }
     }
+    if (!fits) {
+      TVM_FFI_THROW(ValueError) << who << ": the original parameter names (" << original.size()
+                                << ") do not fit the partial's " << taken.size()
+                                << " bound positions and " << outer_names.size()
+                                << " free argument names";
+    }
+    return original;
   }
-  if (!fits) {
-    TVM_FFI_THROW(ValueError) << who << ": the original parameter names (" << original.size()
-                              << ") do not fit the partial's " << taken.size()
-                              << " bound positions and " << outer_names.size()
-                              << " free argument names";
-  }
-  return original;
-}
-
-// Names after the merge: `inner_names`, else `outer_names` with "arg<i>" at the taken positions
-// when they fit, else none.
-ffi::Array<ffi::String> MergeNames(const std::vector<int64_t>& taken,
-                                   const ffi::Array<ffi::String>& inner_names,
-                                   const ffi::Array<ffi::String>& outer_names) {
-  if (!inner_names.empty() || outer_names.empty()) return inner_names;
+  if (outer_names.empty()) return {};
   ffi::Array<ffi::String> names;
-  names.reserve(outer_names.size() + taken.size());
-  size_t j = 0, q = 0;
-  const size_t total = outer_names.size() + taken.size();
-  for (size_t position = 0; position < total; ++position) {
+  names.reserve(total);
+  for (size_t position = 0, j = 0, q = 0; position < total; ++position) {
     if (j < taken.size() && taken[j] == static_cast<int64_t>(position)) {
       names.push_back(ffi::String("arg" + std::to_string(position)));
       ++j;
@@ -68,7 +59,7 @@ ffi::Array<ffi::String> MergeNames(const std::vector<int64_t>& taken,
       names.push_back(outer_names[q++]);
     }
   }
-  return j == taken.size() ? names : ffi::Array<ffi::String>();
+  return names;  // every taken position was named: else q would have run out
 }
 
 // The outer bindings at their wrapped positions, checked against a call's reach and (`num_names`
@@ -116,9 +107,7 @@ Level Merge(const Level& inner, Level outer, const ffi::Array<ffi::String>& orig
   // The inner outputs take positions as its bindings do.
   const std::vector<int64_t> taken = TakenPositions(inner.bound, inner.outputs);
   Level merged;
-  merged.param_names =
-      MergeNames(taken, InnerNames(taken, inner.param_names, outer.param_names, original, who),
-                 outer.param_names);
+  merged.param_names = MergeNames(taken, inner.param_names, outer.param_names, original, who);
   const BoundList placed = Place(taken, outer.bound, merged.param_names.size(), who);
   std::merge(inner.bound.begin(), inner.bound.end(), placed.begin(), placed.end(),
              std::back_inserter(merged.bound),

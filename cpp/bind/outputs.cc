@@ -6,12 +6,10 @@
  */
 #include "bind/outputs.h"
 
-#include <tvm/ffi/container/shape.h>
 #include <tvm/ffi/dtype.h>
 #include <tvm/ffi/error.h>
 
 #include <algorithm>
-#include <string>
 #include <utility>
 
 namespace tvm_partial {
