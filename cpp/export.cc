@@ -7,7 +7,6 @@
  *        beside it; for code loaded from an artifact (TVM cannot export it again), an updated copy
  *        of that file. Linking is TVM's export_library, in Python, which Export calls back.
  */
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <tvm/ffi/container/array.h>
 #include <tvm/ffi/container/map.h>
@@ -78,17 +77,16 @@ storage::LoadedLibrary SourceOf(const ffi::Module& module, const ffi::Module& li
 // Export of a module whose code was loaded from an artifact (maybe rebound): TVM cannot export
 // loaded code, so `staged` becomes a copy of that artifact with this module's bytes in TVM's blob
 // and, if zero-copy, its region rewritten (same lengths: rebind keeps dtypes and shapes).
-void ExportLoaded(ffi::Module module, ffi::String path, ffi::String staged,
+void ExportLoaded(ffi::Module module, ffi::Module library, ffi::String path, ffi::String staged,
                   ffi::Optional<bool> zero_copy, ffi::Array<ffi::String> options) {
-  ffi::Optional<ffi::Module> library = detail::FindLibrary(module->imports());
-  if (!library.has_value() || !(*library)->ImplementsFunction("_library_bin")) {
+  if (!library->ImplementsFunction("_library_bin")) {
     TVM_FFI_THROW(ValueError)
         << "export_library: this module's code was loaded from a library which TVM cannot "
         << "export again, and it is not a tvm-partial artifact to update (it embeds no "
         << "partial_apply module); bind the compiled module (what tvm.compile returned) and "
         << "export that";
   }
-  const storage::LoadedLibrary source = SourceOf(module, *library);
+  const storage::LoadedLibrary source = SourceOf(module, library);
   const std::string& name = source.real_path;
   if (!options.empty()) {
     std::string given;
@@ -238,13 +236,13 @@ void Export(ffi::Module module, ffi::String path, ffi::String staged, ffi::Funct
     TVM_FFI_THROW(ValueError) << "export_library: weights_file= places the payloads in that file; "
                               << "zero_copy=False (payloads inside the library) contradicts it";
   }
-  if (detail::FindLibrary(module->imports()).has_value()) {  // the code was loaded
+  if (auto library = detail::FindLibrary(module->imports())) {  // the code was loaded
     if (weights_file.has_value()) {
       TVM_FFI_THROW(ValueError)
           << "export_library: weights_file= with a module loaded from an artifact is not "
           << "supported: bind the compiled module with tvm_partial.partial() and export that";
     }
-    ExportLoaded(module, path, staged, zero_copy,
+    ExportLoaded(module, *library, path, staged, zero_copy,
                  Option<ffi::Array<ffi::String>>(options, "given"));
     return;
   }

@@ -10,19 +10,15 @@
 #include "inspect.h"
 
 #include <tvm/ffi/container/array.h>
-#include <tvm/ffi/container/map.h>
 #include <tvm/ffi/dtype.h>
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/function.h>
-#include <tvm/ffi/string.h>
 #include <tvm_partial/partial_apply.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <functional>
 #include <map>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,7 +31,6 @@
 #include "format/hash.h"
 #include "partial_module.h"
 #include "registry.h"
-#include "storage/file.h"
 #include "storage/loaded_library.h"
 #include "storage/module_tree.h"
 #include "storage/payload_source.h"
@@ -60,12 +55,10 @@ Dict Report(const ffi::String& path, const ffi::Array<ffi::Any>& entries,
     total += static_cast<uint64_t>(any.cast<Dict>().at("bytes").cast<int64_t>());
   }
   uint64_t base = 0;
-  std::function<void(uint64_t)> report;
-  if (progress.has_value()) {
-    report = [&](uint64_t done) {
+  auto report = [&](uint64_t done) {
+    if (progress.has_value())
       (*progress)(static_cast<int64_t>(base + done), static_cast<int64_t>(total));
-    };
-  }
+  };
   ffi::Array<ffi::Any> payloads, damaged;
   for (size_t i = 0; i < entries.size(); ++i) {
     Dict p = entries[i].cast<Dict>();
@@ -235,20 +228,19 @@ Dict VerifyWeights(const ffi::String& path, std::shared_ptr<storage::File> file,
 
 /*! \brief An artifact's partial module, parsed; in a library, what TVM embedded beside it. */
 struct Artifact {
-  std::string kind;                                // "library" or "save_to_bytes"
   std::optional<storage::LibraryModules> library;  // none: save_to_bytes output
   format::Parsed parsed;
   storage::Origin origin;  // blob_file: the file, opened once (every read is of it)
 };
 
 Artifact ReadArtifact(const ffi::String& path, std::shared_ptr<storage::File> opened,
-                      std::string kind) {
-  Artifact out{std::move(kind), {}, {}, {}};
+                      const std::string& kind) {
+  Artifact out;
   out.origin.blob_file = std::move(opened);
   const storage::File& file = *out.origin.blob_file;
-  int64_t blob_offset = 0;
-  int64_t blob_size = static_cast<int64_t>(file.size);  // save_to_bytes: the whole file
-  if (out.kind == "library") {
+  uint64_t blob_offset = 0;
+  uint64_t blob_size = file.size;  // save_to_bytes: the whole file
+  if (kind == "library") {
     storage::CheckComplete(file);  // what the loaders refuse before the system's loader runs
     out.library = storage::ReadLibraryModules(file);
     out.origin.library = out.origin.blob_file;
@@ -264,17 +256,11 @@ Artifact ReadArtifact(const ffi::String& path, std::shared_ptr<storage::File> op
                                 << "partial_apply module (embedded modules: "
                                 << (kinds.empty() ? "none" : kinds) << ")";
     }
-    blob_offset = static_cast<int64_t>(m->offset);
-    blob_size = static_cast<int64_t>(m->size);
-  }
-  if (blob_offset < 0 || blob_size < 0 || static_cast<uint64_t>(blob_offset) > file.size ||
-      static_cast<uint64_t>(blob_size) > file.size - static_cast<uint64_t>(blob_offset)) {
-    TVM_FFI_THROW(ValueError) << path << " is truncated: its partial module's " << blob_size
-                              << " bytes at offset " << blob_offset
-                              << " run past the end of the file (" << file.size << " bytes)";
+    blob_offset = m->offset;  // within the file: ReadLibraryModules checks each module's bytes
+    blob_size = m->size;
   }
   std::string blob(static_cast<size_t>(blob_size), '\0');
-  if (!storage::ReadAt(file, static_cast<uint64_t>(blob_offset), blob.size(), &blob[0])) {
+  if (!storage::ReadAt(file, blob_offset, blob.size(), &blob[0])) {
     TVM_FFI_THROW(ValueError) << path << " is truncated inside its partial module's bytes";
   }
   try {
@@ -283,7 +269,7 @@ Artifact ReadArtifact(const ffi::String& path, std::shared_ptr<storage::File> op
     TVM_FFI_THROW(ValueError) << path << ": " << err.message();
   }
   out.origin.library_path = storage::RealPath(file);
-  out.origin.blob_offset = static_cast<uint64_t>(blob_offset);
+  out.origin.blob_offset = blob_offset;
   return out;
 }
 
@@ -478,7 +464,7 @@ Dict InspectArtifact(const ffi::String& path, const Artifact& art) {
     storage::Locate(parsed, art.origin);  // inline payloads inside the file: checked the same
   }
   Dict out{{"path", path},
-           {"kind", ffi::String(art.kind)},
+           {"kind", ffi::String(art.library.has_value() ? "library" : "save_to_bytes")},
            {"format_version", static_cast<int64_t>(parsed.version)},
            {"total_bytes", static_cast<int64_t>(parsed.total)},
            {"constant_bytes", described.at("constant_bytes")},

@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -190,12 +189,9 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   detail::RegisterGlobalOnce(
       "tvm_partial.LoadArtifact", [](ffi::String path, int64_t fd, ffi::String weights_file,
                                      ffi::Optional<ffi::Array<int64_t>> shard) {
-        storage::LoadOptions options;
-        options.weights_file = weights_file;
-        if (shard.has_value()) {
-          std::tie(options.shard_rank, options.shard_world) = format::RankWorld("load", *shard);
-        }
-        return LoadArtifact(path, options, fd);
+        const auto [rank, world] = shard.has_value() ? format::RankWorld("load", *shard)
+                                                     : std::pair<int64_t, int64_t>{-1, 0};
+        return LoadArtifact(path, {nullptr, weights_file, rank, world}, fd);
       });
   // load_from_bytes, over `wrapped` (the code bound) when given; records built now.
   detail::RegisterGlobalOnce(

@@ -5,15 +5,8 @@
  * \brief The parsed format as data (format.h `Describe`), for inspect, the CLI and the tests.
  */
 #include <tvm/ffi/container/array.h>
-#include <tvm/ffi/container/map.h>
 #include <tvm/ffi/dtype.h>
-#include <tvm/ffi/string.h>
 
-#include <cstdint>
-#include <string>
-#include <vector>
-
-#include "bind/outputs.h"
 #include "device.h"
 #include "format/common.h"
 #include "format/format.h"
