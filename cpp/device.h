@@ -19,10 +19,28 @@ namespace detail {
 constexpr int32_t kRPCSessMask = 128;
 
 /*! \brief TVM's name of a device type ("cuda", the suffix of its `device_api.` global), or null. */
-const char* DeviceName(int32_t device_type);
+inline const char* DeviceName(int32_t device_type) {
+  static constexpr struct {
+    int32_t type;
+    const char* name;
+  } kNames[] = {
+      {kDLCPU, "cpu"},       {kDLCUDA, "cuda"},          {kDLCUDAHost, "cuda_host"},
+      {kDLOpenCL, "opencl"}, {kDLVulkan, "vulkan"},      {kDLMetal, "metal"},
+      {kDLROCM, "rocm"},     {kDLROCMHost, "rocm_host"}, {kDLCUDAManaged, "cuda_managed"},
+      {kDLOneAPI, "oneapi"}, {kDLWebGPU, "webgpu"},      {kDLHexagon, "hexagon"},
+  };
+  for (const auto& entry : kNames) {
+    if (entry.type == device_type) return entry.name;
+  }
+  return nullptr;
+}
 
 /*! \brief "cuda:0", or "device_type 99:0" for a type without a name. */
-std::string DeviceString(int32_t device_type, int32_t device_id);
+inline std::string DeviceString(int32_t device_type, int32_t device_id) {
+  const char* name = DeviceName(device_type);
+  return (name != nullptr ? std::string(name) : "device_type " + std::to_string(device_type)) +
+         ":" + std::to_string(device_id);
+}
 
 /*! \brief Whether the device's memory is host memory (the CPU can read it directly). */
 inline bool IsHostDevice(DLDevice device) {
