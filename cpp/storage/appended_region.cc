@@ -27,8 +27,16 @@ namespace {
 /*! \brief The region's file offset is a multiple of this (of every page size: it maps in place). */
 constexpr uint64_t kAppendAlignment = 64 * 1024;
 constexpr char kTrailerMagic[8] = {'T', 'V', 'M', 'P', 'T', 'R', 'L', 'R'};
-constexpr size_t kTrailerSize = 64;
 constexpr uint32_t kTrailerVersion = 1;
+
+// The trailer as it lies at the end of the file (docs/format.md); `hash` covers the fields before.
+struct Trailer {
+  char magic[8];
+  uint32_t version, zero;
+  uint64_t offset, size, link, hash;
+  char zeros[16];
+};
+static_assert(sizeof(Trailer) == 64 && offsetof(Trailer, hash) == 40, "the format's layout");
 
 /*! \brief Positioned writes to a file; every failure names the file and the system's error. */
 class FileWriter {
@@ -72,19 +80,6 @@ class FileWriter {
   uint64_t at_ = 0;
 };
 
-// The trailer (docs/format.md) of a region of `size` bytes appended at `offset`.
-std::string EncodeTrailer(uint64_t offset, uint64_t size, uint64_t link) {
-  std::string trailer(kTrailerSize, '\0');
-  std::memcpy(&trailer[0], kTrailerMagic, 8);
-  std::memcpy(&trailer[8], &kTrailerVersion, 4);
-  std::memcpy(&trailer[16], &offset, 8);
-  std::memcpy(&trailer[24], &size, 8);
-  std::memcpy(&trailer[32], &link, 8);
-  const uint64_t h = hash::Hash(trailer.data(), 40);
-  std::memcpy(&trailer[40], &h, 8);
-  return trailer;
-}
-
 /*! \brief Write the region of `tensors` at `start` of `out`, zeros before, telling `progress`;
  *         with `hashes`, each payload's hash (computed as written) goes there. \return Its size. */
 uint64_t PutRegion(FileWriter& out, uint64_t start, const std::vector<ffi::Tensor>& tensors,
@@ -121,26 +116,19 @@ uint64_t PutRegion(FileWriter& out, uint64_t start, const std::vector<ffi::Tenso
 }  // namespace
 
 uint64_t LocateAppended(const File& library, uint64_t size, uint64_t link) {
-  char bytes[kTrailerSize] = {};
-  const bool read = library.size >= kTrailerSize &&
-                    ReadAt(library, library.size - kTrailerSize, kTrailerSize, bytes);
-  uint32_t version;
-  struct {
-    uint64_t offset, size, link;
-  } trailer;
-  uint64_t h;
-  std::memcpy(&version, bytes + 8, 4);
-  std::memcpy(&trailer, bytes + 16, sizeof(trailer));
-  std::memcpy(&h, bytes + 40, 8);
-  if (!read || std::memcmp(bytes, kTrailerMagic, 8) != 0 || version != kTrailerVersion ||
-      h != hash::Hash(bytes, 40)) {
+  Trailer trailer{};
+  const bool read =
+      library.size >= sizeof(trailer) && ReadAt(library, library.size - sizeof(trailer),
+                                                sizeof(trailer), reinterpret_cast<char*>(&trailer));
+  if (!read || std::memcmp(trailer.magic, kTrailerMagic, 8) != 0 ||
+      trailer.version != kTrailerVersion || trailer.hash != hash::Hash(&trailer, 40)) {
     TVM_FFI_THROW(ValueError) << library.path << " is truncated or was rewritten: its payload "
                               << "region (" << size << " bytes, appended after the code) is "
                               << "missing, and so is the trailer at the end of the file that "
                               << "locates it (tools such as strip drop data appended to a "
                               << "library); copy or export it again";
   }
-  const uint64_t end = library.size - kTrailerSize;
+  const uint64_t end = library.size - sizeof(trailer);
   if (trailer.size != size || trailer.link != link || trailer.offset % kAppendAlignment != 0 ||
       trailer.offset > end || trailer.size != end - trailer.offset) {
     TVM_FFI_THROW(ValueError) << library.path << " is damaged: the trailer of its appended "
@@ -171,8 +159,10 @@ std::vector<uint64_t> AppendRegion(const std::vector<format::FunctionRecord>& fu
   const uint64_t start = (size + kAppendAlignment - 1) / kAppendAlignment * kAppendAlignment;
   std::vector<uint64_t> hashes;
   const uint64_t total = PutRegion(out, start, tensors, shards, region.link, progress, &hashes);
-  const std::string trailer = EncodeTrailer(start, total, region.link);
-  out.Put(trailer.data(), trailer.size());
+  Trailer trailer{{}, kTrailerVersion, 0, start, total, region.link, 0, {}};
+  std::memcpy(trailer.magic, kTrailerMagic, 8);
+  trailer.hash = hash::Hash(&trailer, 40);
+  out.Put(reinterpret_cast<const char*>(&trailer), sizeof(trailer));
   out.Close();
   if (progress.has_value()) (*progress)(static_cast<int64_t>(total), static_cast<int64_t>(total));
   return hashes;
