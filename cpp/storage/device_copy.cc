@@ -155,7 +155,7 @@ class ParallelCopy {
   ParallelCopy& operator=(const ParallelCopy&) = delete;
 
   void operator()(char* to, const char* from, uint64_t n) {
-    if (workers_.empty() || n < kMinSlice * 2) {
+    if (workers_.empty() || n < 2 * kMiB) {
       std::memcpy(to, from, n);
       return;
     }
@@ -174,8 +174,6 @@ class ParallelCopy {
   }
 
  private:
-  static constexpr uint64_t kMinSlice = kMiB;
-
   /*! \brief Slice `i` of the current copy; slices start at 64 KiB boundaries (the kernel maps
    *         file pages 64 KiB at a time), so no two threads fault the same pages in. */
   void Slice(int i) const {

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file storage/loaded_library.cc
- * \brief The file a loaded library module was mapped from (LoadedLibraryFile is in load.cc).
+ * \brief The file a loaded library module was mapped from.
  */
 #include "storage/loaded_library.h"
 
@@ -74,8 +74,8 @@ int CollectLoads(struct dl_phdr_info* info, size_t, void* data) {
   return 1;
 }
 
-/*! \brief Fill `out` if `address` is `symbol` as the loader resolves it in its own object. */
-bool ObjectAt(const void* address, const char* symbol, Object* out) {
+/*! \brief Fill `out` if `address` is the blob's symbol as the loader resolves it in its object. */
+bool ObjectAt(const void* address, Object* out) {
   Dl_info info{};
   struct link_map* map = nullptr;
   if (address == nullptr ||
@@ -87,7 +87,7 @@ bool ObjectAt(const void* address, const char* symbol, Object* out) {
   if (handle == nullptr) return false;
   struct link_map* opened = nullptr;
   if (dlinfo(handle, RTLD_DI_LINKMAP, &opened) != 0 || opened != map ||
-      dlsym(handle, symbol) != address) {
+      dlsym(handle, kBinSymbol) != address) {
     dlclose(handle);
     return false;
   }
@@ -119,7 +119,6 @@ std::optional<uint64_t> MappedInode(const void* address) {
   return out;
 }
 
-/*! \brief A library module's object, its blob's place in memory and file, the mapped inode. */
 struct Blob {
   Object object;
   const char* address = nullptr;
@@ -143,7 +142,7 @@ bool FindBlob(const ffi::Module& library, Blob* blob) {
   const ffi::FunctionObj* obj = bin.get();
   for (const void* candidate : {reinterpret_cast<const void*>(obj->safe_call),
                                 *reinterpret_cast<const void* const*>(obj + 1)}) {
-    if (!ObjectAt(candidate, kBinSymbol, &blob->object)) continue;
+    if (!ObjectAt(candidate, &blob->object)) continue;
     blob->address = static_cast<const char*>(candidate);
     const std::optional<uint64_t> offset =
         blob->object.BlobFileOffset(blob->address, &blob->length);
@@ -187,7 +186,7 @@ void CheckBlobOf(void* handle, const std::string& path) {
   if (blob == nullptr) return;  // no embedded modules: TVM makes the library module alone
   Object object;
   uint64_t length = 0;
-  if (!ObjectAt(blob, kBinSymbol, &object) || !object.FileOffset(blob, 8).has_value()) {
+  if (!ObjectAt(blob, &object) || !object.FileOffset(blob, 8).has_value()) {
     TVM_FFI_THROW(ValueError) << path << ": its embedded module blob does not lie in one loaded "
                               << "object's file; refused before TVM decodes it";
   }
@@ -266,7 +265,7 @@ std::shared_ptr<void> ShareLoadedObject(const ffi::Module& library) {
     static auto* kept = new std::vector<std::shared_ptr<ffi::Module>>();
     if (NeverUnloaded(blob.object.map)) kept->push_back(first);
   }
-  // Point the context back at the first module (see the header). Written only when it differs:
+  // Point the context back at the first module (docs/design.md). Written only when it differs:
   // the write costs a first load about 250 KiB of resident memory.
   auto** context =
       static_cast<const void**>(dlsym(blob.object.handle, ffi::symbol::tvm_ffi_library_ctx));

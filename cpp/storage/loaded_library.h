@@ -2,12 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file storage/loaded_library.h
- * \brief Internal: which file a loaded library module's code was mapped from, asked of the module.
- *
- * Payloads must come from the very file the code was mapped from: a process may hold several
- * versions of an artifact, and a replaced path still yields the loader's old object. So the object
- * is found via the module's embedded blob (proven its own symbol), and a file is accepted only if
- * it is the mapped inode (/proc/self/maps) holding the mapped blob's bytes.
+ * \brief Internal: which file a loaded library module's code was mapped from, asked of the module:
+ *        the mapped inode holding the mapped blob's bytes (why: docs/format.md).
  */
 #ifndef TVM_PARTIAL_STORAGE_LOADED_LIBRARY_H_
 #define TVM_PARTIAL_STORAGE_LOADED_LIBRARY_H_
@@ -56,11 +52,8 @@ ffi::Module LoadArtifactFile(const std::shared_ptr<File>& file, const std::strin
 bool LoadedFrom(const ffi::Module& library, const File& file);
 
 /*! \brief A share in the first library module made from `library`'s object (null without an
- *         embedded blob). The object is one per file per process, and host code caches in it the
- *         functions it looks up through TVM's context, owned by the latest library module; were
- *         that freed, other modules' calls would reach dangling functions. So the context is
- *         pointed back at the first module, which lives while any share does (for a -z nodelete
- *         object, for the process). */
+ *         embedded blob), which the object's context is pointed back at: the functions its host
+ *         code caches stay alive while any share does (docs/design.md). */
 std::shared_ptr<void> ShareLoadedObject(const ffi::Module& library);
 
 /*! \brief Whether `library`'s file provably holds something else now (present, differing at

@@ -16,7 +16,6 @@
 #include <cstring>
 #include <optional>
 #include <set>
-#include <utility>
 
 namespace tvm_partial {
 namespace storage {
@@ -86,19 +85,16 @@ namespace {
 class ElfFile {
  public:
   explicit ElfFile(const File& file) : file_(file) {
-    unsigned char ident[EI_NIDENT] = {};
-    if (file.size < sizeof(Elf64_Ehdr) ||
-        !ReadAt(file, 0, sizeof(ident), reinterpret_cast<char*>(ident)) ||
-        std::memcmp(ident, ELFMAG, SELFMAG) != 0) {
+    Elf64_Ehdr eh{};
+    if (file.size < sizeof(eh) || !ReadAt(file, 0, sizeof(eh), reinterpret_cast<char*>(&eh)) ||
+        std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
       TVM_FFI_THROW(ValueError) << file.path
                                 << " is not a tvm-partial artifact: not an ELF shared library";
     }
-    if (ident[EI_CLASS] != ELFCLASS64 || ident[EI_DATA] != ELFDATA2LSB) {
+    if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB) {
       TVM_FFI_THROW(ValueError) << file.path
                                 << ": only 64-bit little-endian ELF libraries can be read";
     }
-    Elf64_Ehdr eh;
-    Read(0, sizeof(eh), &eh, "the ELF header");
     if (eh.e_shoff == 0 || eh.e_shnum == 0) {
       TVM_FFI_THROW(ValueError) << file.path << " has no ELF section table (stripped or damaged): "
                                 << "it cannot be read without loading it";
@@ -115,8 +111,8 @@ class ElfFile {
     }
   }
 
-  /*! \brief (file offset, size) of the defined symbol `name`, the dynamic table first. */
-  std::optional<std::pair<uint64_t, uint64_t>> Symbol(const std::string& name) const {
+  /*! \brief The file offset of the defined symbol `name`, the dynamic table first. */
+  std::optional<uint64_t> Symbol(const std::string& name) const {
     for (uint32_t type : {SHT_DYNSYM, SHT_SYMTAB}) {
       for (const Elf64_Shdr& table : sections_) {
         if (table.sh_type != type) continue;
@@ -142,8 +138,7 @@ class ElfFile {
     }
   }
 
-  std::optional<std::pair<uint64_t, uint64_t>> Lookup(const Elf64_Shdr& table,
-                                                      const std::string& name) const {
+  std::optional<uint64_t> Lookup(const Elf64_Shdr& table, const std::string& name) const {
     if (table.sh_link >= sections_.size()) {
       TVM_FFI_THROW(ValueError) << file_.path << " is damaged: a symbol table links to section "
                                 << table.sh_link << " of " << sections_.size();
@@ -184,7 +179,7 @@ class ElfFile {
               << file_.path << " is damaged: symbol " << name << " lies outside its section";
         }
         Need(sec.sh_offset + rel, sym.st_size, "symbol " + name);
-        return std::make_pair(sec.sh_offset + rel, static_cast<uint64_t>(sym.st_size));
+        return sec.sh_offset + rel;
       }
     }
     return std::nullopt;
@@ -205,7 +200,7 @@ LibraryModules ReadLibraryModules(const File& file) {
                               << kBinSymbol << " symbol)";
   }
   LibraryModules out;
-  out.at = found->first;
+  out.at = *found;
   elf.Read(out.at, 8, &out.length, "the embedded module blob's length");
   if (out.length > file.size - out.at - 8) {
     TVM_FFI_THROW(ValueError) << file.path << ": the embedded module blob is damaged: its length, "
@@ -232,10 +227,9 @@ void ReplaceEmbeddedModule(const std::string& path, const std::string& kind, con
   }
   file.size = static_cast<uint64_t>(st.st_size);
   std::vector<uint64_t> found;
-  std::string bytes;
+  std::string bytes(was.size(), '\0');
   for (const EmbeddedModule& m : ReadLibraryModules(file).modules) {
     if (m.kind != kind || m.size != was.size()) continue;
-    bytes.resize(was.size());
     if (ReadAt(file, m.offset, bytes.size(), &bytes[0]) && bytes == was) found.push_back(m.offset);
   }
   if (found.size() != 1 || now.size() != was.size()) {
