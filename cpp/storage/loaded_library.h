@@ -39,11 +39,10 @@ LoadedLibrary OpenLoadedLibrary(const ffi::Module& library,
  *         file's end, and touching them raises SIGBUS. \throws ValueError naming the file. */
 void CheckComplete(const File& file);
 
-/*! \brief Load `file` (opened from `path`) with the system's loader, which answers a name it has
- *         seen with the object it has: first under `path`; if `is_file` says that is another
- *         file's object (an earlier version), under a fresh name (a temporary symlink to the
- *         descriptor). \throws ValueError when neither name gives this file's object, its module
- *         tree is damaged, or decoding fails; prefixed with `path` if not named. */
+/*! \brief Load `file` (opened from `path`) with the system's loader: under `path`, else, if
+ *         `is_file` refuses that (another version's object: docs/format.md), under a fresh name.
+ *         \throws ValueError when neither name gives this file's object, its module tree is
+ *         damaged, or decoding fails; prefixed with `path` if not named. */
 ffi::Module LoadArtifactFile(const std::shared_ptr<File>& file, const std::string& path,
                              const std::function<bool(const ffi::Module&)>& is_file);
 
