@@ -18,6 +18,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -90,10 +91,9 @@ class PinnedCache {
     std::optional<StagingBuffers> kept;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      auto it = std::find_if(free_.begin(), free_.end(),
-                             [&](const StagingBuffers& b) { return b.device_type == host_type; });
+      auto it = free_.find(host_type);
       if (it != free_.end()) {
-        kept = std::move(*it);
+        kept = std::move(it->second);
         free_.erase(it);
       }
     }
@@ -116,17 +116,14 @@ class PinnedCache {
   /*! \brief Back into the cache, once no copy reads from them any more. */
   void Give(StagingBuffers buffers) {
     std::lock_guard<std::mutex> lock(mu_);
-    for (StagingBuffers& kept : free_) {
-      if (kept.device_type != buffers.device_type) continue;
-      if (kept.size < buffers.size) std::swap(kept, buffers);
-      return;  // `buffers`, now the smaller pair, is freed on return
-    }
-    free_.push_back(std::move(buffers));
+    // Unless added, `buffers` is left as is (try_emplace); the smaller pair is freed on return.
+    auto [kept, added] = free_.try_emplace(buffers.device_type, std::move(buffers));
+    if (!added && kept->second.size < buffers.size) std::swap(kept->second, buffers);
   }
 
  private:
   std::mutex mu_;
-  std::vector<StagingBuffers> free_;
+  std::map<int32_t, StagingBuffers> free_;  // by pinned memory kind
 };
 
 /*! \brief memcpy split over several threads, the caller's included; the workers live as long as
