@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "format/format.h"
 
@@ -31,9 +32,9 @@ constexpr uint32_t kFlagWeightsFile = 2;       // ... of a safetensors file besi
 constexpr uint32_t kFlagAppended = 4;  // ... appended to the library file (with flag 1, not 2)
 constexpr size_t kHeaderSize = 40;     // magic, version, flags, total, metadata size, hash
 constexpr size_t kHashedHeader = 32;   // the header bytes covered by the metadata hash
+constexpr uint32_t kMaxNdim = 64;      // the most dimensions a record may give a tensor
 
-// A binding's kind byte, 0 to 6 as written (docs/format.md); a shared tensor is an earlier
-// kind-5 binding's, stored once.
+// A binding's kind byte as written (docs/format.md).
 enum ValueKind : uint8_t { kNone, kInt, kFloat, kBool, kStr, kTensor, kSharedTensor };
 
 // Over the header's first kHashedHeader bytes and the metadata.
@@ -53,6 +54,9 @@ std::string TensorProblem(DLDataType dtype, int32_t device_type, int32_t device_
  *         negative dimension, or an element count or byte size past int64 (refused even when
  *         another dimension is 0: no real tensor has such a shape). */
 std::string ShapeProblem(const int64_t* shape, size_t ndim, DLDataType dtype, uint64_t* bytes);
+
+// `[8, 16]`, as Python prints a list.
+std::string Dims(const std::vector<int64_t>& shape);
 
 // Any device: through the TVM runtime.
 void CopyTensorToHost(const ffi::Tensor& tensor, char* dst, size_t nbytes);

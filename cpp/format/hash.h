@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file format/hash.h
- * \brief Internal: the format's 64-bit payload and metadata hash.
+ * \brief Internal: the format's 64-bit payload and metadata hash (defined in format/common.cc).
  *
  * Our own multiply-rotate hash (not xxHash64, though it borrows its primes): four lanes over
  * 32-byte blocks (fast enough for every payload at load), then the tail and an avalanche. Detects
@@ -33,7 +33,6 @@ class Hasher {
   uint64_t total_ = 0;
 };
 
-/*! \brief The hash of one contiguous range of bytes. */
 uint64_t Hash(const void* data, size_t size);
 
 /*! \brief A hash as it is written and shown: 16 lowercase hex digits. */

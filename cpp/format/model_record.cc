@@ -28,14 +28,6 @@ namespace tvm_partial {
 
 namespace {
 
-constexpr uint32_t kMaxNdim = 64;
-
-std::string Text(DLDataType dtype, const std::vector<int64_t>& shape) {
-  std::string out = std::string(ffi::DLDataTypeToString(dtype)) + "[";
-  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + "]";
-}
-
 // The low `bytes` bytes of `v`, little-endian.
 void Put(uint64_t v, int bytes, std::string* out) {
   for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -134,7 +126,7 @@ bool BytesHoldTensor(const ffi::Bytes& executable_bytes, const std::vector<Compi
     uint32_t ndim;
     std::memcpy(&ndim, data + at + 24, 4);
     const size_t begin = at + 40 + 8 * static_cast<size_t>(ndim);
-    if (ndim > kMaxNdim || begin > size || u64(begin - 8) > size - begin) {
+    if (ndim > format::kMaxNdim || begin > size || u64(begin - 8) > size - begin) {
       at += 1;
       continue;
     }
@@ -186,10 +178,10 @@ std::string CompiledInProblem(const CompiledIn& compiled, DLDataType dtype,
   const bool read = compiled.kind == CompiledIn::kRead || compiled.kind == CompiledIn::kPinned;
   std::ostringstream os;
   os << "the frontend " << (read ? "read its value at import and folded it" : "compiled it")
-     << " into the code (" << Text(compiled.dtype, compiled.shape)
+     << " into the code (" << compiled.dtype << format::Dims(compiled.shape)
      << "), so a value given for it cannot reach the model: ";
   if (!same_type) {
-    os << "this one is " << Text(dtype, shape);
+    os << "this one is " << dtype << format::Dims(shape);
   } else {
     os << "this one differs from the compiled one";
   }
@@ -293,9 +285,9 @@ ModelRecord ReadModelRecord(const unsigned char* data, size_t size, size_t* at, 
                                 << dtype << "'";
     }
     const uint64_t ndim = r.Get(4, "ndim");
-    if (ndim > kMaxNdim) {
+    if (ndim > format::kMaxNdim) {
       TVM_FFI_THROW(ValueError) << who << ": compiled-in '" << c.name << "' has " << ndim
-                                << " dimensions (at most " << kMaxNdim << ")";
+                                << " dimensions (at most " << format::kMaxNdim << ")";
     }
     for (uint64_t d = 0; d < ndim; ++d) c.shape.push_back(static_cast<int64_t>(r.Get(8, "shape")));
     uint64_t bytes = 0;

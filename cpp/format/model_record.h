@@ -14,7 +14,6 @@
 
 #include <tvm/ffi/container/map.h>
 #include <tvm/ffi/container/tensor.h>
-#include <tvm/ffi/extra/module.h>
 #include <tvm/ffi/string.h>
 
 #include <cstdint>

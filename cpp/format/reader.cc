@@ -22,7 +22,6 @@ namespace format {
 
 namespace {
 
-constexpr uint32_t kMaxNdim = 64;
 #ifdef TVM_PARTIAL_FUZZING
 // A coverage-guided fuzzer cannot get past a checksum; the fuzz build checks everything else.
 constexpr bool kVerifyChecksums = false;
@@ -224,11 +223,9 @@ void ReadPlacement(Reader* r, uint32_t flags, Parsed* out) {
 // Where the payloads must lie: each at the next multiple of 64 after the last, zero padding
 // between them (inline), ending exactly at `limit`.
 struct Layout {
-  const char* data;  // the blob (its padding bytes are checked when inline)
-  bool inline_;      // payloads inside the blob
+  const char* data;  // the blob, whose padding bytes are checked, when inline; else null
   uint64_t limit;    // the blob's size (inline) or the region's
-  uint64_t next;     // where the next payload must start
-  uint64_t end;      // where the last payload ended
+  uint64_t end;      // where the last payload ended: the next starts at AlignUp(end)
 };
 
 void ReadTensor(Reader* r, const std::string& where, Layout* layout, TensorMeta* t) {
@@ -261,20 +258,19 @@ void ReadTensor(Reader* r, const std::string& where, Layout* layout, TensorMeta*
     Corrupt(where + ": byte length " + std::to_string(t->nbytes) +
             " does not match its shape and dtype (" + std::to_string(expected_bytes) + ")");
   }
-  if (t->offset != layout->next) {
+  if (t->offset != AlignUp(layout->end)) {
     Corrupt(where + ": payload offset " + std::to_string(t->offset) + " is not the expected " +
-            std::to_string(layout->next));
+            std::to_string(AlignUp(layout->end)));
   }
   if (t->offset > layout->limit || t->nbytes > layout->limit - t->offset) {
     Corrupt(where + ": payload of " + std::to_string(t->nbytes) + " bytes at offset " +
             std::to_string(t->offset) + " runs past the end (" + std::to_string(layout->limit) +
             " bytes)");
   }
-  for (uint64_t pad = layout->end; layout->inline_ && pad < t->offset; ++pad) {
+  for (uint64_t pad = layout->end; layout->data != nullptr && pad < t->offset; ++pad) {
     if (layout->data[pad] != 0) Corrupt("non-zero padding byte at " + std::to_string(pad));
   }
   layout->end = t->offset + t->nbytes;
-  layout->next = AlignUp(layout->end);
 }
 
 // A tensor (kind 5) becomes the next of `out->payloads`; a shared one (kind 6) refers to one.
@@ -357,13 +353,12 @@ Parsed Parse(const char* data, size_t size) {
   size_t meta_end = 0;
   const uint32_t flags = ReadHeader(data, size, &out, &meta_end);
   Reader r(data, kHeaderSize, meta_end);
+  Layout layout{data, size, meta_end};
   if (flags & kFlagExternalPayloads) {
     ReadPlacement(&r, flags, &out);
     if (size != meta_end) Corrupt("data after the metadata of a blob whose payloads are external");
+    layout = {nullptr, out.region_size, kRegionHeaderSize};
   }
-  Layout layout{data, !out.external(), out.external() ? out.region_size : size,
-                out.external() ? kRegionHeaderSize : AlignUp(meta_end),
-                out.external() ? kRegionHeaderSize : meta_end};
   const uint32_t num_functions = r.GetCount("function count", 12);
   std::unordered_set<std::string> seen;  // function names so far: duplicates in O(1) each
   seen.reserve(num_functions);

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file format/shard.cc
- * \brief The shard rules (format/shard.h), and the globals Python asks them through.
+ * \brief The shard rules (format/shard.h).
  */
 #include "format/shard.h"
 
@@ -22,25 +22,14 @@ namespace tvm_partial {
 namespace format {
 
 namespace {
-// `[8, 16]`, as Python prints a list.
-std::string Dims(const std::vector<int64_t>& shape) {
-  std::string out = "[";
-  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + "]";
-}
-
-// A shard-major split as `outer` (product of dims before `dim`) x `segments` x `world` blocks of
-// `block` bytes, in row-major source order.
-struct Blocks {
-  uint64_t outer = 1, segments = 1, world = 1, block = 0;
-};
-
-// `shape` (checked, of `bytes` bytes) split, or why its blocks are not whole bytes.
-std::string BlocksOf(const std::vector<int64_t>& shape, DLDataType dtype, int64_t dim,
-                     int64_t world, int64_t segments, uint64_t bytes, Blocks* out) {
-  *out = {1, static_cast<uint64_t>(segments), static_cast<uint64_t>(world), 0};
-  for (int64_t i = 0; i < dim; ++i) out->outer *= static_cast<uint64_t>(shape[i]);
-  const uint64_t count = out->outer * out->segments * out->world;
+// A shard-major split is `outer` (the product of the dims before `dim`) x `segments` x `world`
+// blocks in row-major order. Sets `*block` to a block's bytes (0 for an empty tensor) of `shape`
+// (checked, of `bytes` bytes), or says why the blocks are not whole bytes.
+std::string BlockBytes(const std::vector<int64_t>& shape, DLDataType dtype, int64_t dim,
+                       int64_t world, int64_t segments, uint64_t bytes, uint64_t* block) {
+  uint64_t count = static_cast<uint64_t>(segments) * static_cast<uint64_t>(world);
+  for (int64_t i = 0; i < dim; ++i) count *= static_cast<uint64_t>(shape[i]);
+  *block = 0;
   if (count == 0) return "";  // an empty tensor: nothing to reorder
   // In bits: a block of a sub-byte dtype may not end on a byte.
   unsigned __int128 bits = 1;
@@ -51,25 +40,23 @@ std::string BlocksOf(const std::vector<int64_t>& shape, DLDataType dtype, int64_
            " is not a whole number of bytes (" + std::string(ffi::DLDataTypeToString(dtype)) +
            " packs several elements per byte), so the ranks' bytes cannot be kept apart";
   }
-  out->block = bytes / count;
+  *block = bytes / count;
   return "";
 }
 
-// `copy(row-major offset, offset in the rank's shard, bytes)` for each block of `rank`: block
-// (o, s, r) lies at ((o * S + s) * W + r) in row-major order and at (o * S + s) in the shard.
+// `copy(row-major offset, offset in the rank's shard, bytes)` for each block of `rank`: its k-th
+// block (k = o * segments + s) lies at (k * world + rank) in row-major order, at k in the shard.
 template <typename F>
 void ForEachBlock(uint64_t nbytes, const std::vector<int64_t>& shape, DLDataType dtype,
                   const Shard& shard, int64_t rank, F copy) {
-  Blocks b;
+  uint64_t block = 0;
   const std::string problem =
-      BlocksOf(shape, dtype, shard.dim, shard.world, shard.segments, nbytes, &b);
+      BlockBytes(shape, dtype, shard.dim, shard.world, shard.segments, nbytes, &block);
   if (!problem.empty()) TVM_FFI_THROW(InternalError) << "shard-major blocks: " << problem;
-  if (b.block == 0) return;  // an empty tensor (its data may be null)
-  const uint64_t r = static_cast<uint64_t>(rank);
-  for (uint64_t o = 0; o < b.outer; ++o) {
-    for (uint64_t s = 0; s < b.segments; ++s) {
-      copy(((o * b.segments + s) * b.world + r) * b.block, (o * b.segments + s) * b.block, b.block);
-    }
+  if (block == 0) return;  // an empty tensor (its data may be null)
+  const uint64_t world = static_cast<uint64_t>(shard.world);
+  for (uint64_t k = 0; k < nbytes / block / world; ++k) {
+    copy((k * world + static_cast<uint64_t>(rank)) * block, k * block, block);
   }
 }
 
@@ -114,8 +101,8 @@ std::string ShardProblem(const std::vector<int64_t>& shape, DLDataType dtype, in
   }
   // Any layout: a rank's blocks must end on a byte, or two ranks would share one (packed int4 [2]
   // over 2 ranks).
-  Blocks blocks;
-  const std::string whole = BlocksOf(shape, dtype, dim, world, segments, bytes, &blocks);
+  uint64_t block = 0;
+  const std::string whole = BlockBytes(shape, dtype, dim, world, segments, bytes, &block);
   if (!whole.empty()) return whole;
   const uint64_t per_rank = bytes / static_cast<uint64_t>(world);
   if (per_rank % kPayloadAlignment != 0) {
