@@ -54,7 +54,7 @@ PayloadSource At(const char* placement, std::shared_ptr<File> file, uint64_t bas
 
 PayloadSource FromOverride(const format::Parsed& parsed, const Origin& origin) {
   const weights::WeightsSet set = weights::OpenSet(origin.options.weights_file);
-  PayloadSource out{"weights file given to load", set.files[0].file, {}};
+  PayloadSource out{"weights file given to load", set.files[0].file, {}, 0, {}, {}};
   for (const weights::Located& at : weights::Match(set, weights::WantedOf(parsed), origin.model)) {
     out.offsets.push_back(at.offset);
     out.file_of.push_back(at.file);
@@ -90,7 +90,6 @@ struct MappedView {
   void FreeData(DLTensor* tensor) { tensor->data = nullptr; }
 };
 
-// Refuse a tensor bound on a device not reachable here (no runtime, or no device).
 void CheckDevice(const format::TensorMeta& t, const std::string& where) {
   if (t.device_type == kDLCPU) return;
   const std::string dev = detail::DeviceString(t.device_type, t.device_id);
@@ -200,11 +199,10 @@ PayloadSource Locate(const format::Parsed& parsed, const Origin& origin) {
         TVM_FFI_THROW(InternalError) << "Locate: inline payloads without their bytes";
       }
       return At("inline", origin.blob_file, origin.blob_offset, parsed);
-    case format::Placement::kAppended: {
-      const File& library = RequireLibrary(parsed, origin);
+    case format::Placement::kAppended:
       return At("appended", origin.library,
-                LocateAppended(library, parsed.region_size, parsed.link), parsed);
-    }
+                LocateAppended(RequireLibrary(parsed, origin), parsed.region_size, parsed.link),
+                parsed);
     case format::Placement::kWeightsFile:
       return FromWeightsFile(parsed, origin);
   }

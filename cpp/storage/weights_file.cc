@@ -2,8 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file storage/weights_file.cc
- * \brief The safetensors header: reading and checking it (storage/weights_file.h); the key rule
- *        is weights_keys.cc, writing weights_writer.cc.
+ * \brief Reading and checking a safetensors header and its records (storage/weights_file.h).
  */
 #include "storage/weights_file.h"
 
@@ -83,7 +82,6 @@ std::optional<int64_t> JsonInt(const ffi::json::Value& v) {
   return v.cast<int64_t>();
 }
 
-// One header entry, checked: dtype, shape, offsets inside the data.
 Entry ReadEntry(const std::string& path, const std::string& key, const ffi::json::Value& value,
                 uint64_t data_size) {
   const std::string where = "tensor '" + key + "'";
@@ -105,20 +103,18 @@ Entry ReadEntry(const std::string& path, const std::string& key, const ffi::json
   }
   Entry out{dtype, {}, 0, 0};
   auto dims = field("shape").try_cast<ffi::json::Array>();
-  bool shape_ok = dims.has_value() && dims->size() <= 64;
+  const std::string bad_shape = where + ": shape is not a list of at most 64 non-negative ints";
+  if (!dims.has_value() || dims->size() > 64) Bad(path, bad_shape);
   unsigned __int128 count = 1;
-  for (size_t i = 0; shape_ok && i < dims->size(); ++i) {
-    std::optional<int64_t> d = JsonInt((*dims)[i]);
-    shape_ok = d.has_value() && *d >= 0;
-    if (shape_ok) {
-      out.shape.push_back(*d);
-      // Saturated just past 2^64 (factors < 2^63): neither this product nor count * bits
-      // (bits <= 64) overflows 128 bits, whatever a crafted shape says.
-      constexpr unsigned __int128 kCap = (static_cast<unsigned __int128>(1) << 64) + 1;
-      count = count >= kCap ? kCap : std::min(count * static_cast<uint64_t>(*d), kCap);
-    }
+  for (const ffi::json::Value& dim : *dims) {
+    std::optional<int64_t> d = JsonInt(dim);
+    if (!d.has_value() || *d < 0) Bad(path, bad_shape);
+    out.shape.push_back(*d);
+    // Saturated just past 2^64 (factors < 2^63): neither this product nor count * bits
+    // (bits <= 64) overflows 128 bits, whatever a crafted shape says.
+    constexpr unsigned __int128 kCap = (static_cast<unsigned __int128>(1) << 64) + 1;
+    count = count >= kCap ? kCap : std::min(count * static_cast<uint64_t>(*d), kCap);
   }
-  if (!shape_ok) Bad(path, where + ": shape is not a list of at most 64 non-negative ints");
   // The format's rule (format::ShapeProblem): an element count past int64, even beside a 0
   // dimension, is no tensor (its strides would overflow).
   uint64_t ignored = 0;
@@ -266,18 +262,15 @@ WeightsFile Open(const std::string& path, std::shared_ptr<storage::File> opened)
     }
   }
   std::sort(spans.begin(), spans.end());
-  for (size_t i = 1; i < spans.size(); ++i) {
-    if (spans[i].first.first < spans[i - 1].first.second) {
+  // No holes (as the safetensors package checks): otherwise an off header length, or bytes
+  // after the last tensor, would read every tensor from the wrong place.
+  uint64_t covered = 0;  // the data up to the first hole (the spans are sorted and disjoint)
+  for (size_t i = 0; i < spans.size(); ++i) {
+    if (i > 0 && spans[i].first.first < spans[i - 1].first.second) {
       Bad(path, "tensors '" + spans[i - 1].second + "' and '" + spans[i].second +
                     "' overlap in the file");
     }
-  }
-  // No holes (as the safetensors package checks): otherwise an off header length, or bytes
-  // after the last tensor, would read every tensor from the wrong place.
-  uint64_t covered = 0;
-  for (const auto& [range, key] : spans) {
-    if (range.first != covered) break;
-    covered = range.second;
+    if (spans[i].first.first == covered) covered = spans[i].first.second;
   }
   if (covered != out.data_size) {
     Bad(path, "its data has bytes no tensor covers (from offset " + std::to_string(covered) +

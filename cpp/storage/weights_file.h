@@ -2,13 +2,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file storage/weights_file.h
- * \brief Internal: safetensors weights files: the one header reader (`Open`, used by every tool)
- *        and the rule naming bound tensors (keys, ties, `__metadata__`: docs/weights_files.md).
- *
- * A header is checked before it is trusted: at most kMaxHeader bytes, UTF-8, nesting at most
- * kMaxDepth (bounded before the recursive JSON parser runs), each entry's dtype, shape and offsets
- * inside the data, no overlaps. `__padding__/N` (alignment gaps) and `__tvm_partial_region__`
- * (a `weights_file=` export's region header) entries are not tensors anyone binds.
+ * \brief Internal: safetensors weights files: the one header reader (`Open`, used by every tool,
+ *        checking it whole before trusting it: docs/hardening.md) and the rule naming bound
+ *        tensors (keys, ties, `__metadata__`: docs/weights_files.md).
  */
 #ifndef TVM_PARTIAL_STORAGE_WEIGHTS_FILE_H_
 #define TVM_PARTIAL_STORAGE_WEIGHTS_FILE_H_

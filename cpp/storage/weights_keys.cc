@@ -2,19 +2,14 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file storage/weights_keys.cc
- * \brief Naming bound tensors in weights files, and matching a file's tensors to them
- *        (storage/weights_file.h).
+ * \brief Weights sets (a safetensors file or a split checkpoint's index), naming bound tensors in
+ *        them and matching a set's tensors to them (storage/weights_file.h).
  */
 #include <tvm/ffi/dtype.h>
 #include <tvm/ffi/error.h>
 
-#include <cstdint>
-#include <map>
-#include <optional>
 #include <set>
-#include <string>
 #include <utility>
-#include <vector>
 
 #include "bind/bindings.h"
 #include "format/common.h"
@@ -25,14 +20,6 @@ namespace tvm_partial {
 namespace weights {
 
 namespace {
-
-// `s` parsed as a position: ASCII digits only (so "²" or "-1" is a name, not a number).
-std::optional<int64_t> AsPosition(const std::string& s) {
-  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
-  // Past int64 (19 digits can be; more always are) reads as INT64_MAX: refused by the caller.
-  const uint64_t n = s.size() > 19 ? UINT64_MAX : std::stoull(s);
-  return n > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(n);
-}
 
 uint64_t HashOf(const WeightsSet& set, const SetEntry& t) {
   const WeightsFile& file = set.files[t.file];
@@ -48,7 +35,122 @@ std::string NameOf(const Place& p) {
   return rest == std::to_string(p.position) ? std::string() : rest;
 }
 
+[[noreturn]] void BadIndex(const std::string& path, const std::string& what) {
+  TVM_FFI_THROW(ValueError) << "weights index " << path << ": " << what;
+  TVM_FFI_UNREACHABLE();
+}
+
+constexpr int kIndexDepth = 3;  // the object, weight_map (or metadata), a value
+
+// Why a file name an index records cannot be followed, or "": it must stay in the index's
+// folder (relative, no `..`), as transformers writes them.
+std::string NameProblem(const std::string& name) {
+  if (name.empty() || name.find('\0') != std::string::npos) return "is empty or holds a NUL byte";
+  if (name[0] == '/') return "is an absolute path";
+  if (("/" + name + "/").find("/../") != std::string::npos) return "leaves the index's folder (..)";
+  return "";
+}
+
+WeightsSet OpenIndex(const std::string& path, std::shared_ptr<storage::File> opened) {
+  WeightsSet out{path, true, {}, {}};
+  const std::shared_ptr<storage::File> index =
+      opened ? std::move(opened) : storage::OpenRegular(path, "weights index");
+  if (index->size > kMaxHeader) {
+    BadIndex(path, "is an index of " + std::to_string(index->size) + " bytes, more than the " +
+                       std::to_string(kMaxHeader) + " read");
+  }
+  std::string text(static_cast<size_t>(index->size), '\0');
+  if (!text.empty() && !storage::ReadAt(*index, 0, text.size(), &text[0])) {
+    BadIndex(path, "was cut short while it was read");
+  }
+  auto object = ParseJson(path, text, kIndexDepth, "index").try_cast<ffi::json::Object>();
+  if (!object.has_value()) BadIndex(path, "is not a safetensors index (not a JSON object)");
+  auto found = object->find(ffi::String("weight_map"));
+  if (found == object->end()) {
+    BadIndex(path,
+             "is not a safetensors index: it has no weight_map ({\"weight_map\": {tensor: file}})");
+  }
+  auto weight_map = (*found).second.try_cast<ffi::json::Object>();
+  if (!weight_map.has_value()) BadIndex(path, "its weight_map is not an object");
+  if (weight_map->empty()) {
+    BadIndex(path,
+             "its weight_map is empty: it names no file, so it holds no tensors; give the "
+             "index a checkpoint writes ({\"weight_map\": {tensor: file}}) or a safetensors file");
+  }
+  // tensor -> file name, sorted so the first problem named is stable; files in first-named order.
+  std::map<std::string, std::string> wanted;
+  std::set<std::string> seen;
+  std::vector<std::string> names;
+  for (const auto& kv : *weight_map) {
+    auto tensor = kv.first.try_cast<ffi::String>();
+    auto file = kv.second.try_cast<ffi::String>();
+    if (!tensor.has_value() || !file.has_value()) {
+      BadIndex(path, "its weight_map holds a value that is not a file name");
+    }
+    const std::string name(*file);
+    const std::string problem = NameProblem(name);
+    if (!problem.empty()) BadIndex(path, "names file '" + name + "', which " + problem);
+    wanted.emplace(std::string(*tensor), name);
+    if (seen.insert(name).second) names.push_back(name);
+  }
+  // In the folder as the caller spelt it, not its real one (see OpenSet).
+  for (const std::string& name : names) {
+    const std::string full = storage::Beside(path, name);
+    try {
+      out.files.push_back(Open(full));
+    } catch (const ffi::Error& err) {
+      if (err.kind() != "FileNotFoundError") throw;
+      TVM_FFI_THROW(FileNotFoundError)
+          << "weights index " << path << " names file '" << name << "' (" << full
+          << "), which does not exist; keep every file of the checkpoint beside its index";
+    }
+  }
+  for (size_t f = 0; f < out.files.size(); ++f) {
+    for (const auto& [key, entry] : out.files[f].entries) {
+      if (!WeightsFile::IsTensorKey(key)) continue;
+      auto [it, fresh] = out.tensors.emplace(key, SetEntry{f, entry});
+      if (!fresh) {
+        BadIndex(path, "tensor '" + key + "' is in both '" + names[it->second.file] + "' and '" +
+                           names[f] + "'; a checkpoint holds each tensor once");
+      }
+      auto named = wanted.find(key);
+      if (named == wanted.end()) {
+        BadIndex(path, "file '" + names[f] + "' holds tensor '" + key +
+                           "', which the index's weight_map does not name");
+      }
+      if (named->second != names[f]) {
+        BadIndex(path, "tensor '" + key + "' is in '" + names[f] + "', but the index names '" +
+                           named->second + "' for it");
+      }
+    }
+  }
+  for (const auto& [tensor, name] : wanted) {
+    if (!out.tensors.count(tensor)) {
+      BadIndex(path,
+               "names tensor '" + tensor + "' in file '" + name + "', which does not hold it");
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+bool IsIndex(const std::string& path) {
+  return path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+}
+
+bool IsOnnx(const std::string& path) {
+  return path.size() >= 5 && path.compare(path.size() - 5, 5, ".onnx") == 0;
+}
+
+WeightsSet OpenSet(const std::string& path, std::shared_ptr<storage::File> opened) {
+  if (IsIndex(path)) return OpenIndex(path, std::move(opened));
+  WeightsSet out{path, false, {Open(path, std::move(opened))}, {}};
+  for (const auto& [key, entry] : out.files[0].entries) {
+    if (WeightsFile::IsTensorKey(key)) out.tensors.emplace(key, SetEntry{0, entry});
+  }
+  return out;
+}
 
 std::string QualifiedKey(const std::string& function, int64_t position,
                          const ffi::Array<ffi::String>& param_names) {
@@ -65,15 +167,14 @@ std::string QualifiedKey(const std::string& function, int64_t position,
 }
 
 std::vector<std::vector<std::string>> Keys(const std::vector<Wanted>& tensors) {
-  // Each name -> the tensors bound at a parameter of that name, and its first place.
-  std::map<std::string, std::set<size_t>> tensors_named;
+  // Each name -> its first place (tensor, place), or none (SIZE_MAX) when several tensors have it.
   std::map<std::string, std::pair<size_t, size_t>> first_place;
   for (size_t i = 0; i < tensors.size(); ++i) {
     for (size_t j = 0; j < tensors[i].places.size(); ++j) {
       const std::string name = NameOf(tensors[i].places[j]);
       if (name.empty()) continue;
-      tensors_named[name].insert(i);
-      first_place.emplace(name, std::make_pair(i, j));
+      auto it = first_place.emplace(name, std::make_pair(i, j)).first;
+      if (it->second.first != i) it->second = {SIZE_MAX, SIZE_MAX};
     }
   }
   std::vector<std::vector<std::string>> out(tensors.size());
@@ -82,7 +183,6 @@ std::vector<std::vector<std::string>> Keys(const std::vector<Wanted>& tensors) {
       const Place& p = tensors[i].places[j];
       const std::string name = NameOf(p);
       const bool bare = !name.empty() && name != "__metadata__" && WeightsFile::IsTensorKey(name) &&
-                        tensors_named[name].size() == 1 &&
                         first_place[name] == std::make_pair(i, j);
       out[i].push_back(bare ? name : QualifiedKey(p.function, p.position, *p.param_names));
     }
@@ -111,25 +211,21 @@ std::vector<Wanted> WantedOf(const format::Parsed& parsed) {
 }
 
 KeyRef ParseKey(const std::string& path, const std::string& key) {
-  KeyRef out;
   // The last '/': what follows it is a position or a name without '/' (Keys writes no other), so
   // a function whose name holds '/' (a/b) keeps it (a/b/1 is function a/b, position 1).
   const size_t slash = key.rfind('/');
-  if (slash == std::string::npos) {
-    out.name = key;
-    return out;
-  }
-  out.function = key.substr(0, slash);
+  if (slash == std::string::npos) return {"", key};
   const std::string rest = key.substr(slash + 1);
-  if (std::optional<int64_t> position = AsPosition(rest)) {
-    if (*position > detail::kMaxPosition) {
-      Bad(path, "tensor '" + key + "' names position " + rest + ", which no call can reach");
-    }
-    out.position = *position;
-  } else {
-    out.name = rest;
+  // A position is ASCII digits only (so "²" or "-1" is a name, not a number).
+  if (rest.empty() || rest.find_first_not_of("0123456789") != std::string::npos) {
+    return {key.substr(0, slash), rest};
   }
-  return out;
+  // More than 19 digits counts as past every position (19 always fit uint64; more may not).
+  const uint64_t position = rest.size() > 19 ? UINT64_MAX : std::stoull(rest);
+  if (position > static_cast<uint64_t>(detail::kMaxPosition)) {
+    Bad(path, "tensor '" + key + "' names position " + rest + ", which no call can reach");
+  }
+  return {key.substr(0, slash), "", static_cast<int64_t>(position)};
 }
 
 std::vector<Located> Match(const WeightsSet& set, const std::vector<Wanted>& wanted,

@@ -9,21 +9,16 @@
 #include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/dtype.h>
 #include <tvm/ffi/error.h>
-#include <tvm/ffi/string.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <map>
 #include <set>
-#include <string>
 #include <utility>
-#include <vector>
 
 #include "format/common.h"
-#include "format/format.h"
 #include "format/hash.h"
 #include "storage/appended_region.h"
 #include "storage/weights_file.h"
@@ -134,7 +129,6 @@ struct Layout {
   std::vector<std::pair<std::string, std::string>> aliases;
 };
 
-// The Layout of `wanted`, tensor i at data [spans[i].first, spans[i].second).
 Layout LayOut(const std::vector<Wanted>& wanted,
               const std::vector<std::pair<uint64_t, uint64_t>>& spans) {
   Layout out{{}, Keys(wanted), {}};
@@ -269,40 +263,38 @@ void SaveWeights(std::vector<format::FunctionRecord> records, const ModelRecord&
   std::map<std::string, uint64_t> hashes;
   for (const OutEntry& e : entries) hashes[e.key] = 0;
   const std::string placeholder = EncodeHeader(entries, Metadata(wanted, layout, hashes), end);
-  {
-    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      TVM_FFI_THROW(RuntimeError) << "save_weights: cannot write " << path << ": "
-                                  << std::strerror(errno);
-    }
-    storage::UniqueFd closer(fd);
-    auto put = [&](const char* data, size_t n, uint64_t at) {
-      if (!storage::WriteAt(fd, data, n, at)) {
-        TVM_FFI_THROW(RuntimeError)
-            << "save_weights: writing " << path << " failed: " << std::strerror(errno);
-      }
-    };
-    put(placeholder.data(), placeholder.size(), 0);
-    static const char zeros[format::kPayloadAlignment] = {};
-    uint64_t at = 0;
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      const OutEntry& e = entries[i];
-      if (e.begin > at) put(zeros, e.begin - at, placeholder.size() + at);
-      hash::Hasher hasher;
-      uint64_t to = placeholder.size() + e.begin;
-      format::ForEachStoredPiece(tensors[i], e.end - e.begin, shards[i],
-                                 [&](const char* data, size_t n) {
-                                   put(data, n, to);
-                                   hasher.Update(data, n);
-                                   to += n;
-                                 });
-      hashes[e.key] = hasher.Final();
-      at = e.end;
-    }
-    if (close(closer.release()) != 0) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    TVM_FFI_THROW(RuntimeError) << "save_weights: cannot write " << path << ": "
+                                << std::strerror(errno);
+  }
+  storage::UniqueFd closer(fd);
+  auto put = [&](const char* data, size_t n, uint64_t at) {
+    if (!storage::WriteAt(fd, data, n, at)) {
       TVM_FFI_THROW(RuntimeError) << "save_weights: writing " << path
                                   << " failed: " << std::strerror(errno);
     }
+  };
+  put(placeholder.data(), placeholder.size(), 0);
+  static const char zeros[format::kPayloadAlignment] = {};
+  uint64_t at = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const OutEntry& e = entries[i];
+    if (e.begin > at) put(zeros, e.begin - at, placeholder.size() + at);
+    hash::Hasher hasher;
+    uint64_t to = placeholder.size() + e.begin;
+    format::ForEachStoredPiece(tensors[i], e.end - e.begin, shards[i],
+                               [&](const char* data, size_t n) {
+                                 put(data, n, to);
+                                 hasher.Update(data, n);
+                                 to += n;
+                               });
+    hashes[e.key] = hasher.Final();
+    at = e.end;
+  }
+  if (close(closer.release()) != 0) {
+    TVM_FFI_THROW(RuntimeError) << "save_weights: writing " << path
+                                << " failed: " << std::strerror(errno);
   }
   const std::string header = EncodeHeader(entries, Metadata(wanted, layout, hashes), end);
   if (header.size() != placeholder.size()) {
