@@ -10,7 +10,6 @@ from typing import Callable, TextIO
 
 #: Work smaller than this finishes before a progress line would help: nothing is shown.
 MIN_BYTES = 64 * 2**20
-#: At most this many redraws of the line per second.
 MAX_UPDATES_PER_SECOND = 10
 
 _UNITS = ("KiB", "MiB", "GiB", "TiB", "PiB")
@@ -26,12 +25,12 @@ def format_size(nbytes: int) -> str:
     if nbytes < 1024:
         return f"{nbytes} B"
     value = float(nbytes)
-    for i, unit in enumerate(_UNITS):
+    for unit in _UNITS:
         value /= 1024
         shown = f"{value:.0f}" if unit == "KiB" else f"{value:.1f}"
-        if float(shown) < 1024 or i == len(_UNITS) - 1:
-            return f"{shown} {unit}"
-    raise AssertionError("unreachable")
+        if float(shown) < 1024:
+            break
+    return f"{shown} {unit}"
 
 
 class Progress:
@@ -50,7 +49,6 @@ class Progress:
         self.active = quiet is not True and callable(isatty) and bool(isatty())
         self._last_draw = float("-inf")
         self._done = 0
-        self._drawn = False
 
     def __call__(self, done_bytes: int, total_bytes: int) -> None:
         if not self.active or total_bytes < MIN_BYTES:
@@ -61,18 +59,16 @@ class Progress:
             self._last_draw = now
             self._draw()
 
-    def _draw(self) -> None:
-        total = max(self.total_bytes, 1)
-        percent = min(100, self._done * 100 // total)
+    def _draw(self) -> None:  # only for a total of MIN_BYTES or more
+        percent = min(100, self._done * 100 // self.total_bytes)
         self.stream.write(
             f"\r{self.label}: {percent:3d}% ({format_size(self._done)} of {format_size(self.total_bytes)})"
         )
         self.stream.flush()
-        self._drawn = True
 
     def close(self) -> None:
         """Draw the final state and end the line (once; only where something was shown)."""
-        if self.active and self._drawn:
+        if self.active and self._last_draw > float("-inf"):  # something was drawn
             self._draw()
             self.stream.write("\n")
             self.stream.flush()

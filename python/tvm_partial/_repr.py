@@ -120,11 +120,9 @@ def _value(value: Any) -> str:
     if isinstance(value, tvm_ffi.Tensor):
         shape = ", ".join(str(int(d)) for d in value.shape)
         return f"{value.dtype}[{shape}]@{value.device}"
-    if value is None or isinstance(value, (bool, int, float)):
-        return repr(value)
     if isinstance(value, tvm_ffi.Function):
         return "ffi.Function"
     if isinstance(value, tvm_ffi.Module):
         return f"module of kind {value.kind}"
-    text = repr(value)  # a string or another object, cut
+    text = repr(value)  # a string or another object, cut; a bound scalar (int64, float) never is
     return text if len(text) <= _TEXT_LIMIT else text[: _TEXT_LIMIT - 3] + "..."

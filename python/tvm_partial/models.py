@@ -184,13 +184,11 @@ def _rewrite(
         visit_constant_ = visit_generic_const_  # apache-tvm 0.26
 
     body = Rewrite().visit_expr(main.body)
-    for key in dict.fromkeys(ties.values()):  # a state tensor the code never reads
-        if key not in made:
+    order = list(dict.fromkeys(ties.values()))
+    for key in order:
+        if key not in made:  # a state tensor the code never reads
             t = state[key]
-            made[key] = relax.Var(
-                key, R.Tensor(tuple(int(d) for d in t.shape), str(t.dtype).replace("torch.", ""))
-            )
-    order = list(dict.fromkeys(ties[key] for key in state))
+            parameter(key, R.Tensor(tuple(int(d) for d in t.shape), str(t.dtype).replace("torch.", "")))
     # No "num_input": the VM checks every parameter per call; its annotations let partial() check at bind.
     attrs = {str(k): v for k, v in main.attrs.items() if str(k) not in ("params", "num_input")}
     func = relax.Function(inputs + [made[key] for key in order], body, main.ret_ty, main.is_pure)

@@ -47,16 +47,15 @@ def check_target(executable: tvm_ffi.Module, device: Any) -> None:
     """Refuse a device the executable has no code for (compiled for another target)."""
     device_type = int(device.dlpack_device_type())
     kinds = _device_code_kinds(executable)
-    name = str(device)  # "cuda:0"
     if device_type == _CPU and kinds:
         raise ValueError(
-            f"the Relax executable holds device code for {', '.join(sorted(kinds))}, but device= is {name}: "
-            "pass the device it was compiled for (device=tvm.cuda(0), ...), or compile for the CPU"
+            f"the Relax executable holds device code for {', '.join(sorted(kinds))}, but device= is "
+            f"{device}: pass the device it was compiled for (device=tvm.cuda(0), ...), or compile for the CPU"
         )
     if device_type != _CPU and not any(_DEVICE_CODE[k] == device_type for k in kinds):
         compiled = ", ".join(sorted(kinds)) or "the CPU only"
         raise ValueError(
-            f"the Relax executable was compiled for {compiled}, but device= is {name}: compile it for "
+            f"the Relax executable was compiled for {compiled}, but device= is {device}: compile it for "
             "that device's target, or bind it with device= where its code runs"
         )
 

@@ -11,8 +11,8 @@ from typing import Any
 from .. import _ffi_api
 from .._progress import ProgressCallback
 from .._typing import PathLike
-from ..weights.onnx import inspect_onnx, verify_onnx
-from .read import rank_world_of, read_file
+from ..weights.onnx import inspect_onnx, open_onnx
+from .files import rank_world_of, read_file
 
 
 def inspect(path: PathLike) -> dict[str, Any]:
@@ -71,6 +71,10 @@ def verify(
     """
     path = os.fspath(path)
     checked = read_file(_ffi_api.Verify, path, progress, rank_world_of(shard), False)
-    if checked is None:  # an ONNX model: it records no hashes
-        verify_onnx(path)
+    if checked is None:  # an ONNX model: every initializer is read, then refused
+        open_onnx(path)
+        raise ValueError(
+            f"{path} is an ONNX model, which records no payload hashes: its initializers are readable "
+            "(inspect lists them), their bytes cannot be checked"
+        )
     return checked

@@ -13,7 +13,7 @@ import tvm_ffi
 from .. import _ffi_api
 from .. import remote as _remote
 from .._typing import PathLike
-from .read import open_regular, rank_world_of
+from .files import open_regular, rank_world_of
 
 if TYPE_CHECKING:
     from .._typing import ExecutableLike
@@ -70,6 +70,5 @@ def load(
     if weights_file is not None and not weights:
         raise ValueError("weights_file is empty: name a safetensors file or index (or leave it out)")
     # One descriptor, by real path (as tvm.runtime.load_module): C++ loads it and proves it maps it.
-    real = os.path.realpath(path)
     with open_regular(path) as fd:
-        return _ffi_api.LoadArtifact(real, fd, weights, shard)
+        return _ffi_api.LoadArtifact(os.path.realpath(path), fd, weights, shard)

@@ -122,7 +122,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _rank_world(text: str) -> tuple[int, int] | None:
     """``--shard 1/2`` -> (1, 2)."""
-    from ..artifact.read import rank_world_of
+    from ..artifact.files import rank_world_of
 
     rank, sep, world = text.partition("/")
     if not sep or not rank.isdigit() or not world.isdigit():

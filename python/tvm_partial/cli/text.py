@@ -93,7 +93,7 @@ def format_inspect(info: dict, listed: int | None = LISTED) -> str:
     for fn in info["functions"]:
         free = ", ".join(fn["free"]) if fn["param_names"] else "unknown names"
         lines.append(f"  function {fn['name']}({free})")
-        shown = fn["bindings"] if listed is None else fn["bindings"][:listed]
+        shown = fn["bindings"][:listed]
         for b in shown:
             label = f"{b['position']}" + (f" {b['name']}" if "name" in b else "")
             if b["kind"] == "tensor":
@@ -165,7 +165,7 @@ def format_weights(info: dict, listed: int | None = LISTED) -> str:
     ]
     lines += [f"  file {f['path']}: {format_size(f['bytes'])}" for f in files or []]
     for fn in info["functions"]:
-        shown = fn["bindings"] if listed is None else fn["bindings"][:listed]
+        shown = fn["bindings"][:listed]
         for t in shown:
             where = (
                 f", function {fn['name']} position {t['position']}" if isinstance(t["position"], int) else ""

@@ -16,8 +16,7 @@ from .. import _convert, _facts, _ffi_api
 from .. import programs as _programs
 from .._progress import ProgressCallback
 from .._typing import PathLike
-from ..artifact.files import new_file
-from ..artifact.read import read_file
+from ..artifact.files import new_file, read_file
 from .onnx import open_onnx
 
 

@@ -7,7 +7,7 @@ its ``location`` resolved in the model's folder as the path spells it, as onnx d
 from __future__ import annotations
 
 import os
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, NamedTuple
 
 import numpy as np
 import tvm_ffi
@@ -142,13 +142,3 @@ def inspect_onnx(path: str) -> dict[str, Any]:
         "files": [{"path": f, "bytes": os.path.getsize(f)} for f in files],
         "self_contained": None,
     }
-
-
-def verify_onnx(path: str) -> NoReturn:
-    """``verify`` of an ONNX model: every initializer is read (its external data mapped and
-    checked against its dtype and shape), then refused: ONNX records no hashes to check."""
-    open_onnx(path)
-    raise ValueError(
-        f"{path} is an ONNX model, which records no payload hashes: its initializers are readable "
-        "(inspect lists them), their bytes cannot be checked"
-    )

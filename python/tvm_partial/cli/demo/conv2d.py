@@ -22,7 +22,6 @@ from tvm_partial._progress import format_size
 from tvm_partial.cli.demo import report
 from tvm_partial.cli.text import format_inspect
 
-# What a fresh process runs: load the one file, call it, save the result for comparison.
 _RELOAD_SCRIPT = """
 import sys, numpy as np, tvm
 lib = tvm.runtime.load_module(sys.argv[1])
