@@ -63,12 +63,10 @@ def format_inspect(info: dict, listed: int | None = LISTED) -> str:
     elif info.get("kind") == "save_to_bytes":
         lines.append("  the bindings alone, without code: tvm_partial.load_from_bytes(data, compiled_module)")
     if (region := info.get("region")) is not None:
-        where = {"appended": "appended", "weights file": "in its weights file"}.get(region["placement"], "")
-        intact = (
-            "header and trailer intact, inside the file"
-            if region["placement"] == "appended"
-            else "header intact, matches this artifact"
-        )
+        where, intact = {
+            "appended": ("appended", "header and trailer intact, inside the file"),
+            "weights file": ("in its weights file", "header intact, matches this artifact"),
+        }.get(region["placement"], ("", "header intact, matches this artifact"))
         lines.append(
             f"  payload region {where} at file offset {region['file_offset']}, "
             f"{format_size(region['bytes'])} ({intact})"
