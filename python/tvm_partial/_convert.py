@@ -38,7 +38,6 @@ def _retyped(tensor: tvm_ffi.Tensor, shape: Any, dtype: str) -> tvm_ffi.Tensor:
     return runtime_global("runtime.TVMTensorCreateView")(tensor, tvm_ffi.Shape(shape), dtype, 0)
 
 
-# -- values -------------------------------------------------------------------------------------------
 class Held:
     """The values one ``partial()``/``rebind()`` call binds: ``add`` checks scalars and wraps tensors as
     views (only Python sees numpy's extension dtypes and torch's packed ones); ``made`` hands all views
@@ -50,7 +49,7 @@ class Held:
         self._views: dict[Any, list[Any]] = {}
 
     def add(self, key: Any, value: Any, param: Param | None, label: str, split: Any = None) -> None:
-        """``split``: (dim, segments, world) of a tensor bound with ``shards=``, whose rank's shard
+        """``split``: (dim, world, segments) of a tensor bound with ``shards=``, whose rank's shard
         C++ checks against ``param``."""
         if isinstance(value, np.generic):
             value = value.item()
@@ -74,7 +73,7 @@ class Held:
             None if known is None else known.shape,
             "" if param is None else param.describe(),
             label,
-            None if split is None else [split[0], split[2], split[1]],
+            None if split is None else list(split),
         ]
 
     def made(self) -> dict[Any, Any]:
@@ -118,7 +117,12 @@ def _numpy_view(array: np.ndarray, label: str, verb: str) -> tvm_ffi.Tensor:
     extension = _extension_dtype(array.dtype, label, verb)
     source = array
     if extension is not None and tvm_ffi.dtype(extension).bits < 8:  # float4_e2m1fn
-        source = _pack_nibbles(array)
+        # One value per byte (ml_dtypes) -> two per byte in C order, element 2k in the high nibble
+        # (odd count zero-padded), as ``tvm.runtime.Tensor.copyfrom`` packs float4_e2m1fn.
+        nibbles = np.ascontiguousarray(array).reshape(-1).view("uint8") & 0x0F
+        if nibbles.size % 2:
+            nibbles = np.concatenate([nibbles, np.zeros(1, "uint8")])
+        source = ((nibbles[0::2] << 4) | nibbles[1::2]).astype("uint8")
     elif extension is not None:  # numpy's DLPack export refuses these: the bits, retyped below
         source = np.ascontiguousarray(array).view(f"uint{array.dtype.itemsize * 8}")
     if source.flags.writeable:
@@ -131,15 +135,6 @@ def _numpy_view(array: np.ndarray, label: str, verb: str) -> tvm_ffi.Tensor:
     if extension is not None:
         tensor = _retyped(tensor, array.shape, extension)
     return tensor
-
-
-def _pack_nibbles(array: np.ndarray) -> np.ndarray:
-    """4-bit values one per byte (ml_dtypes) -> two per byte in C order, element 2k in the high
-    nibble (odd count zero-padded), as ``tvm.runtime.Tensor.copyfrom`` packs float4_e2m1fn."""
-    nibbles = np.ascontiguousarray(array).reshape(-1).view("uint8") & 0x0F
-    if nibbles.size % 2:
-        nibbles = np.concatenate([nibbles, np.zeros(1, "uint8")])
-    return ((nibbles[0::2] << 4) | nibbles[1::2]).astype("uint8")
 
 
 def _dlpack_view(value: Any, label: str, verb: str) -> tvm_ffi.Tensor:
@@ -203,7 +198,6 @@ def _extension_dtype(dtype: np.dtype, label: str, verb: str) -> str | None:
     return name
 
 
-# -- scalars ------------------------------------------------------------------------------------------
 def _kind_of(value: Any) -> str:
     """ "tensor", a scalar's kind (which a rebind keeps), or the value's type."""
     if isinstance(value, (tvm_ffi.Tensor, np.ndarray)) or hasattr(value, "__dlpack__"):
@@ -264,10 +258,16 @@ def check_scalar(value: Any, param: Param | None, label: str, verb: str = "bind"
       finite value, an int only if exact. Floats are otherwise rounded; inf and nan pass.
     """
     what = f"cannot {verb} {label}"
-    dtype = _scalar_dtype(param)
     if param is not None and param.kind == "tensor" and value is not None:
         raise TypeError(f"{what}: {type(value).__name__} given for tensor parameter {param.describe()}")
     is_int = isinstance(value, int) and not isinstance(value, bool)
+    dtype = None  # of a scalar parameter with one lane; else nothing to check against
+    if param is not None and param.kind == "scalar" and param.dtype is not None:
+        try:
+            found = tvm_ffi.dtype(param.dtype)
+            dtype = found if found.lanes == 1 else None
+        except Exception:
+            pass
     # None: the kernel's own argument check refuses it; other dtypes (handle): the int64 check alone.
     if value is not None and dtype is not None and (dtype.is_bool or dtype.is_integer or dtype.is_float):
         assert param is not None  # a dtype comes from a parameter
@@ -281,27 +281,15 @@ def check_scalar(value: Any, param: Param | None, label: str, verb: str = "bind"
             raise TypeError(
                 f"{what}: {type(value).__name__} {value!r} does not fit {param.describe()}: bind {expected}"
             )
-        if not dtype.is_float:
-            if is_int:
-                _check_int_range(value, dtype, param, what)
-            return  # the dtype's range is an int's whole check
-        _check_float_range(value, str(dtype), param, what)
+        if dtype.is_integer:  # its range lies within int64's
+            _check_int_range(value, dtype, param, what)
+        elif dtype.is_float:
+            _check_float_range(value, str(dtype), param, what)
     if is_int and not INT64_MIN <= value <= INT64_MAX:
         raise ValueError(
             f"{what}: int {value} does not fit in 64 bits, which is how the FFI passes an int; "
             "bind it in a tensor, or as a float"
         )
-
-
-def _scalar_dtype(param: Param | None) -> Any:
-    """The tvm_ffi dtype of a scalar parameter with one lane, else None (nothing to check)."""
-    if param is None or param.kind != "scalar" or param.dtype is None:
-        return None
-    try:
-        dtype = tvm_ffi.dtype(param.dtype)
-    except Exception:
-        return None
-    return dtype if dtype.lanes == 1 else None
 
 
 def _check_int_range(value: int, dtype: Any, param: Param, what: str) -> None:
@@ -321,10 +309,23 @@ def _check_int_range(value: int, dtype: Any, param: Param, what: str) -> None:
 def _check_float_range(value: int | float, dtype: str, param: Param, what: str) -> None:
     if isinstance(value, float) and not math.isfinite(value):
         return  # inf and nan reach the kernel as they are
-    found = _largest_finite(dtype)
-    if found is None:  # a dtype neither numpy nor ml_dtypes describes: not checked
+    try:
+        import ml_dtypes  # registers bfloat16, float8_* ... with numpy
+    except ImportError:
+        pass
+    try:
+        numpy_dtype = np.dtype(dtype)
+    except TypeError:  # a dtype neither numpy nor ml_dtypes describes: not checked
         return
-    numpy_dtype, largest = found
+    try:
+        if numpy_dtype.kind == "f":
+            largest = float(np.finfo(numpy_dtype).max)
+        else:
+            import ml_dtypes
+
+            largest = float(ml_dtypes.finfo(numpy_dtype).max)
+    except Exception:
+        return
     try:
         magnitude = abs(float(value))
     except OverflowError:  # an int past float64
@@ -343,23 +344,3 @@ def _check_float_range(value: int | float, dtype: str, param: Param, what: str) 
                 f"{what}: int {value} has no exact {dtype} value (it would become {int(rounded)}); "
                 "pass a float to accept the rounding"
             )
-
-
-def _largest_finite(dtype: str) -> tuple[Any, float] | None:
-    """numpy's ``dtype`` and its largest finite value, None when neither numpy nor ml_dtypes knows it."""
-    try:
-        import ml_dtypes  # registers bfloat16, float8_* ... with numpy
-    except ImportError:
-        pass
-    try:
-        found = np.dtype(dtype)
-    except TypeError:
-        return None
-    try:
-        if found.kind == "f":
-            return found, float(np.finfo(found).max)
-        import ml_dtypes
-
-        return found, float(ml_dtypes.finfo(found).max)
-    except Exception:
-        return None

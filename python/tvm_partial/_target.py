@@ -13,7 +13,6 @@ from typing import Any
 import tvm_ffi
 
 from . import _convert, _facts, _ffi_api
-from . import output_specs as _outputs
 from . import programs as _programs
 from . import relax_vm as _relax
 from . import remote as _remote
@@ -128,6 +127,7 @@ class TargetView:
         bound: frozenset[int],
         closure_name: str | None = None,
         recorded: list[str] | None = None,
+        program: _programs.Program | None = None,
     ):
         self.sig = sig
         self.bound = bound
@@ -136,9 +136,9 @@ class TargetView:
         self.original_names = list(sig.names) if sig is not None and bound and recorded is None else []
         #: The name the closure reports in its errors ("" keeps the inner partial's).
         self.closure_name = closure_name if closure_name is not None else (sig.name if sig else "")
-        self.free = None if sig is None else _outputs.free_positions(bound, len(sig.params))
+        self.free = None if sig is None else [p for p in range(len(sig.params)) if p not in bound]
         #: The frontend's program given as ``signature=`` (programs.py), whose names ``sig`` has.
-        self.program: _programs.Program | None = None
+        self.program = program
 
     @classmethod
     def of(cls, target: Target, key: str, fname: str, signature: Any) -> TargetView:
@@ -156,9 +156,7 @@ class TargetView:
             sig = program.rename(sig)
         if signature is None:
             return cls(sig, bound, "" if recorded is not None else None)
-        view = cls(sig, bound, recorded=recorded)
-        view.program = program
-        return view
+        return cls(sig, bound, recorded=recorded, program=program)
 
     def positions(self, keyed: dict[int, Any], named: dict[str, Any]) -> dict[int, tuple[int | None, Any]]:
         """-> {position among the target's arguments: (original position or None, value)}."""

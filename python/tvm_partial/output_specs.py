@@ -10,7 +10,6 @@ input's shape, read from that argument each call (resolved here to (position, ax
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterable
 from typing import Any, overload
 
 import tvm_ffi
@@ -42,13 +41,6 @@ def outputs(obj: tvm_ffi.Function | tvm_ffi.Module) -> list[dict[str, Any]] | di
     return result.get("", []) if isinstance(obj, tvm_ffi.Function) else result
 
 
-def free_positions(taken: Iterable[int], count: int) -> list[int]:
-    """The original positions of the free arguments of a partial of a function of ``count``
-    parameters that fills ``taken``, in order (the positions C++'s ``ToWrapped`` maps to)."""
-    filled = set(taken)
-    return [p for p in range(count) if p not in filled]
-
-
 def resolve(spec: Any, sig: Signature | None, taken: frozenset[int]) -> list[list[Any]]:
     """``outputs=`` (names or positions) -> specs for ``runtime.PartialApply`` (which refuses an output
     also bound). Names and symbolic dimensions resolve in ``sig`` (the original full parameter list);
@@ -61,7 +53,7 @@ def resolve(spec: Any, sig: Signature | None, taken: frozenset[int]) -> list[lis
             "outputs= needs a signature with dtypes and shapes (a PrimFunc or the TE "
             "tensor list given to te.create_prim_func) to allocate the outputs"
         )
-    free = free_positions(taken, len(sig.params))
+    free = [p for p in range(len(sig.params)) if p not in taken]  # the positions C++'s ToWrapped maps to
     positions = []
     for item in items:
         if isinstance(item, str):

@@ -124,8 +124,8 @@ def partial(
     keyed, named = _target.split_keys(bound, by_name)
     described = None
     if program is not None and view.sig is not None:  # pinned values take effect, or are refused
-        described = program.description(view.sig)
-        named = {**program.pinned_values(view.sig), **named}
+        described, pinned = program.description(view.sig)
+        named = {**pinned, **named}
     # A Relax executable (then obj): its VM on that device; named values settled against the model.
     bound_target.obj, named = _relax.bind_model(
         bound_target.obj,
@@ -159,7 +159,7 @@ def partial(
         {fname: names} if names else {},
         {fname: specs} if specs is not None else {},
         {fname: full_names} if full_names else {},
-        {fname: [[p, d, w, n] for p, (d, n, w) in sorted(split.items())]} if split else {},
+        {fname: [[p, *s] for p, s in sorted(split.items())]} if split else {},
     )
 
 
@@ -230,8 +230,7 @@ def rebind(
     new = view.positions(keyed, _relax.bind_model(module, sig, named)[1])
     place = _target.as_device(None if device is _target.UNSET else device)
     _target.check_available(place)
-    labels = [view.label(i, i) for i in new]
-    place = _remote.placement(module, place, [v for _, v in new.values()], labels)
+    place = _remote.placement(module, place, [v for _, v in new.values()], [view.label(i, i) for i in new])
     now = facts.bindings.get(fname, {})
     if place is None:  # where the tensors replaced are
         olds = {str(now[i].device): now[i].device for i in new if isinstance(now.get(i), tvm_ffi.Tensor)}
@@ -261,7 +260,7 @@ def _check_options(sig: Signature | None, entry: str, **options: Any) -> None:
 def _shard_positions(
     shards: Any, world: Any, target: _target.Target, view: _target.TargetView, bound_positions: Any
 ) -> dict[int, tuple[int, int, int]]:
-    """``shards=``/``world=`` checked: {position: (dim, segments, world)} of the tensors split. The split's
+    """``shards=``/``world=`` checked: {position: (dim, world, segments)} of the tensors split. The split's
     rule and each rank's shard against its parameter are C++'s (``runtime.PartialApplyModule``, ``Hold``)."""
     if shards is _target.UNSET or shards is None:
         if world is not _target.UNSET and world is not None:
@@ -305,7 +304,6 @@ def _shard_positions(
                 "frontend.nn model annotates only its inputs): pass signature=irmodule so that "
                 "each rank's shard is checked against the parameter"
             )
-        # A dim, or (dim, segments) for a dim of fused blocks.
         dim, segments = split if isinstance(split, tuple) and len(split) == 2 else (split, 1)
         if any(isinstance(v, bool) or not isinstance(v, int) for v in (dim, segments)):
             raise TypeError(
@@ -314,7 +312,7 @@ def _shard_positions(
             )
         if any(not -(2**63) <= v < 2**63 for v in (dim, segments)):
             raise ValueError(f"shards={{{name!r}: {split!r}}}: out of range")
-        out[position] = (dim, segments, world)
+        out[position] = (dim, world, segments)
     return out
 
 

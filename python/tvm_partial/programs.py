@@ -110,11 +110,13 @@ class Program:
             return list(self.params)
         return None
 
-    def description(self, relax: Signature) -> dict[str, Any]:
-        """What C++ records and checks (cpp/relax_vm.cc ``MakeRelaxVMModule``), for the renamed
-        signature ``relax``."""
-        kinds = self.kinds if len(relax.params) > len(self.inputs) else self.kinds_without_params
-        return {
+    def description(self, relax: Signature) -> tuple[dict[str, Any], dict[str, Any]]:
+        """-> (what C++ records and checks (cpp/relax_vm.cc ``MakeRelaxVMModule``), for the renamed
+        signature ``relax``; {name: value} of the parameters whose value the frontend also read at
+        import: bound to it when not given (any other value could not take effect everywhere))."""
+        with_params = len(relax.params) > len(self.inputs)
+        kinds = self.kinds if with_params else self.kinds_without_params
+        described = {
             "what": self.what,
             "compiled_in": {
                 name: _convert.view(_host(self.values[name]), f"{self.what}'s {name!r}") for name in kinds
@@ -123,12 +125,8 @@ class Program:
             "ties": [list(group) for group in self.ties],
             "copy": self.aliases_memory,
         }
-
-    def pinned_values(self, relax: Signature) -> dict[str, Any]:
-        """{name: value} of the parameters whose value the frontend also read at import: bound
-        to it when not given (any other value could not take effect everywhere)."""
-        kinds = self.kinds if len(relax.params) > len(self.inputs) else {}
-        return {name: np.asarray(self.values[name]) for name, kind in kinds.items() if kind == PINNED}
+        pinned = (self.kinds if with_params else {}).items()
+        return described, {name: np.asarray(self.values[name]) for name, kind in pinned if kind == PINNED}
 
     def state_values(self) -> dict[str, Any]:
         return {name: self.values[name] for name in self.state}
@@ -203,14 +201,12 @@ def _from_onnx(model: Any) -> Program:
     """ONNX: the non-initializer graph inputs, then (keep_params_in_input=True) every initializer in graph
     order, named as in the file. Initializers the frontend reads at import (watched while importing again)
     are pinned to their value; without keep_params_in_input they are folded in (unused if no node reads)."""
-    from onnx import numpy_helper
-
     from .models import import_onnx
 
     graph = model.graph
     initializers = tuple(t.name for t in graph.initializer)
     inputs = tuple(i.name for i in graph.input if i.name not in set(initializers))
-    values = {t.name: _LazyOnnx(t, numpy_helper) for t in graph.initializer}
+    values = {t.name: _LazyOnnx(t) for t in graph.initializer}
     _, read, _ = import_onnx(model)
     used = _onnx_inputs(graph)
     kinds = {name: PINNED for name in initializers if name in read}
@@ -251,8 +247,8 @@ def _host(value: Any) -> Any:
 class _LazyOnnx:
     """An initializer's value, read when a check needs it (external data included)."""
 
-    def __init__(self, tensor: Any, numpy_helper: Any) -> None:
-        from onnx import helper
+    def __init__(self, tensor: Any) -> None:
+        from onnx import helper, numpy_helper
 
         self._tensor, self._helper = tensor, numpy_helper
         self.dtype = str(np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)))

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,35 +91,6 @@ def _param_from_var(var: Any) -> Param:
     return Param(name)
 
 
-def _from_prim_func(func: Any, name: str) -> Signature:
-    buffers = getattr(func, "buffer_map", None) or {}  # tvm 0.25: buffers live in buffer_map
-    params = [
-        _tensor(buffers[v].name, buffers[v].dtype, buffers[v].shape) if v in buffers else _param_from_var(v)
-        for v in func.params
-    ]
-    attrs = getattr(func, "attrs", None)
-    symbol = attrs.get("global_symbol") if attrs is not None and "global_symbol" in attrs else None
-    return Signature(str(symbol) if symbol is not None else name, tuple(params))
-
-
-def _from_sequence(items: Sequence[Any], name: str) -> Signature:
-    from tvm import te
-
-    params = []
-    for item in items:
-        if isinstance(item, str):
-            params.append(Param(item))
-        elif isinstance(item, te.Tensor):
-            params.append(_tensor(item.op.name, item.dtype, item.shape))
-        elif hasattr(item, "name") and hasattr(item, "ty"):
-            params.append(_param_from_var(item))
-        else:
-            raise TypeError(
-                f"signature entries must be parameter names, TE tensors or vars, got {type(item).__name__}"
-            )
-    return Signature(name, tuple(params))
-
-
 def resolve(signature: Any, name: str) -> Signature | None:
     """``signature=`` as a ``Signature`` (None stays None); ``name`` names the function in errors
     and picks it out of a Relax ``VirtualMachine`` or IRModule."""
@@ -129,19 +99,41 @@ def resolve(signature: Any, name: str) -> Signature | None:
     if isinstance(signature, Signature):
         return signature
     kind = type(signature).__name__
-    module = type(signature).__module__
     if kind == "PrimFunc":
-        return _from_prim_func(signature, name)
-    if kind == "Function" and module.startswith("tvm.relax"):
+        buffers = getattr(signature, "buffer_map", None) or {}  # tvm 0.25: buffers live in buffer_map
+        params = [
+            _tensor(buffers[v].name, buffers[v].dtype, buffers[v].shape)
+            if v in buffers
+            else _param_from_var(v)
+            for v in signature.params
+        ]
+        attrs = getattr(signature, "attrs", None)
+        symbol = attrs.get("global_symbol") if attrs is not None and "global_symbol" in attrs else None
+        return Signature(str(symbol) if symbol is not None else name, tuple(params))
+    if kind == "Function" and type(signature).__module__.startswith("tvm.relax"):
         return Signature(name, tuple(_param_from_var(p) for p in signature.params))
     if kind == "IRModule":
         return resolve(signature[name], name)
     if kind == "VirtualMachine":
         arity = signature._get_function_arity(name)
-        params = (Param(str(signature._get_function_param_name(name, i))) for i in range(arity))
+        params = [Param(str(signature._get_function_param_name(name, i))) for i in range(arity)]
         return Signature(name, tuple(params))
     if isinstance(signature, (list, tuple)):
-        return _from_sequence(signature, name)
+        from tvm import te
+
+        params = []
+        for item in signature:
+            if isinstance(item, str):
+                params.append(Param(item))
+            elif isinstance(item, te.Tensor):
+                params.append(_tensor(item.op.name, item.dtype, item.shape))
+            elif hasattr(item, "name") and hasattr(item, "ty"):
+                params.append(_param_from_var(item))
+            else:
+                raise TypeError(
+                    f"signature entries must be parameter names, TE tensors or vars, got {type(item).__name__}"
+                )
+        return Signature(name, tuple(params))
     raise TypeError(
         "signature must be a tirx PrimFunc, the TE tensor list given to te.create_prim_func, "
         f"a Relax Function or VirtualMachine, or a list of names; got {kind}"
