@@ -53,9 +53,9 @@ class PartialFunctionObj final : public ffi::FunctionObj {
       views_.push_back(bound_here ? *reinterpret_cast<const TVMFFIAny*>(&(held++)->second)
                                   : TVMFFIAny{});
     }
-    for (const auto& entry : level.bound) {
-      if (auto tensor = entry.second.try_cast<ffi::Tensor>()) {
-        default_device_ = tensor->GetDLTensorPtr()->device;
+    for (const TVMFFIAny& view : views_) {  // None and scalars are no tensor (nor null ones)
+      if (const DLTensor* t = AsDLTensor(view)) {
+        default_device_ = t->device;
         break;
       }
     }

@@ -492,3 +492,20 @@ def test_on_the_device_outputs_are_allocated_there_per_call(dev, affine_dev):
     assert str(first.device) == str(second.device) == dev.name
     assert first.data_ptr() != second.data_ptr() and first.data_ptr() % 64 == 0
     assert first.numpy().tobytes() == second.numpy().tobytes() == (a * 2 + b * 3 + c).tobytes()
+
+
+def test_a_none_bound_beside_outputs_allocates_on_the_cpu():
+    """A bound None is no tensor to take the outputs' device from: the bind read it as a null
+    tensor and crashed (so: in a fresh process)."""
+    from helpers import run_python
+
+    code = """
+import tvm, tvm_ffi, tvm_partial
+f = tvm_ffi.convert(lambda *args: None)
+g = tvm.get_global_func("runtime.PartialApply")(f, {0: None}, "k", ["s", "x", "out"], [[2, "float32", [[-1, 4]]]])
+out = g(1)
+print(out.shape, out.dtype, out.device)
+"""
+    proc = run_python(code)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["(4,)", "float32", "cpu:0"], proc.stdout
