@@ -2,10 +2,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file export.cc
- * \brief `tvm_partial.export_library` of a partial module in one call (tvm_partial.Export):
- *        payloads inline, appended to the linked library (zero-copy), or in a safetensors file
- *        beside it; for code loaded from an artifact (TVM cannot export it again), an updated copy
- *        of that file. Linking is TVM's export_library, in Python, which Export calls back.
+ * \brief tvm_partial.Export: payloads inline, appended to the linked library (zero-copy) or in a
+ *        safetensors file beside it; for loaded code, an updated copy of its artifact. Linking is
+ *        TVM's export_library, in Python, which Export calls back.
  */
 #include <sys/stat.h>
 #include <tvm/ffi/container/array.h>
@@ -203,12 +202,11 @@ T Option(const ffi::Map<ffi::String, ffi::Any>& options, const char* key) {
   return found->cast<T>();
 }
 
-/*! \brief tvm_partial.Export: `module` to `staged` (new, in `path`'s folder; Python moves it onto
- *         `path`), linked by `link(module, file)` (TVM's export_library with the user's options).
- *         `options`: "zero_copy" (absent: by the constants' size), "weights_file" (the name the
- *         library records) with "weights_path" (where it is staged), "progress" (while a region
- *         is appended), "given" (TVM's options by name: refused for a loaded artifact), "symbol"
- *         and "link" (the region's; random when absent, fixed ones make reproducible files). */
+// `module` to `staged` (new, in `path`'s folder; Python moves it onto `path`), linked by
+// `link(module, file)` (TVM's export_library, user's options). `options`: "zero_copy" (absent: by
+// the constants' size), "weights_file" (the name the library records) with "weights_path" (where
+// it is staged), "progress" (while appending), "given" (TVM's options by name: refused for a
+// loaded artifact), "symbol" and "link" (the region's; random when absent: fixed = reproducible).
 void Export(ffi::Module module, ffi::String path, ffi::String staged, ffi::Function link,
             ffi::Map<ffi::String, ffi::Any> options) {
   static const char* const kKnown[] = {"zero_copy", "weights_file", "weights_path", "progress",

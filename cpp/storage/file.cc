@@ -58,8 +58,7 @@ std::shared_ptr<File> OpenRegular(const std::string& path, const char* what) {
                                 << std::strerror(errno);
   }
   if (!S_ISREG(st.st_mode)) NotRegular(path, what, st.st_mode);
-  // O_NONBLOCK: if the path is swapped for a FIFO meanwhile, open() still returns and fstat
-  // refuses it. Reads of a regular file are unaffected.
+  // O_NONBLOCK: a FIFO swapped in since stat() opens, then fstat refuses it (reads unaffected).
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
     if (errno == ENOENT) {

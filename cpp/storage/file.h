@@ -2,9 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file storage/file.h
- * \brief Internal: the files tvm-partial reads (artifacts, weights files): regular files only
- *        (a FIFO would block `open()` forever), exact positioned reads, private mappings (a
- *        kernel writing into a bound tensor gets a private copy; the file never changes).
+ * \brief Internal: regular files only (a FIFO would block `open()` forever), exact positioned
+ *        reads, private COW mappings (a kernel writing a bound tensor never changes the file).
  */
 #ifndef TVM_PARTIAL_STORAGE_FILE_H_
 #define TVM_PARTIAL_STORAGE_FILE_H_
@@ -20,7 +19,6 @@
 namespace tvm_partial {
 namespace storage {
 
-/*! \brief Owns a file descriptor; closes it once. */
 class UniqueFd {
  public:
   UniqueFd() = default;
@@ -40,24 +38,20 @@ class UniqueFd {
   int fd_ = -1;
 };
 
-/*! \brief An open regular file. */
 struct File {
   UniqueFd fd;
   std::string path;   // as given (for messages)
   uint64_t size = 0;  // at open time
 };
 
-/*! \brief Open `path` for reading if it is a regular file; `what` names it in messages
- *         ("artifact"). \throws FileNotFoundError when missing; ValueError for a folder, FIFO,
- *         device or socket (checked before opening); RuntimeError with the system's error. */
+// Open `path` if a regular file (checked before opening); `what` ("artifact") names it. Throws
+// FileNotFoundError; ValueError for a folder, FIFO, device, socket; RuntimeError (system error).
 std::shared_ptr<File> OpenRegular(const std::string& path, const char* what);
 
-/*! \brief The regular file open at descriptor `fd` (a copy of it is kept), named `path` in
- *         messages. \throws ValueError when it is not a regular file. */
+// The regular file open at `fd` (a dup is kept), named `path`; ValueError if not regular.
 std::shared_ptr<File> FromDescriptor(int fd, const std::string& path, const char* what);
 
-/*! \brief Read exactly `size` bytes at `offset` into `out`; false if the file ends first.
- *         \throws RuntimeError naming the file. */
+// Read exactly `size` bytes at `offset`; false if the file ends first; RuntimeError on error.
 bool ReadAt(const File& file, uint64_t offset, size_t size, char* out);
 
 /*! \brief Write all of `data` at `offset` of `fd` (retrying EINTR, at most 1 GiB per call);
@@ -74,20 +68,16 @@ struct Mapping {
  *         \throws ValueError past the file's end; MemoryError or RuntimeError if mmap fails. */
 Mapping MapPrivate(const File& file, uint64_t offset, uint64_t size);
 
-/*! \brief Fault in the pages of `size` bytes at `data` (a file mapping) now, not at the first
- *         call: `madvise(MADV_POPULATE_READ)`, else one read per page. */
+// Fault in a file mapping's pages now, not at the first call: MADV_POPULATE_READ, else reads.
 void Prefault(const char* data, size_t size);
 
-/*! \brief Whether loads prefault host views of file payloads: `TVM_PARTIAL_PREFAULT=1`; unset
- *         or 0: no. \throws ValueError for any other value. */
+// TVM_PARTIAL_PREFAULT=1: loads prefault host views of file payloads; unset or 0: no; else throws.
 bool PrefaultFromEnvironment();
 
-/*! \brief The absolute path of the file `file` has open (symlinks resolved), or its path made
- *         absolute when the system cannot say (no /proc). */
+// The absolute, symlink-free path of the open `file` (without /proc: its path made absolute).
 std::string RealPath(const File& file);
 
-/*! \brief The folder of `path` joined with `name` (`name` as is when absolute, or when `path`
- *         names no folder). */
+// `name` in `path`'s folder (`name` as is when absolute, or when `path` names no folder).
 std::string Beside(const std::string& path, const std::string& name);
 
 }  // namespace storage

@@ -28,9 +28,8 @@ struct EmbeddedModule {
   uint64_t size = 0;
 };
 
-/*! \brief The modules of a `size`-byte tree read through `read` (offsets from the tree's start),
- *         checking every count, length and import index TVM's loader trusts.
- *         \throws ValueError naming `path`. */
+// The modules of a `size`-byte tree read through `read` (offsets from its start), checking every
+// count, length and import index TVM's loader trusts; ValueError naming `path`.
 std::vector<EmbeddedModule> ParseModuleTree(
     const std::function<void(uint64_t pos, uint64_t n, char* out)>& read, uint64_t size,
     const std::string& path);

@@ -51,8 +51,7 @@ const Dtype* FindDtype(const char* Dtype::* field, const std::string& name) {
   return nullptr;
 }
 
-// How deep `text` (JSON) nests arrays and objects, counted without parsing it (strings skipped,
-// escapes honoured); stops counting past `limit`.
+// How deep JSON `text` nests, counted without parsing (strings and escapes skipped), to `limit`+1.
 int NestingDepth(const std::string& text, int limit) {
   int depth = 0, deepest = 0;
   bool in_string = false;
@@ -110,13 +109,11 @@ Entry ReadEntry(const std::string& path, const std::string& key, const ffi::json
     std::optional<int64_t> d = JsonInt(dim);
     if (!d.has_value() || *d < 0) Bad(path, bad_shape);
     out.shape.push_back(*d);
-    // Saturated just past 2^64 (factors < 2^63): neither this product nor count * bits
-    // (bits <= 64) overflows 128 bits, whatever a crafted shape says.
+    // Saturated just past 2^64 (factors < 2^63): this and count * bits (<= 64) fit 128 bits.
     constexpr unsigned __int128 kCap = (static_cast<unsigned __int128>(1) << 64) + 1;
     count = count >= kCap ? kCap : std::min(count * static_cast<uint64_t>(*d), kCap);
   }
-  // The format's rule (format::ShapeProblem): an element count past int64, even beside a 0
-  // dimension, is no tensor (its strides would overflow).
+  // format::ShapeProblem: > int64 elements, even with a 0 dim, is no tensor (strides overflow).
   uint64_t ignored = 0;
   const std::string problem = format::ShapeProblem(out.shape.data(), out.shape.size(),
                                                    ffi::StringToDLDataType(dtype->tvm), &ignored);

@@ -18,8 +18,7 @@ class Param:
     dtype: str | None = None
     #: static extents; None for a dynamic extent; the whole tuple None when unknown.
     shape: tuple[int | None, ...] | None = None
-    #: per dimension: an int (static), ("var", name) for a dimension that is exactly a shape
-    #: variable, ("expr", text) for a compound expression; None when unknown.
+    #: per dim: an int (static), ("var", name) (a bare shape variable), ("expr", text); None: unknown.
     dims: tuple[int | tuple[str, str], ...] | None = field(default=None, compare=False)
 
     def describe(self) -> str:

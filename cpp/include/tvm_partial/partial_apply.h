@@ -4,16 +4,10 @@
  * \file tvm_partial/partial_apply.h
  * \brief Partial application of TVM runtime functions and modules.
  *
- * A partial function holds constant arguments (tensors, scalars, strings, None) by position and
- * calls the wrapped function with the caller's arguments filling the free positions in order:
- *
- * \code{.cpp}
- *   ffi::Function g = tvm_partial::PartialApply(f, {{1, weights}, {2, bias}});
- *   g(x, out);  // == f(x, weights, bias, out)
- * \endcode
- *
- * A partial module wraps a module with bindings for some of its functions; it can be saved with
- * the module it wraps (`export_library`) and loaded back with every constant inside.
+ * A partial function holds constant arguments (tensors, scalars, strings, None) by position; the
+ * caller's arguments fill the free positions in order: `PartialApply(f, {{1, w}, {2, b}})(x, out)`
+ * calls `f(x, w, b, out)`. A partial module wraps a module with bindings for some of its
+ * functions; `export_library` saves it with that module, and loading it restores every constant.
  */
 #ifndef TVM_PARTIAL_PARTIAL_APPLY_H_
 #define TVM_PARTIAL_PARTIAL_APPLY_H_
@@ -42,13 +36,11 @@ using Bindings = ffi::Map<int64_t, ffi::Any>;
 
 /*!
  * \brief Bind constant arguments of `f` by position.
- *
- * \param f The function to wrap. A partial `f` is flattened (bindings merged), so a call costs
- *          one hop.
+ * \param f The function to wrap; a partial `f` is flattened (bindings merged): one hop per call.
  * \param bound Positions (>= 0) in `f`'s argument list -> values, held by reference.
  * \param name The function's name in error messages ("main() takes ...").
- * \param param_names Every parameter of `f`, bound ones included; lets the call check its
- *        argument count and name the free parameters. Empty: unknown.
+ * \param param_names Every parameter of `f`, bound ones included, to check the argument count and
+ *        name the free parameters. Empty: unknown.
  * \return A new function taking the free arguments, in order.
  * \throws ValueError / IndexError naming the offending position.
  */
@@ -76,7 +68,6 @@ using Outputs = std::vector<Output>;
 
 /*!
  * \brief `PartialApply` for a destination-passing kernel, returning its outputs:
- *
  * \code{.cpp}
  *   // main(data, weights, bias, result): result is allocated per call and returned
  *   ffi::Function conv = tvm_partial::PartialApply(
@@ -84,12 +75,10 @@ using Outputs = std::vector<Output>;
  *       {{3, DLDataType{kDLFloat, 32, 1}, {OutputDim::Static(1), ...}}});
  *   ffi::Tensor out = conv(x).cast<ffi::Tensor>();
  * \endcode
- *
  * Each call allocates every output (contiguous, 64-byte aligned, on the device of the call's
  * first tensor argument, else of the first bound tensor, else the CPU), calls `f` with them at
  * their positions, and returns the output (one) or an `ffi::Array<ffi::Tensor>` in the order of
  * `outputs` (several). Positions count as for `bound` (for a partial `f`, in its arguments).
- *
  * \throws ValueError / IndexError for an output position that is bound, repeated or past the
  *         parameters, and for a dimension that refers to a bound or missing argument.
  */
@@ -97,15 +86,11 @@ TVM_PARTIAL_API ffi::Function PartialApply(ffi::Function f, Bindings bound, ffi:
                                            ffi::Array<ffi::String> param_names, Outputs outputs);
 
 /*!
- * \brief Wrap a module with bindings for some of its functions.
- *
- * `GetFunction(name)` returns the bound closure for names in `bindings` (built once, cached) and
- * forwards other names to `mod`, searching its imports. A partial `mod` is merged into one level.
- * `GetFunction("main")` (Python's `pm(...)`) on code without `main` returns the only bound
- * function (a `frontend.nn` model's `forward`), or throws AttributeError naming them when there
- * are several.
- *
- * \param mod The module to wrap (compiled library, another partial module, ...).
+ * \brief Wrap `mod` (compiled library, partial module (merged into one level), ...) with bindings
+ *        for some of its functions. `GetFunction(name)` returns the bound closure for names in
+ *        `bindings` (built once, cached) and forwards other names to `mod`, searching its imports.
+ *        `GetFunction("main")` (Python's `pm(...)`) on code without `main` returns the only bound
+ *        function (a `frontend.nn` model's `forward`), or throws AttributeError naming several.
  * \param bindings Function name -> positions -> values.
  * \param param_names Function name -> every parameter name of that function, when known.
  */
@@ -133,18 +118,13 @@ TVM_PARTIAL_API ffi::Tensor AlignedCopy(const ffi::Tensor& src, DLDevice device)
 /*!
  * \brief Load an artifact with the tensors of another safetensors weights file bound in place of
  *        its own (Python: `tvm_partial.load(library, weights_file=...)`):
- *
- * \code{.cpp}
- *   ffi::Module m = tvm_partial::LoadWithWeights("model.so", "v2.safetensors");
- *   m->GetFunction("main", true).value()(x, out);  // the artifact's code, v2's weights
- * \endcode
+ *        `LoadWithWeights("model.so", "v2.safetensors")` runs the artifact's code on v2's weights.
  *
  * Each tensor the artifact binds is taken from `weights_file` by key (`main/weights`, or `main/1`
  * without a recorded parameter name), with the same dtype and shape; the file holds nothing else.
  * It is mapped privately: 64-byte-aligned host tensors view it, others are copied once (to their
  * device). Neither the artifact's payloads nor the weights file it records are read (that one
  * may be absent). Bound scalars and strings are kept.
- *
  * \param library The artifact (relative paths: from the working directory).
  * \param weights_file A safetensors file, such as `tvm_partial.save_weights` writes.
  * \throws FileNotFoundError when `weights_file` does not exist; ValueError naming the file and the
@@ -156,20 +136,15 @@ TVM_PARTIAL_API ffi::Module LoadWithWeights(const std::string& library,
 
 /*!
  * \brief Load rank `rank`'s view of an artifact bound with tensor-parallel shards
- *        (`partial(..., shards={"w": 0}, world=2)`). Python: `tvm_partial.load(library,
- *        shard=(rank, world))`; on a disco worker, the global `tvm_partial.LoadShard(path)` reads
- *        rank, world and device from `runtime.disco.worker_rank`, `runtime.disco.world_size` and
- *        `runtime.disco.device`:
- *
- * \code{.cpp}
- *   ffi::Module m = tvm_partial::LoadShard("model.so", rank, 2);
- * \endcode
+ *        (`partial(..., shards={"w": 0}, world=2)`): `LoadShard("model.so", rank, 2)`. Python:
+ *        `tvm_partial.load(library, shard=(rank, world))`; on a disco worker, the global
+ *        `tvm_partial.LoadShard(path)` reads rank, world and device from
+ *        `runtime.disco.worker_rank`, `runtime.disco.world_size` and `runtime.disco.device`.
  *
  * Each sharded tensor becomes its rank's slice along the recorded dimension (one contiguous,
  * 64-byte-aligned byte range), a view of a private mapping of its file: pages are read when the
  * kernel touches them (devices: the slice is copied there). Tensors without a shard record are
  * bound whole on every rank.
- *
  * \param weights_file Optional: take the whole tensors from this safetensors file by key, as
  *        LoadWithWeights does, then slice them.
  * \param device Optional: the rank's device. Tensors bound on a device of its type (cuda:0 at
@@ -184,10 +159,10 @@ TVM_PARTIAL_API ffi::Module LoadShard(const std::string& library, int64_t rank, 
 
 /*!
  * \brief Python's `tvm_partial.rebind(pm, values, function=...)`: a new partial module over the
- *        same code with `values` (keys: positions, or parameter names the module records)
- *        replacing those bound in `function`. Each is of the kind it replaces: a tensor of the
- *        same dtype, shape and device (copied into 64-byte-aligned memory there when it is not
- *        so already), or a scalar. A tensor bound in several places (tied) is replaced in each.
+ *        same code with `values` (keys: positions, or recorded parameter names) replacing those
+ *        bound in `function`, each of the kind it replaces: a tensor of the same dtype, shape and
+ *        device (copied into 64-byte-aligned memory there if not so already), or a scalar. A
+ *        tensor bound in several places (tied) is replaced in each.
  * \throws TypeError / IndexError / KeyError naming the function and the position or name.
  */
 TVM_PARTIAL_API ffi::Module Rebind(const ffi::Module& pm, const ffi::String& function,
@@ -205,9 +180,8 @@ TVM_PARTIAL_API ffi::Map<ffi::String, ffi::Any> Verify(const std::string& path);
 
 /*!
  * \brief Python's `tvm_partial.open_weights(path, function)` for a safetensors file or index:
- *        `function`'s tensors, keyed by parameter name (a position where none was recorded), as
- *        views of a private mapping of the file; `Rebind(pm, "main", OpenWeights(path))` binds
- *        them.
+ *        `function`'s tensors keyed by parameter name (else position), as views of a private
+ *        mapping of the file; `Rebind(pm, "main", OpenWeights(path))` binds them.
  */
 TVM_PARTIAL_API ffi::Map<ffi::Any, ffi::Any> OpenWeights(const std::string& path,
                                                          const ffi::String& function = "main");

@@ -121,7 +121,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _rank_world(text: str) -> tuple[int, int] | None:
-    """``--shard 1/2`` -> (1, 2)."""
     from ..artifact.files import rank_world_of
 
     rank, sep, world = text.partition("/")
@@ -177,8 +176,8 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _unwritable_folder(path: str) -> str | None:
-    """Why the demo cannot export into ``path`` (made if missing), or None. Checked by writing a
-    file there, which is what the export does (a permission bit says nothing to root)."""
+    """Why the demo cannot export into ``path`` (made if missing), or None; tested by writing there
+    (a permission bit says nothing to root)."""
     if os.path.exists(path) and not os.path.isdir(path):
         return "is a file, not a folder (give a folder to export into)"
     try:
