@@ -2,8 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file out_of_memory.h
- * \brief Internal: failed allocations reach the caller as MemoryError, not the InternalError
- *        tvm-ffi's safe-call boundary makes of std::bad_alloc.
+ * \brief Internal: failed allocations raise MemoryError, not tvm-ffi's InternalError.
  */
 #ifndef TVM_PARTIAL_OUT_OF_MEMORY_H_
 #define TVM_PARTIAL_OUT_OF_MEMORY_H_
@@ -18,21 +17,18 @@
 namespace tvm_partial {
 namespace detail {
 
-// The cold path, kept out of line.
 [[noreturn]] TVM_FFI_NO_INLINE inline void ThrowOutOfMemory(const std::string& who,
                                                             const std::exception& err) {
   TVM_FFI_THROW(MemoryError) << who << ": out of memory (" << err.what() << ")";
   TVM_FFI_UNREACHABLE();
 }
 
-/*! \brief Whether an allocator's error means out of memory: AlignedEmpty's MemoryError, or TVM's
- *         device allocators' other kinds that say so in words. */
+// Out of memory: AlignedEmpty's MemoryError, or a TVM device allocator's error saying so in words.
 inline bool IsOutOfMemory(const ::tvm::ffi::Error& err) {
   return err.kind() == "MemoryError" || err.message().find("out of memory") != std::string::npos;
 }
 
-/*! \brief `body()`, turning an escaping std::bad_alloc or std::length_error (size past max_size)
- *         into MemoryError from `who()` (called only then). */
+// `body()`; bad_alloc or length_error (past max_size) become MemoryError from `who()`, called then.
 template <typename Body, typename Who>
 TVM_FFI_INLINE decltype(auto) OutOfMemoryAsMemoryError(Body&& body, Who&& who) {
   try {

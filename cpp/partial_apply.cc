@@ -2,9 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file partial_apply.cc
- * \brief The partial function: a closure holding bound arguments by position and allocating its
- *        outputs per call, and its global `runtime.PartialApply` (introspection globals:
- *        bind_module.cc).
+ * \brief The partial closure and `runtime.PartialApply` (introspection globals: bind_module.cc).
  */
 #include <tvm/ffi/dtype.h>
 #include <tvm/ffi/error.h>
@@ -36,8 +34,7 @@ const DLTensor* AsDLTensor(const TVMFFIAny& a) {
   return nullptr;
 }
 
-// The closure. All a call needs is computed at bind time: sorted positions, views of the bound
-// values, the argument-count range, each slot's source for short calls, each output's plan.
+// The closure: everything a call needs (members below) is computed at bind time.
 class PartialFunctionObj final : public ffi::FunctionObj {
  public:
   explicit PartialFunctionObj(PartialParts parts) : parts_(std::move(parts)) {
@@ -81,9 +78,8 @@ class PartialFunctionObj final : public ffi::FunctionObj {
     last_position_ = positions_.empty() ? -1 : positions_.back();
     const int64_t num_names = static_cast<int64_t>(level.param_names.size());
     expected_args_ = num_names == 0 ? -1 : num_names - num_bound_;
-    // Valid counts form one range [min_args_, min_args_ + arg_span_]: exact with names (bound
-    // positions were checked against them); without, enough to reach the last bound position and
-    // at most kMaxCallArgs in all. Bind-time checks keep both ends in [0, INT32_MAX].
+    // Valid counts: [min_args_, min_args_ + arg_span_]; exact with names (bound positions checked
+    // against them); else reach the last bound position, <= kMaxCallArgs. Ends in [0, INT32_MAX].
     const int64_t least = expected_args_ >= 0
                               ? expected_args_
                               : std::max<int64_t>(last_position_ + 1 - num_bound_, 0);
@@ -91,8 +87,7 @@ class PartialFunctionObj final : public ffi::FunctionObj {
     TVM_FFI_ICHECK(0 <= least && least <= most && most <= kMaxCallArgs);
     min_args_ = static_cast<uint32_t>(least);
     arg_span_ = static_cast<uint32_t>(most - least);
-    // Each slot's source, for calls of at most kGatherSlots arguments only: there every bound
-    // position is below kGatherSlots, so a slot past the last one takes the next caller argument.
+    // The gather plan, for calls of <= kGatherSlots arguments: every bound position is below it.
     int64_t next_caller = 0;
     size_t j = 0;
     for (int64_t s = 0; s < kGatherSlots; ++s) {
@@ -143,8 +138,7 @@ class PartialFunctionObj final : public ffi::FunctionObj {
     ffi::Optional<ffi::Shape> shape;  // set when every dimension is static: reused by each call
   };
 
-  // Allocate the outputs, call, return them (one, or an Array of several). A failed allocation is a
-  // MemoryError; the wrapped function's errors pass through unchanged.
+  // Returns one output or an Array of several; MemoryError if allocating fails; target errors pass.
   TVM_FFI_NO_INLINE void CallWithOutputs(const TVMFFIAny* caller, int32_t num_args, int64_t total,
                                          ffi::Any* result) const {
     constexpr size_t kInlineOutputs = 4;
@@ -226,8 +220,7 @@ class PartialFunctionObj final : public ffi::FunctionObj {
   TVM_FFI_INLINE void Call(const TVMFFIAny* caller, const TVMFFIAny* views, int64_t total,
                            ffi::Any* result) const {
     if (total > kGatherSlots) return CallSpread(caller, views, total, result);
-    // Short calls: an unrolled gather by the bind-time plan (no library calls, no trip counts for
-    // the CPU to predict); measured in benchmarks/cpp.
+    // Short calls: an unrolled gather, no library calls or trip counts to predict (benchmarks/cpp).
     const TVMFFIAny* sources[2] = {caller, views};
     TVMFFIAny packed[kGatherSlots];
     switch (total) {
@@ -392,8 +385,7 @@ class PartialFunctionObj final : public ffi::FunctionObj {
   DLDevice default_device_{kDLCPU, 0};  // of the first bound tensor, else the CPU
 };
 
-// `original_names`: the full parameter list of the function a partial `f` wraps, for when `f`
-// recorded none (Merge); empty: unknown.
+// `original_names`: the full parameters of what partial `f` wraps, when `f` recorded none (Merge).
 ffi::Function MakePartial(ffi::Function f, Level level, ffi::String name,
                           const ffi::Array<ffi::String>& original_names = {}) {
   if (!f.defined()) TVM_FFI_THROW(TypeError) << "PartialApply: the function to wrap is None";
@@ -411,8 +403,7 @@ ffi::Function MakePartial(ffi::Function f, Level level, ffi::String name,
   return ffi::Function(std::move(closure));
 }
 
-// runtime.PartialApply from Python: keys arrive untyped; outputs as OutputsFromAny reads
-// them, original_names as MakePartial takes them.
+// runtime.PartialApply from Python: keys arrive untyped; outputs as OutputsFromAny reads them.
 void PartialApplyPacked(ffi::PackedArgs args, ffi::Any* rv) {
   CheckArgCount(args, 2, 6,
                 "runtime.PartialApply(f, bound, name='', param_names=[], outputs=[], "

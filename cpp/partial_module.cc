@@ -2,8 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file partial_module.cc
- * \brief The `partial_apply` module kind (bindings for some of a module's functions), its loader
- *        `ffi.Module.load_from_bytes.partial_apply`, and `tvm_partial.SaveToBytes`.
+ * \brief The `partial_apply` module kind (a module's bindings), its loader and SaveToBytes global.
  */
 #include "partial_module.h"
 
@@ -29,8 +28,7 @@ namespace {
 // Its address identifies this copy's modules (TVM is built without RTTI: no dynamic_cast).
 constexpr const char kKind[] = "partial_apply";
 
-// `f()`, a failed allocation raised as MemoryError naming `what`: these run from the library
-// loader and TVM's export, outside any global that converts it.
+// `f()`, a failed allocation as MemoryError naming `what` (loader, export: no global converts it).
 template <typename F>
 auto OutOfMemoryAsError(const char* what, F f) -> decltype(f()) {
   return detail::OutOfMemoryAsMemoryError(f, [what] { return std::string(what); });
@@ -56,8 +54,7 @@ class PartialModuleObj final : public ffi::ModuleObj {
     if (wrapped.has_value()) imports_.push_back(*wrapped);
   }
 
-  // Loaded from `bytes`: records are built on first use, once the library loader has attached
-  // the imports (they say which file holds the payloads).
+  // From `bytes`: records built on first use, once the loader's imports can locate the payloads.
   PartialModuleObj(ffi::Bytes bytes, format::Parsed parsed)
       : PartialModuleObj(Skeleton(parsed), std::nullopt) {
     pending_.emplace(Pending{std::move(bytes), std::move(parsed)});
@@ -69,8 +66,7 @@ class PartialModuleObj final : public ffi::ModuleObj {
     const format::FunctionRecord* record = Find(name);
     if (record == nullptr && name == "main" && !functions_.empty() &&
         !WrappedFunction("main").has_value()) {
-      // pm(...) calls main: the one bound function if it is not main (frontend.nn's forward);
-      // with several, the caller must pick one.
+      // pm(...): the one bound function if not main (frontend.nn's forward); several: ambiguous.
       if (functions_.size() > 1) ThrowNoMain();
       record = &functions_[0];
     }
@@ -98,8 +94,7 @@ class PartialModuleObj final : public ffi::ModuleObj {
     return closure;
   }
 
-  // As GetFunction finds, without building or raising: `hasattr(pm, "main")` is False where
-  // `pm(...)` would be refused.
+  // As GetFunction, without building or raising: `hasattr(pm, "main")` is False if pm(...) fails.
   bool ImplementsFunction(const ffi::String& name) final {
     if (Find(name) != nullptr) return true;
     if (name == "main" && functions_.size() == 1) return true;
@@ -169,8 +164,7 @@ class PartialModuleObj final : public ffi::ModuleObj {
     return it == index_.end() ? nullptr : &functions_[it->second];
   }
 
-  // The records with values (a loaded module builds them once, here); a failure is raised again
-  // on the next use.
+  // The records with values, built once here when loaded; a failure is raised again next use.
   const std::vector<format::FunctionRecord>& Records() {
     std::lock_guard<std::mutex> lock(resolve_mutex_);
     if (pending_.has_value()) {
@@ -223,8 +217,7 @@ class PartialModuleObj final : public ffi::ModuleObj {
     return out;
   }
 
-  // The code bound: the first import not ours (a partial over a partial is merged; the library
-  // loader may place other imported partial modules before the code).
+  // The code: the first non-partial import (partials merge; the loader may put ours before it).
   ffi::Optional<ffi::Module> Wrapped() const {
     for (const ffi::Any& import : imports_) {
       ffi::Module mod = import.cast<ffi::Module>();
@@ -239,8 +232,7 @@ class PartialModuleObj final : public ffi::ModuleObj {
     return (*code)->GetFunction(name, /*query_imports=*/true);
   }
 
-  // Names, order and outputs fixed at construction; a loaded module's values filled in once by
-  // Records(), immutable afterwards.
+  // Immutable, except that Records() fills a loaded module's values once.
   std::vector<format::FunctionRecord> functions_;
   // Name -> position in functions_ (names are unique): a module may bind 100k+ functions.
   std::unordered_map<std::string, size_t> index_;

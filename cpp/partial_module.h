@@ -21,16 +21,14 @@
 namespace tvm_partial {
 namespace detail {
 
-// Of `mod` if a partial_apply module of this copy, else none: its records (built on first use),
-// the region it saves its payloads to (WithExternalRegion's), the compiled code it binds, and the
-// file our loader loaded its library from (LoadOptions::library_file).
+// Of a partial_apply module of this copy, else none: its records (built on first use), payload
+// region (WithExternalRegion's), compiled code, and library's file (LoadOptions::library_file).
 const std::vector<format::FunctionRecord>* PartialModuleRecords(const ffi::Module& mod);
 const format::ExternalRegion* PartialModuleRegion(const ffi::Module& mod);
 ffi::Optional<ffi::Module> PartialModuleCode(const ffi::Module& mod);
 std::shared_ptr<storage::File> LibraryFile(const ffi::Module& mod);
 
-// The records of a partial function (one, named "") or a partial_apply module of this copy;
-// else TypeError from `who` naming what `obj` is.
+// Records of this copy's partial function (one, named "") or partial_apply module; else TypeError.
 std::vector<format::FunctionRecord> PartialRecords(const ffi::Any& obj, const char* who);
 
 // The rank whose view of sharded tensors `obj` holds (load(path, shard=)), else -1; such a view
@@ -42,21 +40,18 @@ ffi::Module NewPartialModule(std::vector<format::FunctionRecord> functions,
                              ffi::Optional<ffi::Module> code,
                              std::shared_ptr<storage::File> library_file = nullptr);
 
-// Make `mod`, a partial_apply module of this copy loaded from bytes and unused, build its values
-// as `options` say: -1 for any other module (nothing set), else 1 if it records shards, else 0.
-// ValueError when a shard of another world is asked.
+// Make `mod` (this copy's partial_apply module, loaded from bytes, unused) build its values as
+// `options` say: 1 if it records shards, else 0; -1 for any other module. ValueError: wrong world.
 int ConfigureLoad(const ffi::Module& mod, const storage::LoadOptions& options);
 
 // `mod`'s recorded devices of `device`'s type become `device` (a rank's GPU) when it is a Relax
 // VM module of this copy; CPU: nothing. RuntimeError once its VM runs.
 void RetargetRelaxVM(const ffi::Module& mod, DLDevice device);
 
-// The model record of `mod` when it is a partial_apply_vm module (of any copy: read from its
-// bytes) or a partial module over one, else an empty one.
+// Model record of a partial_apply_vm module (any copy: from its bytes) or partial over one, or {}.
 ModelRecord ModelRecordOf(const ffi::Module& mod);
 
-// A partial_apply_vm module's saved bytes, checked as the loader checks them, for inspect:
-// {"devices", "allocators", "compiled_in", "ties"}.
+// For inspect: partial_apply_vm bytes, checked as loaded: {devices, allocators, compiled_in, ties}.
 ffi::Map<ffi::String, ffi::Any> DescribeVMRecord(const ffi::Bytes& bytes);
 
 // The first "library" module among `imports` and theirs, depth first: the code the library

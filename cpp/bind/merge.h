@@ -2,9 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file bind/merge.h
- * \brief Internal: what binding a function (partial_apply.cc) and a module (bind_module.cc)
- *        share: one level of a partial, its checks, the merge of a partial over a partial, a
- *        closure's parts, and reading a packed global's arguments.
+ * \brief Internal: what partial_apply.cc and bind_module.cc share (levels, checks, merge, args).
  */
 #ifndef TVM_PARTIAL_BIND_MERGE_H_
 #define TVM_PARTIAL_BIND_MERGE_H_
@@ -32,14 +30,12 @@ struct Level {
 // static). What passes, the loader accepts.
 Level CheckLevel(Level level, const std::string& who);
 
-// Flatten `outer`, bound on a partial recording `inner`, into one level over the function that
-// partial wraps (O(n + m) besides the outputs, in checked 64-bit arithmetic). `outer` counts (and
-// names) the inner partial's free arguments and is checked as given first, so errors are in the
-// caller's terms; the result is checked as by CheckLevel. `original`: the wrapped function's full
-// parameter list (Python's signature=) for when `inner` recorded no names; it must cover every
-// position the inner partial takes and agree with `outer.param_names` elsewhere (empty: unknown).
-// Names come from `inner`, else `original`, else `outer.param_names` with "arg<i>" at the
-// positions the inner partial takes.
+// Flatten `outer`, bound on a partial recording `inner`, into one level over what it wraps
+// (O(n + m) besides outputs, checked 64-bit math). `outer` counts and names the inner free
+// arguments and is checked first, so errors are in the caller's terms; the result as by CheckLevel.
+// `original` (signature=; empty: unknown): the wrapped function's parameters if `inner` has no
+// names; it must cover the inner positions and agree with `outer.param_names` elsewhere. Names come
+// from `inner`, else `original`, else `outer.param_names` with "arg<i>" at inner positions.
 Level Merge(const Level& inner, Level outer, const ffi::Array<ffi::String>& original,
             const std::string& who);
 
@@ -53,7 +49,6 @@ struct PartialParts {
 // `f`'s parts if it is a partial function of this copy (they live as long as `f`), else nullptr.
 const PartialParts* GetPartialParts(const ffi::Function& f);
 
-// Refuse a call with fewer than `min` or more than `max` arguments; `usage` shows them.
 inline void CheckArgCount(const ffi::PackedArgs& args, int min, int max, const char* usage) {
   if (args.size() < min || args.size() > max) {
     TVM_FFI_THROW(TypeError) << usage << " takes " << min << " to " << max << " arguments, "
@@ -61,7 +56,6 @@ inline void CheckArgCount(const ffi::PackedArgs& args, int min, int max, const c
   }
 }
 
-// Argument `i` as a T, else TypeError "WHO: argument NAME must be WHAT, got TYPE".
 template <typename T>
 T RequiredArg(const ffi::PackedArgs& args, int i, const char* who, const char* name,
               const char* what) {
@@ -73,7 +67,6 @@ T RequiredArg(const ffi::PackedArgs& args, int i, const char* who, const char* n
   return *std::move(value);
 }
 
-// Argument `i` as a T when it is given and not None, else T().
 template <typename T>
 T OptionalArg(const ffi::PackedArgs& args, int i) {
   return args.size() > i && args[i] != nullptr ? args[i].cast<T>() : T();

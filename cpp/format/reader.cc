@@ -220,8 +220,7 @@ void ReadPlacement(Reader* r, uint32_t flags, Parsed* out) {
   }
 }
 
-// Where the payloads must lie: each at the next multiple of 64 after the last, zero padding
-// between them (inline), ending exactly at `limit`.
+// Where payloads must lie (docs/format.md): 64-aligned, zero-padded, ending exactly at `limit`.
 struct Layout {
   const char* data;  // the blob, whose padding bytes are checked, when inline; else null
   uint64_t limit;    // the blob's size (inline) or the region's

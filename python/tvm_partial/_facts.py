@@ -43,8 +43,7 @@ def of(obj: Any) -> Facts | None: ...
 @overload
 def of(obj: Any, who: str) -> Facts: ...
 def of(obj: Any, who: str = "") -> Facts | None:
-    """The facts of ``obj``; when it is no partial made by this copy of tvm-partial, None, or
-    with ``who`` (the caller's name) C++'s TypeError saying what it is."""
+    """The facts of ``obj``; if no partial of this copy: None, or with ``who`` (caller) C++'s TypeError."""
     if isinstance(obj, (bytes, bytearray)) and not who:
         return None  # Describe gives the format's description of bytes, which are no partial
     found = _ffi_api.Describe(obj, who)

@@ -1,8 +1,7 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Loads ``libtvm_partial.so`` (registering ``runtime.PartialApply*``, the bytes loader and
-``tvm_partial.*``, reached through ``_ffi_api`` only); also the ``tvm.backends`` hook, so it imports
-nothing from ``tvm``: the hook runs while ``tvm`` itself is being imported."""
+"""Loads ``libtvm_partial.so`` (its globals reached through ``_ffi_api`` only); also the ``tvm.backends``
+hook, so it imports nothing from ``tvm``: the hook runs while ``tvm`` itself is being imported."""
 
 from __future__ import annotations
 

@@ -42,9 +42,8 @@ def outputs(obj: tvm_ffi.Function | tvm_ffi.Module) -> list[dict[str, Any]] | di
 
 
 def resolve(spec: Any, sig: Signature | None, taken: frozenset[int]) -> list[list[Any]]:
-    """``outputs=`` (names or positions) -> specs for ``runtime.PartialApply`` (which refuses an output
-    also bound). Names and symbolic dimensions resolve in ``sig`` (the original full parameter list);
-    ``taken``: positions an inner partial fills; integer entries and returned positions skip them."""
+    """``outputs=`` -> specs for ``runtime.PartialApply`` (which refuses an output also bound); names and
+    shape variables resolve in the full ``sig``; integers and results skip ``taken`` (inner partial's)."""
     items = list(spec) if isinstance(spec, (list, tuple)) else [spec]
     if not items:
         return []

@@ -1,7 +1,6 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""The public entry points of binding: ``partial()``, ``rebind()``, ``bindings()``, ``param_names()``;
-the target, its signature and positions live in ``_target``, value conversion in ``_convert``."""
+"""Binding's public entry points; the target and its positions are ``_target``'s, conversion ``_convert``."""
 
 from __future__ import annotations
 
@@ -247,8 +246,7 @@ def rebind(
 
 
 def _check_options(sig: Signature | None, entry: str, **options: Any) -> None:
-    """Refuse an option given (None included) that is also a parameter, never guessing which is
-    meant (docs/design.md); ``function=`` must be a name."""
+    """Refuse an option given (even None) that is a parameter too (docs/design.md); ``function=``: a name."""
     for option, value in options.items():
         if value is not _target.UNSET and sig is not None and option in sig.names:
             raise TypeError(_target.clash_message(option, sig.name, entry))
@@ -260,8 +258,7 @@ def _check_options(sig: Signature | None, entry: str, **options: Any) -> None:
 def _shard_positions(
     shards: Any, world: Any, target: _target.Target, view: _target.TargetView, bound_positions: Any
 ) -> dict[int, tuple[int, int, int]]:
-    """``shards=``/``world=`` checked: {position: (dim, world, segments)} of the tensors split. The split's
-    rule and each rank's shard against its parameter are C++'s (``runtime.PartialApplyModule``, ``Hold``)."""
+    """``shards=``/``world=`` as {position: (dim, world, segments)}; C++ (``Hold``) checks the split."""
     if shards is _target.UNSET or shards is None:
         if world is not _target.UNSET and world is not None:
             raise TypeError("world= without shards=: name the tensors split, shards={name: dim}")
@@ -298,7 +295,6 @@ def _shard_positions(
         if position not in bound_positions:
             raise ValueError(f"shards= names {name!r}, which this partial() does not bind")
         if target.names is not None and view.sig.params[position].shape is None:
-            # frontend.nn's num_input: only inputs annotated, so no rank's slice could be checked.
             raise TypeError(
                 f"shards= names {name!r}, whose shape the Relax executable does not record (a "
                 "frontend.nn model annotates only its inputs): pass signature=irmodule so that "

@@ -39,8 +39,7 @@ def run(
     self_contained: bool = False,
     echo: Callable[[str], object] = print,
 ) -> int:
-    """The whole journey; returns the exit status (0 when every check passed). ``calls`` = 0
-    leaves the timing out."""
+    """The whole journey; returns 0 when every check passed. ``calls=0`` leaves the timing out."""
     import tvm
 
     shapes = ", ".join(f"{k} {'x'.join(map(str, SHAPES[k]))}" for k in ("data", "weights", "bias"))
@@ -112,8 +111,7 @@ def run(
 
     if not calls:
         return status
-    # Per-call cost of the binding beside the direct call and Python's ways of binding, all in this
-    # process, each row measured the same way.
+    # Per-call cost beside the direct call and Python's ways of binding, each row measured alike.
     out = tvm.runtime.empty(SHAPES["result"], "float32")
     lam = lambda x, o: f(x, w, b, o)  # noqa: E731
     ftp = functools.partial(lambda w_, b_, x, o: f(x, w_, b_, o), w, b)
