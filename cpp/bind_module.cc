@@ -2,9 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file bind_module.cc
- * \brief Binding a module (`runtime.PartialApplyModule`; over a partial module, one merged
- *        level), the values any bind holds (`tvm_partial.Hold`), rebind, and introspection
- *        (`runtime.PartialApplyBindings`, `tvm_partial.Describe`). The kind: partial_module.cc.
+ * \brief PartialApplyModule (over a partial module: one merged level), Hold, rebind and
+ *        introspection (PartialApplyBindings, Describe); the module kind: partial_module.cc.
  */
 #include <tvm/ffi/container/map.h>
 #include <tvm/ffi/container/tensor.h>
@@ -39,14 +38,12 @@ namespace tvm_partial {
 
 namespace {
 
-// `originals`: per function, its full parameter list for when the inner partial module recorded
-// none (detail::Merge).
+// `originals`: each function's full parameter list, where the inner partial module recorded none.
 ffi::Module MakePartialModule(
     ffi::Module mod, std::vector<format::FunctionRecord> functions,
     const ffi::Map<ffi::String, ffi::Array<ffi::String>>& originals = {}) {
   const std::vector<format::FunctionRecord>* inner = detail::PartialModuleRecords(mod);
-  // The code bound: a partial module's wrapped code (absent when restored from bytes alone; its
-  // functions are then checked at lookup).
+  // A partial module's code is absent when restored from bytes alone: checked at lookup then.
   ffi::Optional<ffi::Module> code =
       inner == nullptr ? ffi::Optional<ffi::Module>(mod) : detail::PartialModuleCode(mod);
   for (const format::FunctionRecord& r : functions) {
@@ -105,8 +102,7 @@ std::string Label(const format::FunctionRecord& r, int64_t position) {
   return (named ? "parameter " : "") + detail::ParamLabel(position, r.param_names);
 }
 
-// Shards from Python ([[position, dim, world(, segments)]...]; a negative dim counts from the
-// end), checked against `r`'s bound tensors (format::ShardProblem), sorted.
+// Python's [[position, dim, world(, segments)]...] (dim < 0 counts from the end), checked, sorted.
 std::vector<format::Shard> CheckShards(const format::FunctionRecord& r,
                                        const ffi::Array<ffi::Array<int64_t>>& raw,
                                        const std::string& who) {
@@ -166,10 +162,9 @@ std::optional<std::vector<format::FunctionRecord>> RecordsOf(const ffi::Any& obj
   return std::nullopt;
 }
 
-// tvm_partial.Describe: all a partial function (key "") or a partial module of this copy holds;
-// "payloads" numbers the distinct tensors (format::TensorNumbers), "constant_bytes" is their
-// stored size (what decides a zero-copy export). Anything else: None, or with `who` (the caller)
-// a TypeError naming it. Bytes without `who`: format::Describe, parsed as the loader parses them.
+// tvm_partial.Describe: all a partial function (key "") or module of this copy holds; "payloads"
+// numbers distinct tensors, "constant_bytes" is their stored size (decides zero-copy export).
+// Else None, or a TypeError naming the caller `who`. Bytes without `who`: format::Describe.
 ffi::Optional<ffi::Map<ffi::String, ffi::Any>> Describe(const ffi::Any& obj,
                                                         const ffi::String& who) {
   if (std::optional<ffi::Bytes> bytes = obj.try_cast<ffi::Bytes>(); bytes && who.empty()) {
@@ -214,8 +209,7 @@ ffi::Optional<ffi::Map<ffi::String, ffi::Any>> Describe(const ffi::Any& obj,
       {"payloads", payloads}, {"constant_bytes", static_cast<int64_t>(bytes)}};
 }
 
-// runtime.PartialApplyModule from Python, bindings {name: {position: value}}; per function,
-// outputs (detail::OutputsFromAny), original_names (MakePartialModule) and shards (CheckShards).
+// runtime.PartialApplyModule from Python; bindings are {name: {position: value}}.
 void PartialApplyModulePacked(ffi::PackedArgs args, ffi::Any* rv) {
   detail::CheckArgCount(args, 2, 6,
                         "runtime.PartialApplyModule(mod, bindings, param_names={}, outputs={}, "
@@ -330,14 +324,12 @@ ffi::Module RebindAt(ffi::Module mod, ffi::String function, ffi::Map<int64_t, ff
     }
   }
   for (size_t b : places) fn->bound[b].second = values.at(fn->bound[b].first);
-  // The file `mod`'s code was loaded from (LibraryFile) when that code is its first import.
   const bool same = mod->imports()[0].cast<ffi::Module>().same_as(*code);
   return detail::NewPartialModule(std::move(records), code,
                                   same ? detail::LibraryFile(mod) : nullptr);
 }
 
-// Views with equal keys are one copy: address, dtype, shape, strides (none when contiguous),
-// device, and the target device.
+// Views with equal keys share one copy (strides empty when contiguous; last two: the target).
 using MemoryKey = std::tuple<uintptr_t, uint32_t, std::vector<int64_t>, std::vector<int64_t>,
                              int32_t, int32_t, int32_t, int32_t>;
 
@@ -365,9 +357,8 @@ std::string Where(const ffi::Array<ffi::Any>& item, const ffi::String& verb) {
   return "cannot " + std::string(verb) + " " + std::string(item[5].cast<ffi::String>());
 }
 
-// Refuse `item`'s view where its dtype or shape differs from its parameter's (None: any). A split
-// tensor (item[6]: [dim, world, segments]) is checked by one rank's shard, the kernel's argument;
-// a split ShardProblem refuses is left to the bind to explain.
+// Refuse a view whose dtype or shape differs from its parameter's (None: any); a split (item[6])
+// is checked by one rank's shard, as the kernel gets it; a bad split is for the bind to explain.
 void CheckAgainstParam(const ffi::Array<ffi::Any>& item, const ffi::String& verb) {
   const auto t = item[0].cast<ffi::Tensor>();
   if (t.dtype().code == kDLComplex) {
@@ -411,11 +402,10 @@ void CheckAgainstParam(const ffi::Array<ffi::Any>& item, const ffi::String& verb
   }
 }
 
-// tvm_partial.Hold: the tensors a bind holds, from views of the caller's memory (numpy, torch,
-// DLPack), all checked, then each copied once into aligned memory on `device`; memory given in
-// several places (tied weights) is copied once. A tvm Tensor given (`keep`) is held as is where
-// HeldAsIs, else copied on its own device. Each item: [view, keep, dtype or None, shape (ints or
-// None) or None, the parameter as errors name it, the value's label(, its split or None)].
+// tvm_partial.Hold: views of the caller's memory (numpy, torch, DLPack), checked, then copied into
+// aligned memory on `device`, once per memory (tied weights); a tvm Tensor given (`keep`) is held
+// as is where HeldAsIs, else copied on its own device. Item: [view, keep, dtype|None, shape (ints
+// or None)|None, the parameter as errors name it, the value's label(, its split or None)].
 ffi::Array<ffi::Tensor> Hold(const ffi::Array<ffi::Array<ffi::Any>>& items, DLDevice device,
                              const ffi::String& verb) {
   for (const auto& item : items) CheckAgainstParam(item, verb);

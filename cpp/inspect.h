@@ -20,9 +20,8 @@ namespace tvm_partial {
 namespace ffi = ::tvm::ffi;
 using Dict = ffi::Map<ffi::String, ffi::Any>;
 
-/*! \brief tvm_partial.inspect: what `file` (open: every read is of it; `path` names it) holds,
- *         without loading it; None for an ONNX model (Python reads its protobuf).
- *         `as_weights`: read it as a weights file whatever its first bytes say. */
+// tvm_partial.inspect: what the open `file` (all reads go through it; `path` names it) holds, not
+// loading it; None for ONNX (Python reads it). `as_weights`: a weights file whatever its magic.
 ffi::Any InspectFile(const ffi::String& path, std::shared_ptr<storage::File> file, bool as_weights);
 
 }  // namespace tvm_partial

@@ -3,14 +3,12 @@
 /*!
  * \file relax_vm.cc
  * \brief The `partial_apply_vm` module kind: a Relax VM executable (its first import, so
- *        export_library saves it and its kernels) with the devices and allocators its
- *        VirtualMachine runs on, so that a partial module over a Relax model serialises (a
- *        `relax.VirtualMachine` does not). Its bytes: "TVMPAVM1" | u32 count (1..8) | (i32 type,
- *        i32 id, i32 allocator)* | model record (format/model_record.h).
+ *        export_library saves it and its kernels) plus its VirtualMachine's devices and allocators,
+ *        so a partial module over a Relax model serialises (a `relax.VirtualMachine` does not).
+ *        Bytes: "TVMPAVM1" | u32 count (1..8) | (i32 type, i32 id, i32 allocator)* | model record.
  *
- * The VM is created on the first GetFunction. Initialising a VM changes its executable (TVM
- * records a memory scope per constant, which each later save and load logs), so a VM over an
- * executable made in this process runs on a copy of it.
+ * The VM is made on first GetFunction. Initialising it changes its executable (TVM records a memory
+ * scope per constant, logged by saves and loads): a VM over an executable made here runs on a copy.
  */
 #include <tvm/ffi/container/map.h>
 #include <tvm/ffi/container/shape.h>
@@ -60,7 +58,6 @@ struct VMRecord {
 
 using Tensors = ffi::Map<ffi::String, ffi::Tensor>;
 
-// Entry `key` of a program's description (MakeRelaxVMModule), T() when absent.
 template <typename T>
 T Entry(const ffi::Map<ffi::String, ffi::Any>& desc, const char* key) {
   return desc.Get(key).value_or(T()).template cast<T>();
@@ -164,8 +161,7 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
     return record;
   }
 
-  // Take the executable's model record (kRecordFunction), if any: its JSON names the compiled-in
-  // tensors that follow it and the aliases of tied ones.
+  // The executable's model record (kRecordFunction), if any: JSON, then the compiled-in tensors.
   void ReadRecordFunction(const char* who) {
     ffi::Module exe = imports_[0].cast<ffi::Module>();
     ffi::Module probe = (*exe->GetFunction("vm_load_executable", false))().cast<ffi::Module>();
@@ -272,10 +268,9 @@ class RelaxVMModuleObj final : public ffi::ModuleObj {
   ffi::Optional<ffi::Module> vm_;
 };
 
-// A VM module over `executable` on `devices` ([[type, id, allocator], ...]), recording `program`
-// (signature=: programs.py) else the executable's own record. The program's compiled-in tensors
-// must be among the executable's constants; with "copy" (TVM's torch frontend wraps the model's
-// buffers without copying) it runs and exports a copy made now, unmoved by the model.
+// A VM module over `executable` on `devices` recording `program` (signature=: programs.py), else
+// the executable's own record. The program's compiled-in tensors must be among its constants; with
+// "copy" (TVM's torch frontend aliases the model's buffers) it runs and exports a copy made now.
 ffi::Module MakeRelaxVMModule(ffi::Module executable, ffi::Array<ffi::Array<int64_t>> devices,
                               ffi::Optional<ffi::Map<ffi::String, ffi::Any>> program) {
   const char* who = "tvm_partial.BindModel";
@@ -329,10 +324,8 @@ ffi::Module MakeRelaxVMModule(ffi::Module executable, ffi::Array<ffi::Array<int6
   return ffi::Module(ffi::make_object<RelaxVMModuleObj>(std::move(record), executable));
 }
 
-// tvm_partial.BindModel: `target` (a Relax executable, made a VM module when `devices` are given;
-// or a module running one) and the values `given` by name settled against its record
-// (SettleNames; `params`: the bound function's parameter names). Returns {"module", "names":
-// {parameter: the given name whose value it takes}}.
+// tvm_partial.BindModel: `target` (made a VM module when `devices` are given), `given` settled
+// against its record (SettleNames) -> {"module", "names": {parameter: the given name it takes}}.
 ffi::Map<ffi::String, ffi::Any> BindModel(ffi::Module target,
                                           ffi::Optional<ffi::Array<ffi::Array<int64_t>>> devices,
                                           ffi::Optional<ffi::Map<ffi::String, ffi::Any>> program,

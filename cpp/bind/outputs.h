@@ -2,8 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file bind/outputs.h
- * \brief Internal: outputs a partial allocates per call and returns (`partial(..., outputs=)`):
- *        checks at bind and load time, conversions.
+ * \brief Internal: checks and conversions of outputs `partial(..., outputs=)` allocates per call.
  */
 #ifndef TVM_PARTIAL_BIND_OUTPUTS_H_
 #define TVM_PARTIAL_BIND_OUTPUTS_H_
@@ -21,13 +20,11 @@ namespace detail {
 // The most dimensions an output has (as for bound tensors in the format).
 constexpr int64_t kMaxOutputNdim = 64;
 
-// Check outputs against the same level's bindings and names, making a dimension that refers to a
-// bound tensor static.
+// Checks against this level's bindings and names; a dimension of a bound tensor becomes static.
 Outputs CheckOutputs(Outputs outputs, const BoundList& bound, const ffi::Array<ffi::String>& names,
                      const std::string& who);
 
-// The loader's checks: as CheckOutputs, also refusing a reference to a bound position (the writer
-// never records one).
+// The loader's CheckOutputs, also refusing a bound position (the writer never records one).
 void ValidateRecordedOutputs(const Outputs& outputs, const std::vector<int64_t>& bound_positions,
                              size_t num_names, const std::string& who);
 

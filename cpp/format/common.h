@@ -2,8 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file format/common.h
- * \brief Internal: the constants and checks the format's writer and reader share, so what one
- *        accepts the other does (layout: docs/format.md).
+ * \brief Internal: constants and checks shared by writer and reader, so both accept the same.
  */
 #ifndef TVM_PARTIAL_FORMAT_COMMON_H_
 #define TVM_PARTIAL_FORMAT_COMMON_H_
@@ -50,9 +49,8 @@ bool IsValidUtf8(const char* data, size_t size);
 /*! \brief Why the format cannot hold a tensor of this dtype on this device, or "". */
 std::string TensorProblem(DLDataType dtype, int32_t device_type, int32_t device_id);
 
-/*! \brief ceil(prod(shape) * bits * lanes / 8) into `bytes` (detail::TensorBytes), or why not: a
- *         negative dimension, or an element count or byte size past int64 (refused even when
- *         another dimension is 0: no real tensor has such a shape). */
+// ceil(prod(shape) * bits * lanes / 8) into `bytes`, or why not: a negative dimension, or an
+// element count or byte size past int64 (even with another dimension 0: no real tensor has one).
 std::string ShapeProblem(const int64_t* shape, size_t ndim, DLDataType dtype, uint64_t* bytes);
 
 // `[8, 16]`, as Python prints a list.
@@ -61,9 +59,8 @@ std::string Dims(const std::vector<int64_t>& shape);
 // Any device: through the TVM runtime.
 void CopyTensorToHost(const ffi::Tensor& tensor, char* dst, size_t nbytes);
 
-/*! \brief `visit(data, n)` over a tensor's payload as stored, in order: its host bytes (a copy for
- *         device tensors) in one piece, or for a shard-major `shard` one rank at a time through a
- *         one-rank buffer (never a second copy of the whole tensor). */
+// `visit(data, n)` over a payload as stored: its host bytes (copied off a device) in one piece, or
+// for a shard-major `shard` one rank at a time through a one-rank buffer (no second whole copy).
 void ForEachStoredPiece(const ffi::Tensor& tensor, size_t nbytes, const Shard* shard,
                         const std::function<void(const char*, size_t)>& visit);
 

@@ -97,9 +97,8 @@ bool SameRecord(const CompiledIn& a, const CompiledIn& b) {
 
 }  // namespace
 
-// TVM's tensor record (runtime::SaveDLTensor): magic 0xDD5E40F096B4A13F (little-endian), u64
-// reserved, i32 device type, i32 device id, i32 ndim, u8 code, u8 bits, u16 lanes, i64 shape[ndim],
-// i64 byte size, the bytes.
+// TVM's tensor record (runtime::SaveDLTensor, LE): magic 0xDD5E40F096B4A13F, u64 reserved, i32
+// device type, id and ndim, u8 code, u8 bits, u16 lanes, i64 shape[ndim], i64 nbytes, the bytes.
 bool BytesHoldTensor(const ffi::Bytes& executable_bytes, const std::vector<CompiledIn>& wanted,
                      std::string* missing) {
   using Key = std::tuple<int, int, int, uint64_t>;  // dtype code, bits, lanes, byte size
@@ -118,8 +117,7 @@ bool BytesHoldTensor(const ffi::Bytes& executable_bytes, const std::vector<Compi
   };
   const std::string_view bytes(data, size);
   const std::string_view magic("\x3F\xA1\xB4\x96\xF0\x40\x5E\xDD", 8);
-  // Each record found is skipped whole (its payload may hold the magic); only those of a wanted
-  // dtype and size are hashed.
+  // Skip each record whole (a payload may hold the magic); hash only a wanted dtype and size.
   for (size_t at = 0; !pending.empty();) {
     at = bytes.find(magic, at);
     if (at == std::string_view::npos || size - at < 40) break;

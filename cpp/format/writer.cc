@@ -65,8 +65,7 @@ void WriteOutputs(Writer* w, const Outputs& outputs) {
   }
 }
 
-/*! \brief A sharded tensor must be bound in one place only: each rank's view replaces the whole
- *         tensor there, which a tensor's other places would not see. */
+// A sharded tensor must be bound in one place: other places would not see a rank's view replace it.
 void CheckShardsUntied(const std::vector<FunctionRecord>& functions,
                        const std::vector<std::vector<int64_t>>& numbers) {
   std::map<int64_t, int> places;
@@ -287,9 +286,7 @@ std::string Encode(const std::vector<FunctionRecord>& functions, const ExternalR
 
 namespace {
 
-/*! \brief A bound tensor's key in TensorNumbers: its object where the data pointer is null (empty
- *         tensors are one only when the same object), data pointer, byte offset, device, dtype,
- *         shape and strides (empty when contiguous). */
+// TensorNumbers' key; null data is keyed by the object (empty tensors match only themselves).
 using TensorIdentity = std::tuple<const void*, const void*, uint64_t, int32_t, int32_t, uint8_t,
                                   uint8_t, uint16_t, std::vector<int64_t>, std::vector<int64_t>>;
 

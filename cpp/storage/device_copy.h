@@ -3,17 +3,14 @@
 /*!
  * \file storage/device_copy.h
  * \brief Internal: copying a payload from host memory (a private mapping of an artifact or a
- *        weights file) into a device tensor, in pieces.
- *
- * One TVM copy of a whole payload goes through the driver's pageable staging and faults in the
- * whole mapping. `CopyToDevice` copies pieces (16 MiB by default) instead:
- * - pinned (`cuda_host`, `rocm_host`): threads read each piece into one of two staging buffers;
- *   its copy is issued before the next piece is read into the other, then synced, so async copies
- *   overlap reading and transfer. The buffers are kept (pinned memory costs more than a copy).
+ *        weights file) into a device tensor in pieces (16 MiB by default), not one TVM copy,
+ *        which goes through the driver's pageable staging and faults in the whole mapping.
+ * - pinned (`cuda_host`, `rocm_host`): threads fill two staging buffers in turn, each piece's async
+ *   copy overlapping the next read; the buffers are kept (pinning costs more than a copy).
  * - direct: otherwise, or for one piece, each piece is copied from the source and synced.
- * `release_source` drops pages once read, only for an unwritten private file mapping, whose
- * dropped pages are read again from the file if touched (other memory would read zeros).
- * The defaults were measured on an H200 (docs/benchmarks.md; 4 fill threads were not timed).
+ * `release_source` drops pages once read, only for an unwritten private file mapping (dropped
+ * pages are read again from the file; other memory would read zeros). Defaults measured on an
+ * H200 (docs/benchmarks.md; 4 fill threads were not timed).
  */
 #ifndef TVM_PARTIAL_STORAGE_DEVICE_COPY_H_
 #define TVM_PARTIAL_STORAGE_DEVICE_COPY_H_
@@ -39,15 +36,14 @@ struct DeviceCopyOptions {
   int fill_threads = 4;  // threads reading a piece into staging, the calling one included
   bool release_source = false;
 
-  /*! \brief The defaults, overridden by TVM_PARTIAL_COPY_STAGING, _CHUNK_MIB and _THREADS where
-   *         set; fill_threads capped at the core count. \throws ValueError naming a bad one. */
+  // The defaults, overridden by TVM_PARTIAL_COPY_STAGING, _CHUNK_MIB and _THREADS where set;
+  // fill_threads capped at the core count. ValueError names a bad one.
   static DeviceCopyOptions FromEnvironment(bool release_source);
 };
 
-/*! \brief Copy `nbytes` at `src` (host memory) into the contiguous tensor `dst` on any device TVM
- *         copies to (CPU included), staged as `options` say. \throws ValueError when `dst` is not
- *         contiguous or not `nbytes` long, or kPinned finds no pinned memory; RuntimeError without
- *         TVM's runtime; the runtime's error when a copy fails. */
+// Copy `nbytes` at host `src` into contiguous `dst` on any device TVM copies to (CPU included).
+// ValueError when `dst` is not contiguous or not `nbytes` long, or kPinned finds no pinned memory;
+// RuntimeError without TVM's runtime; the runtime's error when a copy fails.
 void CopyToDevice(const char* src, uint64_t nbytes, const ffi::Tensor& dst,
                   const DeviceCopyOptions& options);
 

@@ -1,10 +1,9 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""``from_exported_program`` and ``from_onnx``: TVM's frontend, then ``main`` rewritten so every tensor of
-the model's state is a parameter named by its key, after the data inputs (a state_dict or ONNX file swaps in
-without recompiling); the rest stays in the code as copies, aliasing no framework memory. The record
-(``RECORD_FUNCTION``) is ``(JSON, tensor, ...)``: data inputs, tied aliases, then the compiled-in tensors;
-partial() and the loaders read it to bind by the model's names and refuse values the code cannot take."""
+"""``from_exported_program``, ``from_onnx``: TVM's frontend, then ``main`` taking each state tensor as a
+parameter named by its key after the data inputs (a state_dict swaps in without recompiling); the rest is
+compiled in as copies aliasing no framework memory. ``RECORD_FUNCTION``'s ``(JSON, tensor, ...)`` names
+inputs, ties, compiled-in tensors: partial() and the loaders bind by it, refusing what the code can't take."""
 
 from __future__ import annotations
 

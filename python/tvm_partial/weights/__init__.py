@@ -1,8 +1,7 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Weights in safetensors files (keys: see ``save_weights``), read and written by C++
-(cpp/storage/weights_file.h, one reader for every tool). Every payload lies at a file offset that is
-a multiple of 64; a ``__padding__/N`` uint8 entry fills any gap (the format allows no holes)."""
+"""Safetensors weights files (keys: ``save_weights``), read and written in C++ (cpp/storage/weights_file.h,
+one reader for every tool); payloads 64-byte aligned with ``__padding__/N`` gaps (docs/weights_files.md)."""
 
 from __future__ import annotations
 
