@@ -30,17 +30,12 @@ namespace detail {
  *         into tvm_partial_embed.o, copy_installed.cc (false) into libtvm_partial.so. */
 bool IsEmbeddedCopy() noexcept;
 
-/*!
- * \brief Register the function `make()` returns as global `name`, a failed allocation in it raised
- *        as MemoryError, with "type_schema" metadata `schema()` (for tvm-ffi-stubgen), as
- *        GlobalDef does but honouring can_override, which GlobalDef lacks.
- *
- * Embedded copies never override: the first loaded serves until the installed library loads,
- * which takes over an embedded copy's registration (artifacts link with -z nodelete, so that
- * copy's closures and modules stay valid) and leaves any other alone. An embedded copy also
- * registers "tvm_partial.embedded_copy." + name, so the installed one can tell its registrations.
- * Never throws: a throw in a static initialiser during dlopen aborts the process.
- */
+// Register `make()` as global `name` (failed allocations raised as MemoryError) with "type_schema"
+// `schema()` (for tvm-ffi-stubgen), as GlobalDef does but honouring can_override. Embedded copies
+// never override: the first loaded serves until the installed library takes over an embedded
+// copy's registration (artifacts link with -z nodelete: its closures and modules stay valid),
+// leaving others alone; each embedded one also registers "tvm_partial.embedded_copy." + name to be
+// told apart. Never throws: a throw in a static initialiser during dlopen aborts the process.
 template <typename Make, typename Schema>
 inline void RegisterGuardedOnce(const char* name, Make make, Schema schema) noexcept {
   try {
@@ -83,9 +78,8 @@ inline void RegisterGlobalOnce(const char* name, F func) noexcept {
       ffi::detail::FunctionInfo<std::decay_t<F>>::TypeSchema);
 }
 
-/*! \brief Register packed `func` (ffi::PackedArgs, ffi::Any*) returning `R` as global `name`. Its
- *         schema has a return type and no "params" (stubgen: `def f(*args: Any) -> R`), where
- *         GlobalDef().def_packed records no return type. */
+// Register packed `func` (PackedArgs, Any*) returning `R` as global `name`: its schema has a return
+// type, no "params" (stubgen: `def f(*args: Any) -> R`); GlobalDef().def_packed records no return.
 template <typename R, typename F>
 inline void RegisterPackedGlobalOnce(const char* name, F func) noexcept {
   RegisterGuardedOnce(

@@ -50,7 +50,6 @@ std::string ShapeString(const ffi::Shape& shape) {
 
 namespace {
 
-// The byte size of a contiguous tensor of `shape` and `dtype`, checked.
 uint64_t CheckedBytes(const ffi::Shape& shape, DLDataType dtype) {
   uint64_t numel = 1;
   bool overflow = false, empty = false;  // a 0 extent makes any product of the others 0 bytes
@@ -71,8 +70,7 @@ uint64_t CheckedBytes(const ffi::Shape& shape, DLDataType dtype) {
   return bytes;
 }
 
-// Aligned host memory, allocated before the tensor object (nothing leaks if that throws), then
-// adopted by it.
+// Host memory allocated before the tensor object (nothing leaks if that throws), then adopted.
 struct AlignedHostAlloc {
   void* data;
   void AllocData(DLTensor* tensor) { tensor->data = data; }

@@ -62,9 +62,8 @@ ffi::Array<ffi::String> MergeNames(const std::vector<int64_t>& taken,
   return names;  // every taken position was named: else q would have run out
 }
 
-// The outer bindings at their wrapped positions, checked against a call's reach and (`num_names`
-// > 0) the parameters. Argument q lands at q + j, j counting taken positions below it; both lists
-// are sorted, so j only grows: one pass.
+// Outer bindings at wrapped positions, checked against a call's reach and (`num_names` > 0) the
+// parameters. q lands at q + j (j: taken positions below it); both sorted, so one pass.
 BoundList Place(const std::vector<int64_t>& taken, const BoundList& outer, size_t num_names,
                 const std::string& who) {
   BoundList placed;

@@ -2,12 +2,12 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file format/model_record.h
- * \brief Internal: the model record of a Relax executable imported from another framework: by
- *        the model's names, the tensors its frontend compiled into the code, and tied weights.
+ * \brief Internal: an imported Relax executable's record, by the model's names, of the tensors its
+ *        frontend compiled into the code and of tied weights.
  *
- * A value given for a compiled-in name cannot reach the code, which holds its own copy: so each is
- * recorded (dtype, shape, format hash) and a value given for it accepted only if equal, in any
- * process. The record travels in the `partial_apply_vm` module's bytes (relax_vm.cc).
+ * A value given for a compiled-in name cannot reach the code (it holds its own copy): each is
+ * recorded (dtype, shape, format hash) and a given value accepted only if equal. The record travels
+ * in the `partial_apply_vm` module's bytes (relax_vm.cc).
  */
 #ifndef TVM_PARTIAL_FORMAT_MODEL_RECORD_H_
 #define TVM_PARTIAL_FORMAT_MODEL_RECORD_H_
@@ -57,20 +57,17 @@ CompiledIn RecordCompiledIn(const std::string& name, const ffi::Tensor& tensor);
 std::string CompiledInProblem(const CompiledIn& compiled, DLDataType dtype,
                               const std::vector<int64_t>& shape, uint64_t hash);
 
-/*! \brief Settle values given by name against the record: parameter -> the given name it takes.
- *         Compiled-in values are checked and dropped, unused ones dropped, pinned ones checked and
- *         kept; values given under several names of a tie must be one (same object, or same
- *         dtype, shape and bits) and go to each tied name in `params`. Unknown names are kept.
- *         A given tensor over the very same memory as its `sources` entry is equal unhashed.
- * \throws ValueError / TypeError "cannot bind 'NAME': ..." naming the tensor. */
+// Settle values given by name: parameter -> the given name it takes. Compiled-in values checked,
+// dropped; unused dropped; pinned checked, kept; unknown kept; a tie's values must be one (same
+// object, or dtype, shape, bits), going to each tied name in `params`. A tensor on its `sources`
+// entry's memory is equal unhashed. \throws ValueError / TypeError "cannot bind 'NAME': ...".
 ffi::Map<ffi::String, ffi::String> SettleNames(
     const ModelRecord& record, const std::vector<std::string>& params,
     const ffi::Map<ffi::String, ffi::Any>& given,
     const ffi::Map<ffi::String, ffi::Tensor>& sources = {});
 
-/*! \brief Whether an executable's bytes hold a tensor constant matching each of `wanted` by dtype,
- *         byte size and hash (not shape: the compiler folds reshapes into constants); else the
- *         first missing name in `*missing`. Records are found by magic and bounds-checked. */
+// Whether executable bytes hold a constant per `wanted` by dtype, byte size, hash (not shape: the
+// compiler folds reshapes), else the first missing in `*missing`; found by magic, bounds-checked.
 bool BytesHoldTensor(const ffi::Bytes& executable_bytes, const std::vector<CompiledIn>& wanted,
                      std::string* missing);
 
@@ -79,9 +76,8 @@ bool BytesHoldTensor(const ffi::Bytes& executable_bytes, const std::vector<Compi
  *         name[n] (str = u32 length + UTF-8). */
 void WriteModelRecord(const ModelRecord& record, std::string* out);
 
-/*! \brief Read a WriteModelRecord record from `data[*at, size)`, advancing `*at`; bounds-checked,
- *         names unique and UTF-8, dtypes known, shapes sane.
- * \throws ValueError starting with `who` otherwise. */
+// Read a WriteModelRecord record from `data[*at, size)`, advancing `*at`. \throws ValueError
+// starting with `who` unless bounded, names unique and UTF-8, dtypes known, shapes sane.
 ModelRecord ReadModelRecord(const unsigned char* data, size_t size, size_t* at, const char* who);
 
 }  // namespace tvm_partial

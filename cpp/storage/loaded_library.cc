@@ -60,8 +60,7 @@ struct Object {
   }
 };
 
-// Runs under the loader's lock: no dlopen, dlsym or dlclose here (they would deadlock with
-// another thread's dlopen). Only copy.
+// Runs under the loader's lock: only copy; a dlopen, dlsym or dlclose would deadlock with another.
 int CollectLoads(struct dl_phdr_info* info, size_t, void* data) {
   auto* object = static_cast<Object*>(data);
   if (info->dlpi_addr != object->map->l_addr || info->dlpi_name == nullptr ||
@@ -97,8 +96,7 @@ bool ObjectAt(const void* address, Object* out) {
   return !out->loads.empty();
 }
 
-/*! \brief The inode this process maps at `address`, or nullopt. Only the inode is compared, not
- *         the device: on overlay file systems the mapping names the underlying device. */
+// The inode mapped at `address`; not the device (overlay file systems map the underlying one).
 std::optional<uint64_t> MappedInode(const void* address) {
   std::FILE* maps = std::fopen("/proc/self/maps", "re");
   if (maps == nullptr) return std::nullopt;
@@ -133,12 +131,10 @@ bool FindBlob(const ffi::Module& library, Blob* blob) {
     TVM_FFI_THROW(TypeError) << "expected a module loaded from a shared library (kind 'library'), "
                              << "got kind '" << library->kind() << "'";
   }
-  // "_library_bin" -> the symbol __tvm_ffi__library_bin of the module's own library. The
-  // function is never called: it only carries the address the module resolved.
+  // Never called: carries the address of __tvm_ffi__library_bin the module resolved in its library.
   ffi::Optional<ffi::Function> bin = library->GetFunction("_library_bin", /*query_imports=*/false);
   if (!bin.has_value()) return false;
-  // tvm-ffi may keep the symbol's address as the function's safe_call or the first word it
-  // captures; one is taken only if the loader resolves the symbol to it.
+  // tvm-ffi keeps it as safe_call or the first captured word: take the one the loader resolves.
   const ffi::FunctionObj* obj = bin.get();
   for (const void* candidate : {reinterpret_cast<const void*>(obj->safe_call),
                                 *reinterpret_cast<const void* const*>(obj + 1)}) {
@@ -157,8 +153,7 @@ bool FindBlob(const ffi::Module& library, Blob* blob) {
   return false;
 }
 
-/*! \brief Whether `file` is the one `blob` was mapped from: the mapped inode (a copy, or a file
- *         renamed over the path, is another) holding the blob's very bytes (not written over). */
+// Whether `file` is the mapped inode (not a copy or a rename over the path), blob not written over.
 bool IsMappedFile(const File& file, const Blob& blob) {
   struct stat st{};
   if (!blob.inode.has_value() || fstat(file.fd.get(), &st) != 0 ||
@@ -179,8 +174,7 @@ bool IsMappedFile(const File& file, const Blob& blob) {
   return true;
 }
 
-/*! \brief Check, before TVM decodes it, that the blob of `handle`'s object (the handle TVM reads
- *         through) lies in that object's file and is a whole module tree. */
+// Before TVM decodes via `handle`: check its object's blob is a whole module tree in that file.
 void CheckBlobOf(void* handle, const std::string& path) {
   const char* blob = static_cast<const char*>(dlsym(handle, kBinSymbol));
   if (blob == nullptr) return;  // no embedded modules: TVM makes the library module alone
@@ -247,8 +241,7 @@ LoadedLibrary OpenLoadedLibrary(const ffi::Module& library, const std::shared_pt
 std::shared_ptr<void> ShareLoadedObject(const ffi::Module& library) {
   Blob blob;
   if (!FindBlob(library, &blob)) return nullptr;
-  // Keyed by link map, valid while a share lives: an object is unloaded only after all its
-  // library modules (each holding a reference) are freed.
+  // Keyed by link map: valid while a share lives (an object outlives its library modules).
   static std::mutex mu;
   static auto* objects = new std::map<const void*, std::weak_ptr<ffi::Module>>();
   std::lock_guard<std::mutex> lock(mu);
@@ -260,8 +253,7 @@ std::shared_ptr<void> ShareLoadedObject(const ffi::Module& library) {
     }
     first = std::make_shared<ffi::Module>(library);
     entry = first;
-    // A never-unloaded object keeps its cached functions after every load is freed (a later load
-    // would reach them): keep its first module as long.
+    // Never unloaded: cached functions outlive every load (a later one reaches them): keep first.
     static auto* kept = new std::vector<std::shared_ptr<ffi::Module>>();
     if (NeverUnloaded(blob.object.map)) kept->push_back(first);
   }
@@ -361,8 +353,7 @@ ffi::Module LoadArtifactFile(const std::shared_ptr<File>& file, const std::strin
   static const ffi::Function tvm_load =
       ffi::Function::GetGlobalRequired("ffi.Module.load_from_file.so");
   auto load = [&path](const std::string& name) {
-    // Opened as tvm-ffi opens it (so the same object) to check its blob before TVM decodes it.
-    // Where dlopen refuses the file, TVM's loader reports why.
+    // Opened as tvm-ffi does (same object) to check the blob first; if dlopen fails, TVM says why.
     std::unique_ptr<void, int (*)(void*)> handle(dlopen(name.c_str(), RTLD_LAZY | RTLD_LOCAL),
                                                  dlclose);
     if (handle != nullptr) CheckBlobOf(handle.get(), path);

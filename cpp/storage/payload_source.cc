@@ -123,9 +123,8 @@ ffi::Tensor CopiedTensor(const format::TensorMeta& t, const char* payload, const
   return out;
 }
 
-// What MakeTensors builds for one payload (at its kind-5 binding `where`): its record as the rank
-// sees it (the slice's shape and bytes for a sharded tensor), where its bytes start, and
-// `reorder` when a whole load of a tensor stored shard-major puts them back in row-major order.
+// One payload for MakeTensors (`where`: its kind-5 binding): its record as the rank sees it (a
+// shard's shape, bytes), its start, and `reorder` for a whole load of a shard-major tensor.
 struct Piece {
   format::TensorMeta meta;
   uint64_t offset;
@@ -133,8 +132,7 @@ struct Piece {
   const format::Shard* reorder = nullptr;
 };
 
-// `p`'s whole tensor from its shard-major `payload`, put back in row-major order (in place on the
-// host; through one host copy for a device).
+// `p`'s shard-major `payload` back in row-major order (in place on host; via one host copy else).
 ffi::Tensor ReorderedTensor(const Piece& p, const char* payload, bool mapped) {
   const format::TensorMeta& t = p.meta;
   const uint64_t per_rank = t.nbytes / static_cast<uint64_t>(p.reorder->world);

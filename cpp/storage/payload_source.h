@@ -2,12 +2,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file storage/payload_source.h
- * \brief Internal: the one place that decides where the tensor payloads of a partial module's
- *        bytes lie, and the tensors built from them.
+ * \brief Internal: where a partial module's tensor payloads lie, and the tensors built from them.
  *
- * `Locate` decides for every reader alike (loader, `inspect`, `verify`) from what the artifact
- * offers (`Origin`), asking nothing of the process: no symbol searched across loaded objects, no
- * path but the artifact's own and those it records (docs/format.md).
+ * `Locate` decides alike for loader, `inspect` and `verify`, from the artifact (`Origin`) alone: no
+ * symbol searched across loaded objects, no path but its own and those it records (docs/format.md).
  */
 #ifndef TVM_PARTIAL_STORAGE_PAYLOAD_SOURCE_H_
 #define TVM_PARTIAL_STORAGE_PAYLOAD_SOURCE_H_
@@ -28,8 +26,7 @@ namespace storage {
 
 // What a loader asks of an artifact's partial modules before their values are built.
 struct LoadOptions {
-  // The file LoadArtifactFile loaded the library from: payloads are read from it, not from
-  // whatever the library's name leads to now.
+  // The file LoadArtifactFile loaded: payloads are read from it, not what its name leads to now.
   std::shared_ptr<File> library_file;
   std::string weights_file;  // load(path, weights_file=...): every tensor by key from this file
   // load(path, shard=(rank, world)): each sharded tensor is rank `shard_rank`'s slice; world 0:
@@ -47,12 +44,10 @@ struct Origin {
   std::shared_ptr<File> library;
   // That file's absolute path, symlinks resolved (recorded weights files lie beside it).
   std::string library_path;
-  // The file and offset of the bytes when read from a file (inspect, verify): the artifact (then
-  // `library`) or save_to_bytes output.
+  // Where the bytes lie when read from a file (inspect, verify): `library` or save_to_bytes output.
   std::shared_ptr<File> blob_file;
   uint64_t blob_offset = 0;
-  // What a frontend compiled into the code: a weights file given to load may hold these names
-  // only with the compiled values.
+  // Compiled-in tensors: a weights file given to load may hold these only with the compiled values.
   ModelRecord model;
   LoadOptions options;
 };
@@ -62,8 +57,7 @@ struct PayloadSource {
   std::string placement;       // "inline", "appended", "weights file", "weights file given to load"
   std::shared_ptr<File> file;  // null when they are in `Origin::blob` (inline, in memory)
   std::vector<uint64_t> offsets;  // per tensor, in `file`, or in the blob when `file` is null
-  // Where recorded payload offsets count from in `file` (region start, weights data, the bytes'
-  // place); 0 for the override and in memory.
+  // Origin of recorded offsets in `file` (region, weights data, bytes); 0: the override, in memory.
   uint64_t base = 0;
   // Payload k lies in `files[file_of[k]]` (one file but for an index given to `load`).
   std::vector<std::shared_ptr<File>> files;
@@ -74,16 +68,14 @@ struct PayloadSource {
 // weights file and its header) once. \throws ValueError saying what is missing or damaged.
 PayloadSource Locate(const format::Parsed& parsed, const Origin& origin);
 
-// Check at load what the bytes alone can: every bound device is reachable, every inline payload
-// (in `blob`) matches its hash. \throws RuntimeError naming the binding whose device is missing;
-// ValueError for a hash mismatch.
+// Check at load what the bytes alone can: bound devices reachable, inline payloads (in `blob`)
+// match their hash. \throws RuntimeError naming a binding's missing device; ValueError on mismatch.
 void CheckBytes(const format::Parsed& parsed, const char* blob);
 
-// The tensors of `parsed`'s payloads, in order, from `source`: host payloads 64-byte aligned in a
-// file are views of a private mapping (pages read on touch, writes private); others are copied
-// (inline ones were checked by CheckBytes). For a shard load, a sharded tensor is its rank's
-// slice and only its bytes are touched. \throws RuntimeError naming a binding whose device is
-// unavailable here.
+// `parsed`'s payload tensors, in order, from `source`: host payloads 64-byte aligned in a file view
+// a private mapping (pages read on touch, writes private); others are copied (inline ones checked
+// by CheckBytes). A shard load gives a sharded tensor's rank slice, touching only its bytes.
+// \throws RuntimeError naming a binding whose device is unavailable here.
 std::vector<ffi::Tensor> MakeTensors(const format::Parsed& parsed, const PayloadSource& source,
                                      const Origin& origin);
 

@@ -2,9 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file storage/weights_file.h
- * \brief Internal: safetensors weights files: the one header reader (`Open`, used by every tool,
- *        checking it whole before trusting it: docs/hardening.md) and the rule naming bound
- *        tensors (keys, ties, `__metadata__`: docs/weights_files.md).
+ * \brief Internal: safetensors weights files: the one header reader (`Open`, checking it whole:
+ *        docs/hardening.md) and the key rule for bound tensors (docs/weights_files.md).
  */
 #ifndef TVM_PARTIAL_STORAGE_WEIGHTS_FILE_H_
 #define TVM_PARTIAL_STORAGE_WEIGHTS_FILE_H_
@@ -56,7 +55,6 @@ struct Entry {
   uint64_t end;
 };
 
-// An open weights file and its checked header.
 struct WeightsFile {
   std::shared_ptr<storage::File> file;
   uint64_t data_start = 0;  // file offset of the data (8 + header length)
@@ -67,13 +65,12 @@ struct WeightsFile {
   static bool IsTensorKey(const std::string& key);
 };
 
-// `text` (from `path`) parsed as JSON if UTF-8 and nested at most `max_depth` deep (checked
-// before the recursive parser runs). \throws ValueError naming `path` and `what`.
+// `text` as JSON if UTF-8 and at most `max_depth` deep (checked before the recursive parser runs).
+// \throws ValueError naming `path` and `what`.
 ffi::json::Value ParseJson(const std::string& path, const std::string& text, int max_depth,
                            const char* what);
 
-// Open the safetensors file at `path` (or read `opened`, that file already open) and check its
-// header. \throws FileNotFoundError; ValueError naming the file (and tensor) at fault.
+// Check the header of `path` (or `opened`). \throws FileNotFoundError; ValueError naming the fault.
 WeightsFile Open(const std::string& path, std::shared_ptr<storage::File> opened = nullptr);
 
 struct SetEntry {
@@ -93,10 +90,9 @@ struct WeightsSet {
 bool IsIndex(const std::string& path);  // ends in `.json`: an index, not a safetensors file
 bool IsOnnx(const std::string& path);   // ends in `.onnx` (read by the onnx package, never here)
 
-// Open the safetensors file at `path` (or `opened`, that file already open), or the index there
-// and each file it names in its folder as `path` spells it, not its real one (the Hugging Face
-// cache links each snapshot file to its own blob). `weight_map` must match the files exactly: not
-// empty, each tensor once and in the file it names, no name outside the folder.
+// Open `path` (or `opened`), or the index there and each file it names in the folder `path` spells
+// (not its real one: the Hugging Face cache links each snapshot file to its own blob). `weight_map`
+// must match exactly: not empty, each tensor once, in the file it names, none outside the folder.
 // \throws FileNotFoundError naming the index and its missing file; ValueError otherwise.
 WeightsSet OpenSet(const std::string& path, std::shared_ptr<storage::File> opened = nullptr);
 
@@ -104,16 +100,14 @@ WeightsSet OpenSet(const std::string& path, std::shared_ptr<storage::File> opene
 // The Recorded* functions throw ValueError naming the file when their record is malformed.
 std::optional<std::map<std::string, uint64_t>> RecordedHashes(const WeightsFile& file);
 
-// `tvm_partial.bindings`: key (of a stored tensor or a shared one's other place) ->
-// `[function, position]`; may be empty.
+// `tvm_partial.bindings` (may be empty): key of any place -> `[function, position]`.
 std::map<std::string, std::pair<std::string, int64_t>> RecordedBindings(const WeightsFile& file);
 
 // `tvm_partial.shared`: other place's key -> stored key (a tensor the file holds); may be empty.
 std::map<std::string, std::string> RecordedShared(const WeightsFile& file);
 
-// A bound tensor's qualified key: `FUNCTION/PARAMETER`, or `FUNCTION/POSITION` where the name is
-// unknown, not unique, holds a `/` or is digits. Keys() uses it where a bare name cannot stand;
-// older files key every tensor so (accepted by CheckRegionFile).
+// `FUNCTION/PARAMETER`, or `FUNCTION/POSITION` if the name is unknown, not unique, holds `/` or
+// is digits: for Keys() where a bare name cannot stand; older files key all so (CheckRegionFile).
 std::string QualifiedKey(const std::string& function, int64_t position,
                          const ffi::Array<ffi::String>& param_names);
 
@@ -127,7 +121,6 @@ struct KeyRef {
 // for a position no call can reach.
 KeyRef ParseKey(const std::string& path, const std::string& key);
 
-// A place a tensor is bound at.
 struct Place {
   std::string function;
   int64_t position;
@@ -141,11 +134,9 @@ struct Wanted {
   std::vector<int64_t> shape;
 };
 
-// The key of each place of each tensor (`keys[i][j]`: place j of `tensors[i]`), unique across
-// all; tensor i is stored under `keys[i][0]`. A place's key is its parameter name alone when
-// recorded, unique in its function, without `/`, not digits, not `__metadata__`, all places of
-// that name are this tensor's and this is the first; else `FUNCTION/PARAMETER` (other functions
-// may share the name); else `FUNCTION/POSITION`.
+// Unique keys: `keys[i][j]` for place j of `tensors[i]`, stored under `keys[i][0]`. Bare parameter
+// name if recorded, unique in its function, no `/`, not digits, not `__metadata__`, on no other
+// tensor's place, and this is its first; else `FUNCTION/PARAMETER`; else `FUNCTION/POSITION`.
 std::vector<std::vector<std::string>> Keys(const std::vector<Wanted>& tensors);
 
 struct Located {
@@ -153,33 +144,29 @@ struct Located {
   uint64_t offset;
 };
 
-// Which tensor of `set` supplies each of `wanted` (file and offset, in order). A `FUNCTION/...`
-// key resolves in its function; a bare name to the one tensor bound at a parameter of that name,
-// in any function. Each tensor must be supplied with its dtype and shape (a tied one by a key of
-// any of its places; by several only if they hold one dtype, shape and payload, as a cloned
-// state_dict saves a tie); other keys only where `model` names them (compiled-in tensors holding
-// exactly the compiled value; tie aliases). \throws ValueError naming file, key and binding.
+// Where `set` supplies each of `wanted`, in order. `FUNCTION/...` keys resolve in their function,
+// a bare name to the one tensor bound at a parameter so named. Each tensor must come with its dtype
+// and shape (a tie by any place's key; by several only if equal, as a cloned state_dict saves
+// one); other keys only where `model` names them (compiled-in tensors holding exactly the compiled
+// value; tie aliases). \throws ValueError naming file, key and binding.
 std::vector<Located> Match(const WeightsSet& set, const std::vector<Wanted>& wanted,
                            const ModelRecord& model = {});
 
 // The tensors a parsed blob binds, one per payload, with every place (kinds 5 and 6).
 std::vector<Wanted> WantedOf(const format::Parsed& parsed);
 
-// Check a `weights_file=` export's file against `parsed`: region header entry at data [0, 64)
-// holding that header, each payload's entry at exactly its offsets, whole region.
-// \throws ValueError naming the file ("was not written with this artifact", truncated).
+// Check a `weights_file=` export's file against `parsed`: its region header at data [0, 64), each
+// payload at exactly its offsets, whole region. \throws ValueError naming the file.
 void CheckRegionFile(const WeightsFile& file, const format::Parsed& parsed);
 
-// Write the weights file of a `weights_file=` export (`region`) of `records` to `path`.
-// \throws RuntimeError naming the file and the system's error.
+// Write `records`' `weights_file=` export file (`region`) to `path`; RuntimeError naming both.
 void WriteRegionFile(const std::vector<format::FunctionRecord>& records,
                      const format::ExternalRegion& region, const std::string& path);
 
-// save_weights: write the bound tensors of `records` (a partial function's, named "", are
-// main's) to `path`, each 64-byte aligned, keyed by Keys, with bindings, hashes and ties in
-// `__metadata__`; then the `compiled` values (each checked against `model`, the code's record)
-// under their own names, and a tie's other names in `model`. \throws ValueError when there are
-// no tensors or a compiled value is not the code's; RuntimeError naming the file and the error.
+// save_weights: write `records`' bound tensors (function "" is main) to `path`, 64-byte aligned,
+// keyed by Keys, with bindings, hashes and ties in `__metadata__`; then `compiled` values (checked
+// against `model`) under their names, and `model`'s other tie names. \throws ValueError for no
+// tensors or a compiled value not the code's; RuntimeError naming the file and the error.
 void SaveWeights(std::vector<format::FunctionRecord> records, const ModelRecord& model,
                  const std::string& path, const ffi::Map<ffi::String, ffi::Tensor>& compiled);
 

@@ -60,9 +60,8 @@ struct OutEntry {
   std::string where = {};  // its binding, for messages
 };
 
-// The bytes before a safetensors file's data: u64 length, JSON header of `entries` (gaps filled
-// by `__padding__/N`) and `metadata`, space-padded so the data is 64-byte aligned. \throws
-// TypeError for a dtype safetensors has no code for, or a sub-byte tensor not filling whole bytes.
+// The bytes before the data: u64 length, JSON of `entries` (gaps: `__padding__/N`), `metadata`,
+// spaces to 64-align the data. \throws TypeError: a dtype safetensors lacks, or not whole bytes.
 std::string EncodeHeader(std::vector<OutEntry> entries,
                          const std::map<std::string, std::string>& metadata, uint64_t data_size) {
   std::sort(entries.begin(), entries.end(),
@@ -120,9 +119,8 @@ std::string EncodeHeader(std::vector<OutEntry> entries,
   return out + json;
 }
 
-// A file's tensors: each distinct tensor's entry (then any compiled-in value's), the key of each
-// place of each (Keys), and `aliases`: a tie's other names that are no place (a strict
-// torch.export makes one parameter of them) -> the stored key, read as that tensor, bound nowhere.
+// Each distinct tensor's entry (then compiled-in values'), each place's key (Keys), and `aliases`:
+// a tie's names that are no place (a strict torch.export makes them one parameter) -> stored key.
 struct Layout {
   std::vector<OutEntry> entries;
   std::vector<std::vector<std::string>> keys;
