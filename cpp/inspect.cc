@@ -2,10 +2,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file inspect.cc
- * \brief `tvm_partial.inspect` and `verify` (tvm_partial.Inspect, .Verify) of an artifact or a
- *        weights file: its kind, where its parts lie, the description or report Python returns as
- *        is. The loader's parser and placement rules (format/, storage/payload_source.h), so they
- *        never disagree; a library is read without running any of it (storage/module_tree.h).
+ * \brief `tvm_partial.inspect`/`verify` of an artifact or weights file (Python returns the answer
+ *        as is), by the loader's parser and placement rules (format/, storage/payload_source.h) so
+ *        they never disagree; a library is read, never run (storage/module_tree.h).
  */
 #include "inspect.h"
 
@@ -44,9 +43,8 @@ namespace {
 /*! \brief A payload's file and the hash recorded for it. */
 using Recorded = std::pair<const storage::File*, uint64_t>;
 
-/*! \brief verify's report: each of `entries` ({"file_offset", "bytes", ...}) hashed where it lies
- *         in its `recorded` file (one progress(done, total) over all), marked "intact" when the
- *         hash is the recorded one; with `name_files`, then its "weights_file" (an index's). */
+/*! \brief verify's report: each entry ("file_offset", "bytes") hashed in its `recorded` file (one
+ *         progress over all), "intact" if it matches; with `name_files`, its "weights_file" too. */
 Dict Report(const ffi::String& path, const ffi::Array<ffi::Any>& entries,
             const std::vector<Recorded>& recorded, const ffi::Optional<ffi::Function>& progress,
             bool name_files) {
@@ -81,8 +79,7 @@ Dict Report(const ffi::String& path, const ffi::Array<ffi::Any>& entries,
               {"damaged", damaged}};
 }
 
-/*! \brief A weights file's tensors (tensor keys only) by file offset, as verify reports them
- *         (before "intact"); with `shared_by`, then a tied tensor's other places. */
+// A weights file's tensors by offset, as verify reports them; `shared_by` adds a tied one's places.
 ffi::Array<ffi::Any> WeightsEntries(const weights::WeightsFile& file, bool shared_by) {
   const auto recorded = weights::RecordedBindings(file);
   std::map<std::string, std::vector<std::string>> aliases;  // stored key -> its other places' keys
@@ -129,8 +126,7 @@ ffi::Array<ffi::Any> WeightsEntries(const weights::WeightsFile& file, bool share
   return out;
 }
 
-/*! \brief inspect of a safetensors file or an index (`file` open, `path` names it): an artifact
- *         description's keys (payloads "weights file"), each tensor with its key and hash. */
+// inspect of a safetensors file or index: an artifact description's keys, each tensor's key, hash.
 Dict InspectWeights(const ffi::String& path, std::shared_ptr<storage::File> file) {
   const weights::WeightsSet set = weights::OpenSet(path, std::move(file));
   std::vector<std::string> order;  // functions, as first seen
@@ -274,9 +270,8 @@ Artifact ReadArtifact(const ffi::String& path, std::shared_ptr<storage::File> op
 }
 
 /*! \brief verify's entries: one per payload where `source` puts it, at its first binding
- *         ("shared_by": the other places of a tensor bound in several), its file and hash pushed
- *         to `hashes`. A sharded tensor's is followed by one per rank ("rank", its range, its
- *         hash); with `rank` >= 0, only that rank's replaces them. */
+ *         ("shared_by": its other places), file and hash pushed to `hashes`; a sharded one's is
+ *         followed by one per rank ("rank", range, hash), or with `rank` >= 0 replaced by it. */
 ffi::Array<ffi::Any> PayloadEntries(const ffi::String& path, const format::Parsed& parsed,
                                     const storage::PayloadSource& source, int64_t rank,
                                     std::vector<Recorded>* hashes) {
@@ -326,9 +321,8 @@ ffi::Array<ffi::Any> PayloadEntries(const ffi::String& path, const format::Parse
   return out;
 }
 
-/*! \brief `file`'s kind from its first bytes: "library" (ELF), "save_to_bytes" (our magic),
- *         "weights file" (safetensors: u64 length, then JSON; or an index by name), else
- *         ValueError; "onnx model" by name alone (a protobuf has no magic). */
+/*! \brief From the first bytes: "library" (ELF), "save_to_bytes" (our magic), "weights file" (u64
+ *         length, then JSON; an index by name), else ValueError; "onnx model" by name alone. */
 std::string KindOf(const ffi::String& path, const storage::File& file) {
   if (weights::IsIndex(path)) return "weights file";
   if (weights::IsOnnx(path)) return "onnx model";
@@ -346,8 +340,7 @@ std::string KindOf(const ffi::String& path, const storage::File& file) {
   TVM_FFI_UNREACHABLE();
 }
 
-/*! \brief An output's extent as inspect shows it: a static extent, else the axis of the argument
- *         it is read from ("data.shape[0]"; "arg3" where no name is known). */
+// A static output extent, or the argument axis it is read from ("data.shape[0]"; unnamed: "arg3").
 ffi::Any DimText(const OutputDim& dim, const ffi::Array<ffi::String>& names) {
   if (dim.arg < 0) return dim.value;
   const bool named = dim.arg < static_cast<int64_t>(names.size()) && !names[dim.arg].empty();
@@ -406,9 +399,8 @@ ffi::Array<ffi::Any> Functions(const format::Parsed& parsed, const Dict& describ
   return out;
 }
 
-/*! \brief Whether the library links tvm-partial's loader for each tvm-partial kind it embeds
- *         (self_contained=True), so TVM alone loads it. Loader names are looked for outside TVM's
- *         embedded blob (a bound string could spell one). */
+/*! \brief self_contained: the library links our loader for each kind it embeds (TVM alone loads
+ *         it); names are sought outside TVM's embedded blob (a bound string could spell one). */
 bool EmbedsLoaders(const storage::File& file, const storage::LibraryModules& library) {
   const storage::Mapping map = storage::MapPrivate(file, 0, file.size);
   const std::string_view all(static_cast<const char*>(map.data), file.size);
@@ -494,9 +486,8 @@ Dict InspectArtifact(const ffi::String& path, const Artifact& art) {
   return out;
 }
 
-/*! \brief tvm_partial.verify: each payload of `file` (open; `path` names it) hashed where the
- *         loader reads it; with `shard` = (rank, world) only that rank's ranges. None for an ONNX
- *         model (it records no hashes; Python refuses it). */
+/*! \brief Each payload of `file` hashed where the loader reads it (with `shard` = (rank, world),
+ *         that rank's ranges only); None for an ONNX model (no hashes; Python refuses it). */
 ffi::Any VerifyFile(const ffi::String& path, std::shared_ptr<storage::File> file,
                     const ffi::Optional<ffi::Function>& progress,
                     const ffi::Optional<ffi::Array<int64_t>>& shard, bool as_weights) {

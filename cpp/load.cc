@@ -2,9 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file load.cc
- * \brief Loading partial modules. LoadWithWeights, LoadShard and tvm_partial.LoadArtifact load
- *        what the path holds now (a replaced file as a new object), read payloads from the file
- *        they opened, and build every record at load so errors show there.
+ * \brief Loading what the path holds now (a replaced file as a new object), payloads read from
+ *        the file opened, every record built at load so errors show there.
  */
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/extra/module.h>
@@ -175,8 +174,7 @@ int64_t DiscoValue(const char* name) {
 }  // namespace
 
 TVM_FFI_STATIC_INIT_BLOCK() {
-  // On a disco worker, its rank's view (the driver calls sess.get_global_func(...)(path): the
-  // workers run no Python of ours).
+  // A disco worker's rank view (the driver calls sess.get_global_func(...)(path); no Python there).
   detail::RegisterGlobalOnce("tvm_partial.LoadShard", [](ffi::String path) {
     const int64_t rank = DiscoValue("runtime.disco.worker_rank");  // refuses off a worker
     const int64_t world = DiscoValue("runtime.disco.world_size");
@@ -184,8 +182,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
     return LoadShard(path, rank, world, "",
                      device.has_value() ? (*device)().cast<DLDevice>() : DLDevice{kDLCPU, 0});
   });
-  // tvm_partial.load: the artifact open at `fd` (`path` names it), whole or the view of `shard` =
-  // (rank, world); weights_file "": its own weights.
+  // tvm_partial.load of the file open at `fd`, whole or a (rank, world) view; weights_file "": own.
   detail::RegisterGlobalOnce(
       "tvm_partial.LoadArtifact", [](ffi::String path, int64_t fd, ffi::String weights_file,
                                      ffi::Optional<ffi::Array<int64_t>> shard) {

@@ -2,10 +2,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file open_weights.cc
- * \brief The weights verbs. `open_weights`: tensors of a safetensors file, an index's files, or
- *        ranges another format describes (ONNX external data), each a view of a private mapping
- *        where 64-byte aligned, else an aligned copy. `save_weights`: a partial's records to the
- *        writer (storage/weights_writer.cc).
+ * \brief open_weights: tensors of a safetensors file, an index's files or ranges another format
+ *        describes (ONNX external data), views of a private mapping where 64-byte aligned, else
+ *        aligned copies; save_weights: a partial's records to storage/weights_writer.cc.
  */
 #include <tvm/ffi/container/array.h>
 #include <tvm/ffi/container/map.h>
@@ -35,8 +34,7 @@ namespace tvm_partial {
 
 namespace {
 
-/*! \brief The tensors of one safetensors file for `function` (none: an error, unless
- *         `none_is_empty`, for one file of an index). */
+/*! \brief One safetensors file's tensors for `function` (none: an error unless `none_is_empty`). */
 ffi::Map<ffi::Any, ffi::Any> OpenFileWeights(const weights::WeightsFile& file,
                                              const ffi::String& function, bool none_is_empty) {
   const std::string path = file.file->path;
@@ -96,8 +94,7 @@ ffi::Map<ffi::Any, ffi::Any> OpenFileWeights(const weights::WeightsFile& file,
   return out;
 }
 
-/*! \brief OpenWeights' `entries` ([[name, offset, bytes, dtype, shape], ...]) as tensors of
- *         `path`, each range checked against the file and against its dtype and shape. */
+// OpenWeights' `entries` ([[name, offset, bytes, dtype, shape], ...]) as tensors of `path`.
 ffi::Map<ffi::Any, ffi::Any> MapTensors(const ffi::String& path,
                                         const ffi::Array<ffi::Array<ffi::Any>>& entries) {
   const std::shared_ptr<storage::File> file = storage::OpenRegular(path, "data file");
@@ -147,9 +144,8 @@ ffi::Map<ffi::Any, ffi::Any> MapTensors(const ffi::String& path,
   return out;
 }
 
-/*! \brief tvm_partial.OpenWeights: a safetensors file's tensors for `function` ({position or
- *         name: tensor}), or an index's (each tensor in one file: weights::OpenSet); given
- *         `entries`, {name: tensor} (MapTensors). */
+/*! \brief tvm_partial.OpenWeights: {position or name: tensor} for `function` of a safetensors file
+ *         or an index (each tensor in one file), or with `entries`, {name: tensor} (MapTensors). */
 ffi::Map<ffi::Any, ffi::Any> OpenAny(const ffi::String& path, const ffi::String& function,
                                      ffi::Optional<ffi::Array<ffi::Array<ffi::Any>>> entries) {
   if (entries.has_value()) return MapTensors(path, *entries);
@@ -183,8 +179,7 @@ ffi::Map<ffi::Any, ffi::Any> OpenWeights(const std::string& path, const ffi::Str
 
 TVM_FFI_STATIC_INIT_BLOCK() {
   detail::RegisterGlobalOnce("tvm_partial.OpenWeights", OpenAny);
-  // save_weights: a partial's bound tensors and the values its frontend compiled into the code;
-  // Python stages the file and renames it.
+  // save_weights: bound tensors and compiled-in values; Python stages the file and renames it.
   detail::RegisterGlobalOnce(
       "tvm_partial.SaveWeights",
       [](ffi::Any obj, ffi::String path, ffi::Map<ffi::String, ffi::Tensor> compiled) {

@@ -2,8 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file format/common.cc
- * \brief The format's hash (format/hash.h) and the checks its writer and reader share
- *        (format/common.h).
+ * \brief The format's hash (format/hash.h) and the writer's and reader's shared checks (common.h).
  */
 #include "format/common.h"
 

@@ -2,9 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*!
  * \file format/format.h
- * \brief Internal: a partial module's serialisation format (docs/format.md): writer (`Encode`),
- *        parser (`Parse`), description (`Describe`). Where external payloads live is
- *        storage/payload_source.h's concern.
+ * \brief Internal: the serialisation format (docs/format.md): Encode, Parse, Describe; where
+ *        external payloads live is storage/payload_source.h's concern.
  */
 #ifndef TVM_PARTIAL_FORMAT_FORMAT_H_
 #define TVM_PARTIAL_FORMAT_FORMAT_H_
@@ -34,21 +33,18 @@ constexpr const char* kRegionSymbolPrefix = "__tvm_partial_payload_";
 /*! \brief Bound tensors this large (as stored) make export_library zero-copy by default. */
 constexpr uint64_t kZeroCopyBytes = uint64_t{16} << 20;
 
-/*! \brief Where a zero-copy export puts the payloads: a named region, and a link number that
- *         region and metadata both record, so a mismatch is caught. */
+// A zero-copy export's payload region: its name, and a link number it and the metadata both record.
 struct ExternalRegion {
   std::string symbol;
   uint64_t link;
   std::string weights_file = {};  // flag 2: a safetensors file, relative to the library's folder
   bool appended = false;          // flag 4: appended to the library file (exclusive with flag 2)
-  /*! \brief Payload hashes: Encode computes them unless `hashes_given`; then it records these
-   *         (AppendRegion computes them while writing), or zeros while empty (the blob linked
-   *         first, patched in place later at the same length). */
+  // Payload hashes: Encode computes them unless `hashes_given` (AppendRegion computes them while
+  // writing), or zeros while empty (the blob linked first, patched in place at the same length).
   bool hashes_given = false;
   std::vector<uint64_t> hashes = {};
 };
 
-/*! \brief What one function of a partial module records. */
 struct FunctionRecord {
   ffi::String name;
   ffi::Array<ffi::String> param_names;  // empty when unknown
@@ -57,8 +53,7 @@ struct FunctionRecord {
   std::vector<Shard> shards = {};  // tensor-parallel bindings, by position
 };
 
-/*! \brief Serialise (device tensors copied to the host through the TVM runtime).
- * \throws TypeError naming the function and position of a value that cannot be serialised. */
+// Serialise (device tensors copied via the TVM runtime); TypeError names an unsavable binding.
 std::string Encode(const std::vector<FunctionRecord>& functions,
                    const ExternalRegion* region = nullptr);
 
@@ -68,9 +63,8 @@ std::string EncodeRegionHeader(uint64_t size, uint64_t link);
 /*! \brief Whether the 64 bytes at `header` are a region header recording `size` and `link`. */
 bool RegionHeaderMatches(const char* header, uint64_t size, uint64_t link);
 
-/*! \brief Per function, per binding: the number of the distinct tensor it holds (0, 1, ... by
- *         first appearance), or -1 for a non-tensor. One tensor: the same object, or equal data
- *         pointer, byte offset, device, dtype, shape and strides. Encode stores each once. */
+// Per function, per binding: its tensor's number (0, 1, ... by first appearance; -1: none), each
+// stored once; one tensor: the same object, or equal data, offset, device, dtype, shape, strides.
 std::vector<std::vector<int64_t>> TensorNumbers(const std::vector<FunctionRecord>& functions);
 
 /*! \brief The distinct bound tensors, one per TensorNumbers number (Encode's payload order). */
@@ -80,14 +74,12 @@ std::vector<ffi::Tensor> PayloadTensors(const std::vector<FunctionRecord>& funct
  *         the writers pass it to ForEachStoredPiece so every placement stores the same bytes. */
 std::vector<const Shard*> PayloadShards(const std::vector<FunctionRecord>& functions);
 
-/*! \brief A contiguous tensor's payload bytes, ceil(elements * bits * lanes / 8).
- * \throws ValueError when that is 2^63 bytes or more. */
+// A contiguous tensor's ceil(elements * bits * lanes / 8) bytes; ValueError from 2^63 up.
 uint64_t PayloadBytes(const DLTensor& tensor);
 
 /*! \brief The size of a region holding `tensors` (header, payloads at multiples of 64). */
 uint64_t RegionSize(const std::vector<ffi::Tensor>& tensors);
 
-// ------------------------------------------------------------------------------------------
 // Parsing: every field checked; no tensor built, no file opened.
 
 /*! \brief Where a parsed blob's payloads are (flags). */
@@ -146,14 +138,12 @@ struct Parsed {
   }
 };
 
-/*! \brief Parse `size` bytes at `data`: header, metadata hash, every field, the payloads' layout
- *         (offsets, alignment, zero padding, nothing left over); not the payloads' hashes.
- * \throws ValueError saying what is wrong ("corrupted partial_apply data: ..."). */
+// Checks header, metadata hash, every field, payload layout (offsets, alignment, zero padding,
+// nothing left over), not payload hashes; ValueError "corrupted partial_apply data: ...".
 Parsed Parse(const char* data, size_t size);
 
-/*! \brief The structure as data, for inspection: version, sizes ("constant_bytes" counts each
- *         payload once), placement, and per function its bindings (a tensor's metadata, payload
- *         number, shard, and for kind 6 "shared_with" the binding that stores it) and outputs. */
+// For inspection: version, sizes ("constant_bytes" counts a payload once), placement, per function
+// its bindings (tensor metadata, payload number, shard, kind 6's "shared_with") and outputs.
 ffi::Map<ffi::String, ffi::Any> Describe(const Parsed& parsed);
 
 /*! \brief "function 'main' position 1", how messages name a binding. */

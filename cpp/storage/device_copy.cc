@@ -75,9 +75,8 @@ StagingBuffers Allocate(DLDevice device, uint64_t size) {
   return out;
 }
 
-/*! \brief Pinned staging buffers kept for the process, at most one pair per pinned memory kind.
- *         A copy takes the pair while it runs (a concurrent copy allocates its own); of two
- *         pairs given back, the larger is kept. */
+// Pinned staging buffers kept per process, at most one pair per pinned kind: a copy holds the pair
+// while it runs (a concurrent one allocates its own); of two pairs given back the larger is kept.
 class PinnedCache {
  public:
   /*! \brief Never destroyed: freeing pinned memory after the runtime is gone at exit crashes. */
@@ -86,7 +85,6 @@ class PinnedCache {
     return cache;
   }
 
-  // Buffers of at least `size` bytes of pinned memory `host_type`, or none, saying `why_not`.
   std::optional<StagingBuffers> Take(int32_t host_type, uint64_t size, std::string* why_not) {
     std::optional<StagingBuffers> kept;
     {
@@ -126,8 +124,7 @@ class PinnedCache {
   std::map<int32_t, StagingBuffers> free_;  // by pinned memory kind
 };
 
-/*! \brief memcpy split over several threads, the caller's included; the workers live as long as
- *         the object (one payload) and wait between pieces. */
+// memcpy split over threads (the caller's too); workers live per payload, waiting between pieces.
 class ParallelCopy {
  public:
   explicit ParallelCopy(int threads) {
@@ -171,8 +168,7 @@ class ParallelCopy {
   }
 
  private:
-  /*! \brief Slice `i` of the current copy; slices start at 64 KiB boundaries (the kernel maps
-   *         file pages 64 KiB at a time), so no two threads fault the same pages in. */
+  // Slices start at 64 KiB bounds (file pages map in 64 KiB at a time): no two fault a page in.
   void Slice(int i) const {
     const uint64_t k = workers_.size() + 1;
     auto bound = [&](uint64_t j) {
@@ -319,8 +315,7 @@ void CopyToDevice(const char* src, uint64_t nbytes, const ffi::Tensor& dst,
   read_up_to(length(0));
   try {
     for (uint64_t i = 0; i < pieces; ++i) {
-      // Piece i travels from one buffer while piece i + 1 is read into the other; the copy of
-      // piece i is waited for before its buffer is filled again.
+      // Piece i travels from one buffer while i + 1 fills the other; synced before refilling.
       FlatBytes from(staging->data(i), kHostDevice, 0, length(i));
       FlatBytes to(d.data, d.device, d.byte_offset + i * piece, length(i));
       copy(&from.t, &to.t);

@@ -27,8 +27,7 @@ uint64_t HashOf(const WeightsSet& set, const SetEntry& t) {
                             t.entry.end - t.entry.begin);
 }
 
-// A place's name, where it can make a key (as QualifiedKey decides: unique in its function, no
-// '/', not digits), else "".
+// A place's name where it can make a key (unique in its function, no '/', not digits), else "".
 std::string NameOf(const Place& p) {
   const std::string key = QualifiedKey(p.function, p.position, *p.param_names);
   const std::string rest = key.substr(p.function.size() + 1);
@@ -42,8 +41,7 @@ std::string NameOf(const Place& p) {
 
 constexpr int kIndexDepth = 3;  // the object, weight_map (or metadata), a value
 
-// Why a file name an index records cannot be followed, or "": it must stay in the index's
-// folder (relative, no `..`), as transformers writes them.
+// Why an index's file name cannot be followed, or "" (transformers writes names in its folder).
 std::string NameProblem(const std::string& name) {
   if (name.empty() || name.find('\0') != std::string::npos) return "is empty or holds a NUL byte";
   if (name[0] == '/') return "is an absolute path";
@@ -211,8 +209,7 @@ std::vector<Wanted> WantedOf(const format::Parsed& parsed) {
 }
 
 KeyRef ParseKey(const std::string& path, const std::string& key) {
-  // The last '/': what follows it is a position or a name without '/' (Keys writes no other), so
-  // a function whose name holds '/' (a/b) keeps it (a/b/1 is function a/b, position 1).
+  // At the last '/' (Keys writes none after it): function a/b keeps its '/' (a/b/1: a/b, 1).
   const size_t slash = key.rfind('/');
   if (slash == std::string::npos) return {"", key};
   const std::string rest = key.substr(slash + 1);

@@ -1,9 +1,8 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""``describe()``: what a partial binds, as text. Not ``print(pm)``: tvm-ffi picks a repr by type index
-(``__ffi_repr__``) and a partial module is a plain ``ffi.Module`` (``ModuleObj`` is final: no subclass
-type key, final casts compare the index exactly), so a hook would change every module's repr; a partial
-function is an ``ffi.Function`` likewise. See docs/design.md."""
+"""``describe()``: a partial's bindings as text. Not ``print(pm)``: tvm-ffi picks a repr by type index
+(``__ffi_repr__``), a partial module is a plain ``ffi.Module`` (``ModuleObj`` is final: no subclass
+type key), so a hook would change every module's repr; likewise ``ffi.Function``. See docs/design.md."""
 
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Files read without loading them (loading a shared library runs its code): C++ reads one by the
-loader's rules, opened once here (never blocking on a FIFO), its answer made plain Python
-(``read_file``); and files an export writes, staged under a new name and renamed into place
-(``new_file``), where they will lie (``real_path``)."""
+"""Files read without loading them (that runs a library's code): opened once here (never blocking on a
+FIFO), read by C++ by the loader's rules, answers made plain (``read_file``); an export's files staged
+under a new name, renamed into place (``new_file``), where they will lie (``real_path``)."""
 
 from __future__ import annotations
 

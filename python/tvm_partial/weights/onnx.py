@@ -69,8 +69,7 @@ def _initializers(path: str) -> tuple[Any, list[_Initializer]]:
 
 
 def _position(path: str, name: str, info: dict[str, str], field: str, default: int) -> int:
-    """The external data field ``field`` (``offset``, ``length``) of initializer ``name``, a byte
-    count a file can hold, or ``default`` where it is not given."""
+    """External data ``field`` of ``name``, a byte count a file can hold; ``default`` where not given."""
     text = info.get(field)
     if text is None:
         return default
