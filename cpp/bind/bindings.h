@@ -1,10 +1,7 @@
 // Copyright 2026 The tvm-partial Authors
 // SPDX-License-Identifier: Apache-2.0
-/*!
- * \file bind/bindings.h
- * \brief Internal: validated, sorted bindings (position -> value), the positions' range, and how
- *        a partial's free arguments map to positions of the function it wraps.
- */
+/*! \file bind/bindings.h
+ * \brief Internal: checked, sorted bindings (position -> value) and the positions' range. */
 #ifndef TVM_PARTIAL_BIND_BINDINGS_H_
 #define TVM_PARTIAL_BIND_BINDINGS_H_
 
@@ -23,9 +20,8 @@ constexpr int64_t kMaxCallArgs = INT32_MAX;
 // The largest position a call can reach: position p needs p + 1 arguments in all.
 constexpr int64_t kMaxPosition = kMaxCallArgs - 1;
 
-// Refuse a position no call can use (ValueError if negative, else IndexError); also Python's, via
-// tvm_partial.CheckPosition. `who`: the messages' prefix ("" for none); `shown`: the position as
-// written where `index` is not it (a Python int past int64, clamped).
+// Refuse a position no call can use (ValueError if negative, else IndexError; Python's too, via
+// tvm_partial.CheckPosition). `who`: message prefix or ""; `shown`: `index` as written if clamped.
 void CheckPosition(int64_t index, const std::string& who, const std::string& shown = "");
 
 // Bound values sorted by position; positions are unique and non-negative.

@@ -1,9 +1,7 @@
 // Copyright 2026 The tvm-partial Authors
 // SPDX-License-Identifier: Apache-2.0
-/*!
- * \file format/shard.cc
- * \brief The shard rules (format/shard.h).
- */
+/*! \file format/shard.cc
+ * \brief The shard rules (format/shard.h). */
 #include "format/shard.h"
 
 #include <tvm/ffi/container/array.h>
@@ -22,9 +20,8 @@ namespace tvm_partial {
 namespace format {
 
 namespace {
-// A shard-major split is `outer` (the product of the dims before `dim`) x `segments` x `world`
-// blocks in row-major order. Sets `*block` to a block's bytes (0 for an empty tensor) of `shape`
-// (checked, of `bytes` bytes), or says why the blocks are not whole bytes.
+// A shard-major split is (dims before `dim`) x `segments` x `world` blocks, row-major. Sets
+// `*block` to a block's bytes (0: empty) of checked `shape` (`bytes` in all), or says why not.
 std::string BlockBytes(const std::vector<int64_t>& shape, DLDataType dtype, int64_t dim,
                        int64_t world, int64_t segments, uint64_t bytes, uint64_t* block) {
   uint64_t count = static_cast<uint64_t>(segments) * static_cast<uint64_t>(world);
@@ -99,8 +96,7 @@ std::string ShardProblem(const std::vector<int64_t>& shape, DLDataType dtype, in
                 ? "world " + std::to_string(world)
                 : std::to_string(segments) + " segments x world " + std::to_string(world));
   }
-  // Any layout: a rank's blocks must end on a byte, or two ranks would share one (packed int4 [2]
-  // over 2 ranks).
+  // Any layout: a rank's blocks must end on a byte, or two ranks share one (int4 [2] over 2 ranks).
   uint64_t block = 0;
   const std::string whole = BlockBytes(shape, dtype, dim, world, segments, bytes, &block);
   if (!whole.empty()) return whole;

@@ -1,9 +1,7 @@
 // Copyright 2026 The tvm-partial Authors
 // SPDX-License-Identifier: Apache-2.0
-/*!
- * \file storage/appended_region.cc
- * \brief Writing and locating the appended payload region and its trailer.
- */
+/*! \file storage/appended_region.cc
+ * \brief Writing and locating the appended payload region and its trailer. */
 #include "storage/appended_region.h"
 
 #include <fcntl.h>
@@ -24,7 +22,7 @@ namespace storage {
 
 namespace {
 
-/*! \brief The region's file offset is a multiple of this (of every page size: it maps in place). */
+// The region's file offset is a multiple of this (of every page size: it maps in place).
 constexpr uint64_t kAppendAlignment = 64 * 1024;
 constexpr char kTrailerMagic[8] = {'T', 'V', 'M', 'P', 'T', 'R', 'L', 'R'};
 constexpr uint32_t kTrailerVersion = 1;
@@ -38,7 +36,7 @@ struct Trailer {
 };
 static_assert(sizeof(Trailer) == 64 && offsetof(Trailer, hash) == 40, "the format's layout");
 
-/*! \brief Positioned writes to a file; every failure names the file and the system's error. */
+// Positioned writes to a file; every failure names the file and the system's error.
 class FileWriter {
  public:
   FileWriter(const std::string& path, int flags, const char* what) : path_(path), what_(what) {
@@ -80,8 +78,7 @@ class FileWriter {
   uint64_t at_ = 0;
 };
 
-/*! \brief Write the region of `tensors` at `start` of `out`, zeros before, telling `progress`;
- *         with `hashes`, each payload's hash (computed as written) goes there. \return Its size. */
+// Write the region at `start` of `out` (zeros before) -> its size; its hashes to `hashes` if set.
 uint64_t PutRegion(FileWriter& out, uint64_t start, const std::vector<ffi::Tensor>& tensors,
                    const std::vector<const format::Shard*>& shards, uint64_t link,
                    const ffi::Optional<ffi::Function>& progress, std::vector<uint64_t>* hashes) {

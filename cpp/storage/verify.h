@@ -1,10 +1,7 @@
 // Copyright 2026 The tvm-partial Authors
 // SPDX-License-Identifier: Apache-2.0
-/*!
- * \file storage/verify.h
- * \brief Internal: the format's hash of a range of a file, read in 1 MiB chunks (fixed memory
- *        for multi-GiB artifacts).
- */
+/*! \file storage/verify.h
+ * \brief Internal: the format's hash of a file range, read in 1 MiB chunks (fixed memory). */
 #ifndef TVM_PARTIAL_STORAGE_VERIFY_H_
 #define TVM_PARTIAL_STORAGE_VERIFY_H_
 
@@ -21,8 +18,7 @@
 namespace tvm_partial {
 namespace storage {
 
-/*! \brief The format's hash of `size` bytes of `file` at `offset`; `progress`, if set, gets the
- *         bytes hashed after each chunk. \throws ValueError when the range runs past the end. */
+// `progress`, if set, gets the bytes hashed so far after each chunk; ValueError past the end.
 inline uint64_t HashRange(const File& file, uint64_t offset, uint64_t size,
                           const std::function<void(uint64_t)>& progress = {}) {
   if (offset > file.size || size > file.size - offset) {

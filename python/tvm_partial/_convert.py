@@ -1,14 +1,11 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Bound values: made once at bind time (what the closure holds), checked against the parameter.
-
-- Tensors: a contiguous, 64-byte-aligned tvm Tensor is held by reference; anything else (numpy, read-only
-  too; DLPack; ml_dtypes) is copied into one on ``device=`` after dtype and static-shape checks. Memory given
-  in several places in one call (tied weights: same data pointer, dtype, shape, strides) is copied once.
-- Sub-byte dtypes: a tvm Tensor is taken as packed; float4_e2m1fn from ml_dtypes or torch is given TVM's
-  packing; other numpy or torch sub-byte arrays are refused, saying how to pack them.
-- Scalars reach the kernel unchanged or are refused, never wrapped or turned into inf (``check_scalar``).
-"""
+"""Bound values, made once at bind time and checked against the parameter. A contiguous, 64-byte-aligned
+tvm Tensor is held by reference; any other tensor (numpy, read-only too; DLPack; ml_dtypes) is copied into
+one on ``device=`` after dtype and static-shape checks, once for memory given in several places in one call
+(tied weights: same data pointer, dtype, shape, strides). Sub-byte: a tvm Tensor is taken as packed,
+float4_e2m1fn from ml_dtypes or torch gets TVM's packing, other numpy or torch ones are refused. Scalars
+reach the kernel unchanged or are refused, never wrapped or turned into inf (``check_scalar``)."""
 
 from __future__ import annotations
 
@@ -39,9 +36,8 @@ def _retyped(tensor: tvm_ffi.Tensor, shape: Any, dtype: str) -> tvm_ffi.Tensor:
 
 
 class Held:
-    """The values one ``partial()``/``rebind()`` call binds: ``add`` checks scalars and wraps tensors as
-    views (only Python sees numpy's extension dtypes and torch's packed ones); ``made`` hands all views
-    to ``tvm_partial.Hold`` in one crossing, which checks and copies them as the module docstring says."""
+    """What one ``partial()``/``rebind()`` binds: ``add`` checks scalars, wraps tensors as views (only Python
+    sees numpy's extension dtypes, torch's packed ones); ``made`` gives all to tvm_partial.Hold at once."""
 
     def __init__(self, device: Any, verb: str = "bind") -> None:
         self.device, self.verb = device, verb
@@ -49,8 +45,7 @@ class Held:
         self._views: dict[Any, list[Any]] = {}
 
     def add(self, key: Any, value: Any, param: Param | None, label: str, split: Any = None) -> None:
-        """``split``: (dim, world, segments) of a tensor bound with ``shards=``, whose rank's shard
-        C++ checks against ``param``."""
+        """``split``: (dim, world, segments) from ``shards=``; C++ checks the rank's shard on ``param``."""
         if isinstance(value, np.generic):
             value = value.item()
         if value is None or isinstance(value, (bool, int, float, str)):
@@ -85,8 +80,7 @@ class Held:
 
 
 def view(value: Any, label: str) -> Any:
-    """``value`` as C++ reads it, nothing copied: an array (numpy, any DLPack tensor) as a tvm
-    Tensor over its memory, any other value as is."""
+    """``value`` as C++ reads it, uncopied: an array (numpy, DLPack) as a tvm Tensor, else as is."""
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, np.ndarray) or hasattr(value, "__dlpack__"):  # a tvm Tensor stays itself
@@ -95,8 +89,7 @@ def view(value: Any, label: str) -> Any:
 
 
 def _view_of(value: Any, label: str, verb: str) -> tvm_ffi.Tensor | None:
-    """A tensor -> a tvm Tensor over its memory, TVM-typed; None for a function, module or object
-    (held as is); anything else refused."""
+    """A tensor -> a TVM-typed tvm Tensor over its memory; None for a function, module or object."""
     if isinstance(value, tvm_ffi.Tensor):
         return value
     if isinstance(value, np.ndarray):
@@ -138,7 +131,6 @@ def _numpy_view(array: np.ndarray, label: str, verb: str) -> tvm_ffi.Tensor:
 
 
 def _dlpack_view(value: Any, label: str, verb: str) -> tvm_ffi.Tensor:
-    """A DLPack tensor (torch, ...) -> a TVM-typed tvm Tensor over its memory."""
     # torch.int1-7 and uint1-7 keep one element per byte and reach DLPack as int8/uint8: binding
     # them would hand a kernel declared int4 bytes of another layout (or be taken as int8).
     name = str(getattr(value, "dtype", "")).rpartition(".")[2]
@@ -171,8 +163,7 @@ def _dlpack_view(value: Any, label: str, verb: str) -> tvm_ffi.Tensor:
 
 
 def _extension_dtype(dtype: np.dtype, label: str, verb: str) -> str | None:
-    """The TVM dtype of a numpy user dtype DLPack cannot carry (ml_dtypes: bfloat16, float8...;
-    some of kind "f"); None for an ordinary dtype."""
+    """The TVM dtype of a numpy user dtype DLPack cannot carry (ml_dtypes', some of kind "f"), or None."""
     if dtype.num < 256 or dtype.fields is not None or dtype.subdtype is not None:  # NPY_USERDEF
         return None
     name = str(dtype)
@@ -249,14 +240,11 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 def check_scalar(value: Any, param: Param | None, label: str, verb: str = "bind") -> None:
-    """Refuse a scalar that would not reach the kernel as given (never a silently changed value): a wrong
-    type with TypeError, a value out of range with ValueError.
-
-    - An int must fit in 64 bits (a larger one reaches the callee as an opaque Python object).
-    - With the dtype known: an int parameter takes an int (not bool) in range (uint64: up to INT64_MAX, the
-      FFI passes it signed); a bool one a bool; a float one a float or int (not bool) within the largest
-      finite value, an int only if exact. Floats are otherwise rounded; inf and nan pass.
-    """
+    """Refuse a scalar that would not reach the kernel as given: a wrong type (TypeError), a value out of
+    range (ValueError). An int must fit in 64 bits (else the callee gets an opaque Python object). With the
+    dtype known: an int parameter takes an int (not bool) in range (uint64: up to INT64_MAX, passed signed);
+    a bool one a bool; a float one a float, or an exact int (not bool), within the largest finite value.
+    Floats are otherwise rounded; inf and nan pass."""
     what = f"cannot {verb} {label}"
     if param is not None and param.kind == "tensor" and value is not None:
         raise TypeError(f"{what}: {type(value).__name__} given for tensor parameter {param.describe()}")

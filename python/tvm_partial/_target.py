@@ -69,9 +69,8 @@ def signature_of(
     entry: str = "partial",
     facts: _facts.Facts | None = None,
 ) -> tuple[Signature | None, frozenset[int], list[str] | None]:
-    """-> (the ORIGINAL function's full parameter list or None; the original positions ``obj``
-    already fills for ``key``; its recorded names or None). The list is ``signature=`` checked
-    against what the target knows (recorded or Relax names), else what it knows."""
+    """-> (the ORIGINAL function's full parameter list, ``signature=`` checked against recorded or Relax
+    names, else those or None; the original positions ``obj`` fills for ``key``; recorded names or None)."""
     facts = facts or _facts.of(obj)
     bound: frozenset[int] = frozenset()
     recorded: list[str] | None = None
@@ -117,9 +116,8 @@ def signature_of(
 
 
 class TargetView:
-    """The target as the binding rules see it: ``sig`` and ``bound`` as ``signature_of`` gives them;
-    ``free[p]`` the original position of free argument ``p`` (None: parameter count unknown).
-    Names resolve in ``sig``; the C++ merge receives positions among the free arguments."""
+    """``sig`` and ``bound`` from ``signature_of``; ``free[p]``: the original position of free argument ``p``
+    (None: parameter count unknown). Names resolve in ``sig``; the C++ merge gets free positions."""
 
     def __init__(
         self,
@@ -257,7 +255,6 @@ def param_at(index: int, sig: Signature | None) -> Param | None:
 
 
 def as_device(device: Any) -> Any:
-    """``device=`` as given -> a tvm_ffi.Device (None stays None)."""
     if device is None or isinstance(device, tvm_ffi.Device):
         return device
     if isinstance(device, str):

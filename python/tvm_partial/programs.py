@@ -1,12 +1,11 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Models imported with TVM's own frontend, given as ``signature=``: ``partial(exe, signature=ep,
-**model.state_dict())`` for ``from_exported_program(ep, keep_params_as_input=True)``, ``signature=onnx_model``
-for ``from_onnx(model, keep_params_in_input=True)``. The program says which model name each Relax parameter
-stands for (never guessed from spelling: ``p_conv1_weight`` is ``conv.weight`` because the graph signature
-says so), which names are one tensor, and what the frontend compiled in or read at import. C++
-(``tvm_partial.BindModel``) checks the compiled values against the executable's constants, records them and
-settles the values given by name. models.py's importers need none of this. torch and onnx are not imported."""
+"""Programs imported with TVM's own frontend, given as ``signature=``: an ExportedProgram (imported with
+``keep_params_as_input=True``) or ONNX model (``keep_params_in_input=True``). It says which model name each
+Relax parameter stands for (never guessed from spelling), which names are one tensor, and what the frontend
+compiled in or read at import; C++ (``tvm_partial.BindModel``) checks the compiled values against the
+executable's constants, records them and settles the values given by name. models.py's importers need none
+of this. torch and onnx are not imported."""
 
 from __future__ import annotations
 
@@ -33,9 +32,8 @@ class Program:
     imported: str
     #: Names of the model's data inputs, in order (the Relax function's first parameters).
     inputs: tuple[str, ...]
-    #: (frontend names, model names) of the Relax parameters after the inputs, in the form of the
-    #: program the frontend imported (``other_forms``: torch's decomposed one, which may renumber
-    #: names that spell alike); ``values``: {model name: value} of all the program holds.
+    #: (frontend names, model names) of the Relax parameters after the inputs, as in the program the frontend
+    #: imported (``other_forms``: torch's decomposed one); ``values``: {model name: value} of all it holds.
     form: tuple[tuple[str, ...], tuple[str, ...]]
     values: dict[str, Any]
     #: The names of the model's state (what a state_dict or the initializers hold).
@@ -147,9 +145,8 @@ def of(signature: Any) -> Program | None:
 
 
 def _from_exported_program(ep: Any) -> Program:
-    """torch.export: the graph signature's input specs name each Relax parameter in order (``target``:
-    the state_dict entry it reads); a buffer or constant the graph reads is compiled in, a state tensor
-    it never reads (``num_batches_tracked`` in eval mode) is unused; a tied parameter's other names alias."""
+    """torch.export: input specs name each Relax parameter in order (``target``: its state_dict entry); a
+    buffer or constant the graph reads is compiled in, a state tensor it never reads is unused; ties alias."""
     from .models import _torch_ties
 
     read = {node.name for node in ep.graph.nodes if node.op == "placeholder" and node.users}
@@ -163,8 +160,8 @@ def _from_exported_program(ep: Any) -> Program:
 
     form = form_of(ep)
     spelled = [f"p_{target.replace('.', '_')}" for target in form[1]]
-    # Where names are spelled apart (no two alike), every form names each parameter alike; else
-    # the form the frontend read may number them anew: TVM's frontend decomposes first by default.
+    # Names spelled apart (no two alike) are the same in every form; else the form the frontend read
+    # (TVM's decomposes first by default) may number them anew.
     renumbered = list(form[0]) != spelled or len(set(spelled)) != len(spelled)
     kinds = {name: UNUSED for name in state}  # until a spec says otherwise
     for spec in ep.graph_signature.input_specs:
@@ -198,9 +195,8 @@ def _from_exported_program(ep: Any) -> Program:
 
 
 def _from_onnx(model: Any) -> Program:
-    """ONNX: the non-initializer graph inputs, then (keep_params_in_input=True) every initializer in graph
-    order, named as in the file. Initializers the frontend reads at import (watched while importing again)
-    are pinned to their value; without keep_params_in_input they are folded in (unused if no node reads)."""
+    """ONNX: the non-initializer inputs, then every initializer in graph order (keep_params_in_input=True);
+    those read at import (seen importing again) pinned. Without the flag, all folded in (unused if unread)."""
     from .models import import_onnx
 
     graph = model.graph

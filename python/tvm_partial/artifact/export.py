@@ -104,7 +104,6 @@ def export_library(
 
 
 def _check_weights_path(path: str, weights_file: str) -> None:
-    """``weights_file=`` names a file of its own, in a folder that exists."""
     weights_path = real_path(weights_file)
     if weights_path == real_path(path) or (
         os.path.exists(path) and os.path.exists(weights_path) and os.path.samefile(path, weights_path)
@@ -125,8 +124,7 @@ def _check_weights_path(path: str, weights_file: str) -> None:
 
 
 def embed_object() -> Path:
-    """``tvm_partial_embed.o`` (tvm-partial's code as one relocatable object, which
-    ``self_contained=True`` links in), from the installed distribution's file list."""
+    """The relocatable object of tvm-partial's code ``self_contained=True`` links in, as installed."""
     for file in metadata.distribution("tvm-partial").files or []:
         if file.name == _EMBED_OBJECT:
             located = Path(file.locate()).resolve()

@@ -1,7 +1,6 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Loading artifacts and the bytes of partial modules: ``load``, ``save_to_bytes``,
-``load_from_bytes``."""
+"""``load`` (artifacts), ``save_to_bytes`` and ``load_from_bytes`` (a partial module's bytes)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 # Copyright 2026 The tvm-partial Authors
 # SPDX-License-Identifier: Apache-2.0
-"""The text the command prints for ``inspect`` and ``verify`` (``--json`` prints the reports as
-they are); the demos print ``format_inspect`` of what they export."""
+"""The text ``inspect`` and ``verify`` print (``--json``: the reports); demos print ``format_inspect``."""
 
 from __future__ import annotations
 
@@ -9,8 +8,7 @@ from .._progress import format_size
 
 
 def format_verify(report: dict, quiet: bool = False) -> str:
-    """Human-readable ``verify`` output: one line per payload that does not match, then a summary
-    (with ``quiet``, only the lines about damage)."""
+    """A line per damaged payload, then a summary (with ``quiet``, only the lines about damage)."""
     lines = []
     for p in report["damaged"]:
         name = f" ({p['name']})" if p.get("name") else ""
@@ -44,8 +42,7 @@ LISTED = 20
 
 
 def format_inspect(info: dict, listed: int | None = LISTED) -> str:
-    """Human-readable ``inspect`` output: at most ``listed`` bindings per function (None: all),
-    the rest counted with their bytes."""
+    """At most ``listed`` bindings per function (None: all), the rest counted with their bytes."""
     if info.get("kind") in ("weights file", "onnx model"):
         return format_weights(info, listed)
     what = "save_to_bytes data" if info.get("kind") == "save_to_bytes" else "tvm-partial"
@@ -133,8 +130,7 @@ def _more(rest: list, what: str) -> list[str]:
 
 
 def format_weights(info: dict, listed: int | None = LISTED) -> str:
-    """Human-readable ``inspect`` output of a safetensors weights file (or index), or of an ONNX
-    model's initializers."""
+    """``inspect`` of a safetensors weights file (or index), or of an ONNX model's initializers."""
     tensors = [b for fn in info["functions"] for b in fn["bindings"]]
     meta = dict(info.get("metadata") or {})
     version = meta.pop("tvm_partial.format", None)
