@@ -1,7 +1,9 @@
 // Copyright 2026 The tvm-partial Authors
 // SPDX-License-Identifier: Apache-2.0
-/*! \file copy_embedded.cc
- * \brief Linked into tvm_partial_embed.o, the copy self-contained artifacts carry (registry.h). */
+/*!
+ * \file copy_embedded.cc
+ * \brief Linked into tvm_partial_embed.o, the copy self-contained artifacts carry (registry.h).
+ */
 #include "registry.h"
 
 namespace tvm_partial {

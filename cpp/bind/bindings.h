@@ -1,7 +1,9 @@
 // Copyright 2026 The tvm-partial Authors
 // SPDX-License-Identifier: Apache-2.0
-/*! \file bind/bindings.h
- * \brief Internal: checked, sorted bindings (position -> value) and the positions' range. */
+/*!
+ * \file bind/bindings.h
+ * \brief Internal: checked, sorted bindings (position -> value) and the positions' range.
+ */
 #ifndef TVM_PARTIAL_BIND_BINDINGS_H_
 #define TVM_PARTIAL_BIND_BINDINGS_H_
 

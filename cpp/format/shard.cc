@@ -1,7 +1,9 @@
 // Copyright 2026 The tvm-partial Authors
 // SPDX-License-Identifier: Apache-2.0
-/*! \file format/shard.cc
- * \brief The shard rules (format/shard.h). */
+/*!
+ * \file format/shard.cc
+ * \brief The shard rules (format/shard.h).
+ */
 #include "format/shard.h"
 
 #include <tvm/ffi/container/array.h>

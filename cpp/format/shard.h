@@ -1,7 +1,9 @@
 // Copyright 2026 The tvm-partial Authors
 // SPDX-License-Identifier: Apache-2.0
-/*! \file format/shard.h
- * \brief The shard rules (shards=) that binding, writer, reader, loaders and verify share. */
+/*!
+ * \file format/shard.h
+ * \brief The shard rules (shards=) that binding, writer, reader, loaders and verify share.
+ */
 #ifndef TVM_PARTIAL_FORMAT_SHARD_H_
 #define TVM_PARTIAL_FORMAT_SHARD_H_
 

@@ -1,7 +1,9 @@
 // Copyright 2026 The tvm-partial Authors
 // SPDX-License-Identifier: Apache-2.0
-/*! \file storage/appended_region.cc
- * \brief Writing and locating the appended payload region and its trailer. */
+/*!
+ * \file storage/appended_region.cc
+ * \brief Writing and locating the appended payload region and its trailer.
+ */
 #include "storage/appended_region.h"
 
 #include <fcntl.h>

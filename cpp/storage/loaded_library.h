@@ -1,7 +1,9 @@
 // Copyright 2026 The tvm-partial Authors
 // SPDX-License-Identifier: Apache-2.0
-/*! \file storage/loaded_library.h
- * \brief Internal: which file a loaded library's code was mapped from (why: docs/format.md). */
+/*!
+ * \file storage/loaded_library.h
+ * \brief Internal: which file a loaded library's code was mapped from (why: docs/format.md).
+ */
 #ifndef TVM_PARTIAL_STORAGE_LOADED_LIBRARY_H_
 #define TVM_PARTIAL_STORAGE_LOADED_LIBRARY_H_
 

@@ -1,7 +1,9 @@
 // Copyright 2026 The tvm-partial Authors
 // SPDX-License-Identifier: Apache-2.0
-/*! \file storage/verify.h
- * \brief Internal: the format's hash of a file range, read in 1 MiB chunks (fixed memory). */
+/*!
+ * \file storage/verify.h
+ * \brief Internal: the format's hash of a file range, read in 1 MiB chunks (fixed memory).
+ */
 #ifndef TVM_PARTIAL_STORAGE_VERIFY_H_
 #define TVM_PARTIAL_STORAGE_VERIFY_H_
 
