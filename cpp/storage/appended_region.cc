@@ -81,9 +81,11 @@ class FileWriter {
 };
 
 // Write the region at `start` of `out` (zeros before) -> its size; its hashes to `hashes` if set.
-uint64_t PutRegion(FileWriter& out, uint64_t start, const std::vector<ffi::Tensor>& tensors,
-                   const std::vector<const format::Shard*>& shards, uint64_t link,
+uint64_t PutRegion(FileWriter& out, uint64_t start,
+                   const std::vector<format::FunctionRecord>& functions, uint64_t link,
                    const ffi::Optional<ffi::Function>& progress, std::vector<uint64_t>* hashes) {
+  const std::vector<ffi::Tensor> tensors = format::PayloadTensors(functions);
+  const std::vector<const format::Shard*> shards = format::PayloadShards(functions);
   const uint64_t total = format::RegionSize(tensors);
   constexpr size_t kChunk = size_t{64} << 20;  // progress granularity
   constexpr size_t kPiece = size_t{4} << 20;   // hashed, then written while still in the cache
@@ -150,14 +152,12 @@ uint64_t LocateAppended(const File& library, uint64_t size, uint64_t link) {
 std::vector<uint64_t> AppendRegion(const std::vector<format::FunctionRecord>& functions,
                                    const format::ExternalRegion& region, const std::string& path,
                                    const ffi::Optional<ffi::Function>& progress) {
-  const std::vector<ffi::Tensor> tensors = format::PayloadTensors(functions);
-  const std::vector<const format::Shard*> shards = format::PayloadShards(functions);
   FileWriter out(path, O_WRONLY, "export_library: appending the payload region");
   const uint64_t size = out.Size();
   out.Seek(size);
   const uint64_t start = (size + kAppendAlignment - 1) / kAppendAlignment * kAppendAlignment;
   std::vector<uint64_t> hashes;
-  const uint64_t total = PutRegion(out, start, tensors, shards, region.link, progress, &hashes);
+  const uint64_t total = PutRegion(out, start, functions, region.link, progress, &hashes);
   Trailer trailer{{}, kTrailerVersion, 0, start, total, region.link, 0, {}};
   std::memcpy(trailer.magic, kTrailerMagic, 8);
   trailer.hash = hash::Hash(&trailer, 40);
@@ -169,10 +169,8 @@ std::vector<uint64_t> AppendRegion(const std::vector<format::FunctionRecord>& fu
 
 void WriteRegion(const std::vector<format::FunctionRecord>& functions,
                  const format::ExternalRegion& region, const std::string& path, uint64_t lead) {
-  const std::vector<ffi::Tensor> tensors = format::PayloadTensors(functions);
-  const std::vector<const format::Shard*> shards = format::PayloadShards(functions);
   FileWriter out(path, O_WRONLY | O_CREAT | O_TRUNC, "writing the payload region");
-  PutRegion(out, lead, tensors, shards, region.link, std::nullopt, nullptr);
+  PutRegion(out, lead, functions, region.link, std::nullopt, nullptr);
   out.Close();
 }
 

@@ -117,7 +117,7 @@ Entry ReadEntry(const std::string& path, const std::string& key, const ffi::json
   uint64_t ignored = 0;
   const std::string problem = format::ShapeProblem(out.shape.data(), out.shape.size(),
                                                    ffi::StringToDLDataType(dtype->tvm), &ignored);
-  if (!problem.empty()) Bad(path, where + ": shape " + ShapeText(out.shape) + ": " + problem);
+  if (!problem.empty()) Bad(path, where + ": shape " + format::Dims(out.shape) + ": " + problem);
   auto offsets = field("data_offsets").try_cast<ffi::json::Array>();
   std::optional<int64_t> begin, end;
   if (offsets.has_value() && offsets->size() == 2) {
@@ -138,7 +138,7 @@ Entry ReadEntry(const std::string& path, const std::string& key, const ffi::json
   const unsigned __int128 expected = bits / 8;
   if (expected != out.end - out.begin) {
     Bad(path, where + ": data_offsets span " + std::to_string(out.end - out.begin) +
-                  " bytes, its dtype " + dtype->code + " and shape " + ShapeText(out.shape) +
+                  " bytes, its dtype " + dtype->code + " and shape " + format::Dims(out.shape) +
                   " need " +
                   (expected >> 64 ? std::string("more than 2^64")
                                   : std::to_string(static_cast<uint64_t>(expected))));
@@ -173,12 +173,6 @@ void Bad(const std::string& path, const std::string& what) {
   const bool sentence = what.rfind("is ", 0) == 0 || what.rfind("lacks ", 0) == 0;
   TVM_FFI_THROW(ValueError) << "weights file " << path << (sentence ? " " : ": ") << what;
   TVM_FFI_UNREACHABLE();
-}
-
-std::string ShapeText(const std::vector<int64_t>& shape) {
-  std::string out = "[";
-  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + "]";
 }
 
 const Dtype* DtypeByTvm(const std::string& tvm) { return FindDtype(&Dtype::tvm, tvm); }

@@ -44,8 +44,7 @@ struct Dtype {
 };
 // Throw ValueError "weights file PATH is/lacks ..." or "weights file PATH: WHAT".
 [[noreturn]] void Bad(const std::string& path, const std::string& what);
-std::string ShapeText(const std::vector<int64_t>& shape);  // `[8, 3]`, as Python prints a list
-const Dtype* DtypeByTvm(const std::string& tvm);           // "float32" -> its entry, else null
+const Dtype* DtypeByTvm(const std::string& tvm);  // "float32" -> its entry, else null
 std::string KnownCodes();  // "BF16, BOOL, F16, ...": the codes read, for messages
 
 struct Entry {

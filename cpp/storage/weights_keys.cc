@@ -319,8 +319,8 @@ std::vector<Located> Match(const WeightsSet& set, const std::vector<Wanted>& wan
     const SetEntry& found = set.tensors.at(key);
     const Entry& e = found.entry;
     if (e.dtype->tvm != wanted[i].dtype || e.shape != wanted[i].shape) {
-      Bad(path, "tensor '" + key + "' is " + e.dtype->tvm + ShapeText(e.shape) +
-                    ", the module binds " + wanted[i].dtype + ShapeText(wanted[i].shape) +
+      Bad(path, "tensor '" + key + "' is " + e.dtype->tvm + format::Dims(e.shape) +
+                    ", the module binds " + wanted[i].dtype + format::Dims(wanted[i].shape) +
                     " there");
     }
     out.push_back({found.file, set.files[found.file].data_start + e.begin});

@@ -90,7 +90,7 @@ std::string EncodeHeader(std::vector<OutEntry> entries,
     unsigned __int128 bits = dtype->bits;  // the shapes here are of tensors that exist
     for (int64_t d : e.shape) bits *= static_cast<uint64_t>(d);
     if (bits % 8 != 0) {
-      TVM_FFI_THROW(TypeError) << who << " is " << e.tvm_dtype << ShapeText(e.shape) << ": "
+      TVM_FFI_THROW(TypeError) << who << " is " << e.tvm_dtype << format::Dims(e.shape) << ": "
                                << dtype->bits << "-bit elements that do not fill whole bytes, "
                                << "which safetensors cannot hold; export without weights_file= "
                                << "(the library carries it), or bind an even number of elements";
@@ -267,11 +267,12 @@ void SaveWeights(std::vector<format::FunctionRecord> records, const ModelRecord&
                                 << std::strerror(errno);
   }
   storage::UniqueFd closer(fd);
+  auto failed = [&] {
+    TVM_FFI_THROW(RuntimeError) << "save_weights: writing " << path
+                                << " failed: " << std::strerror(errno);
+  };
   auto put = [&](const char* data, size_t n, uint64_t at) {
-    if (!storage::WriteAt(fd, data, n, at)) {
-      TVM_FFI_THROW(RuntimeError) << "save_weights: writing " << path
-                                  << " failed: " << std::strerror(errno);
-    }
+    if (!storage::WriteAt(fd, data, n, at)) failed();
   };
   put(placeholder.data(), placeholder.size(), 0);
   static const char zeros[format::kPayloadAlignment] = {};
@@ -290,10 +291,7 @@ void SaveWeights(std::vector<format::FunctionRecord> records, const ModelRecord&
     hashes[e.key] = hasher.Final();
     at = e.end;
   }
-  if (close(closer.release()) != 0) {
-    TVM_FFI_THROW(RuntimeError) << "save_weights: writing " << path
-                                << " failed: " << std::strerror(errno);
-  }
+  if (close(closer.release()) != 0) failed();
   const std::string header = EncodeHeader(entries, Metadata(wanted, layout, hashes), end);
   if (header.size() != placeholder.size()) {
     TVM_FFI_THROW(InternalError) << "save_weights: the header changed size";
