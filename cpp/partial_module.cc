@@ -71,25 +71,24 @@ class PartialModuleObj final : public ffi::ModuleObj {
       record = &functions_[0];
     }
     if (record == nullptr) return WrappedFunction(name);
-    const size_t at = static_cast<size_t>(record - functions_.data());  // before Records() fills
-    const format::FunctionRecord& bound = Records()[at];
-    if (!bound.shards.empty() && options_.shard_world <= 0) ThrowWholeShards(bound);
+    Records();  // fills a loaded module's values in place: `record` stays valid
+    if (!record->shards.empty() && options_.shard_world <= 0) ThrowWholeShards(*record);
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = cache_.find(std::string(name));
     if (it != cache_.end()) return it->second;
     const ffi::Optional<ffi::Module> code = Wrapped();
     if (!code.has_value()) {
-      TVM_FFI_THROW(RuntimeError) << "partial_apply module: function '" << bound.name
+      TVM_FFI_THROW(RuntimeError) << "partial_apply module: function '" << record->name
                                   << "' is bound but the module wraps no compiled code; import "
                                      "the module it was made from";
     }
-    ffi::Optional<ffi::Function> f = (*code)->GetFunction(bound.name, /*query_imports=*/true);
+    ffi::Optional<ffi::Function> f = (*code)->GetFunction(record->name, /*query_imports=*/true);
     if (!f.has_value()) {
-      TVM_FFI_THROW(AttributeError) << "partial_apply module: function '" << bound.name
+      TVM_FFI_THROW(AttributeError) << "partial_apply module: function '" << record->name
                                     << "' is bound but the wrapped module has no such function";
     }
-    ffi::Function closure = PartialApply(*f, detail::ToBindings(bound.bound), bound.name,
-                                         bound.param_names, bound.outputs);
+    ffi::Function closure = PartialApply(*f, detail::ToBindings(record->bound), record->name,
+                                         record->param_names, record->outputs);
     cache_.emplace(std::string(name), closure);
     return closure;
   }
@@ -201,11 +200,10 @@ class PartialModuleObj final : public ffi::ModuleObj {
       }
     }
     options_ = options;
-    if (!sharded) {  // left whole
-      options_.shard_rank = -1;
-      options_.shard_world = 0;
-    }
-    return sharded ? 1 : 0;
+    if (sharded) return 1;
+    options_.shard_rank = -1;  // left whole
+    options_.shard_world = 0;
+    return 0;
   }
 
   static std::vector<format::FunctionRecord> Skeleton(const format::Parsed& parsed) {
