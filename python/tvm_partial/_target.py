@@ -105,7 +105,12 @@ def signature_of(
                 )
     elif names is not None:  # a Relax function: signature= must be that function's own
         assert hint is not None  # names(fname) gives a Signature
-        _relax.check_signature_matches(sig, hint)
+        if sig.names != hint.names:
+            raise ValueError(
+                f"signature= has parameters ({', '.join(sig.names)}), but the Relax function "
+                f"{hint.name}() has ({', '.join(hint.names)}): pass that function's signature "
+                f"(irmodule[{hint.name!r}]), or pick the function with function="
+            )
     elif bound and max(bound) >= len(sig.params):
         raise ValueError(
             f"signature= has {len(sig.params)} parameters ({', '.join(sig.names)}), but the "

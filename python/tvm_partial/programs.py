@@ -126,9 +126,6 @@ class Program:
         pinned = (self.kinds if with_params else {}).items()
         return described, {name: np.asarray(self.values[name]) for name, kind in pinned if kind == PINNED}
 
-    def state_values(self) -> dict[str, Any]:
-        return {name: self.values[name] for name in self.state}
-
 
 def is_program(signature: Any) -> bool:
     kind, module = type(signature).__name__, type(signature).__module__

@@ -43,23 +43,6 @@ def _device_code_kinds(mod: tvm_ffi.Module, seen: set[int] | None = None) -> set
     return kinds
 
 
-def check_target(executable: tvm_ffi.Module, device: Any) -> None:
-    """Refuse a device the executable has no code for (compiled for another target)."""
-    device_type = int(device.dlpack_device_type())
-    kinds = _device_code_kinds(executable)
-    if device_type == _CPU and kinds:
-        raise ValueError(
-            f"the Relax executable holds device code for {', '.join(sorted(kinds))}, but device= is "
-            f"{device}: pass the device it was compiled for (device=tvm.cuda(0), ...), or compile for the CPU"
-        )
-    if device_type != _CPU and not any(_DEVICE_CODE[k] == device_type for k in kinds):
-        compiled = ", ".join(sorted(kinds)) or "the CPU only"
-        raise ValueError(
-            f"the Relax executable was compiled for {compiled}, but device= is {device}: compile it for "
-            "that device's target, or bind it with device= where its code runs"
-        )
-
-
 def bind_model(
     target: tvm_ffi.Module,
     sig: Signature | None,
@@ -76,10 +59,22 @@ def bind_model(
     a tied tensor given to each of its names that is a parameter."""
     devices = None
     if device is not None:
-        check_target(target, device)
+        device_type, device_id = int(device.dlpack_device_type()), int(device.index)
+        kinds = _device_code_kinds(target)  # refused: a device the executable has no code for
+        if device_type == _CPU and kinds:
+            raise ValueError(
+                f"the Relax executable holds device code for {', '.join(sorted(kinds))}, but device= "
+                f"is {device}: pass the device it was compiled for (device=tvm.cuda(0), ...), or compile "
+                "for the CPU"
+            )
+        if device_type != _CPU and not any(_DEVICE_CODE[k] == device_type for k in kinds):
+            compiled = ", ".join(sorted(kinds)) or "the CPU only"
+            raise ValueError(
+                f"the Relax executable was compiled for {compiled}, but device= is {device}: compile it for "
+                "that device's target, or bind it with device= where its code runs"
+            )
         if memory not in ALLOCATORS:
             raise ValueError(f"memory must be one of {', '.join(ALLOCATORS)}, got {memory!r}")
-        device_type, device_id = int(device.dlpack_device_type()), int(device.index)
         devices = [[device_type, device_id, ALLOCATORS[memory]]]
         if device_type != _CPU:
             devices.append([_CPU, 0, ALLOCATORS[memory]])
@@ -158,13 +153,3 @@ def _annotations(mod: tvm_ffi.Module, name: str) -> dict[tuple[int, str], tuple[
             shape = tuple(int(d) if d.strip().isdigit() else None for d in m["shape"].split(",") if d.strip())
             found[(int(m["index"]), m["name"])] = (m["dtype"], shape)
     return found
-
-
-def check_signature_matches(sig: Signature, names: Signature) -> None:
-    """A ``signature=`` given for a Relax target must describe the bound function itself."""
-    if list(sig.names) != list(names.names):
-        raise ValueError(
-            f"signature= has parameters ({', '.join(sig.names)}), but the Relax function "
-            f"{names.name}() has ({', '.join(names.names)}): pass that function's signature "
-            f"(irmodule[{names.name!r}]), or pick the function with function="
-        )

@@ -60,8 +60,9 @@ def save_weights(module: tvm_ffi.Module | tvm_ffi.Function, path: PathLike, prog
         held = _convert.Held(tvm_ffi.device("cpu", 0))
         # A tied tensor's other names are written as names of the tensor stored (C++).
         tied = {n for group in found.ties if bound & set(group) for n in group}
-        for name, value in found.state_values().items():
+        for name in found.state:
             if name not in bound and name not in tied:
+                value = found.values[name]
                 array = value if hasattr(value, "__dlpack__") else np.asarray(value)
                 held.add(name, array, None, f"{found.what}'s {name!r}")
         compiled = held.made()
