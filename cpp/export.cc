@@ -28,8 +28,7 @@
 #include "partial_module.h"
 #include "registry.h"
 #include "storage/appended_region.h"
-#include "storage/loaded_library.h"
-#include "storage/module_tree.h"
+#include "storage/library.h"
 #include "storage/weights_file.h"
 
 namespace tvm_partial {

@@ -4,7 +4,7 @@
  * \file inspect.cc
  * \brief `tvm_partial.inspect`/`verify` of an artifact or weights file (Python returns the answer
  *        as is), by the loader's parser and placement rules (format/, storage/payload_source.h) so
- *        they never disagree; a library is read, never run (storage/module_tree.h).
+ *        they never disagree; a library is read, never run (storage/library.h).
  */
 #include "inspect.h"
 
@@ -30,8 +30,7 @@
 #include "format/hash.h"
 #include "partial_module.h"
 #include "registry.h"
-#include "storage/loaded_library.h"
-#include "storage/module_tree.h"
+#include "storage/library.h"
 #include "storage/payload_source.h"
 #include "storage/verify.h"
 #include "storage/weights_file.h"

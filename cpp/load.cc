@@ -20,7 +20,7 @@
 #include "format/common.h"
 #include "partial_module.h"
 #include "registry.h"
-#include "storage/loaded_library.h"
+#include "storage/library.h"
 #include "storage/payload_source.h"
 
 namespace tvm_partial {

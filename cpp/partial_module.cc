@@ -19,7 +19,7 @@
 #include "bind/bindings.h"
 #include "out_of_memory.h"
 #include "registry.h"
-#include "storage/loaded_library.h"
+#include "storage/library.h"
 
 namespace tvm_partial {
 
